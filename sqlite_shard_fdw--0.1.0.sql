@@ -1,0 +1,53 @@
+/* sqlite_shard_fdw--0.1.0.sql */
+
+-- complain if script is sourced in psql, rather than via CREATE EXTENSION
+\echo Use "CREATE EXTENSION sqlite_shard_fdw" to load this file. \quit
+
+CREATE FUNCTION sqlite_shard_fdw_handler()
+RETURNS fdw_handler
+AS 'MODULE_PATHNAME'
+LANGUAGE C STRICT;
+
+CREATE FUNCTION sqlite_shard_fdw_validator(text[], oid)
+RETURNS void
+AS 'MODULE_PATHNAME'
+LANGUAGE C STRICT;
+
+CREATE FOREIGN DATA WRAPPER sqlite_shard_fdw
+  HANDLER sqlite_shard_fdw_handler
+  VALIDATOR sqlite_shard_fdw_validator;
+
+-- Control plane: the directory of shards and tenants.
+
+CREATE FUNCTION directory_init(server name)
+RETURNS void
+AS 'MODULE_PATHNAME', 'shard_directory_init'
+LANGUAGE C STRICT;
+
+CREATE FUNCTION shard_add(server name, shard_id text, path text)
+RETURNS void
+AS 'MODULE_PATHNAME', 'shard_add'
+LANGUAGE C STRICT;
+
+CREATE FUNCTION shard_list(server name,
+                           OUT shard_id text, OUT path text,
+                           OUT tenants bigint, OUT bytes bigint)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'shard_list'
+LANGUAGE C STRICT;
+
+CREATE FUNCTION tenant_add(server name, tenant text, shard_id text DEFAULT NULL)
+RETURNS text
+AS 'MODULE_PATHNAME', 'shard_tenant_add'
+LANGUAGE C;
+
+CREATE FUNCTION tenant_locate(server name, tenant text,
+                              OUT shard_id text, OUT status text,
+                              OUT source_shard_id text,
+                              OUT target_shard_id text, OUT path text)
+RETURNS record
+AS 'MODULE_PATHNAME', 'shard_tenant_locate'
+LANGUAGE C STRICT;
+
+REVOKE ALL ON FUNCTION directory_init(name), shard_add(name, text, text),
+  tenant_add(name, text, text) FROM PUBLIC;

@@ -1,0 +1,567 @@
+/*-------------------------------------------------------------------------
+ *
+ * admin.c
+ *		  SQL functions of the control plane: the directory's contents
+ *
+ * These functions read and write the directory, the SQLite control database
+ * shared with the application.  Writes run in one IMMEDIATE transaction
+ * each, so two sessions adding tenants at once cannot both place a tenant
+ * or break the directory; they need the privileges of
+ * pg_write_server_files, as anything that writes files of the server's
+ * choosing does.  Reads need USAGE on the server.
+ *
+ * New tenants go to the shard with the most free room under the server's
+ * max_shard_bytes, the fewest tenants on a tie: a shard is as full as its
+ * file (with its write-ahead log) is large.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "sqlite_shard_fdw.h"
+
+#include <sys/stat.h>
+
+#include "access/htup_details.h"
+#include "catalog/pg_foreign_server.h"
+#include "foreign/foreign.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "utils/acl.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+
+#include "compat.h"
+
+PG_FUNCTION_INFO_V1(shard_directory_init);
+PG_FUNCTION_INFO_V1(shard_add);
+PG_FUNCTION_INFO_V1(shard_list);
+PG_FUNCTION_INFO_V1(shard_tenant_add);
+PG_FUNCTION_INFO_V1(shard_tenant_locate);
+
+static const char *const directory_schema =
+"CREATE TABLE IF NOT EXISTS shards ("
+"  shard_id TEXT PRIMARY KEY,"
+"  path TEXT NOT NULL UNIQUE);"
+"CREATE TABLE IF NOT EXISTS shard_map ("
+"  tenant_id TEXT PRIMARY KEY,"
+"  shard_id TEXT NOT NULL,"
+"  status TEXT NOT NULL DEFAULT 'ACTIVE',"
+"  target_shard_id TEXT,"
+"  updated_at INTEGER NOT NULL);"
+"CREATE INDEX IF NOT EXISTS shard_map_status ON shard_map (status);";
+
+/*
+ * server_options_by_name
+ *		The options of a sqlite_shard_fdw server named by the caller, after
+ *		checking that the caller may use it.
+ */
+static ShardServerOptions *
+server_options_by_name(Name servername)
+{
+	ForeignServer *server = GetForeignServerByName(NameStr(*servername), false);
+	ForeignDataWrapper *fdw = GetForeignDataWrapper(server->fdwid);
+	char	   *handler = OidIsValid(fdw->fdwhandler) ?
+	get_func_name(fdw->fdwhandler) : NULL;
+
+	if (handler == NULL || strcmp(handler, "sqlite_shard_fdw_handler") != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("server \"%s\" is not a sqlite_shard_fdw server",
+						server->servername)));
+	if (server_aclcheck_compat(server->serverid, GetUserId(), ACL_USAGE) != ACLCHECK_OK)
+		aclcheck_error(ACLCHECK_NO_PRIV, OBJECT_FOREIGN_SERVER,
+					   server->servername);
+	return shard_server_options(server->serverid);
+}
+
+/*
+ * open_for_write
+ *		A read-write handle on the directory, in an IMMEDIATE transaction.
+ */
+static sqlite3 *
+open_for_write(ShardServerOptions *opts, bool create)
+{
+	sqlite3    *db;
+	char		errbuf[SHARDIO_ERRLEN];
+	int			rc;
+
+	rc = shardio_open(opts->directory,
+					  SHARDIO_OPEN_READWRITE | (create ? SHARDIO_OPEN_CREATE : 0),
+					  opts->busy_timeout_ms, &db, errbuf);
+	if (rc == SQLITE_OK)
+	{
+		rc = shardio_exec(db, "BEGIN IMMEDIATE", errbuf);
+		if (rc != SQLITE_OK)
+			shardio_close(db);
+	}
+	if (rc != SQLITE_OK)
+	{
+		if (!create && shardio_file_state(opts->directory) == SHARDIO_FILE_MISSING)
+			ereport(ERROR,
+					(errcode(ERRCODE_FDW_UNABLE_TO_ESTABLISH_CONNECTION),
+					 errmsg("directory \"%s\" of server \"%s\" does not exist",
+							opts->directory, opts->servername),
+					 errhint("Create it with directory_init('%s').",
+							 opts->servername)));
+		ereport(ERROR,
+				(errcode((rc & 0xff) == SQLITE_BUSY ? ERRCODE_LOCK_NOT_AVAILABLE :
+						 ERRCODE_FDW_UNABLE_TO_ESTABLISH_CONNECTION),
+				 errmsg("could not open directory \"%s\" of server \"%s\" for writing",
+						opts->directory, opts->servername),
+				 errdetail_internal("%s", errbuf)));
+	}
+	return db;
+}
+
+/*
+ * finish_write
+ *		Commit the directory transaction and close the handle, and let this
+ *		backend's cache see the change at once.
+ */
+static void
+finish_write(ShardServerOptions *opts, sqlite3 *db)
+{
+	char		errbuf[SHARDIO_ERRLEN];
+	int			rc = shardio_exec(db, "COMMIT", errbuf);
+
+	shardio_close(db);
+	if (rc != SQLITE_OK)
+		ereport(ERROR,
+				(errcode(ERRCODE_FDW_ERROR),
+				 errmsg("could not commit to directory \"%s\"", opts->directory),
+				 errdetail_internal("%s", errbuf)));
+}
+
+/*
+ * write_failed
+ *		Report an SQLite failure during a directory write.
+ */
+static void
+write_failed(ShardServerOptions *opts, sqlite3 *db, const char *what)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_FDW_ERROR),
+			 errmsg("could not %s in directory \"%s\"", what, opts->directory),
+			 errdetail_internal("%s", sqlite3_errmsg(db))));
+}
+
+/*
+ * run_stmt
+ *		Prepare, bind text values and step a statement; returns the SQLite
+ *		result of the step.  A row, if any, stays available on *out.
+ */
+static int
+run_stmt(sqlite3 *db, const char *sql, const char **vals, int nvals,
+		 sqlite3_stmt **out)
+{
+	sqlite3_stmt *stmt;
+	int			i;
+	int			rc;
+
+	rc = sqlite3_prepare_v2(db, sql, -1, &stmt, NULL);
+	if (rc != SQLITE_OK)
+		return rc;
+	for (i = 0; i < nvals; i++)
+		sqlite3_bind_text(stmt, i + 1, vals[i], -1, SQLITE_TRANSIENT);
+	rc = sqlite3_step(stmt);
+	if (out)
+		*out = stmt;
+	else
+		sqlite3_finalize(stmt);
+	return rc;
+}
+
+/*
+ * shard_directory_init
+ *		directory_init(server): create the directory's tables (and the file)
+ *		if they are missing.  Running it again changes nothing.
+ */
+Datum
+shard_directory_init(PG_FUNCTION_ARGS)
+{
+	ShardServerOptions *opts = server_options_by_name(PG_GETARG_NAME(0));
+	sqlite3    *volatile db;
+
+	shard_require_file_privilege(true, "create a directory");
+	db = open_for_write(opts, true);
+	PG_TRY();
+	{
+		char		errbuf[SHARDIO_ERRLEN];
+
+		if (shardio_exec(db, directory_schema, errbuf) != SQLITE_OK)
+			ereport(ERROR,
+					(errcode(ERRCODE_FDW_ERROR),
+					 errmsg("could not create the tables of directory \"%s\"",
+							opts->directory),
+					 errdetail_internal("%s", errbuf)));
+	}
+	PG_CATCH();
+	{
+		shardio_close(db);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+	finish_write(opts, db);
+	PG_RETURN_VOID();
+}
+
+/*
+ * file_bytes
+ *		The size of a shard: its file and its write-ahead log; -1 if the
+ *		file is missing.
+ */
+static int64
+file_bytes(const char *path)
+{
+	struct stat st;
+	int64		total;
+	char	   *wal;
+
+	if (stat(path, &st) != 0)
+		return -1;
+	total = st.st_size;
+	wal = psprintf("%s-wal", path);
+	if (stat(wal, &st) == 0)
+		total += st.st_size;
+	pfree(wal);
+	return total;
+}
+
+/*
+ * shard_add
+ *		shard_add(server, shard_id, path): register a shard file.  The file
+ *		must already be an SQLite database; a relative path is taken from
+ *		the directory file's folder.
+ */
+Datum
+shard_add(PG_FUNCTION_ARGS)
+{
+	ShardServerOptions *opts = server_options_by_name(PG_GETARG_NAME(0));
+	char	   *shard_id = text_to_cstring(PG_GETARG_TEXT_PP(1));
+	char	   *path = text_to_cstring(PG_GETARG_TEXT_PP(2));
+	char	   *resolved;
+	sqlite3    *volatile db;
+	sqlite3    *probe;
+	char		errbuf[SHARDIO_ERRLEN];
+
+	shard_require_file_privilege(true, "add a shard");
+	if (shard_id[0] == '\0')
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("shard id must not be empty")));
+	if (path[0] == '\0')
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("path of shard \"%s\" must not be empty", shard_id)));
+
+	resolved = shard_resolve_path(opts, path);
+	if (shardio_file_state(resolved) != SHARDIO_FILE_OK)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_FILE),
+				 errmsg("could not add shard \"%s\": file \"%s\" does not exist or cannot be read",
+						shard_id, resolved)));
+	if (shardio_open(resolved, 0, opts->busy_timeout_ms, &probe, errbuf) != SQLITE_OK)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("could not add shard \"%s\": file \"%s\" is not a valid SQLite database",
+						shard_id, resolved),
+				 errdetail_internal("%s", errbuf)));
+	shardio_close(probe);
+
+	db = open_for_write(opts, false);
+	PG_TRY();
+	{
+		sqlite3_stmt *stmt;
+		const char *vals[2] = {shard_id, path};
+		int			rc;
+
+		rc = run_stmt(db, "SELECT shard_id FROM shards WHERE shard_id = ? OR path = ?",
+					  vals, 2, &stmt);
+		if (rc == SQLITE_ROW)
+		{
+			bool		same_id = strcmp((const char *) sqlite3_column_text(stmt, 0),
+										 shard_id) == 0;
+
+			sqlite3_finalize(stmt);
+			if (same_id)
+				ereport(ERROR,
+						(errcode(ERRCODE_UNIQUE_VIOLATION),
+						 errmsg("shard \"%s\" already exists in directory \"%s\"",
+								shard_id, opts->directory)));
+			ereport(ERROR,
+					(errcode(ERRCODE_UNIQUE_VIOLATION),
+					 errmsg("file \"%s\" is already a shard of directory \"%s\"",
+							path, opts->directory)));
+		}
+		if (rc == SQLITE_DONE)
+			sqlite3_finalize(stmt);
+		else
+		{
+			if (rc != SQLITE_ERROR || sqlite3_errmsg(db) == NULL ||
+				strstr(sqlite3_errmsg(db), "no such table") == NULL)
+				write_failed(opts, db, "add a shard");
+			ereport(ERROR,
+					(errcode(ERRCODE_FDW_TABLE_NOT_FOUND),
+					 errmsg("directory \"%s\" has no table \"shards\"",
+							opts->directory),
+					 errhint("Create the directory's tables with directory_init('%s').",
+							 opts->servername)));
+		}
+		if (run_stmt(db, "INSERT INTO shards (shard_id, path) VALUES (?, ?)",
+					 vals, 2, NULL) != SQLITE_DONE)
+			write_failed(opts, db, "add a shard");
+	}
+	PG_CATCH();
+	{
+		shardio_close(db);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+	finish_write(opts, db);
+	PG_RETURN_VOID();
+}
+
+/* One shard's load, for listing and placement. */
+typedef struct ShardLoad
+{
+	ShardInfo  *info;
+	int64		tenants;
+	int64		bytes;			/* -1: file missing */
+} ShardLoad;
+
+/*
+ * shard_loads
+ *		Every shard with its tenant count and size, read through db (the
+ *		cached read handle, or a write handle inside its transaction).
+ */
+static ShardLoad *
+shard_loads(ShardServerOptions *opts, ShardDirectory *dir, sqlite3 *db,
+			int *nshards)
+{
+	List	   *shards = shard_directory_shards(dir);
+	ShardLoad  *loads = palloc0(sizeof(ShardLoad) * (list_length(shards) + 1));
+	sqlite3_stmt *stmt;
+	ListCell   *lc;
+	int			n = 0;
+	int			rc;
+
+	foreach(lc, shards)
+	{
+		loads[n].info = lfirst(lc);
+		loads[n].bytes = file_bytes(loads[n].info->path);
+		n++;
+	}
+	*nshards = n;
+
+	/* Count each tenant on the shard that answers for it. */
+	rc = sqlite3_prepare_v2(db,
+							"SELECT CASE WHEN status = 'DONE' AND target_shard_id IS NOT NULL "
+							"THEN target_shard_id ELSE shard_id END AS owner, count(*) "
+							"FROM shard_map GROUP BY owner", -1, &stmt, NULL);
+	if (rc != SQLITE_OK)
+		write_failed(opts, db, "count tenants");
+	while ((rc = sqlite3_step(stmt)) == SQLITE_ROW)
+	{
+		const char *owner = (const char *) sqlite3_column_text(stmt, 0);
+		int			i;
+
+		for (i = 0; i < n; i++)
+			if (owner && strcmp(loads[i].info->shard_id, owner) == 0)
+				loads[i].tenants = sqlite3_column_int64(stmt, 1);
+	}
+	sqlite3_finalize(stmt);
+	if (rc != SQLITE_DONE)
+		write_failed(opts, db, "count tenants");
+	return loads;
+}
+
+/*
+ * shard_list
+ *		shard_list(server): every shard with its file, tenant count and
+ *		size in bytes (NULL when the file is missing).
+ */
+Datum
+shard_list(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	ShardServerOptions *opts = server_options_by_name(PG_GETARG_NAME(0));
+	ShardDirectory *dir = shard_directory_get(opts);
+	ShardLoad  *loads;
+	int			n,
+				i;
+
+	InitMaterializedSRF(fcinfo, 0);
+	loads = shard_loads(opts, dir, shard_directory_handle(dir), &n);
+	for (i = 0; i < n; i++)
+	{
+		Datum		values[4];
+		bool		nulls[4] = {false, false, false, false};
+
+		values[0] = CStringGetTextDatum(loads[i].info->shard_id);
+		values[1] = CStringGetTextDatum(loads[i].info->path);
+		values[2] = Int64GetDatum(loads[i].tenants);
+		values[3] = Int64GetDatum(loads[i].bytes);
+		nulls[3] = (loads[i].bytes < 0);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	return (Datum) 0;
+}
+
+/*
+ * place_tenant
+ *		The shard with the most free room under max_shard_bytes, fewest
+ *		tenants on a tie; shards whose file is missing are never chosen.
+ */
+static ShardInfo *
+place_tenant(ShardServerOptions *opts, ShardLoad *loads, int n)
+{
+	ShardLoad  *best = NULL;
+	int			i;
+
+	for (i = 0; i < n; i++)
+	{
+		ShardLoad  *l = &loads[i];
+
+		if (l->bytes < 0)
+			continue;
+		if (best == NULL ||
+			opts->max_shard_bytes - l->bytes > opts->max_shard_bytes - best->bytes ||
+			(l->bytes == best->bytes && l->tenants < best->tenants))
+			best = l;
+	}
+	if (best == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_FDW_UNABLE_TO_ESTABLISH_CONNECTION),
+				 errmsg("no shard of server \"%s\" can take a new tenant",
+						opts->servername),
+				 errdetail("The directory lists no shard whose file exists."),
+				 errhint("Add a shard with shard_add().")));
+	if (best->bytes >= opts->max_shard_bytes)
+		ereport(ERROR,
+				(errcode(ERRCODE_DISK_FULL),
+				 errmsg("every shard of server \"%s\" is at or over max_shard_bytes",
+						opts->servername),
+				 errhint("Add a shard with shard_add(), or raise the server option \"max_shard_bytes\".")));
+	return best->info;
+}
+
+/*
+ * shard_tenant_add
+ *		tenant_add(server, tenant [, shard]): register a tenant on the given
+ *		shard, or on the one placement picks.  Returns the shard id.
+ */
+Datum
+shard_tenant_add(PG_FUNCTION_ARGS)
+{
+	ShardServerOptions *opts;
+	ShardDirectory *dir;
+	char	   *tenant;
+	char	   *shard_id = NULL;
+	sqlite3    *volatile db;
+
+	if (PG_ARGISNULL(0))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("server must not be null")));
+	if (PG_ARGISNULL(1))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("tenant must not be null")));
+	opts = server_options_by_name(PG_GETARG_NAME(0));
+	tenant = text_to_cstring(PG_GETARG_TEXT_PP(1));
+	if (!PG_ARGISNULL(2))
+		shard_id = text_to_cstring(PG_GETARG_TEXT_PP(2));
+	shard_require_file_privilege(true, "add a tenant");
+	if (tenant[0] == '\0')
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("tenant id must not be empty")));
+
+	dir = shard_directory_get(opts);
+	if (shard_id != NULL && shard_directory_shard(dir, shard_id) == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("shard \"%s\" does not exist in directory \"%s\"",
+						shard_id, opts->directory)));
+
+	db = open_for_write(opts, false);
+	PG_TRY();
+	{
+		sqlite3_stmt *stmt;
+		const char *vals[2];
+		int			rc;
+
+		vals[0] = tenant;
+		rc = run_stmt(db, "SELECT shard_id FROM shard_map WHERE tenant_id = ?",
+					  vals, 1, &stmt);
+		if (rc == SQLITE_ROW)
+		{
+			char	   *existing = pstrdup((const char *) sqlite3_column_text(stmt, 0));
+
+			sqlite3_finalize(stmt);
+			ereport(ERROR,
+					(errcode(ERRCODE_UNIQUE_VIOLATION),
+					 errmsg("tenant \"%s\" already exists on shard \"%s\"",
+							tenant, existing)));
+		}
+		sqlite3_finalize(stmt);
+		if (rc != SQLITE_DONE)
+			write_failed(opts, db, "look up a tenant");
+
+		if (shard_id == NULL)
+		{
+			ShardLoad  *loads;
+			int			n;
+
+			loads = shard_loads(opts, dir, db, &n);
+			shard_id = place_tenant(opts, loads, n)->shard_id;
+		}
+		vals[1] = shard_id;
+		if (run_stmt(db, "INSERT INTO shard_map (tenant_id, shard_id, status, updated_at) "
+					 "VALUES (?, ?, 'ACTIVE', CAST(strftime('%s', 'now') AS INTEGER))",
+					 vals, 2, NULL) != SQLITE_DONE)
+			write_failed(opts, db, "add a tenant");
+	}
+	PG_CATCH();
+	{
+		shardio_close(db);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+	finish_write(opts, db);
+	shard_directory_changed(dir);
+	PG_RETURN_TEXT_P(cstring_to_text(shard_id));
+}
+
+/*
+ * shard_tenant_locate
+ *		tenant_locate(server, tenant): where a tenant's rows are: the shard
+ *		that answers for it, the move status and both shards of a move, and
+ *		the file.  NULL for a tenant the directory does not know.
+ */
+Datum
+shard_tenant_locate(PG_FUNCTION_ARGS)
+{
+	ShardServerOptions *opts = server_options_by_name(PG_GETARG_NAME(0));
+	char	   *tenant = text_to_cstring(PG_GETARG_TEXT_PP(1));
+	ShardDirectory *dir = shard_directory_get(opts);
+	ShardLocation *loc = shard_directory_locate(dir, tenant);
+	TupleDesc	tupdesc;
+	Datum		values[5];
+	bool		nulls[5] = {false, false, false, false, false};
+
+	if (loc == NULL)
+		PG_RETURN_NULL();
+	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "return type must be a row type");
+
+	values[0] = CStringGetTextDatum(loc->owner);
+	values[1] = CStringGetTextDatum(loc->status);
+	values[2] = CStringGetTextDatum(loc->shard_id);
+	if (loc->target_shard_id)
+		values[3] = CStringGetTextDatum(loc->target_shard_id);
+	else
+		nulls[3] = true;
+	values[4] = CStringGetTextDatum(shard_directory_shard(dir, loc->owner)->path);
+	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(tupdesc),
+													  values, nulls)));
+}

@@ -1,0 +1,60 @@
+/*-------------------------------------------------------------------------
+ *
+ * compat.h
+ *		  PostgreSQL version differences (14 to 17) for sqlite_shard_fdw
+ *
+ * Every PG_VERSION_NUM test in the project lives here, behind a _compat
+ * macro, so the rest of the code reads as if there were one PostgreSQL.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef SQLITE_SHARD_FDW_COMPAT_H
+#define SQLITE_SHARD_FDW_COMPAT_H
+
+#include "nodes/pathnodes.h"
+#include "optimizer/pathnode.h"
+
+#if PG_VERSION_NUM < 140000
+#error "sqlite_shard_fdw needs PostgreSQL 14 or later"
+#endif
+
+/* The role a foreign scan runs as: ForeignScan.checkAsUser from 16 on. */
+#if PG_VERSION_NUM >= 160000
+#define scan_user_compat(fsplan, estate) \
+	(OidIsValid((fsplan)->checkAsUser) ? (fsplan)->checkAsUser : GetUserId())
+#else
+#define scan_user_compat(fsplan, estate) \
+	(OidIsValid(exec_rt_fetch((fsplan)->scan.scanrelid, (estate))->checkAsUser) ? \
+	 exec_rt_fetch((fsplan)->scan.scanrelid, (estate))->checkAsUser : GetUserId())
+#endif
+
+/* Privilege checks on servers went through object_aclcheck from 16 on. */
+#if PG_VERSION_NUM >= 160000
+#define server_aclcheck_compat(serverid, roleid, mode) \
+	object_aclcheck(ForeignServerRelationId, (serverid), (roleid), (mode))
+#else
+#define server_aclcheck_compat(serverid, roleid, mode) \
+	pg_foreign_server_aclcheck((serverid), (roleid), (mode))
+#endif
+
+/* create_foreignscan_path gained fdw_restrictinfo in 17. */
+#if PG_VERSION_NUM >= 170000
+#define create_foreignscan_path_compat(root, rel, target, rows, startup, total, \
+									   pathkeys, outer, fdw_outerpath, private) \
+	create_foreignscan_path(root, rel, target, rows, startup, total, pathkeys, \
+							outer, fdw_outerpath, NIL, private)
+#else
+#define create_foreignscan_path_compat(root, rel, target, rows, startup, total, \
+									   pathkeys, outer, fdw_outerpath, private) \
+	create_foreignscan_path(root, rel, target, rows, startup, total, pathkeys, \
+							outer, fdw_outerpath, private)
+#endif
+
+/* MarkGUCPrefixReserved replaced EmitWarningsOnPlaceholders in 15. */
+#if PG_VERSION_NUM >= 150000
+#define MarkGUCPrefixReserved_compat(prefix) MarkGUCPrefixReserved(prefix)
+#else
+#define MarkGUCPrefixReserved_compat(prefix) EmitWarningsOnPlaceholders(prefix)
+#endif
+
+#endif							/* SQLITE_SHARD_FDW_COMPAT_H */

@@ -1,0 +1,758 @@
+/*-------------------------------------------------------------------------
+ *
+ * deparse.c
+ *		  Which conditions SQLite may evaluate, and the SQL sent to shards
+ *
+ * A condition is pushed to the shards only when SQLite gives exactly the
+ * answer PostgreSQL would.  That rules out far more than it allows:
+ *
+ * - Only comparisons of one column with one constant or parameter, on
+ *   integers, double precision and text.  Parameters are bound, never
+ *   spliced, and wrapped in CAST(? AS INTEGER|REAL|TEXT) so that SQLite's
+ *   affinity rules compare numbers as numbers and text as text even where a
+ *   shard declared the column loosely.
+ * - Text equality only under a deterministic collation (PostgreSQL then
+ *   compares bytes), text ordering only under the C collation (SQLite's
+ *   BINARY order is byte order); both forced to COLLATE BINARY so a column
+ *   declared NOCASE in a shard cannot change the answer.  Text pushdown also
+ *   needs a UTF-8 database, since SQLite compares UTF-8 bytes.
+ * - No arithmetic: SQLite turns integer overflow into floating point and
+ *   division by zero into NULL, where PostgreSQL raises an error.
+ * - No real, numeric, boolean, date or time comparisons: REAL rounding,
+ *   numeric exactness, boolean text forms and the several stored time
+ *   formats would make SQLite's comparison differ from PostgreSQL's.  A NaN
+ *   float constant, which SQLite cannot represent, is never pushed.
+ * - LIKE with a constant pattern becomes GLOB, which is case-sensitive and
+ *   matches characters as PostgreSQL's LIKE does; ILIKE and regular
+ *   expressions stay local.
+ * - IS [NOT] NULL on any column, AND, OR, NOT, and IN lists of the above.
+ *
+ * Everything else is evaluated by PostgreSQL on the fetched rows.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "sqlite_shard_fdw.h"
+
+#include <math.h>
+
+#include "access/htup_details.h"
+#include "catalog/pg_collation.h"
+#include "catalog/pg_operator.h"
+#include "catalog/pg_type.h"
+#include "mb/pg_wchar.h"
+#include "nodes/makefuncs.h"
+#include "nodes/nodeFuncs.h"
+#include "optimizer/optimizer.h"
+#include "parser/parsetree.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/pg_locale.h"
+#include "utils/syscache.h"
+
+/* Longest constant IN list sent as separate parameters. */
+#define MAX_IN_LIST 1000
+
+typedef enum PushCategory
+{
+	PUSH_NONE,
+	PUSH_INT,
+	PUSH_FLOAT,
+	PUSH_TEXT
+} PushCategory;
+
+/* State of one deparse: the relation and the parameters collected. */
+typedef struct DeparseContext
+{
+	PlannerInfo *root;
+	RelOptInfo *baserel;
+	StringInfo	buf;
+	List	  **params;
+	List	  **param_kinds;
+} DeparseContext;
+
+static void deparse_expr(Expr *expr, DeparseContext *ctx);
+
+/*
+ * type_category
+ *		How values of a type compare in SQLite, if they may be pushed.
+ */
+static PushCategory
+type_category(Oid typid)
+{
+	switch (typid)
+	{
+		case INT2OID:
+		case INT4OID:
+		case INT8OID:
+			return PUSH_INT;
+		case FLOAT8OID:
+			return PUSH_FLOAT;
+		case TEXTOID:
+		case VARCHAROID:
+			return GetDatabaseEncoding() == PG_UTF8 ? PUSH_TEXT : PUSH_NONE;
+		default:
+			return PUSH_NONE;
+	}
+}
+
+/*
+ * strip_relabel
+ *		Look through binary-compatible coercions such as varchar -> text.
+ */
+static Expr *
+strip_relabel(Expr *expr)
+{
+	while (expr && IsA(expr, RelabelType))
+		expr = ((RelabelType *) expr)->arg;
+	return expr;
+}
+
+/*
+ * is_own_column
+ *		Is expr a user column of the scanned foreign table?
+ */
+static bool
+is_own_column(Expr *expr, RelOptInfo *baserel)
+{
+	Var		   *var = (Var *) strip_relabel(expr);
+
+	return var && IsA(var, Var) && var->varno == baserel->relid &&
+		var->varlevelsup == 0 && var->varattno > 0;
+}
+
+/*
+ * is_value
+ *		Is expr a constant or a parameter whose value may be bound for this
+ *		category?  A NaN float constant may not: SQLite stores NaN as NULL.
+ */
+static bool
+is_value(Expr *expr, PushCategory cat)
+{
+	expr = strip_relabel(expr);
+	if (expr == NULL)
+		return false;
+	if (IsA(expr, Const))
+	{
+		Const	   *c = (Const *) expr;
+
+		if (type_category(c->consttype) != cat)
+			return false;
+		if (cat == PUSH_FLOAT && !c->constisnull &&
+			isnan(DatumGetFloat8(c->constvalue)))
+			return false;
+		return true;
+	}
+	if (IsA(expr, Param))
+	{
+		Param	   *p = (Param *) expr;
+
+		/* A float parameter could be NaN at run time. */
+		return (p->paramkind == PARAM_EXTERN || p->paramkind == PARAM_EXEC) &&
+			cat != PUSH_FLOAT && type_category(p->paramtype) == cat;
+	}
+	return false;
+}
+
+/*
+ * comparison_name
+ *		The SQL spelling of a built-in comparison operator, or NULL.
+ */
+static const char *
+comparison_name(Oid opno)
+{
+	static const char *const names[] = {"=", "<>", "<", "<=", ">", ">=", NULL};
+	char	   *opname;
+	int			i;
+
+	if (opno >= FirstGenbkiObjectId)
+		return NULL;
+	opname = get_opname(opno);
+	if (opname == NULL)
+		return NULL;
+	for (i = 0; names[i]; i++)
+		if (strcmp(opname, names[i]) == 0)
+			return names[i];
+	return NULL;
+}
+
+/*
+ * is_like_operator
+ *		Is opno the built-in text LIKE (or NOT LIKE) operator?
+ */
+static bool
+is_like_operator(Oid opno, bool *negated)
+{
+	char	   *opname;
+
+	if (opno >= FirstGenbkiObjectId || get_op_rettype(opno) != BOOLOID)
+		return false;
+	opname = get_opname(opno);
+	if (opname == NULL)
+		return false;
+	*negated = (strcmp(opname, "!~~") == 0);
+	return *negated || strcmp(opname, "~~") == 0;
+}
+
+/*
+ * text_collation_ok
+ *		Does SQLite's BINARY comparison give PostgreSQL's answer under this
+ *		collation?  Equality needs a deterministic collation, ordering the C
+ *		collation.
+ */
+static bool
+text_collation_ok(Oid collid, bool ordering)
+{
+	if (!OidIsValid(collid))
+		return false;
+	if (ordering)
+		return lc_collate_is_c(collid);
+	return collid == DEFAULT_COLLATION_OID ||
+		get_collation_isdeterministic(collid);
+}
+
+/*
+ * column_vs_value
+ *		Split a two-argument operator into the column and the value side.
+ *		Returns false unless exactly one side is a column of this table.
+ */
+static bool
+column_vs_value(List *args, RelOptInfo *baserel, Expr **col, Expr **val,
+				bool *swapped)
+{
+	Expr	   *l,
+			   *r;
+
+	if (list_length(args) != 2)
+		return false;
+	l = linitial(args);
+	r = lsecond(args);
+	if (is_own_column(l, baserel) && !is_own_column(r, baserel))
+	{
+		*col = l;
+		*val = r;
+		*swapped = false;
+		return true;
+	}
+	if (is_own_column(r, baserel) && !is_own_column(l, baserel))
+	{
+		*col = r;
+		*val = l;
+		*swapped = true;
+		return true;
+	}
+	return false;
+}
+
+/*
+ * column_category
+ *		The comparison category of a column, or PUSH_NONE.
+ */
+static PushCategory
+column_category(Expr *col)
+{
+	return type_category(exprType((Node *) strip_relabel(col)));
+}
+
+/*
+ * like_pattern_ok
+ *		A constant LIKE pattern that translates to GLOB.
+ */
+static bool
+like_pattern_ok(Expr *val)
+{
+	Const	   *c = (Const *) strip_relabel(val);
+	text	   *t;
+
+	if (c == NULL || !IsA(c, Const) || c->constisnull ||
+		type_category(c->consttype) != PUSH_TEXT)
+		return false;
+	t = DatumGetTextPP(c->constvalue);
+	return shard_like_to_glob(VARDATA_ANY(t), VARSIZE_ANY_EXHDR(t)) != NULL;
+}
+
+/*
+ * array_elements_ok
+ *		The array side of "col = ANY (...)": a constant array, an ARRAY[]
+ *		of bindable values, or an array parameter of integers or text
+ *		(bound as JSON).
+ */
+static bool
+array_elements_ok(Expr *arr, PushCategory cat)
+{
+	arr = strip_relabel(arr);
+	if (IsA(arr, Const))
+	{
+		Const	   *c = (Const *) arr;
+		ArrayType  *a;
+
+		if (c->constisnull)
+			return false;
+		a = DatumGetArrayTypeP(c->constvalue);
+		if (type_category(ARR_ELEMTYPE(a)) != cat ||
+			ArrayGetNItems(ARR_NDIM(a), ARR_DIMS(a)) > MAX_IN_LIST)
+			return false;
+		if (cat == PUSH_FLOAT)
+		{
+			Datum	   *elems;
+			bool	   *nulls;
+			int			n,
+						i;
+
+			deconstruct_array(a, FLOAT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE,
+							  &elems, &nulls, &n);
+			for (i = 0; i < n; i++)
+				if (!nulls[i] && isnan(DatumGetFloat8(elems[i])))
+					return false;
+		}
+		return true;
+	}
+	if (IsA(arr, ArrayExpr))
+	{
+		ArrayExpr  *ae = (ArrayExpr *) arr;
+		ListCell   *lc;
+
+		if (ae->multidims || list_length(ae->elements) > MAX_IN_LIST)
+			return false;
+		foreach(lc, ae->elements)
+			if (!is_value((Expr *) lfirst(lc), cat))
+				return false;
+		return true;
+	}
+	if (IsA(arr, Param))
+	{
+		Param	   *p = (Param *) arr;
+
+		return (p->paramkind == PARAM_EXTERN || p->paramkind == PARAM_EXEC) &&
+			(cat == PUSH_INT || cat == PUSH_TEXT) &&
+			type_category(get_element_type(p->paramtype)) == cat;
+	}
+	return false;
+}
+
+/*
+ * shard_is_pushable_expr
+ *		May this condition be evaluated inside the shards?  See the file
+ *		header for what SQLite computes exactly as PostgreSQL does.
+ */
+bool
+shard_is_pushable_expr(PlannerInfo *root, RelOptInfo *baserel, Expr *expr)
+{
+	if (expr == NULL)
+		return false;
+
+	switch (nodeTag(expr))
+	{
+		case T_BoolExpr:
+			{
+				ListCell   *lc;
+
+				foreach(lc, ((BoolExpr *) expr)->args)
+					if (!shard_is_pushable_expr(root, baserel, lfirst(lc)))
+						return false;
+				return true;
+			}
+		case T_NullTest:
+			{
+				NullTest   *nt = (NullTest *) expr;
+
+				return !nt->argisrow && is_own_column(nt->arg, baserel);
+			}
+		case T_OpExpr:
+			{
+				OpExpr	   *op = (OpExpr *) expr;
+				Expr	   *col,
+						   *val;
+				bool		swapped;
+				bool		negated;
+				const char *name;
+				PushCategory cat;
+
+				if (!column_vs_value(op->args, baserel, &col, &val, &swapped))
+					return false;
+				cat = column_category(col);
+				if (cat == PUSH_NONE)
+					return false;
+
+				if (is_like_operator(op->opno, &negated))
+					return cat == PUSH_TEXT && !swapped &&
+						text_collation_ok(op->inputcollid, false) &&
+						like_pattern_ok(val);
+
+				name = comparison_name(op->opno);
+				if (name == NULL || !is_value(val, cat))
+					return false;
+				if (cat == PUSH_TEXT &&
+					!text_collation_ok(op->inputcollid,
+									   strcmp(name, "=") != 0 &&
+									   strcmp(name, "<>") != 0))
+					return false;
+				return true;
+			}
+		case T_ScalarArrayOpExpr:
+			{
+				ScalarArrayOpExpr *saop = (ScalarArrayOpExpr *) expr;
+				const char *name = comparison_name(saop->opno);
+				Expr	   *col = linitial(saop->args);
+				PushCategory cat;
+
+				if (name == NULL || !is_own_column(col, baserel))
+					return false;
+				if (!((saop->useOr && strcmp(name, "=") == 0) ||
+					  (!saop->useOr && strcmp(name, "<>") == 0)))
+					return false;
+				cat = column_category(col);
+				if (cat == PUSH_NONE)
+					return false;
+				if (cat == PUSH_TEXT &&
+					!text_collation_ok(saop->inputcollid, false))
+					return false;
+				return array_elements_ok(lsecond(saop->args), cat);
+			}
+		default:
+			return false;
+	}
+}
+
+/*
+ * shard_quote_identifier
+ *		Append an SQLite identifier in double quotes, doubling any quote in
+ *		it, so that no name from a catalog can change the statement.
+ */
+void
+shard_quote_identifier(StringInfo buf, const char *ident)
+{
+	const char *p;
+
+	appendStringInfoChar(buf, '"');
+	for (p = ident; *p; p++)
+	{
+		if (*p == '"')
+			appendStringInfoChar(buf, '"');
+		appendStringInfoChar(buf, *p);
+	}
+	appendStringInfoChar(buf, '"');
+}
+
+/*
+ * shard_like_to_glob
+ *		Translate a LIKE pattern (backslash escapes) into an SQLite GLOB
+ *		pattern; NULL when the pattern ends in a lone escape, which
+ *		PostgreSQL rejects, so that the condition stays local and raises
+ *		PostgreSQL's error.
+ */
+char *
+shard_like_to_glob(const char *pattern, int len)
+{
+	StringInfoData buf;
+	int			i;
+
+	initStringInfo(&buf);
+	for (i = 0; i < len; i++)
+	{
+		char		c = pattern[i];
+
+		if (c == '\\')
+		{
+			if (++i >= len)
+				return NULL;
+			c = pattern[i];
+		}
+		else if (c == '%')
+		{
+			appendStringInfoChar(&buf, '*');
+			continue;
+		}
+		else if (c == '_')
+		{
+			appendStringInfoChar(&buf, '?');
+			continue;
+		}
+		if (c == '*' || c == '?' || c == '[')
+			appendStringInfo(&buf, "[%c]", c);
+		else
+			appendStringInfoChar(&buf, c);
+	}
+	return buf.data;
+}
+
+/*
+ * add_param
+ *		Collect a value to bind and write its placeholder, cast so SQLite
+ *		compares with the category's rules.
+ */
+static void
+add_param(Expr *val, ShardParamKind kind, PushCategory cat,
+		  DeparseContext *ctx)
+{
+	static const char *const casts[] = {NULL, "INTEGER", "REAL", "TEXT"};
+
+	*ctx->params = lappend(*ctx->params, val);
+	*ctx->param_kinds = lappend_int(*ctx->param_kinds, kind);
+	if (kind == SHARD_PARAM_JSON_ARRAY)
+		appendStringInfo(ctx->buf, "SELECT CAST(value AS %s) FROM json_each(?%d)",
+						 casts[cat], list_length(*ctx->params));
+	else
+		appendStringInfo(ctx->buf, "CAST(?%d AS %s)", list_length(*ctx->params),
+						 casts[cat]);
+}
+
+/*
+ * deparse_column
+ *		Write a column reference by its SQLite name.
+ */
+static void
+deparse_column(Expr *expr, DeparseContext *ctx)
+{
+	Var		   *var = (Var *) strip_relabel(expr);
+	RangeTblEntry *rte = planner_rt_fetch(var->varno, ctx->root);
+
+	shard_quote_identifier(ctx->buf, shard_column_name(rte->relid,
+													   var->varattno));
+}
+
+/*
+ * deparse_array_values
+ *		Write the list of an IN condition from a constant array, an
+ *		ARRAY[...] expression or an array parameter.
+ */
+static void
+deparse_array_values(Expr *arr, PushCategory cat, DeparseContext *ctx)
+{
+	arr = strip_relabel(arr);
+	appendStringInfoChar(ctx->buf, '(');
+	if (IsA(arr, Const))
+	{
+		Const	   *c = (Const *) arr;
+		ArrayType  *a = DatumGetArrayTypeP(c->constvalue);
+		Oid			elemtype = ARR_ELEMTYPE(a);
+		int16		typlen;
+		bool		typbyval;
+		char		typalign;
+		Datum	   *elems;
+		bool	   *nulls;
+		int			n,
+					i;
+
+		get_typlenbyvalalign(elemtype, &typlen, &typbyval, &typalign);
+		deconstruct_array(a, elemtype, typlen, typbyval, typalign,
+						  &elems, &nulls, &n);
+		for (i = 0; i < n; i++)
+		{
+			if (i > 0)
+				appendStringInfoString(ctx->buf, ", ");
+			add_param((Expr *) makeConst(elemtype, -1, c->constcollid, typlen,
+										 elems[i], nulls[i], typbyval),
+					  SHARD_PARAM_SCALAR, cat, ctx);
+		}
+	}
+	else if (IsA(arr, ArrayExpr))
+	{
+		ListCell   *lc;
+		bool		first = true;
+
+		foreach(lc, ((ArrayExpr *) arr)->elements)
+		{
+			if (!first)
+				appendStringInfoString(ctx->buf, ", ");
+			first = false;
+			add_param((Expr *) lfirst(lc), SHARD_PARAM_SCALAR, cat, ctx);
+		}
+	}
+	else
+		add_param(arr, SHARD_PARAM_JSON_ARRAY, cat, ctx);
+	appendStringInfoChar(ctx->buf, ')');
+}
+
+/*
+ * deparse_expr
+ *		Write a condition that shard_is_pushable_expr accepted.
+ */
+static void
+deparse_expr(Expr *expr, DeparseContext *ctx)
+{
+	switch (nodeTag(expr))
+	{
+		case T_BoolExpr:
+			{
+				BoolExpr   *b = (BoolExpr *) expr;
+				ListCell   *lc;
+				bool		first = true;
+
+				if (b->boolop == NOT_EXPR)
+				{
+					appendStringInfoString(ctx->buf, "(NOT ");
+					deparse_expr(linitial(b->args), ctx);
+					appendStringInfoChar(ctx->buf, ')');
+					break;
+				}
+				appendStringInfoChar(ctx->buf, '(');
+				foreach(lc, b->args)
+				{
+					if (!first)
+						appendStringInfoString(ctx->buf,
+											   b->boolop == AND_EXPR ? " AND " : " OR ");
+					first = false;
+					deparse_expr(lfirst(lc), ctx);
+				}
+				appendStringInfoChar(ctx->buf, ')');
+				break;
+			}
+		case T_NullTest:
+			{
+				NullTest   *nt = (NullTest *) expr;
+
+				appendStringInfoChar(ctx->buf, '(');
+				deparse_column(nt->arg, ctx);
+				appendStringInfoString(ctx->buf, nt->nulltesttype == IS_NULL ?
+									   " IS NULL)" : " IS NOT NULL)");
+				break;
+			}
+		case T_OpExpr:
+			{
+				OpExpr	   *op = (OpExpr *) expr;
+				Expr	   *col,
+						   *val;
+				bool		swapped;
+				bool		negated;
+				PushCategory cat;
+				const char *name;
+
+				column_vs_value(op->args, ctx->baserel, &col, &val, &swapped);
+				cat = column_category(col);
+				appendStringInfoChar(ctx->buf, '(');
+				if (is_like_operator(op->opno, &negated))
+				{
+					Const	   *c = (Const *) strip_relabel(val);
+					text	   *t = DatumGetTextPP(c->constvalue);
+					char	   *glob = shard_like_to_glob(VARDATA_ANY(t),
+														  VARSIZE_ANY_EXHDR(t));
+
+					if (negated)
+						appendStringInfoString(ctx->buf, "NOT ");
+					deparse_column(col, ctx);
+					appendStringInfoString(ctx->buf, " GLOB ");
+					add_param((Expr *) makeConst(TEXTOID, -1, DEFAULT_COLLATION_OID,
+												 -1, CStringGetTextDatum(glob),
+												 false, false),
+							  SHARD_PARAM_SCALAR, cat, ctx);
+					appendStringInfoChar(ctx->buf, ')');
+					break;
+				}
+
+				/* Write column first; flip the operator if it came second. */
+				name = comparison_name(op->opno);
+				if (swapped)
+				{
+					if (strcmp(name, "<") == 0)
+						name = ">";
+					else if (strcmp(name, "<=") == 0)
+						name = ">=";
+					else if (strcmp(name, ">") == 0)
+						name = "<";
+					else if (strcmp(name, ">=") == 0)
+						name = "<=";
+				}
+				deparse_column(col, ctx);
+				appendStringInfo(ctx->buf, " %s ", name);
+				add_param(val, SHARD_PARAM_SCALAR, cat, ctx);
+				if (cat == PUSH_TEXT)
+					appendStringInfoString(ctx->buf, " COLLATE BINARY");
+				appendStringInfoChar(ctx->buf, ')');
+				break;
+			}
+		case T_ScalarArrayOpExpr:
+			{
+				ScalarArrayOpExpr *saop = (ScalarArrayOpExpr *) expr;
+				Expr	   *col = linitial(saop->args);
+				PushCategory cat = column_category(col);
+
+				appendStringInfoChar(ctx->buf, '(');
+				deparse_column(col, ctx);
+				if (cat == PUSH_TEXT)
+					appendStringInfoString(ctx->buf, " COLLATE BINARY");
+				appendStringInfoString(ctx->buf, saop->useOr ? " IN " : " NOT IN ");
+				deparse_array_values(lsecond(saop->args), cat, ctx);
+				appendStringInfoChar(ctx->buf, ')');
+				break;
+			}
+		default:
+			elog(ERROR, "unexpected node type %d in a pushed-down condition",
+				 (int) nodeTag(expr));
+	}
+}
+
+/*
+ * shard_deparse_conditions
+ *		Write pushable conditions (RestrictInfos or bare expressions) joined
+ *		by AND, collecting the values to bind in *params with their kinds.
+ */
+void
+shard_deparse_conditions(StringInfo buf, PlannerInfo *root,
+						 RelOptInfo *baserel, List *conds,
+						 List **params, List **param_kinds)
+{
+	DeparseContext ctx;
+	ListCell   *lc;
+	bool		first = true;
+
+	ctx.root = root;
+	ctx.baserel = baserel;
+	ctx.buf = buf;
+	ctx.params = params;
+	ctx.param_kinds = param_kinds;
+
+	foreach(lc, conds)
+	{
+		Expr	   *expr = (Expr *) lfirst(lc);
+
+		if (IsA(expr, RestrictInfo))
+			expr = ((RestrictInfo *) expr)->clause;
+		if (!first)
+			appendStringInfoString(buf, " AND ");
+		first = false;
+		deparse_expr(expr, &ctx);
+	}
+}
+
+/*
+ * shard_deparse_select
+ *		Write "SELECT cols FROM table" for the columns a scan needs, and
+ *		list their attribute numbers in *retrieved_attrs.  Columns are
+ *		fetched only when PostgreSQL uses them.
+ */
+void
+shard_deparse_select(StringInfo buf, PlannerInfo *root, RelOptInfo *baserel,
+					 Relation rel, Bitmapset *attrs_used,
+					 List **retrieved_attrs)
+{
+	TupleDesc	tupdesc = RelationGetDescr(rel);
+	ShardTableOptions *topts = shard_table_options(rel);
+	bool		whole_row;
+	bool		first = true;
+	int			i;
+
+	*retrieved_attrs = NIL;
+	whole_row = bms_is_member(0 - FirstLowInvalidHeapAttributeNumber,
+							  attrs_used);
+	appendStringInfoString(buf, "SELECT ");
+	for (i = 1; i <= tupdesc->natts; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(tupdesc, i - 1);
+
+		if (att->attisdropped)
+			continue;
+		if (!whole_row &&
+			!bms_is_member(i - FirstLowInvalidHeapAttributeNumber, attrs_used))
+			continue;
+		if (!first)
+			appendStringInfoString(buf, ", ");
+		first = false;
+		shard_quote_identifier(buf, shard_column_name(RelationGetRelid(rel), i));
+		*retrieved_attrs = lappend_int(*retrieved_attrs, i);
+	}
+	if (first)
+		appendStringInfoString(buf, "NULL");
+	appendStringInfoString(buf, " FROM ");
+	shard_quote_identifier(buf, topts->table);
+}

@@ -1,0 +1,661 @@
+/*-------------------------------------------------------------------------
+ *
+ * directory.c
+ *		  The directory: which shard file holds which tenant
+ *
+ * The directory is an SQLite control database shared with the application
+ * that owns the shards.  It holds shard_map (tenant -> shard, with the move
+ * status of the published reference schema) and, optionally, shards (shard
+ * id -> file path); without a shards table, paths come from the server's
+ * shard_path pattern.
+ *
+ * Each backend keeps one read-only handle per server and caches what it
+ * has looked up.  The cache is checked with PRAGMA data_version, which
+ * changes whenever another connection (the sqlite3 CLI, the application, an
+ * admin function of this extension) commits to the file, every time a scan
+ * starts: a statement therefore always routes by the directory as it was
+ * when the statement started, however long the backend has been running.
+ * Tenants are looked up one at a time through shard_map's primary key and
+ * cached individually, so a lookup costs the same for a thousand tenants
+ * or a million.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "sqlite_shard_fdw.h"
+
+#include "miscadmin.h"
+#include "utils/hsearch.h"
+#include "utils/memutils.h"
+
+/* Tenant ids longer than this are looked up every time, not cached. */
+#define TENANT_KEY_LEN 128
+
+typedef struct TenantEntry
+{
+	char		key[TENANT_KEY_LEN];
+	bool		found;			/* false: negative entry, tenant unknown */
+	ShardLocation loc;
+} TenantEntry;
+
+typedef struct ShardEntry
+{
+	char		key[TENANT_KEY_LEN];
+	bool		found;
+	ShardInfo	info;
+} ShardEntry;
+
+struct ShardDirectory
+{
+	Oid			serverid;
+	char	   *path;			/* the control database */
+	char	   *shard_path;		/* pattern from the server, or NULL */
+	sqlite3    *db;
+	sqlite3_stmt *version_stmt;
+	sqlite3_stmt *locate_stmt;
+	sqlite3_stmt *shard_stmt;	/* NULL without a shards table */
+	sqlite3_int64 data_version;
+	bool		has_shards_table;
+
+	/* Everything below is reset whenever the directory changes. */
+	MemoryContext cxt;
+	HTAB	   *tenants;
+	HTAB	   *shards;
+	bool		shards_loaded;
+	List	   *shard_list;
+	bool		moving_loaded;
+	List	   *moving;
+};
+
+static MemoryContext DirectoryCacheContext = NULL;
+static List *directories = NIL;
+
+static void check_directory(ShardDirectory *dir, ShardServerOptions *opts);
+
+/*
+ * dir_error
+ *		Report a failed SQLite call on the control database.
+ */
+static void
+dir_error(ShardDirectory *dir, const char *what)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_FDW_ERROR),
+			 errmsg("could not %s in directory \"%s\"", what, dir->path),
+			 errdetail_internal("%s", sqlite3_errmsg(dir->db))));
+}
+
+/*
+ * reset_cache
+ *		Forget every lookup; called when the control database changed.
+ */
+static void
+reset_cache(ShardDirectory *dir)
+{
+	HASHCTL		ctl;
+
+	MemoryContextReset(dir->cxt);
+	memset(&ctl, 0, sizeof(ctl));
+	ctl.keysize = TENANT_KEY_LEN;
+	ctl.entrysize = sizeof(TenantEntry);
+	ctl.hcxt = dir->cxt;
+	dir->tenants = hash_create("sqlite_shard_fdw tenants", 256, &ctl,
+							   HASH_ELEM | HASH_STRINGS | HASH_CONTEXT);
+	ctl.entrysize = sizeof(ShardEntry);
+	dir->shards = hash_create("sqlite_shard_fdw shards", 64, &ctl,
+							  HASH_ELEM | HASH_STRINGS | HASH_CONTEXT);
+	dir->shards_loaded = false;
+	dir->shard_list = NIL;
+	dir->moving_loaded = false;
+	dir->moving = NIL;
+}
+
+/*
+ * release_directory
+ *		Close a cached directory whose server options changed.
+ */
+static void
+release_directory(ShardDirectory *dir)
+{
+	sqlite3_finalize(dir->version_stmt);
+	sqlite3_finalize(dir->locate_stmt);
+	sqlite3_finalize(dir->shard_stmt);
+	shardio_close(dir->db);
+	MemoryContextDelete(dir->cxt);
+	pfree(dir->path);
+	if (dir->shard_path)
+		pfree(dir->shard_path);
+	pfree(dir);
+}
+
+/*
+ * prepare_or_error
+ *		Prepare a statement that the directory's schema must support.
+ */
+static sqlite3_stmt *
+prepare_or_error(ShardDirectory *dir, const char *sql)
+{
+	sqlite3_stmt *stmt;
+	char		errbuf[SHARDIO_ERRLEN];
+
+	if (shardio_prepare(dir->db, sql, 1, &stmt, errbuf) != SQLITE_OK)
+		ereport(ERROR,
+				(errcode(ERRCODE_FDW_TABLE_NOT_FOUND),
+				 errmsg("directory \"%s\" does not have the expected layout",
+						dir->path),
+				 errdetail_internal("%s", errbuf)));
+	return stmt;
+}
+
+/*
+ * open_directory
+ *		Open a server's control database and check that it is one.
+ */
+static ShardDirectory *
+open_directory(ShardServerOptions *opts)
+{
+	ShardDirectory *dir;
+	MemoryContext oldcxt;
+	char		errbuf[SHARDIO_ERRLEN];
+	int			rc;
+
+	if (shardio_file_state(opts->directory) == SHARDIO_FILE_MISSING)
+		ereport(ERROR,
+				(errcode(ERRCODE_FDW_UNABLE_TO_ESTABLISH_CONNECTION),
+				 errmsg("directory \"%s\" of server \"%s\" does not exist",
+						opts->directory, opts->servername),
+				 errhint("Create it with directory_init('%s'), or correct the server option \"directory\".",
+						 opts->servername)));
+
+	oldcxt = MemoryContextSwitchTo(DirectoryCacheContext);
+	dir = palloc0(sizeof(ShardDirectory));
+	dir->serverid = opts->serverid;
+	dir->path = pstrdup(opts->directory);
+	dir->shard_path = opts->shard_path ? pstrdup(opts->shard_path) : NULL;
+	dir->cxt = AllocSetContextCreate(DirectoryCacheContext,
+									 "sqlite_shard_fdw directory",
+									 ALLOCSET_DEFAULT_SIZES);
+	MemoryContextSwitchTo(oldcxt);
+
+	rc = shardio_open(dir->path, 0, opts->busy_timeout_ms, &dir->db, errbuf);
+	if (rc != SQLITE_OK)
+	{
+		int			errcode_sql = ((rc & 0xff) == SQLITE_NOTADB ||
+								   (rc & 0xff) == SQLITE_CORRUPT) ?
+			ERRCODE_DATA_CORRUPTED : ERRCODE_FDW_UNABLE_TO_ESTABLISH_CONNECTION;
+
+		MemoryContextDelete(dir->cxt);
+		ereport(ERROR,
+				(errcode(errcode_sql),
+				 errmsg("could not open directory \"%s\" of server \"%s\"",
+						dir->path, opts->servername),
+				 errdetail_internal("%s", errbuf)));
+	}
+
+	/* An error from here on must not leak the handle. */
+	PG_TRY();
+	{
+		check_directory(dir, opts);
+	}
+	PG_CATCH();
+	{
+		release_directory(dir);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+
+	oldcxt = MemoryContextSwitchTo(DirectoryCacheContext);
+	directories = lappend(directories, dir);
+	MemoryContextSwitchTo(oldcxt);
+	return dir;
+}
+
+/*
+ * check_directory
+ *		Check that a freshly opened control database has the tables this
+ *		server needs, and prepare the statements used on every lookup.
+ */
+static void
+check_directory(ShardDirectory *dir, ShardServerOptions *opts)
+{
+	char		errbuf[SHARDIO_ERRLEN];
+	sqlite3_stmt *stmt;
+	bool		has_map = false;
+	int			rc;
+
+	reset_cache(dir);
+	if (shardio_prepare(dir->db,
+						"SELECT name FROM sqlite_schema WHERE type = 'table' "
+						"AND name IN ('shard_map', 'shards')",
+						0, &stmt, errbuf) != SQLITE_OK)
+		dir_error(dir, "read the schema");
+	while ((rc = sqlite3_step(stmt)) == SQLITE_ROW)
+	{
+		const char *name = (const char *) sqlite3_column_text(stmt, 0);
+
+		if (strcmp(name, "shard_map") == 0)
+			has_map = true;
+		else
+			dir->has_shards_table = true;
+	}
+	sqlite3_finalize(stmt);
+	if (rc != SQLITE_DONE)
+		dir_error(dir, "read the schema");
+
+	if (!has_map)
+		ereport(ERROR,
+				(errcode(ERRCODE_FDW_TABLE_NOT_FOUND),
+				 errmsg("directory \"%s\" has no table \"shard_map\"", dir->path),
+				 errhint("Create the directory's tables with directory_init('%s').",
+						 opts->servername)));
+	if (!dir->has_shards_table && dir->shard_path == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_FDW_TABLE_NOT_FOUND),
+				 errmsg("directory \"%s\" has no table \"shards\" and server \"%s\" has no option \"shard_path\"",
+						dir->path, opts->servername),
+				 errhint("Add shards with shard_add(), or set the server option \"shard_path\" to a pattern such as 'shards/%%s.db'.")));
+
+	dir->version_stmt = prepare_or_error(dir, "PRAGMA data_version");
+	dir->locate_stmt = prepare_or_error(dir,
+										"SELECT shard_id, status, target_shard_id "
+										"FROM shard_map WHERE tenant_id = ?");
+	if (dir->has_shards_table)
+		dir->shard_stmt = prepare_or_error(dir,
+										   "SELECT path FROM shards WHERE shard_id = ?");
+	dir->data_version = -1;
+}
+
+/*
+ * shard_directory_get
+ *		The directory of a server, its cache checked against the control
+ *		database so that the caller sees every committed change.
+ */
+ShardDirectory *
+shard_directory_get(ShardServerOptions *opts)
+{
+	ShardDirectory *dir = NULL;
+	ListCell   *lc;
+	sqlite3_int64 version;
+
+	if (DirectoryCacheContext == NULL)
+		DirectoryCacheContext = AllocSetContextCreate(TopMemoryContext,
+													  "sqlite_shard_fdw directories",
+													  ALLOCSET_SMALL_SIZES);
+
+	foreach(lc, directories)
+	{
+		ShardDirectory *d = (ShardDirectory *) lfirst(lc);
+
+		if (d->serverid != opts->serverid)
+			continue;
+		if (strcmp(d->path, opts->directory) == 0 &&
+			((d->shard_path == NULL && opts->shard_path == NULL) ||
+			 (d->shard_path && opts->shard_path &&
+			  strcmp(d->shard_path, opts->shard_path) == 0)))
+			dir = d;
+		else
+		{
+			/* ALTER SERVER changed where the directory is. */
+			directories = foreach_delete_current(directories, lc);
+			release_directory(d);
+		}
+		break;
+	}
+
+	if (dir == NULL)
+		dir = open_directory(opts);
+
+	if (sqlite3_step(dir->version_stmt) != SQLITE_ROW)
+	{
+		sqlite3_reset(dir->version_stmt);
+		dir_error(dir, "read the data version");
+	}
+	version = sqlite3_column_int64(dir->version_stmt, 0);
+	sqlite3_reset(dir->version_stmt);
+	if (version != dir->data_version)
+	{
+		reset_cache(dir);
+		dir->data_version = version;
+	}
+	return dir;
+}
+
+/*
+ * shard_directory_changed
+ *		Drop the cache after this backend wrote to the directory through
+ *		another handle, without waiting for the next version check.
+ */
+void
+shard_directory_changed(ShardDirectory *dir)
+{
+	reset_cache(dir);
+	dir->data_version = -1;
+}
+
+/*
+ * shard_directory_handle
+ *		The read-only handle on the control database.
+ */
+sqlite3 *
+shard_directory_handle(ShardDirectory *dir)
+{
+	return dir->db;
+}
+
+/*
+ * column_pstrdup
+ *		Copy a text column into the directory cache, or NULL.
+ */
+static char *
+column_pstrdup(sqlite3_stmt *stmt, int col)
+{
+	const char *s = (const char *) sqlite3_column_text(stmt, col);
+
+	return s ? pstrdup(s) : NULL;
+}
+
+/*
+ * fill_location
+ *		Build a ShardLocation from a shard_map row (shard_id, status,
+ *		target_shard_id in columns first .. first + 2): DONE means the move
+ *		has cut over, so the target answers for the tenant.
+ */
+static void
+fill_location(ShardLocation *loc, const char *tenant, sqlite3_stmt *stmt,
+			  int first)
+{
+	loc->tenant = pstrdup(tenant);
+	loc->shard_id = column_pstrdup(stmt, first);
+	loc->status = column_pstrdup(stmt, first + 1);
+	loc->target_shard_id = column_pstrdup(stmt, first + 2);
+	if (loc->shard_id == NULL)
+		loc->shard_id = pstrdup("");
+	if (loc->status == NULL)
+		loc->status = pstrdup("ACTIVE");
+	if (strcmp(loc->status, "DONE") == 0 && loc->target_shard_id != NULL)
+		loc->owner = loc->target_shard_id;
+	else
+		loc->owner = loc->shard_id;
+}
+
+/*
+ * shard_directory_locate
+ *		Where a tenant's rows are; NULL for a tenant the directory does not
+ *		know.  The result lives until the directory next changes.
+ */
+ShardLocation *
+shard_directory_locate(ShardDirectory *dir, const char *tenant)
+{
+	TenantEntry *entry = NULL;
+	ShardLocation *loc;
+	MemoryContext oldcxt;
+	bool		found;
+	int			rc;
+
+	if (strlen(tenant) < TENANT_KEY_LEN)
+	{
+		entry = hash_search(dir->tenants, tenant, HASH_ENTER, &found);
+		if (found)
+			return entry->found ? &entry->loc : NULL;
+		entry->found = false;
+	}
+
+	sqlite3_bind_text(dir->locate_stmt, 1, tenant, -1, SQLITE_STATIC);
+	rc = sqlite3_step(dir->locate_stmt);
+	if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+	{
+		sqlite3_reset(dir->locate_stmt);
+		if (entry)
+			hash_search(dir->tenants, tenant, HASH_REMOVE, NULL);
+		dir_error(dir, "look up a tenant");
+	}
+	if (rc == SQLITE_DONE)
+	{
+		sqlite3_reset(dir->locate_stmt);
+		return NULL;
+	}
+
+	oldcxt = MemoryContextSwitchTo(dir->cxt);
+	loc = entry ? &entry->loc : palloc0(sizeof(ShardLocation));
+	fill_location(loc, tenant, dir->locate_stmt, 0);
+	MemoryContextSwitchTo(oldcxt);
+	sqlite3_reset(dir->locate_stmt);
+
+	/* A tenant must map to a shard the directory can resolve. */
+	if (shard_directory_shard(dir, loc->owner) == NULL)
+	{
+		if (entry)
+			hash_search(dir->tenants, tenant, HASH_REMOVE, NULL);
+		ereport(ERROR,
+				(errcode(ERRCODE_FDW_UNABLE_TO_ESTABLISH_CONNECTION),
+				 errmsg("tenant \"%s\" is mapped to shard \"%s\", which is not in the directory",
+						tenant, loc->owner),
+				 errdetail("Table \"shards\" of directory \"%s\" has no row for shard \"%s\".",
+						   dir->path, loc->owner)));
+	}
+	if (entry)
+		entry->found = true;
+	return loc;
+}
+
+/*
+ * check_shard_id_for_pattern
+ *		A shard id substituted into the shard_path pattern must stay one
+ *		file name: no slash, no "..", nothing empty.
+ */
+static void
+check_shard_id_for_pattern(ShardDirectory *dir, const char *shard_id)
+{
+	if (shard_id[0] == '\0' || strchr(shard_id, '/') != NULL ||
+		strcmp(shard_id, "..") == 0 || strcmp(shard_id, ".") == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_FDW_INVALID_ATTRIBUTE_VALUE),
+				 errmsg("shard id \"%s\" cannot be used in option \"shard_path\"",
+						shard_id),
+				 errdetail("Shard ids that name files through a pattern must not be empty, \".\" or \"..\", nor contain \"/\".")));
+}
+
+/*
+ * shard_resolve_path
+ *		Make a shard path absolute: relative paths are taken from the folder
+ *		that holds the directory file.
+ */
+char *
+shard_resolve_path(ShardServerOptions *opts, const char *path)
+{
+	char	   *base;
+	char	   *slash;
+
+	if (is_absolute_path(path))
+		return pstrdup(path);
+	base = pstrdup(opts->directory);
+	slash = strrchr(base, '/');
+	if (slash)
+		slash[1] = '\0';
+	else
+		base[0] = '\0';
+	return psprintf("%s%s", base, path);
+}
+
+/*
+ * expand_pattern
+ *		The path of a shard named through the shard_path pattern.
+ */
+static char *
+expand_pattern(ShardDirectory *dir, const char *shard_id)
+{
+	StringInfoData buf;
+	const char *p;
+	ShardServerOptions fake;
+
+	check_shard_id_for_pattern(dir, shard_id);
+	initStringInfo(&buf);
+	for (p = dir->shard_path; *p; p++)
+	{
+		if (p[0] == '%' && p[1] == 's')
+		{
+			appendStringInfoString(&buf, shard_id);
+			p++;
+		}
+		else if (p[0] == '%' && p[1] == '%')
+		{
+			appendStringInfoChar(&buf, '%');
+			p++;
+		}
+		else
+			appendStringInfoChar(&buf, *p);
+	}
+	memset(&fake, 0, sizeof(fake));
+	fake.directory = dir->path;
+	return shard_resolve_path(&fake, buf.data);
+}
+
+/*
+ * shard_directory_shard
+ *		The file of a shard, or NULL when the directory has no such shard.
+ *		The result lives until the directory next changes.
+ */
+ShardInfo *
+shard_directory_shard(ShardDirectory *dir, const char *shard_id)
+{
+	ShardEntry *entry = NULL;
+	ShardInfo  *info;
+	MemoryContext oldcxt;
+	bool		found;
+	char	   *path = NULL;
+
+	if (strlen(shard_id) < TENANT_KEY_LEN)
+	{
+		entry = hash_search(dir->shards, shard_id, HASH_ENTER, &found);
+		if (found)
+			return entry->found ? &entry->info : NULL;
+		entry->found = false;
+	}
+
+	oldcxt = MemoryContextSwitchTo(dir->cxt);
+	if (dir->has_shards_table)
+	{
+		int			rc;
+
+		sqlite3_bind_text(dir->shard_stmt, 1, shard_id, -1, SQLITE_STATIC);
+		rc = sqlite3_step(dir->shard_stmt);
+		if (rc == SQLITE_ROW)
+		{
+			ShardServerOptions fake;
+
+			memset(&fake, 0, sizeof(fake));
+			fake.directory = dir->path;
+			path = shard_resolve_path(&fake,
+									  (const char *) sqlite3_column_text(dir->shard_stmt, 0));
+		}
+		sqlite3_reset(dir->shard_stmt);
+		if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+		{
+			MemoryContextSwitchTo(oldcxt);
+			if (entry)
+				hash_search(dir->shards, shard_id, HASH_REMOVE, NULL);
+			dir_error(dir, "look up a shard");
+		}
+	}
+	else
+		path = expand_pattern(dir, shard_id);
+
+	if (path == NULL)
+	{
+		MemoryContextSwitchTo(oldcxt);
+		return NULL;
+	}
+	info = entry ? &entry->info : palloc0(sizeof(ShardInfo));
+	info->shard_id = pstrdup(shard_id);
+	info->path = path;
+	MemoryContextSwitchTo(oldcxt);
+	if (entry)
+		entry->found = true;
+	return info;
+}
+
+/*
+ * shard_directory_shards
+ *		Every shard of the fleet, ordered by shard id: the rows of "shards",
+ *		or without that table every shard that shard_map names.
+ */
+List *
+shard_directory_shards(ShardDirectory *dir)
+{
+	sqlite3_stmt *stmt;
+	char		errbuf[SHARDIO_ERRLEN];
+	List	   *ids = NIL;
+	ListCell   *lc;
+	int			rc;
+
+	if (dir->shards_loaded)
+		return dir->shard_list;
+
+	if (shardio_prepare(dir->db, dir->has_shards_table ?
+						"SELECT shard_id FROM shards ORDER BY shard_id" :
+						"SELECT shard_id FROM shard_map UNION "
+						"SELECT target_shard_id FROM shard_map "
+						"WHERE target_shard_id IS NOT NULL ORDER BY 1",
+						0, &stmt, errbuf) != SQLITE_OK)
+		dir_error(dir, "list the shards");
+	while ((rc = sqlite3_step(stmt)) == SQLITE_ROW)
+	{
+		const char *id = (const char *) sqlite3_column_text(stmt, 0);
+
+		ids = lappend(ids, pstrdup(id ? id : ""));
+	}
+	sqlite3_finalize(stmt);
+	if (rc != SQLITE_DONE)
+		dir_error(dir, "list the shards");
+
+	dir->shard_list = NIL;
+	foreach(lc, ids)
+	{
+		ShardInfo  *info = shard_directory_shard(dir, (char *) lfirst(lc));
+		MemoryContext oldcxt = MemoryContextSwitchTo(dir->cxt);
+
+		dir->shard_list = lappend(dir->shard_list, info);
+		MemoryContextSwitchTo(oldcxt);
+	}
+	dir->shards_loaded = true;
+	return dir->shard_list;
+}
+
+/*
+ * shard_directory_moving
+ *		The tenants that are in a move (a target shard is set): their rows
+ *		may exist on two shards, and only the owner's count.
+ */
+List *
+shard_directory_moving(ShardDirectory *dir)
+{
+	sqlite3_stmt *stmt;
+	char		errbuf[SHARDIO_ERRLEN];
+	int			rc;
+
+	if (dir->moving_loaded)
+		return dir->moving;
+
+	if (shardio_prepare(dir->db,
+						"SELECT tenant_id, shard_id, status, target_shard_id "
+						"FROM shard_map WHERE status IN ('MIGRATING', 'DONE') "
+						"AND target_shard_id IS NOT NULL "
+						"AND target_shard_id <> shard_id",
+						0, &stmt, errbuf) != SQLITE_OK)
+		dir_error(dir, "list the tenants being moved");
+	dir->moving = NIL;
+	while ((rc = sqlite3_step(stmt)) == SQLITE_ROW)
+	{
+		MemoryContext oldcxt = MemoryContextSwitchTo(dir->cxt);
+		ShardLocation *loc = palloc0(sizeof(ShardLocation));
+		const char *tenant = (const char *) sqlite3_column_text(stmt, 0);
+
+		fill_location(loc, tenant ? tenant : "", stmt, 1);
+		dir->moving = lappend(dir->moving, loc);
+		MemoryContextSwitchTo(oldcxt);
+	}
+	sqlite3_finalize(stmt);
+	if (rc != SQLITE_DONE)
+		dir_error(dir, "list the tenants being moved");
+	dir->moving_loaded = true;
+	return dir->moving;
+}

@@ -1,0 +1,547 @@
+/*-------------------------------------------------------------------------
+ *
+ * option.c
+ *		  Options, privileges and settings of sqlite_shard_fdw
+ *
+ * The validator checks every option against one table, at CREATE and ALTER
+ * time, so a mistyped name or a bad value fails when it is written rather
+ * than at the first query.  Options that name files follow file_fdw: only
+ * superusers and members of pg_read_server_files may point a server at a
+ * file.  This file also holds _PG_init and the extension's settings.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "sqlite_shard_fdw.h"
+
+#include "access/reloptions.h"
+#include "catalog/pg_authid.h"
+#include "catalog/pg_foreign_server.h"
+#include "catalog/pg_foreign_table.h"
+#include "catalog/pg_user_mapping.h"
+#include "commands/defrem.h"
+#include "foreign/foreign.h"
+#include "miscadmin.h"
+#include "utils/acl.h"
+#include "utils/builtins.h"
+#include "utils/guc.h"
+#include "utils/lsyscache.h"
+#include "utils/syscache.h"
+#include "utils/varlena.h"
+
+#include "compat.h"
+
+PG_MODULE_MAGIC;
+
+/* Where each option may appear. */
+typedef struct ShardOption
+{
+	const char *name;
+	Oid			context;		/* catalog the option belongs to */
+} ShardOption;
+
+static const ShardOption shard_options[] = {
+	{"directory", ForeignServerRelationId},
+	{"shard_path", ForeignServerRelationId},
+	{"busy_timeout_ms", ForeignServerRelationId},
+	{"max_shard_bytes", ForeignServerRelationId},
+	{"on_missing_shard", ForeignServerRelationId},
+	{"table", ForeignTableRelationId},
+	{"tenant_column", ForeignTableRelationId},
+	{"column", AttributeRelationId},
+	{"tenants", UserMappingRelationId},
+	{NULL, InvalidOid}
+};
+
+#define DEFAULT_BUSY_TIMEOUT_MS 5000
+#define DEFAULT_MAX_SHARD_BYTES (INT64CONST(10) * 1000 * 1000 * 1000)
+
+/* GUC: how many shard handles a backend keeps open when idle. */
+int			shard_max_open_shards = 64;
+
+void		_PG_init(void);
+
+PG_FUNCTION_INFO_V1(sqlite_shard_fdw_validator);
+
+/*
+ * _PG_init
+ *		Define the extension's settings and reserve their prefix.
+ */
+void
+_PG_init(void)
+{
+	DefineCustomIntVariable("sqlite_shard_fdw.max_open_shards",
+							"Maximum number of idle SQLite shard handles kept open per backend.",
+							"Handles beyond this are closed, least recently used first; "
+							"a query may still read more shards than this.",
+							&shard_max_open_shards,
+							64, 1, 100000,
+							PGC_USERSET, 0,
+							NULL, NULL, NULL);
+
+	MarkGUCPrefixReserved_compat("sqlite_shard_fdw");
+}
+
+/*
+ * is_valid_option
+ *		Does the option table allow this name in this catalog?
+ */
+static bool
+is_valid_option(const char *name, Oid context)
+{
+	const ShardOption *opt;
+
+	for (opt = shard_options; opt->name; opt++)
+		if (opt->context == context && strcmp(opt->name, name) == 0)
+			return true;
+	return false;
+}
+
+/*
+ * report_invalid_option
+ *		Reject an option name, suggesting the closest valid one as
+ *		postgres_fdw does.
+ */
+static void
+report_invalid_option(const char *name, Oid context)
+{
+	const ShardOption *opt;
+	bool		has_valid = false;
+	const char *closest = NULL;
+	int			best = 5;		/* suggest nothing further away than 4 edits */
+
+	for (opt = shard_options; opt->name; opt++)
+	{
+		int			dist;
+
+		if (opt->context != context)
+			continue;
+		has_valid = true;
+		dist = varstr_levenshtein(name, strlen(name), opt->name,
+								  strlen(opt->name), 1, 1, 1, false);
+		if (dist < best && dist < (int) strlen(opt->name))
+		{
+			best = dist;
+			closest = opt->name;
+		}
+	}
+	ereport(ERROR,
+			(errcode(ERRCODE_FDW_INVALID_OPTION_NAME),
+			 errmsg("invalid option \"%s\"", name),
+			 has_valid ?
+			 (closest != NULL ?
+			  errhint("Perhaps you meant the option \"%s\".", closest) : 0) :
+			 errhint("There are no valid options in this context.")));
+}
+
+/*
+ * parse_size_option
+ *		Parse a byte count, with an optional unit (kB, MB, GB, TB), as the
+ *		max_shard_bytes option accepts it.
+ */
+static int64
+parse_size_option(const char *name, const char *value)
+{
+	char	   *end;
+	double		num;
+	int64		mult = 1;
+
+	errno = 0;
+	num = strtod(value, &end);
+	while (*end == ' ')
+		end++;
+	if (*end != '\0')
+	{
+		if (pg_strcasecmp(end, "kB") == 0)
+			mult = 1000;
+		else if (pg_strcasecmp(end, "MB") == 0)
+			mult = 1000 * 1000;
+		else if (pg_strcasecmp(end, "GB") == 0)
+			mult = INT64CONST(1000) * 1000 * 1000;
+		else if (pg_strcasecmp(end, "TB") == 0)
+			mult = INT64CONST(1000) * 1000 * 1000 * 1000;
+		else
+			mult = -1;
+	}
+	if (end == value || errno != 0 || mult < 0 || num <= 0 ||
+		num * mult > (double) PG_INT64_MAX)
+		ereport(ERROR,
+				(errcode(ERRCODE_FDW_INVALID_ATTRIBUTE_VALUE),
+				 errmsg("invalid value for option \"%s\": \"%s\"", name, value),
+				 errhint("Give a positive number of bytes, optionally followed by kB, MB, GB or TB.")));
+	return (int64) (num * mult);
+}
+
+/*
+ * parse_int_option
+ *		Parse a non-negative integer option value.
+ */
+static int
+parse_int_option(const char *name, const char *value)
+{
+	int			result;
+
+	if (!parse_int(value, &result, 0, NULL) || result < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_FDW_INVALID_ATTRIBUTE_VALUE),
+				 errmsg("invalid value for option \"%s\": \"%s\"", name, value),
+				 errhint("Give a non-negative integer.")));
+	return result;
+}
+
+/*
+ * check_nonempty
+ *		Reject an empty value for an option that names something.
+ */
+static void
+check_nonempty(const char *name, const char *value)
+{
+	if (value[0] == '\0')
+		ereport(ERROR,
+				(errcode(ERRCODE_FDW_INVALID_ATTRIBUTE_VALUE),
+				 errmsg("option \"%s\" must not be empty", name)));
+}
+
+/*
+ * check_shard_path_pattern
+ *		A shard_path pattern must contain exactly one %s (the shard id) and
+ *		no other conversion, since it is expanded with snprintf-like rules.
+ */
+static void
+check_shard_path_pattern(const char *value)
+{
+	const char *p;
+	int			nsubst = 0;
+
+	for (p = value; *p; p++)
+	{
+		if (*p != '%')
+			continue;
+		if (p[1] == 's')
+			nsubst++;
+		else if (p[1] != '%')
+			ereport(ERROR,
+					(errcode(ERRCODE_FDW_INVALID_ATTRIBUTE_VALUE),
+					 errmsg("invalid value for option \"shard_path\": \"%s\"", value),
+					 errdetail("Only %%s (the shard id) and %%%% may follow a percent sign.")));
+		p++;
+	}
+	if (nsubst != 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_FDW_INVALID_ATTRIBUTE_VALUE),
+				 errmsg("invalid value for option \"shard_path\": \"%s\"", value),
+				 errdetail("The pattern must contain %%s exactly once.")));
+}
+
+/*
+ * shard_require_file_privilege
+ *		Only superusers and members of pg_read_server_files (or, for writes,
+ *		pg_write_server_files) may make the server touch files of their
+ *		choosing, as with file_fdw.
+ */
+void
+shard_require_file_privilege(bool write, const char *what)
+{
+	Oid			role = write ? ROLE_PG_WRITE_SERVER_FILES : ROLE_PG_READ_SERVER_FILES;
+
+	if (!has_privs_of_role(GetUserId(), role))
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("permission denied to %s", what),
+				 errdetail("Only roles with privileges of the \"%s\" role may %s.",
+						   write ? "pg_write_server_files" : "pg_read_server_files",
+						   what)));
+}
+
+/*
+ * parse_tenant_list
+ *		Split a "tenants" option into tenant ids: comma-separated, blanks
+ *		around an id ignored, an id in double quotes may contain commas and
+ *		doubled quotes.  Returns a List of C strings.
+ */
+static List *
+parse_tenant_list(const char *value)
+{
+	List	   *result = NIL;
+	const char *p = value;
+
+	for (;;)
+	{
+		StringInfoData id;
+
+		initStringInfo(&id);
+		while (*p == ' ' || *p == '\t')
+			p++;
+		if (*p == '"')
+		{
+			p++;
+			for (;;)
+			{
+				if (*p == '\0')
+					ereport(ERROR,
+							(errcode(ERRCODE_FDW_INVALID_ATTRIBUTE_VALUE),
+							 errmsg("invalid value for option \"tenants\": \"%s\"", value),
+							 errdetail("A quoted tenant id is not closed.")));
+				if (*p == '"' && p[1] == '"')
+				{
+					appendStringInfoChar(&id, '"');
+					p += 2;
+				}
+				else if (*p == '"')
+				{
+					p++;
+					break;
+				}
+				else
+					appendStringInfoChar(&id, *p++);
+			}
+			while (*p == ' ' || *p == '\t')
+				p++;
+		}
+		else
+		{
+			while (*p && *p != ',')
+				appendStringInfoChar(&id, *p++);
+			while (id.len > 0 && (id.data[id.len - 1] == ' ' ||
+								  id.data[id.len - 1] == '\t'))
+				id.data[--id.len] = '\0';
+		}
+		if (id.len == 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_FDW_INVALID_ATTRIBUTE_VALUE),
+					 errmsg("invalid value for option \"tenants\": \"%s\"", value),
+					 errdetail("Tenant ids must not be empty.")));
+		result = lappend(result, id.data);
+		if (*p == '\0')
+			break;
+		if (*p != ',')
+			ereport(ERROR,
+					(errcode(ERRCODE_FDW_INVALID_ATTRIBUTE_VALUE),
+					 errmsg("invalid value for option \"tenants\": \"%s\"", value),
+					 errdetail("Separate tenant ids with commas.")));
+		p++;
+	}
+	return result;
+}
+
+/*
+ * sqlite_shard_fdw_validator
+ *		Check the options of a server, foreign table, column or user
+ *		mapping of this wrapper.
+ */
+Datum
+sqlite_shard_fdw_validator(PG_FUNCTION_ARGS)
+{
+	List	   *options = untransformRelOptions(PG_GETARG_DATUM(0));
+	Oid			catalog = PG_GETARG_OID(1);
+	bool		has_directory = false;
+	ListCell   *lc;
+
+	foreach(lc, options)
+	{
+		DefElem    *def = (DefElem *) lfirst(lc);
+		char	   *value = defGetString(def);
+
+		if (!is_valid_option(def->defname, catalog))
+			report_invalid_option(def->defname, catalog);
+
+		if (strcmp(def->defname, "directory") == 0)
+		{
+			check_nonempty(def->defname, value);
+			if (!is_absolute_path(value))
+				ereport(ERROR,
+						(errcode(ERRCODE_FDW_INVALID_ATTRIBUTE_VALUE),
+						 errmsg("option \"directory\" must be an absolute path")));
+			shard_require_file_privilege(false, "set option \"directory\"");
+			has_directory = true;
+		}
+		else if (strcmp(def->defname, "shard_path") == 0)
+		{
+			check_nonempty(def->defname, value);
+			check_shard_path_pattern(value);
+			shard_require_file_privilege(false, "set option \"shard_path\"");
+		}
+		else if (strcmp(def->defname, "busy_timeout_ms") == 0)
+			(void) parse_int_option(def->defname, value);
+		else if (strcmp(def->defname, "max_shard_bytes") == 0)
+			(void) parse_size_option(def->defname, value);
+		else if (strcmp(def->defname, "on_missing_shard") == 0)
+		{
+			if (strcmp(value, "error") != 0 && strcmp(value, "skip") != 0)
+				ereport(ERROR,
+						(errcode(ERRCODE_FDW_INVALID_ATTRIBUTE_VALUE),
+						 errmsg("invalid value for option \"on_missing_shard\": \"%s\"", value),
+						 errhint("Valid values are \"error\" and \"skip\".")));
+		}
+		else if (strcmp(def->defname, "tenants") == 0)
+			(void) parse_tenant_list(value);
+		else
+			check_nonempty(def->defname, value);
+	}
+
+	if (catalog == ForeignServerRelationId && !has_directory)
+		ereport(ERROR,
+				(errcode(ERRCODE_FDW_OPTION_NAME_NOT_FOUND),
+				 errmsg("option \"directory\" is required for a sqlite_shard_fdw server")));
+
+	PG_RETURN_VOID();
+}
+
+/*
+ * shard_server_options
+ *		Read a server's options, with defaults filled in.
+ */
+ShardServerOptions *
+shard_server_options(Oid serverid)
+{
+	ForeignServer *server = GetForeignServer(serverid);
+	ShardServerOptions *opts = palloc0(sizeof(ShardServerOptions));
+	ListCell   *lc;
+
+	opts->serverid = serverid;
+	opts->servername = server->servername;
+	opts->busy_timeout_ms = DEFAULT_BUSY_TIMEOUT_MS;
+	opts->max_shard_bytes = DEFAULT_MAX_SHARD_BYTES;
+
+	foreach(lc, server->options)
+	{
+		DefElem    *def = (DefElem *) lfirst(lc);
+		char	   *value = defGetString(def);
+
+		if (strcmp(def->defname, "directory") == 0)
+			opts->directory = value;
+		else if (strcmp(def->defname, "shard_path") == 0)
+			opts->shard_path = value;
+		else if (strcmp(def->defname, "busy_timeout_ms") == 0)
+			opts->busy_timeout_ms = parse_int_option(def->defname, value);
+		else if (strcmp(def->defname, "max_shard_bytes") == 0)
+			opts->max_shard_bytes = parse_size_option(def->defname, value);
+		else if (strcmp(def->defname, "on_missing_shard") == 0)
+			opts->skip_missing = (strcmp(value, "skip") == 0);
+	}
+	if (opts->directory == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_FDW_OPTION_NAME_NOT_FOUND),
+				 errmsg("server \"%s\" has no \"directory\" option",
+						server->servername)));
+	return opts;
+}
+
+/*
+ * shard_table_options
+ *		Read a foreign table's options: the SQLite table and the tenant
+ *		column, and which foreign table column maps to the tenant column.
+ */
+ShardTableOptions *
+shard_table_options(Relation rel)
+{
+	ForeignTable *table = GetForeignTable(RelationGetRelid(rel));
+	ShardTableOptions *opts = palloc0(sizeof(ShardTableOptions));
+	TupleDesc	tupdesc = RelationGetDescr(rel);
+	ListCell   *lc;
+	int			i;
+
+	opts->table = RelationGetRelationName(rel);
+	opts->tenant_column = "tenant_id";
+	foreach(lc, table->options)
+	{
+		DefElem    *def = (DefElem *) lfirst(lc);
+
+		if (strcmp(def->defname, "table") == 0)
+			opts->table = defGetString(def);
+		else if (strcmp(def->defname, "tenant_column") == 0)
+			opts->tenant_column = defGetString(def);
+	}
+
+	for (i = 0; i < tupdesc->natts; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(tupdesc, i);
+
+		if (att->attisdropped)
+			continue;
+		if (strcmp(shard_column_name(RelationGetRelid(rel), att->attnum),
+				   opts->tenant_column) == 0)
+		{
+			opts->tenant_attnum = att->attnum;
+			break;
+		}
+	}
+	if (opts->tenant_attnum == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_FDW_COLUMN_NAME_NOT_FOUND),
+				 errmsg("foreign table \"%s\" has no tenant column \"%s\"",
+						RelationGetRelationName(rel), opts->tenant_column),
+				 errhint("Add the column, or set the table option \"tenant_column\" to the SQLite column that holds the tenant id.")));
+	return opts;
+}
+
+/*
+ * shard_column_name
+ *		The SQLite name of a foreign table column: its "column" option, or
+ *		its own name.
+ */
+char *
+shard_column_name(Oid relid, AttrNumber attnum)
+{
+	List	   *options = GetForeignColumnOptions(relid, attnum);
+	ListCell   *lc;
+
+	foreach(lc, options)
+	{
+		DefElem    *def = (DefElem *) lfirst(lc);
+
+		if (strcmp(def->defname, "column") == 0)
+			return defGetString(def);
+	}
+	return get_attname(relid, attnum, false);
+}
+
+/*
+ * user_mapping_options
+ *		The options of the user mapping for (userid, serverid), falling back
+ *		to the PUBLIC mapping; NIL when there is none.  Unlike
+ *		GetUserMapping, a missing mapping is not an error: mappings are
+ *		optional for this wrapper.
+ */
+static List *
+user_mapping_options(Oid serverid, Oid userid)
+{
+	HeapTuple	tp;
+	Datum		datum;
+	bool		isnull;
+	List	   *result = NIL;
+
+	tp = SearchSysCache2(USERMAPPINGUSERSERVER, ObjectIdGetDatum(userid),
+						 ObjectIdGetDatum(serverid));
+	if (!HeapTupleIsValid(tp))
+		tp = SearchSysCache2(USERMAPPINGUSERSERVER,
+							 ObjectIdGetDatum(InvalidOid),
+							 ObjectIdGetDatum(serverid));
+	if (!HeapTupleIsValid(tp))
+		return NIL;
+	datum = SysCacheGetAttr(USERMAPPINGUSERSERVER, tp,
+							Anum_pg_user_mapping_umoptions, &isnull);
+	if (!isnull)
+		result = untransformRelOptions(datum);
+	ReleaseSysCache(tp);
+	return result;
+}
+
+/*
+ * shard_user_tenants
+ *		The tenants a role may see through this server (its user mapping's
+ *		"tenants" option), or NIL when it may see all of them.
+ */
+List *
+shard_user_tenants(Oid serverid, Oid userid)
+{
+	ListCell   *lc;
+
+	foreach(lc, user_mapping_options(serverid, userid))
+	{
+		DefElem    *def = (DefElem *) lfirst(lc);
+
+		if (strcmp(def->defname, "tenants") == 0)
+			return parse_tenant_list(defGetString(def));
+	}
+	return NIL;
+}

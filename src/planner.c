@@ -1,0 +1,329 @@
+/*-------------------------------------------------------------------------
+ *
+ * planner.c
+ *		  The handler and planner callbacks of sqlite_shard_fdw
+ *
+ * Planning splits a scan's conditions into those the shards evaluate and
+ * those PostgreSQL evaluates (deparse.c decides), and finds the condition
+ * that names tenants: "tenant = value" or "tenant = ANY (array)", where the
+ * value is anything without columns or volatile functions (a constant, a
+ * parameter, a stable expression).  The plan keeps that value as an
+ * expression, not as a list of shards: the shards are looked up in the
+ * directory when the executor starts, so a cached generic plan still routes
+ * to wherever the tenant lives when it runs.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "sqlite_shard_fdw.h"
+
+#include "access/table.h"
+#include "catalog/pg_type.h"
+#include "nodes/makefuncs.h"
+#include "nodes/nodeFuncs.h"
+#include "optimizer/clauses.h"
+#include "optimizer/cost.h"
+#include "optimizer/optimizer.h"
+#include "optimizer/pathnode.h"
+#include "optimizer/planmain.h"
+#include "optimizer/restrictinfo.h"
+#include "utils/lsyscache.h"
+
+#include "compat.h"
+
+/* Planner state of one foreign table scan (baserel->fdw_private). */
+typedef struct ShardRelInfo
+{
+	List	   *remote_conds;	/* RestrictInfos the shards evaluate */
+	List	   *local_conds;	/* RestrictInfos PostgreSQL evaluates */
+	Bitmapset  *attrs_used;		/* columns to fetch */
+	AttrNumber	tenant_attnum;
+} ShardRelInfo;
+
+/* Cost of opening a shard and starting its query, in page-fetch units. */
+#define SHARD_STARTUP_COST 25.0
+
+/* Rows assumed for a table that was never analyzed. */
+#define DEFAULT_TUPLES 10000.0
+
+PG_FUNCTION_INFO_V1(sqlite_shard_fdw_handler);
+
+static void shardGetForeignRelSize(PlannerInfo *root, RelOptInfo *baserel,
+								   Oid foreigntableid);
+static void shardGetForeignPaths(PlannerInfo *root, RelOptInfo *baserel,
+								 Oid foreigntableid);
+static ForeignScan *shardGetForeignPlan(PlannerInfo *root, RelOptInfo *baserel,
+										Oid foreigntableid,
+										ForeignPath *best_path, List *tlist,
+										List *scan_clauses, Plan *outer_plan);
+
+/*
+ * sqlite_shard_fdw_handler
+ *		The FdwRoutine of this wrapper.
+ */
+Datum
+sqlite_shard_fdw_handler(PG_FUNCTION_ARGS)
+{
+	FdwRoutine *routine = makeNode(FdwRoutine);
+
+	routine->GetForeignRelSize = shardGetForeignRelSize;
+	routine->GetForeignPaths = shardGetForeignPaths;
+	routine->GetForeignPlan = shardGetForeignPlan;
+	routine->BeginForeignScan = shardBeginForeignScan;
+	routine->IterateForeignScan = shardIterateForeignScan;
+	routine->ReScanForeignScan = shardReScanForeignScan;
+	routine->EndForeignScan = shardEndForeignScan;
+	routine->ExplainForeignScan = shardExplainForeignScan;
+	routine->AnalyzeForeignTable = shardAnalyzeForeignTable;
+	routine->ImportForeignSchema = shardImportForeignSchema;
+
+	PG_RETURN_POINTER(routine);
+}
+
+/*
+ * shardGetForeignRelSize
+ *		Split the conditions, note the columns to fetch, estimate the rows.
+ */
+static void
+shardGetForeignRelSize(PlannerInfo *root, RelOptInfo *baserel,
+					   Oid foreigntableid)
+{
+	ShardRelInfo *fpinfo = palloc0(sizeof(ShardRelInfo));
+	Relation	rel;
+	ShardTableOptions *topts;
+	ListCell   *lc;
+	double		tuples;
+	Selectivity sel;
+
+	baserel->fdw_private = fpinfo;
+
+	rel = table_open(foreigntableid, NoLock);
+	topts = shard_table_options(rel);
+	fpinfo->tenant_attnum = topts->tenant_attnum;
+	table_close(rel, NoLock);
+
+	foreach(lc, baserel->baserestrictinfo)
+	{
+		RestrictInfo *ri = lfirst_node(RestrictInfo, lc);
+
+		if (shard_is_pushable_expr(root, baserel, ri->clause))
+			fpinfo->remote_conds = lappend(fpinfo->remote_conds, ri);
+		else
+			fpinfo->local_conds = lappend(fpinfo->local_conds, ri);
+	}
+
+	/*
+	 * Fetch what the query uses and what local conditions need, and always
+	 * the tenant column: rows of tenants being moved, or hidden from the
+	 * user mapping, are filtered by it at run time.
+	 */
+	pull_varattnos((Node *) baserel->reltarget->exprs, baserel->relid,
+				   &fpinfo->attrs_used);
+	foreach(lc, fpinfo->local_conds)
+	{
+		RestrictInfo *ri = lfirst_node(RestrictInfo, lc);
+
+		pull_varattnos((Node *) ri->clause, baserel->relid,
+					   &fpinfo->attrs_used);
+	}
+	fpinfo->attrs_used =
+		bms_add_member(fpinfo->attrs_used,
+					   fpinfo->tenant_attnum - FirstLowInvalidHeapAttributeNumber);
+
+	tuples = baserel->tuples >= 0 ? baserel->tuples : DEFAULT_TUPLES;
+	if (tuples <= 0)
+		tuples = DEFAULT_TUPLES;
+	sel = clauselist_selectivity(root, baserel->baserestrictinfo, 0,
+								 JOIN_INNER, NULL);
+	baserel->tuples = tuples;
+	baserel->rows = clamp_row_est(tuples * sel);
+}
+
+/*
+ * shardGetForeignPaths
+ *		One path: the shards do the pushed filtering, so its cost counts
+ *		the rows that come back plus a start-up cost per scan.
+ */
+static void
+shardGetForeignPaths(PlannerInfo *root, RelOptInfo *baserel,
+					 Oid foreigntableid)
+{
+	Cost		startup = SHARD_STARTUP_COST;
+	Cost		total;
+
+	total = startup + baserel->tuples * cpu_operator_cost +
+		baserel->rows * (cpu_tuple_cost + seq_page_cost * 0.01);
+	add_path(baserel, (Path *)
+			 create_foreignscan_path_compat(root, baserel, NULL, baserel->rows,
+											startup, total, NIL, NULL, NULL,
+											NIL));
+}
+
+/*
+ * prune_value_ok
+ *		Can the value side of a tenant condition be computed when the
+ *		executor starts, and does its text form name the tenant the way the
+ *		directory stores it?
+ */
+static bool
+prune_value_ok(Expr *val, Oid valtype)
+{
+	switch (valtype)
+	{
+		case INT2OID:
+		case INT4OID:
+		case INT8OID:
+		case TEXTOID:
+		case VARCHAROID:
+		case UUIDOID:
+			break;
+		default:
+			return false;
+	}
+	return !contain_var_clause((Node *) val) &&
+		!contain_volatile_functions((Node *) val) &&
+		!contain_subplans((Node *) val) &&
+		!contain_agg_clause((Node *) val) &&
+		!contain_window_function((Node *) val);
+}
+
+/*
+ * is_tenant_column
+ *		Is expr the tenant column of this scan (maybe relabeled)?
+ */
+static bool
+is_tenant_column(Expr *expr, RelOptInfo *baserel, AttrNumber tenant_attnum)
+{
+	while (expr && IsA(expr, RelabelType))
+		expr = ((RelabelType *) expr)->arg;
+	return expr && IsA(expr, Var) && ((Var *) expr)->varno == baserel->relid &&
+		((Var *) expr)->varlevelsup == 0 &&
+		((Var *) expr)->varattno == tenant_attnum;
+}
+
+/*
+ * equality_ok
+ *		Is opno a btree equality whose matches are exactly the values with
+ *		the same text form?  Non-deterministic collations are not.
+ */
+static bool
+equality_ok(Oid opno, Oid inputcollid)
+{
+	if (get_mergejoin_opfamilies(opno) == NIL)
+		return false;
+	if (OidIsValid(inputcollid) && !get_collation_isdeterministic(inputcollid))
+		return false;
+	return true;
+}
+
+/*
+ * find_tenant_condition
+ *		The value (or array of values) that a condition of the scan pins the
+ *		tenant column to, or NULL when the scan must read every shard.
+ */
+static Expr *
+find_tenant_condition(RelOptInfo *baserel, AttrNumber tenant_attnum,
+					  ShardPruneKind *kind)
+{
+	ListCell   *lc;
+
+	foreach(lc, baserel->baserestrictinfo)
+	{
+		RestrictInfo *ri = lfirst_node(RestrictInfo, lc);
+		Expr	   *clause = ri->clause;
+
+		if (IsA(clause, OpExpr) && list_length(((OpExpr *) clause)->args) == 2)
+		{
+			OpExpr	   *op = (OpExpr *) clause;
+			Expr	   *l = linitial(op->args);
+			Expr	   *r = lsecond(op->args);
+			Expr	   *val = NULL;
+
+			if (!equality_ok(op->opno, op->inputcollid))
+				continue;
+			if (is_tenant_column(l, baserel, tenant_attnum))
+				val = r;
+			else if (is_tenant_column(r, baserel, tenant_attnum))
+				val = l;
+			if (val && prune_value_ok(val, exprType((Node *) val)))
+			{
+				*kind = PRUNE_EQ;
+				return val;
+			}
+		}
+		else if (IsA(clause, ScalarArrayOpExpr))
+		{
+			ScalarArrayOpExpr *saop = (ScalarArrayOpExpr *) clause;
+			Expr	   *arr = lsecond(saop->args);
+			Oid			elemtype = get_element_type(exprType((Node *) arr));
+
+			if (saop->useOr && equality_ok(saop->opno, saop->inputcollid) &&
+				is_tenant_column(linitial(saop->args), baserel, tenant_attnum) &&
+				OidIsValid(elemtype) && prune_value_ok(arr, elemtype))
+			{
+				*kind = PRUNE_ANY;
+				return arr;
+			}
+		}
+	}
+	*kind = PRUNE_NONE;
+	return NULL;
+}
+
+/*
+ * shardGetForeignPlan
+ *		Build the ForeignScan: the shard query's text and parameters, the
+ *		columns it returns, and the tenant condition for pruning.
+ */
+static ForeignScan *
+shardGetForeignPlan(PlannerInfo *root, RelOptInfo *baserel,
+					Oid foreigntableid, ForeignPath *best_path, List *tlist,
+					List *scan_clauses, Plan *outer_plan)
+{
+	ShardRelInfo *fpinfo = (ShardRelInfo *) baserel->fdw_private;
+	List	   *local_exprs = NIL;
+	List	   *params = NIL;
+	List	   *param_kinds = NIL;
+	List	   *retrieved_attrs;
+	List	   *fdw_private;
+	StringInfoData select_sql;
+	StringInfoData where_sql;
+	Relation	rel;
+	ShardPruneKind prune_kind;
+	Expr	   *prune_expr;
+	ListCell   *lc;
+
+	/* PostgreSQL filters only by the conditions the shards cannot run. */
+	foreach(lc, scan_clauses)
+	{
+		RestrictInfo *ri = lfirst_node(RestrictInfo, lc);
+
+		if (ri->pseudoconstant)
+			continue;
+		if (list_member_ptr(fpinfo->remote_conds, ri))
+			continue;
+		local_exprs = lappend(local_exprs, ri->clause);
+	}
+
+	initStringInfo(&select_sql);
+	initStringInfo(&where_sql);
+	rel = table_open(foreigntableid, NoLock);
+	shard_deparse_select(&select_sql, root, baserel, rel, fpinfo->attrs_used,
+						 &retrieved_attrs);
+	table_close(rel, NoLock);
+	shard_deparse_conditions(&where_sql, root, baserel, fpinfo->remote_conds,
+							 &params, &param_kinds);
+
+	prune_expr = find_tenant_condition(baserel, fpinfo->tenant_attnum,
+									   &prune_kind);
+	if (prune_expr != NULL)
+		params = lappend(params, prune_expr);
+
+	fdw_private = list_make5(makeString(select_sql.data),
+							 makeString(where_sql.data),
+							 retrieved_attrs,
+							 param_kinds,
+							 makeInteger(prune_kind));
+
+	return make_foreignscan(tlist, local_exprs, baserel->relid, params,
+							fdw_private, NIL, NIL, outer_plan);
+}

@@ -1,0 +1,952 @@
+/*-------------------------------------------------------------------------
+ *
+ * scan.c
+ *		  Executor side of a foreign table scan: routing and shard reads
+ *
+ * When a scan first runs, it asks the directory (checked for changes at
+ * that moment) which shards to read: the owners of the tenants its tenant
+ * condition names, or every shard.  Each shard then runs the SQL that
+ * planning built, with the values bound, inside one read transaction;
+ * rows come back in batches copied out of SQLite (shardio.c) and are
+ * converted to the foreign table's types here.
+ *
+ * Two run-time filters keep the answer exact however the plan was made:
+ * rows of a tenant that is being moved are read only from the shard that
+ * owns the tenant at that moment (a copy on the target before cutover, or
+ * leftovers on the source after it, are skipped), and a user mapping with
+ * a "tenants" option sees only those tenants.  Both are sent to SQLite
+ * where the tenant column's type allows and checked again on every row.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "sqlite_shard_fdw.h"
+
+#include "access/table.h"
+#include "catalog/pg_type.h"
+#include "commands/explain.h"
+#include "executor/executor.h"
+#include "foreign/foreign.h"
+#include "mb/pg_wchar.h"
+#include "miscadmin.h"
+#include "nodes/nodeFuncs.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/json.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+
+#include "compat.h"
+
+/* Rows fetched from SQLite at a time. */
+#define SCAN_BATCH_ROWS 256
+
+/* Shard names EXPLAIN lists before it only counts the rest. */
+#define EXPLAIN_MAX_SHARD_NAMES 3
+
+/* One shard a scan reads. */
+typedef struct ShardTarget
+{
+	ShardInfo	info;
+	List	   *excluded;		/* tenants (char *) whose rows here are stale */
+} ShardTarget;
+
+typedef struct ShardScanState
+{
+	/* What planning decided. */
+	ShardServerOptions *opts;
+	ShardTableOptions *topts;
+	char	   *table_name;		/* foreign table, for messages */
+	char	   *select_sql;
+	char	   *where_sql;
+	List	   *retrieved_attrs;
+	int			nretrieved;
+	char	  **colnames;		/* SQLite names of the retrieved columns */
+	ShardColumnConv *convs;
+	int			tenant_pos;		/* tenant column among retrieved, 0-based */
+	Oid			tenant_type;
+	FmgrInfo	tenant_out;
+	List	   *param_exprs;	/* ExprStates of the values to bind */
+	List	   *param_types;
+	List	   *param_kinds;
+	int			nparams;
+	ExprState  *prune_state;
+	Oid			prune_type;
+	ShardPruneKind prune_kind;
+	bool		prune_needs_run;	/* depends on values known only at run time */
+	List	   *allowed;		/* user mapping tenants (char *), or NIL */
+
+	/* Where it reads, decided when the scan starts. */
+	MemoryContext resolve_cxt;
+	bool		resolved;
+	List	   *targets;
+	int			next_target;
+	ShardValue *param_values;
+	ShardDirectory *dir;
+
+	/* The shard being read. */
+	ShardTarget *cur;
+	ShardConn  *conn;
+	sqlite3_stmt *stmt;
+	bool		with_rowid;
+	bool		stmt_done;
+	ShardBatch *batch;
+	int			batch_row;
+	char	   *last_sql;
+
+	MemoryContext row_cxt;		/* reset for every row */
+	int			cur_col;		/* column being converted, for errors */
+	sqlite3_int64 cur_rowid;
+} ShardScanState;
+
+/*
+ * scan_error_callback
+ *		Name the shard, table, column and row of a value that failed to
+ *		convert.
+ */
+static void
+scan_error_callback(void *arg)
+{
+	ShardScanState *s = (ShardScanState *) arg;
+
+	if (s->cur == NULL || s->cur_col < 0)
+		return;
+	if (s->with_rowid)
+		errcontext("column \"%s\" of table \"%s\" on shard \"%s\", rowid %lld",
+				   s->colnames[s->cur_col], s->topts->table,
+				   s->cur->info.shard_id, (long long) s->cur_rowid);
+	else
+		errcontext("column \"%s\" of table \"%s\" on shard \"%s\"",
+				   s->colnames[s->cur_col], s->topts->table,
+				   s->cur->info.shard_id);
+}
+
+/*
+ * scan_memory_callback
+ *		Release what SQLite holds for a scan whose executor state goes away
+ *		without EndForeignScan, as after an error.
+ */
+static void
+scan_memory_callback(void *arg)
+{
+	ShardScanState *s = (ShardScanState *) arg;
+
+	if (s->stmt)
+		sqlite3_finalize(s->stmt);
+	s->stmt = NULL;
+	shardio_batch_free(s->batch);
+	s->batch = NULL;
+}
+
+/*
+ * contains_exec_param
+ *		Does an expression use a value that exists only once the plan runs
+ *		(an executor parameter, set by an outer plan or an initplan)?
+ */
+static bool
+contains_exec_param(Node *node, void *context)
+{
+	if (node == NULL)
+		return false;
+	if (IsA(node, Param) && ((Param *) node)->paramkind == PARAM_EXEC)
+		return true;
+	return expression_tree_walker(node, contains_exec_param, context);
+}
+
+/*
+ * shardBeginForeignScan
+ *		Set up a scan; the shards are chosen when it first runs.
+ */
+void
+shardBeginForeignScan(ForeignScanState *node, int eflags)
+{
+	ForeignScan *fsplan = (ForeignScan *) node->ss.ps.plan;
+	EState	   *estate = node->ss.ps.state;
+	Relation	rel = node->ss.ss_currentRelation;
+	TupleDesc	tupdesc = RelationGetDescr(rel);
+	ShardScanState *s;
+	MemoryContextCallback *cb;
+	List	   *exprs = fsplan->fdw_exprs;
+	ListCell   *lc;
+	Oid			userid;
+	Oid			typoutput;
+	bool		typvarlena;
+	int			i;
+
+	s = palloc0(sizeof(ShardScanState));
+	node->fdw_state = s;
+
+	s->opts = shard_server_options(GetForeignTable(RelationGetRelid(rel))->serverid);
+	s->topts = shard_table_options(rel);
+	s->table_name = RelationGetRelationName(rel);
+	s->select_sql = strVal(list_nth(fsplan->fdw_private, FdwScanPrivateSelectSql));
+	s->where_sql = strVal(list_nth(fsplan->fdw_private, FdwScanPrivateWhereSql));
+	s->retrieved_attrs = list_nth(fsplan->fdw_private, FdwScanPrivateRetrievedAttrs);
+	s->param_kinds = list_nth(fsplan->fdw_private, FdwScanPrivateParamKinds);
+	s->prune_kind = intVal(list_nth(fsplan->fdw_private, FdwScanPrivatePruneKind));
+	s->with_rowid = true;
+	s->cur_col = -1;
+
+	/* The last expression is the tenant value when the scan prunes. */
+	if (s->prune_kind != PRUNE_NONE)
+	{
+		Expr	   *prune = llast(exprs);
+
+		s->prune_type = exprType((Node *) prune);
+		s->prune_state = ExecInitExpr(prune, (PlanState *) node);
+		s->prune_needs_run = contains_exec_param((Node *) prune, NULL);
+		exprs = list_truncate(list_copy(exprs), list_length(exprs) - 1);
+	}
+	s->nparams = list_length(exprs);
+	foreach(lc, exprs)
+		s->param_types = lappend_oid(s->param_types,
+									 exprType((Node *) lfirst(lc)));
+	s->param_exprs = ExecInitExprList(exprs, (PlanState *) node);
+
+	s->nretrieved = list_length(s->retrieved_attrs);
+	s->colnames = palloc0(sizeof(char *) * (s->nretrieved + 1));
+	s->convs = palloc0(sizeof(ShardColumnConv) * (s->nretrieved + 1));
+	s->tenant_pos = -1;
+	i = 0;
+	foreach(lc, s->retrieved_attrs)
+	{
+		AttrNumber	attnum = lfirst_int(lc);
+		Form_pg_attribute att = TupleDescAttr(tupdesc, attnum - 1);
+
+		s->colnames[i] = shard_column_name(RelationGetRelid(rel), attnum);
+		shard_conv_init(&s->convs[i], att->atttypid, att->atttypmod);
+		if (attnum == s->topts->tenant_attnum)
+			s->tenant_pos = i;
+		i++;
+	}
+	if (s->tenant_pos < 0)
+		elog(ERROR, "tenant column of foreign table \"%s\" is not fetched",
+			 s->table_name);
+	s->tenant_type = TupleDescAttr(tupdesc, s->topts->tenant_attnum - 1)->atttypid;
+	getTypeOutputInfo(s->tenant_type, &typoutput, &typvarlena);
+	fmgr_info(typoutput, &s->tenant_out);
+
+	userid = scan_user_compat(fsplan, estate);
+	s->allowed = shard_user_tenants(s->opts->serverid, userid);
+
+	s->resolve_cxt = AllocSetContextCreate(estate->es_query_cxt,
+										   "sqlite_shard_fdw scan",
+										   ALLOCSET_SMALL_SIZES);
+	s->row_cxt = AllocSetContextCreate(estate->es_query_cxt,
+									   "sqlite_shard_fdw rows",
+									   ALLOCSET_DEFAULT_SIZES);
+	cb = MemoryContextAllocZero(s->resolve_cxt, sizeof(MemoryContextCallback));
+	cb->func = scan_memory_callback;
+	cb->arg = s;
+	MemoryContextRegisterResetCallback(s->resolve_cxt, cb);
+}
+
+/*
+ * value_text
+ *		The canonical text form of a tenant value: what the directory keys
+ *		tenants by.
+ */
+static char *
+value_text(Oid typid, Datum value)
+{
+	Oid			typoutput;
+	bool		typvarlena;
+
+	getTypeOutputInfo(typid, &typoutput, &typvarlena);
+	return OidOutputFunctionCall(typoutput, value);
+}
+
+/*
+ * prune_tenants
+ *		The tenants named by the scan's tenant condition (NULLs name none).
+ */
+static List *
+prune_tenants(ShardScanState *s, ExprContext *econtext)
+{
+	List	   *result = NIL;
+	Datum		value;
+	bool		isnull;
+
+	value = ExecEvalExpr(s->prune_state, econtext, &isnull);
+	if (isnull)
+		return NIL;
+	if (s->prune_kind == PRUNE_EQ)
+		return list_make1(value_text(s->prune_type, value));
+	else
+	{
+		ArrayType  *arr = DatumGetArrayTypeP(value);
+		Oid			elemtype = ARR_ELEMTYPE(arr);
+		int16		typlen;
+		bool		typbyval;
+		char		typalign;
+		Datum	   *elems;
+		bool	   *nulls;
+		int			n,
+					i;
+
+		get_typlenbyvalalign(elemtype, &typlen, &typbyval, &typalign);
+		deconstruct_array(arr, elemtype, typlen, typbyval, typalign,
+						  &elems, &nulls, &n);
+		for (i = 0; i < n; i++)
+			if (!nulls[i])
+				result = lappend(result, value_text(elemtype, elems[i]));
+	}
+	return result;
+}
+
+/*
+ * string_member
+ *		Is s in a list of C strings?
+ */
+static bool
+string_member(List *list, const char *s)
+{
+	ListCell   *lc;
+
+	foreach(lc, list)
+		if (strcmp((char *) lfirst(lc), s) == 0)
+			return true;
+	return false;
+}
+
+/*
+ * target_cmp
+ *		Order shards by id, so fan-outs read them in a stable order.
+ */
+static int
+target_cmp(const ListCell *a, const ListCell *b)
+{
+	ShardTarget *ta = lfirst(a);
+	ShardTarget *tb = lfirst(b);
+
+	return strcmp(ta->info.shard_id, tb->info.shard_id);
+}
+
+/*
+ * add_target
+ *		Add a shard to the scan unless it is there already.
+ */
+static List *
+add_target(List *targets, ShardInfo *info)
+{
+	ListCell   *lc;
+	ShardTarget *t;
+
+	foreach(lc, targets)
+		if (strcmp(((ShardTarget *) lfirst(lc))->info.shard_id,
+				   info->shard_id) == 0)
+			return targets;
+	t = palloc0(sizeof(ShardTarget));
+	t->info.shard_id = pstrdup(info->shard_id);
+	t->info.path = pstrdup(info->path);
+	return lappend(targets, t);
+}
+
+/*
+ * bind_array_as_json
+ *		An array parameter as JSON text, for "IN (SELECT value FROM
+ *		json_each(?))": integers as numbers, text as strings.
+ */
+static void
+bind_array_as_json(Datum value, ShardValue *out)
+{
+	ArrayType  *arr = DatumGetArrayTypeP(value);
+	Oid			elemtype = ARR_ELEMTYPE(arr);
+	int16		typlen;
+	bool		typbyval;
+	char		typalign;
+	Datum	   *elems;
+	bool	   *nulls;
+	int			n,
+				i;
+	StringInfoData buf;
+
+	get_typlenbyvalalign(elemtype, &typlen, &typbyval, &typalign);
+	deconstruct_array(arr, elemtype, typlen, typbyval, typalign,
+					  &elems, &nulls, &n);
+	initStringInfo(&buf);
+	appendStringInfoChar(&buf, '[');
+	for (i = 0; i < n; i++)
+	{
+		if (i > 0)
+			appendStringInfoChar(&buf, ',');
+		if (nulls[i])
+			appendStringInfoString(&buf, "null");
+		else if (elemtype == TEXTOID || elemtype == VARCHAROID)
+			escape_json(&buf, TextDatumGetCString(elems[i]));
+		else
+			appendStringInfoString(&buf, value_text(elemtype, elems[i]));
+	}
+	appendStringInfoChar(&buf, ']');
+	out->type = SQLITE_TEXT;
+	out->u.p = buf.data;
+	out->len = buf.len;
+}
+
+/*
+ * eval_params
+ *		Compute the values bound to the shard query.
+ */
+static void
+eval_params(ShardScanState *s, ExprContext *econtext)
+{
+	ListCell   *lc_expr,
+			   *lc_type,
+			   *lc_kind;
+	int			i = 0;
+
+	s->param_values = palloc0(sizeof(ShardValue) * (s->nparams + 1));
+	forthree(lc_expr, s->param_exprs, lc_type, s->param_types,
+			 lc_kind, s->param_kinds)
+	{
+		ShardValue *v = &s->param_values[i++];
+		bool		isnull;
+		Datum		value;
+
+		value = ExecEvalExpr((ExprState *) lfirst(lc_expr), econtext, &isnull);
+		if (isnull)
+			v->type = SQLITE_NULL;
+		else if (lfirst_int(lc_kind) == SHARD_PARAM_JSON_ARRAY)
+			bind_array_as_json(value, v);
+		else if (!shard_datum_to_value(value, lfirst_oid(lc_type), v))
+			elog(ERROR, "cannot bind a value of type %u to a shard query",
+				 lfirst_oid(lc_type));
+	}
+}
+
+/*
+ * resolve_targets
+ *		Choose the shards to read, by the directory as it is now, and work
+ *		out which tenants' rows each must skip.
+ */
+static void
+resolve_targets(ForeignScanState *node)
+{
+	ShardScanState *s = (ShardScanState *) node->fdw_state;
+	ExprContext *econtext = node->ss.ps.ps_ExprContext;
+	MemoryContext oldcxt;
+	List	   *tenants = NIL;
+	bool		all_shards;
+	ListCell   *lc;
+
+	MemoryContextReset(s->resolve_cxt);
+	{
+		MemoryContextCallback *cb;
+
+		/* Resetting dropped the callback; the new one covers new state. */
+		cb = MemoryContextAllocZero(s->resolve_cxt,
+									sizeof(MemoryContextCallback));
+		cb->func = scan_memory_callback;
+		cb->arg = s;
+		MemoryContextRegisterResetCallback(s->resolve_cxt, cb);
+	}
+	oldcxt = MemoryContextSwitchTo(s->resolve_cxt);
+
+	s->dir = shard_directory_get(s->opts);
+	s->targets = NIL;
+	s->next_target = 0;
+
+	all_shards = (s->prune_kind == PRUNE_NONE && s->allowed == NIL);
+	if (s->prune_kind != PRUNE_NONE)
+	{
+		tenants = prune_tenants(s, econtext);
+		if (s->allowed != NIL)
+		{
+			List	   *visible = NIL;
+
+			foreach(lc, tenants)
+				if (string_member(s->allowed, lfirst(lc)))
+					visible = lappend(visible, lfirst(lc));
+			tenants = visible;
+		}
+	}
+	else if (s->allowed != NIL)
+		tenants = s->allowed;
+
+	if (all_shards)
+	{
+		foreach(lc, shard_directory_shards(s->dir))
+			s->targets = add_target(s->targets, (ShardInfo *) lfirst(lc));
+	}
+	else
+	{
+		foreach(lc, tenants)
+		{
+			ShardLocation *loc = shard_directory_locate(s->dir, lfirst(lc));
+
+			/* An unknown tenant has no rows anywhere: read nothing. */
+			if (loc != NULL)
+				s->targets = add_target(s->targets,
+										shard_directory_shard(s->dir, loc->owner));
+		}
+	}
+	list_sort(s->targets, target_cmp);
+
+	/* Rows of a tenant in a move count only on the shard that owns it. */
+	foreach(lc, shard_directory_moving(s->dir))
+	{
+		ShardLocation *loc = (ShardLocation *) lfirst(lc);
+		const char *stale = (strcmp(loc->owner, loc->shard_id) == 0) ?
+		loc->target_shard_id : loc->shard_id;
+		ListCell   *lc2;
+
+		foreach(lc2, s->targets)
+		{
+			ShardTarget *t = lfirst(lc2);
+
+			if (strcmp(t->info.shard_id, stale) == 0)
+				t->excluded = lappend(t->excluded, pstrdup(loc->tenant));
+		}
+	}
+
+	eval_params(s, econtext);
+	MemoryContextSwitchTo(oldcxt);
+	s->resolved = true;
+}
+
+/*
+ * tenant_pushable
+ *		Can a list of tenant ids be compared with the tenant column inside
+ *		SQLite?  Only for integer and text columns, whose stored values
+ *		print as the canonical text form.
+ */
+static bool
+tenant_pushable(ShardScanState *s)
+{
+	switch (s->tenant_type)
+	{
+		case INT2OID:
+		case INT4OID:
+		case INT8OID:
+			return true;
+		case TEXTOID:
+		case VARCHAROID:
+			return GetDatabaseEncoding() == PG_UTF8;
+		default:
+			return false;
+	}
+}
+
+/*
+ * append_tenant_list
+ *		Add "AND tenant [NOT] IN (?, ...)" with the ids bound after the
+ *		planned parameters; *extra collects the values.
+ */
+static void
+append_tenant_list(ShardScanState *s, StringInfo sql, List *ids, bool negate,
+				   List **extra)
+{
+	ListCell   *lc;
+	bool		first = true;
+
+	appendStringInfoString(sql, sql->len > 0 ? " AND " : "");
+	if (s->tenant_type == TEXTOID || s->tenant_type == VARCHAROID)
+	{
+		shard_quote_identifier(sql, s->topts->tenant_column);
+		appendStringInfoString(sql, " COLLATE BINARY");
+	}
+	else
+	{
+		appendStringInfoString(sql, "CAST(");
+		shard_quote_identifier(sql, s->topts->tenant_column);
+		appendStringInfoString(sql, " AS TEXT)");
+	}
+	appendStringInfoString(sql, negate ? " NOT IN (" : " IN (");
+	foreach(lc, ids)
+	{
+		*extra = lappend(*extra, lfirst(lc));
+		appendStringInfo(sql, "%s?%d", first ? "" : ", ",
+						 s->nparams + list_length(*extra));
+		first = false;
+	}
+	appendStringInfoChar(sql, ')');
+}
+
+/*
+ * build_shard_sql
+ *		The statement for one shard: the planned query plus the run-time
+ *		tenant filters.  *extra receives the tenant ids to bind after the
+ *		planned parameters.
+ */
+static char *
+build_shard_sql(ShardScanState *s, ShardTarget *t, List **extra)
+{
+	StringInfoData sql;
+	StringInfoData where;
+
+	initStringInfo(&where);
+	appendStringInfoString(&where, s->where_sql);
+	*extra = NIL;
+	if (tenant_pushable(s))
+	{
+		if (s->allowed != NIL)
+			append_tenant_list(s, &where, s->allowed, false, extra);
+		if (t->excluded != NIL)
+			append_tenant_list(s, &where, t->excluded, true, extra);
+	}
+
+	initStringInfo(&sql);
+	if (s->with_rowid)
+	{
+		/* "SELECT cols ..." becomes "SELECT rowid, cols ...". */
+		appendStringInfoString(&sql, "SELECT rowid, ");
+		appendStringInfoString(&sql, s->select_sql + strlen("SELECT "));
+	}
+	else
+		appendStringInfoString(&sql, s->select_sql);
+	if (where.len > 0)
+		appendStringInfo(&sql, " WHERE %s", where.data);
+	return sql.data;
+}
+
+/*
+ * diagnose_prepare_failure
+ *		Explain why a shard rejected the query: a missing table or column is
+ *		reported by name; anything else as SQLite put it.  Returns only when
+ *		the table lacks a rowid, so the caller can retry without it.
+ */
+static void
+diagnose_prepare_failure(ShardScanState *s, int rc, const char *errbuf,
+						 Relation rel)
+{
+	sqlite3    *db = shard_conn_db(s->conn);
+	sqlite3_stmt *stmt;
+	const char *shard_id = s->cur->info.shard_id;
+	bool		found = false;
+	TupleDesc	tupdesc = RelationGetDescr(rel);
+	int			i;
+
+	if (sqlite3_prepare_v2(db,
+						   "SELECT 1 FROM sqlite_schema WHERE type IN ('table', 'view') "
+						   "AND name = ? COLLATE NOCASE", -1, &stmt, NULL) == SQLITE_OK)
+	{
+		sqlite3_bind_text(stmt, 1, s->topts->table, -1, SQLITE_STATIC);
+		found = (sqlite3_step(stmt) == SQLITE_ROW);
+		sqlite3_finalize(stmt);
+		if (!found)
+			ereport(ERROR,
+					(errcode(ERRCODE_FDW_TABLE_NOT_FOUND),
+					 errmsg("table \"%s\" does not exist on shard \"%s\"",
+							s->topts->table, shard_id),
+					 errdetail("Foreign table \"%s\" reads SQLite table \"%s\" from every shard.",
+							   s->table_name, s->topts->table)));
+	}
+
+	for (i = 0; i < tupdesc->natts; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(tupdesc, i);
+		char	   *colname;
+
+		if (att->attisdropped)
+			continue;
+		colname = shard_column_name(RelationGetRelid(rel), att->attnum);
+		if (sqlite3_prepare_v2(db,
+							   "SELECT 1 FROM pragma_table_info(?) WHERE name = ? COLLATE NOCASE",
+							   -1, &stmt, NULL) != SQLITE_OK)
+			break;
+		sqlite3_bind_text(stmt, 1, s->topts->table, -1, SQLITE_STATIC);
+		sqlite3_bind_text(stmt, 2, colname, -1, SQLITE_STATIC);
+		found = (sqlite3_step(stmt) == SQLITE_ROW);
+		sqlite3_finalize(stmt);
+		if (!found)
+			ereport(ERROR,
+					(errcode(ERRCODE_FDW_COLUMN_NAME_NOT_FOUND),
+					 errmsg("column \"%s\" of table \"%s\" does not exist on shard \"%s\"",
+							colname, s->topts->table, shard_id)));
+	}
+
+	if (s->with_rowid && strstr(errbuf, "rowid") != NULL)
+		return;
+	shard_report_sqlite_error(ERROR, rc, shard_id, "prepare the query", errbuf);
+}
+
+/*
+ * start_shard
+ *		Open the next shard and start its query.  Returns false when the
+ *		shard is missing and the server skips missing shards.
+ */
+static bool
+start_shard(ForeignScanState *node, ShardTarget *t)
+{
+	ShardScanState *s = (ShardScanState *) node->fdw_state;
+	MemoryContext oldcxt = MemoryContextSwitchTo(s->resolve_cxt);
+	char		errbuf[SHARDIO_ERRLEN];
+	List	   *extra;
+	ShardValue *extra_values;
+	ListCell   *lc;
+	char	   *sql;
+	int			rc;
+	int			i;
+
+	s->cur = t;
+	s->conn = shard_conn_get(s->opts, &t->info, s->opts->skip_missing);
+	if (s->conn == NULL)
+	{
+		ereport(WARNING,
+				(errcode(ERRCODE_FDW_UNABLE_TO_ESTABLISH_CONNECTION),
+				 errmsg("skipping shard \"%s\": file \"%s\" does not exist",
+						t->info.shard_id, t->info.path),
+				 errdetail("The server option \"on_missing_shard\" is \"skip\", so the result lacks this shard's rows.")));
+		s->cur = NULL;
+		MemoryContextSwitchTo(oldcxt);
+		return false;
+	}
+
+	for (;;)
+	{
+		sql = build_shard_sql(s, t, &extra);
+		rc = shardio_prepare(shard_conn_db(s->conn), sql, 0, &s->stmt, errbuf);
+		if (rc == SQLITE_OK)
+			break;
+		diagnose_prepare_failure(s, rc, errbuf, node->ss.ss_currentRelation);
+		s->with_rowid = false;	/* a WITHOUT ROWID table: retry */
+	}
+	s->last_sql = sql;
+
+	rc = shardio_bind(s->stmt, 1, s->param_values, s->nparams, errbuf);
+	extra_values = palloc0(sizeof(ShardValue) * (list_length(extra) + 1));
+	i = 0;
+	foreach(lc, extra)
+	{
+		extra_values[i].type = SQLITE_TEXT;
+		extra_values[i].u.p = lfirst(lc);
+		extra_values[i].len = strlen(lfirst(lc));
+		i++;
+	}
+	if (rc == SQLITE_OK)
+		rc = shardio_bind(s->stmt, s->nparams + 1, extra_values, i, errbuf);
+	if (rc != SQLITE_OK)
+		shard_report_sqlite_error(ERROR, rc, t->info.shard_id,
+								  "bind the query's values", errbuf);
+
+	if (s->batch == NULL)
+	{
+		s->batch = shardio_batch_create(s->nretrieved + 1, SCAN_BATCH_ROWS);
+		if (s->batch == NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_OUT_OF_MEMORY),
+					 errmsg("out of memory")));
+	}
+	s->batch->ncols = s->nretrieved + (s->with_rowid ? 1 : 0);
+	shardio_batch_reset(s->batch);
+	s->batch_row = 0;
+	s->stmt_done = false;
+	MemoryContextSwitchTo(oldcxt);
+	return true;
+}
+
+/*
+ * finish_shard
+ *		Close the current shard's query and give its handle back.
+ */
+static void
+finish_shard(ShardScanState *s)
+{
+	if (s->stmt)
+		sqlite3_finalize(s->stmt);
+	s->stmt = NULL;
+	if (s->conn)
+		shard_conn_release(s->conn);
+	s->conn = NULL;
+	s->cur = NULL;
+}
+
+/*
+ * row_visible
+ *		Check a row's tenant against the run-time filters.
+ */
+static bool
+row_visible(ShardScanState *s, Datum tenant, bool isnull)
+{
+	char	   *text;
+
+	if (s->allowed == NIL && s->cur->excluded == NIL)
+		return true;
+	if (isnull)
+		return s->allowed == NIL;
+	text = OutputFunctionCall(&s->tenant_out, tenant);
+	if (s->allowed != NIL && !string_member(s->allowed, text))
+		return false;
+	return !string_member(s->cur->excluded, text);
+}
+
+/*
+ * shardIterateForeignScan
+ *		Return the next row, moving from shard to shard.
+ */
+TupleTableSlot *
+shardIterateForeignScan(ForeignScanState *node)
+{
+	ShardScanState *s = (ShardScanState *) node->fdw_state;
+	TupleTableSlot *slot = node->ss.ss_ScanTupleSlot;
+	ErrorContextCallback errcallback;
+
+	if (!s->resolved)
+		resolve_targets(node);
+
+	errcallback.callback = scan_error_callback;
+	errcallback.arg = s;
+	errcallback.previous = error_context_stack;
+	error_context_stack = &errcallback;
+
+	for (;;)
+	{
+		CHECK_FOR_INTERRUPTS();
+
+		if (s->stmt && s->batch_row < s->batch->nrows)
+		{
+			ShardValue *row = &s->batch->values[(size_t) s->batch_row *
+												s->batch->ncols];
+			int			off = s->with_rowid ? 1 : 0;
+			ListCell   *lc;
+			MemoryContext oldcxt;
+			int			i = 0;
+
+			s->batch_row++;
+			MemoryContextReset(s->row_cxt);
+			oldcxt = MemoryContextSwitchTo(s->row_cxt);
+			ExecClearTuple(slot);
+			memset(slot->tts_isnull, true,
+				   sizeof(bool) * slot->tts_tupleDescriptor->natts);
+			s->cur_rowid = s->with_rowid ? row[0].u.i : 0;
+			foreach(lc, s->retrieved_attrs)
+			{
+				AttrNumber	attnum = lfirst_int(lc);
+
+				s->cur_col = i;
+				slot->tts_values[attnum - 1] =
+					shard_value_to_datum(&s->convs[i], &row[off + i],
+										 &slot->tts_isnull[attnum - 1]);
+				i++;
+			}
+			s->cur_col = -1;
+			MemoryContextSwitchTo(oldcxt);
+
+			if (!row_visible(s, slot->tts_values[s->topts->tenant_attnum - 1],
+							 slot->tts_isnull[s->topts->tenant_attnum - 1]))
+				continue;
+			ExecStoreVirtualTuple(slot);
+			break;
+		}
+
+		if (s->stmt && !s->stmt_done)
+		{
+			char		errbuf[SHARDIO_ERRLEN];
+			int			rc = shardio_fetch(s->stmt, s->batch, errbuf);
+
+			if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+				shard_report_sqlite_error(ERROR, rc, s->cur->info.shard_id,
+										  "read the shard", errbuf);
+			s->stmt_done = (rc == SQLITE_DONE);
+			s->batch_row = 0;
+			continue;
+		}
+
+		if (s->stmt)
+			finish_shard(s);
+
+		if (s->next_target >= list_length(s->targets))
+		{
+			ExecClearTuple(slot);
+			break;
+		}
+		(void) start_shard(node, list_nth(s->targets, s->next_target++));
+	}
+
+	error_context_stack = errcallback.previous;
+	return slot;
+}
+
+/*
+ * shardReScanForeignScan
+ *		Start over; with new parameter values the shards are chosen again.
+ */
+void
+shardReScanForeignScan(ForeignScanState *node)
+{
+	ShardScanState *s = (ShardScanState *) node->fdw_state;
+
+	finish_shard(s);
+	if (node->ss.ps.chgParam != NULL || !s->resolved)
+		s->resolved = false;
+	else
+		s->next_target = 0;
+}
+
+/*
+ * shardEndForeignScan
+ *		Release the shard being read, if any.
+ */
+void
+shardEndForeignScan(ForeignScanState *node)
+{
+	ShardScanState *s = (ShardScanState *) node->fdw_state;
+
+	if (s == NULL)
+		return;
+	finish_shard(s);
+	shardio_batch_free(s->batch);
+	s->batch = NULL;
+}
+
+/*
+ * shard_names
+ *		"N of M (a, b, c, and K more)" for EXPLAIN.
+ */
+static char *
+shard_names(ShardScanState *s)
+{
+	StringInfoData buf;
+	ListCell   *lc;
+	int			n = 0;
+	int			total = list_length(shard_directory_shards(s->dir));
+
+	initStringInfo(&buf);
+	appendStringInfo(&buf, "%d of %d", list_length(s->targets), total);
+	foreach(lc, s->targets)
+	{
+		ShardTarget *t = lfirst(lc);
+
+		if (n == EXPLAIN_MAX_SHARD_NAMES)
+		{
+			appendStringInfo(&buf, ", and %d more",
+							 list_length(s->targets) - n);
+			break;
+		}
+		appendStringInfoString(&buf, n == 0 ? " (" : ", ");
+		appendStringInfoString(&buf, t->info.shard_id);
+		n++;
+	}
+	if (n > 0)
+		appendStringInfoChar(&buf, ')');
+	return buf.data;
+}
+
+/*
+ * shardExplainForeignScan
+ *		Show which shards the scan reads and, with VERBOSE, the SQLite
+ *		query.  A plain EXPLAIN routes without opening a shard.
+ */
+void
+shardExplainForeignScan(ForeignScanState *node, ExplainState *es)
+{
+	ShardScanState *s = (ShardScanState *) node->fdw_state;
+
+	if (!s->resolved && !s->prune_needs_run)
+		resolve_targets(node);
+
+	if (s->resolved)
+		ExplainPropertyText("Shards", shard_names(s), es);
+	else
+		ExplainPropertyText("Shards", "chosen at run time", es);
+
+	if (es->verbose)
+	{
+		StringInfoData sql;
+
+		initStringInfo(&sql);
+		appendStringInfoString(&sql, s->select_sql);
+		if (s->where_sql[0] != '\0')
+			appendStringInfo(&sql, " WHERE %s", s->where_sql);
+		ExplainPropertyText("SQLite query", sql.data, es);
+	}
+}

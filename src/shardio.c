@@ -1,0 +1,373 @@
+/*-------------------------------------------------------------------------
+ *
+ * shardio.c
+ *		  SQLite side of sqlite_shard_fdw: open shard files, run queries
+ *
+ * This file must not include postgres.h: its functions run on fan-out
+ * worker threads as well as in the backend, so they may use only SQLite and
+ * the C library.  Errors come back as SQLite result codes with a message in
+ * a buffer of SHARDIO_ERRLEN bytes; the caller decides how to report them.
+ *
+ * Shard files are not trusted: every handle is opened in defensive mode,
+ * with untrusted schema and without extension loading, so a crafted shard
+ * cannot run functions through views or triggers, or corrupt itself
+ * through writable_schema.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "shardio.h"
+
+/*
+ * set_error
+ *		Copy an error message into the caller's buffer.
+ */
+static void
+set_error(char *errbuf, const char *msg)
+{
+	if (errbuf == NULL)
+		return;
+	snprintf(errbuf, SHARDIO_ERRLEN, "%s", msg ? msg : "unknown SQLite error");
+}
+
+/*
+ * shardio_open
+ *		Open an SQLite file with the hardening every shard gets.
+ *
+ * Read-only opens never create the file, so a mistyped path is reported as
+ * missing instead of leaving an empty database behind.
+ */
+int
+shardio_open(const char *path, int flags, int busy_timeout_ms,
+			 sqlite3 **db, char *errbuf)
+{
+	int			oflags = SQLITE_OPEN_NOMUTEX;
+	int			rc;
+
+	*db = NULL;
+	if (flags & SHARDIO_OPEN_READWRITE)
+		oflags |= SQLITE_OPEN_READWRITE;
+	else
+		oflags |= SQLITE_OPEN_READONLY;
+	if (flags & SHARDIO_OPEN_CREATE)
+		oflags |= SQLITE_OPEN_CREATE;
+
+	rc = sqlite3_open_v2(path, db, oflags, NULL);
+	if (rc != SQLITE_OK)
+	{
+		set_error(errbuf, *db ? sqlite3_errmsg(*db) : sqlite3_errstr(rc));
+		sqlite3_close_v2(*db);
+		*db = NULL;
+		return rc;
+	}
+
+	sqlite3_extended_result_codes(*db, 1);
+	sqlite3_db_config(*db, SQLITE_DBCONFIG_DEFENSIVE, 1, NULL);
+	sqlite3_db_config(*db, SQLITE_DBCONFIG_TRUSTED_SCHEMA, 0, NULL);
+	sqlite3_db_config(*db, SQLITE_DBCONFIG_ENABLE_LOAD_EXTENSION, 0, NULL);
+	sqlite3_busy_timeout(*db, busy_timeout_ms);
+
+	/*
+	 * Reading the schema proves the file is an SQLite database; without this
+	 * a non-database file would only fail at the first query, with a less
+	 * helpful message.
+	 */
+	rc = sqlite3_exec(*db, "SELECT count(*) FROM sqlite_schema", NULL, NULL,
+					  NULL);
+	if (rc != SQLITE_OK)
+	{
+		set_error(errbuf, sqlite3_errmsg(*db));
+		sqlite3_close_v2(*db);
+		*db = NULL;
+		return rc;
+	}
+	return SQLITE_OK;
+}
+
+/*
+ * shardio_close
+ *		Close a handle; statements still open make it a zombie that SQLite
+ *		frees when the last one is finalized.
+ */
+void
+shardio_close(sqlite3 *db)
+{
+	if (db != NULL)
+		sqlite3_close_v2(db);
+}
+
+/*
+ * shardio_exec
+ *		Run SQL that returns no rows of interest (BEGIN, COMMIT, DDL).
+ */
+int
+shardio_exec(sqlite3 *db, const char *sql, char *errbuf)
+{
+	char	   *msg = NULL;
+	int			rc;
+
+	rc = sqlite3_exec(db, sql, NULL, NULL, &msg);
+	if (rc != SQLITE_OK)
+		set_error(errbuf, msg ? msg : sqlite3_errmsg(db));
+	sqlite3_free(msg);
+	return rc;
+}
+
+/*
+ * shardio_prepare
+ *		Compile one statement; "persistent" hints that it will be cached.
+ */
+int
+shardio_prepare(sqlite3 *db, const char *sql, int persistent,
+				sqlite3_stmt **stmt, char *errbuf)
+{
+	int			rc;
+
+	rc = sqlite3_prepare_v3(db, sql, -1,
+							persistent ? SQLITE_PREPARE_PERSISTENT : 0,
+							stmt, NULL);
+	if (rc != SQLITE_OK)
+	{
+		set_error(errbuf, sqlite3_errmsg(db));
+		*stmt = NULL;
+	}
+	return rc;
+}
+
+/*
+ * shardio_bind
+ *		Bind values to parameters first .. first + nvals - 1 (1-based).
+ *
+ * Text and blobs are bound SQLITE_TRANSIENT: the caller's memory may be
+ * released before the statement runs on another thread.
+ */
+int
+shardio_bind(sqlite3_stmt *stmt, int first, const ShardValue *vals, int nvals,
+			 char *errbuf)
+{
+	int			i;
+
+	for (i = 0; i < nvals; i++)
+	{
+		const ShardValue *v = &vals[i];
+		int			idx = first + i;
+		int			rc;
+
+		switch (v->type)
+		{
+			case SQLITE_INTEGER:
+				rc = sqlite3_bind_int64(stmt, idx, v->u.i);
+				break;
+			case SQLITE_FLOAT:
+				rc = sqlite3_bind_double(stmt, idx, v->u.d);
+				break;
+			case SQLITE_TEXT:
+				rc = sqlite3_bind_text(stmt, idx, v->u.p, v->len,
+									   SQLITE_TRANSIENT);
+				break;
+			case SQLITE_BLOB:
+				rc = sqlite3_bind_blob(stmt, idx, v->u.p, v->len,
+									   SQLITE_TRANSIENT);
+				break;
+			default:
+				rc = sqlite3_bind_null(stmt, idx);
+				break;
+		}
+		if (rc != SQLITE_OK)
+		{
+			set_error(errbuf, sqlite3_errmsg(sqlite3_db_handle(stmt)));
+			return rc;
+		}
+	}
+	return SQLITE_OK;
+}
+
+/*
+ * shardio_batch_create
+ *		Allocate an empty batch for ncols columns and up to maxrows rows.
+ */
+ShardBatch *
+shardio_batch_create(int ncols, int maxrows)
+{
+	ShardBatch *batch = calloc(1, sizeof(ShardBatch));
+
+	if (batch == NULL)
+		return NULL;
+	batch->ncols = ncols;
+	batch->maxrows = maxrows;
+	batch->values = calloc((size_t) (ncols > 0 ? ncols : 1) * maxrows,
+						   sizeof(ShardValue));
+	batch->arena_size = 8192;
+	batch->arena = malloc(batch->arena_size);
+	if (batch->values == NULL || batch->arena == NULL)
+	{
+		shardio_batch_free(batch);
+		return NULL;
+	}
+	return batch;
+}
+
+/*
+ * shardio_batch_reset
+ *		Empty a batch for reuse, keeping its memory.
+ */
+void
+shardio_batch_reset(ShardBatch *batch)
+{
+	batch->nrows = 0;
+	batch->arena_used = 0;
+}
+
+/*
+ * shardio_batch_free
+ *		Release a batch and everything it holds.
+ */
+void
+shardio_batch_free(ShardBatch *batch)
+{
+	if (batch == NULL)
+		return;
+	free(batch->values);
+	free(batch->arena);
+	free(batch);
+}
+
+/*
+ * arena_store
+ *		Copy bytes into the batch arena, returning their offset or -1 when
+ *		memory runs out.  Offsets, not pointers, are kept while filling
+ *		because the arena may move when it grows.
+ */
+static long
+arena_store(ShardBatch *batch, const void *src, size_t len)
+{
+	size_t		need = batch->arena_used + len + 1;
+	long		off;
+
+	if (need > batch->arena_size)
+	{
+		size_t		newsize = batch->arena_size * 2;
+		char	   *p;
+
+		while (newsize < need)
+			newsize *= 2;
+		p = realloc(batch->arena, newsize);
+		if (p == NULL)
+			return -1;
+		batch->arena = p;
+		batch->arena_size = newsize;
+	}
+	off = (long) batch->arena_used;
+	if (len > 0)
+		memcpy(batch->arena + off, src, len);
+	batch->arena[off + len] = '\0';
+	batch->arena_used = need;
+	return off;
+}
+
+/*
+ * shardio_fetch
+ *		Step a statement, copying rows into the batch until it is full.
+ *
+ * Returns SQLITE_ROW when the batch filled up (more rows may follow),
+ * SQLITE_DONE when the statement is exhausted, or an error code.  The batch
+ * holds the rows fetched before an error too, but callers discard them.
+ */
+int
+shardio_fetch(sqlite3_stmt *stmt, ShardBatch *batch, char *errbuf)
+{
+	int			ncols = batch->ncols;
+	int			rc = SQLITE_ROW;
+	int			r,
+				c;
+
+	shardio_batch_reset(batch);
+	while (batch->nrows < batch->maxrows)
+	{
+		ShardValue *row;
+
+		rc = sqlite3_step(stmt);
+		if (rc == SQLITE_DONE)
+			break;
+		if (rc != SQLITE_ROW)
+		{
+			set_error(errbuf, sqlite3_errmsg(sqlite3_db_handle(stmt)));
+			return rc;
+		}
+		row = &batch->values[(size_t) batch->nrows * ncols];
+		for (c = 0; c < ncols; c++)
+		{
+			ShardValue *v = &row[c];
+			const void *src;
+			long		off;
+
+			v->type = sqlite3_column_type(stmt, c);
+			v->len = 0;
+			switch (v->type)
+			{
+				case SQLITE_INTEGER:
+					v->u.i = sqlite3_column_int64(stmt, c);
+					break;
+				case SQLITE_FLOAT:
+					v->u.d = sqlite3_column_double(stmt, c);
+					break;
+				case SQLITE_TEXT:
+				case SQLITE_BLOB:
+					if (v->type == SQLITE_TEXT)
+						src = sqlite3_column_text(stmt, c);
+					else
+						src = sqlite3_column_blob(stmt, c);
+					v->len = sqlite3_column_bytes(stmt, c);
+					off = arena_store(batch, src, (size_t) v->len);
+					if (off < 0)
+					{
+						set_error(errbuf, "out of memory");
+						return SQLITE_NOMEM;
+					}
+					v->u.i = off;
+					break;
+				default:
+					v->type = SQLITE_NULL;
+					break;
+			}
+		}
+		batch->nrows++;
+	}
+
+	/* The arena no longer moves: turn offsets into pointers. */
+	for (r = 0; r < batch->nrows; r++)
+	{
+		ShardValue *row = &batch->values[(size_t) r * ncols];
+
+		for (c = 0; c < ncols; c++)
+			if (row[c].type == SQLITE_TEXT || row[c].type == SQLITE_BLOB)
+				row[c].u.p = batch->arena + row[c].u.i;
+	}
+	return (rc == SQLITE_DONE) ? SQLITE_DONE : SQLITE_ROW;
+}
+
+/*
+ * shardio_file_state
+ *		Tell a missing or unreadable shard file from one SQLite rejects, so
+ *		the error a user sees names the real problem.
+ */
+int
+shardio_file_state(const char *path)
+{
+	struct stat st;
+
+	if (stat(path, &st) != 0)
+		return (errno == ENOENT || errno == ENOTDIR) ?
+			SHARDIO_FILE_MISSING : SHARDIO_FILE_UNREADABLE;
+	if (!S_ISREG(st.st_mode))
+		return SHARDIO_FILE_NOT_REGULAR;
+	if (access(path, R_OK) != 0)
+		return SHARDIO_FILE_UNREADABLE;
+	return SHARDIO_FILE_OK;
+}

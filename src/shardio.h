@@ -1,0 +1,78 @@
+/*-------------------------------------------------------------------------
+ *
+ * shardio.h
+ *		  Plain-C interface to the SQLite side of sqlite_shard_fdw
+ *
+ * Everything declared here is implemented without PostgreSQL headers, so it
+ * may run on fan-out worker threads: it calls only SQLite and the C library,
+ * allocates with malloc, and reports failures as an SQLite result code plus
+ * a message copied into a caller-supplied buffer.  The backend side turns
+ * those into ereport() calls naming the shard involved.
+ *
+ * Rows travel from a shard to the backend in ShardBatch buffers: a fixed
+ * number of columns, values copied out of SQLite (text and blobs into the
+ * batch's own arena), so that a batch stays valid after the statement steps
+ * on or is finalized.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef SHARDIO_H
+#define SHARDIO_H
+
+#include <stddef.h>
+#include <sqlite3.h>
+
+#define SHARDIO_ERRLEN 512
+
+/* One value copied out of, or to be bound into, an SQLite statement. */
+typedef struct ShardValue
+{
+	int			type;			/* SQLITE_INTEGER, _FLOAT, _TEXT, _BLOB, _NULL */
+	int			len;			/* bytes of text or blob */
+	union
+	{
+		sqlite3_int64 i;
+		double		d;
+		const char *p;			/* text (NUL-terminated) or blob bytes */
+	}			u;
+} ShardValue;
+
+/* A batch of rows, row-major: values[row * ncols + col]. */
+typedef struct ShardBatch
+{
+	int			ncols;
+	int			nrows;
+	int			maxrows;
+	ShardValue *values;
+	char	   *arena;			/* storage for text and blob bytes */
+	size_t		arena_used;
+	size_t		arena_size;
+} ShardBatch;
+
+/* Flags for shardio_open. */
+#define SHARDIO_OPEN_READWRITE	0x01	/* otherwise read-only */
+#define SHARDIO_OPEN_CREATE		0x02	/* create the file if missing */
+
+extern int	shardio_open(const char *path, int flags, int busy_timeout_ms,
+						 sqlite3 **db, char *errbuf);
+extern void shardio_close(sqlite3 *db);
+extern int	shardio_exec(sqlite3 *db, const char *sql, char *errbuf);
+extern int	shardio_prepare(sqlite3 *db, const char *sql, int persistent,
+							sqlite3_stmt **stmt, char *errbuf);
+extern int	shardio_bind(sqlite3_stmt *stmt, int first, const ShardValue *vals,
+						 int nvals, char *errbuf);
+
+extern ShardBatch *shardio_batch_create(int ncols, int maxrows);
+extern void shardio_batch_reset(ShardBatch *batch);
+extern void shardio_batch_free(ShardBatch *batch);
+extern int	shardio_fetch(sqlite3_stmt *stmt, ShardBatch *batch, char *errbuf);
+
+extern int	shardio_file_state(const char *path);
+
+/* Results of shardio_file_state. */
+#define SHARDIO_FILE_OK			0
+#define SHARDIO_FILE_MISSING	1
+#define SHARDIO_FILE_UNREADABLE 2
+#define SHARDIO_FILE_NOT_REGULAR 3
+
+#endif							/* SHARDIO_H */

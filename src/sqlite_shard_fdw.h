@@ -1,0 +1,175 @@
+/*-------------------------------------------------------------------------
+ *
+ * sqlite_shard_fdw.h
+ *		  Shared declarations of sqlite_shard_fdw, grouped by defining file
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef SQLITE_SHARD_FDW_H
+#define SQLITE_SHARD_FDW_H
+
+#include "postgres.h"
+
+#include "fmgr.h"
+#include "foreign/fdwapi.h"
+#include "lib/stringinfo.h"
+#include "nodes/execnodes.h"
+#include "nodes/pathnodes.h"
+#include "utils/rel.h"
+
+#include "shardio.h"
+
+struct ExplainState;
+
+/* in option.c */
+
+typedef struct ShardServerOptions
+{
+	Oid			serverid;
+	char	   *servername;
+	char	   *directory;		/* control database, absolute path */
+	char	   *shard_path;		/* pattern with one %s, or NULL */
+	int			busy_timeout_ms;
+	int64		max_shard_bytes;
+	bool		skip_missing;	/* on_missing_shard = skip */
+} ShardServerOptions;
+
+typedef struct ShardTableOptions
+{
+	char	   *table;			/* SQLite table name */
+	char	   *tenant_column;	/* SQLite name of the tenant column */
+	AttrNumber	tenant_attnum;	/* its foreign table column, or 0 */
+} ShardTableOptions;
+
+extern int	shard_max_open_shards;
+
+extern ShardServerOptions *shard_server_options(Oid serverid);
+extern ShardTableOptions *shard_table_options(Relation rel);
+extern char *shard_column_name(Oid relid, AttrNumber attnum);
+extern List *shard_user_tenants(Oid serverid, Oid userid);
+extern void shard_require_file_privilege(bool write, const char *what);
+
+/* in directory.c */
+
+typedef struct ShardInfo
+{
+	char	   *shard_id;
+	char	   *path;			/* absolute path of the shard file */
+} ShardInfo;
+
+/* Where a tenant's rows are, per the directory. */
+typedef struct ShardLocation
+{
+	char	   *tenant;
+	char	   *owner;			/* the shard that answers for the tenant */
+	char	   *status;			/* ACTIVE, MIGRATING or DONE */
+	char	   *shard_id;		/* shard_map.shard_id */
+	char	   *target_shard_id;	/* shard_map.target_shard_id, or NULL */
+} ShardLocation;
+
+typedef struct ShardDirectory ShardDirectory;
+
+extern ShardDirectory *shard_directory_get(ShardServerOptions *opts);
+extern ShardLocation *shard_directory_locate(ShardDirectory *dir,
+											 const char *tenant);
+extern ShardInfo *shard_directory_shard(ShardDirectory *dir,
+										const char *shard_id);
+extern List *shard_directory_shards(ShardDirectory *dir);
+extern List *shard_directory_moving(ShardDirectory *dir);
+extern sqlite3 *shard_directory_handle(ShardDirectory *dir);
+extern void shard_directory_changed(ShardDirectory *dir);
+extern char *shard_resolve_path(ShardServerOptions *opts, const char *path);
+
+/* in connection.c */
+
+typedef struct ShardConn ShardConn;
+
+extern ShardConn *shard_conn_get(ShardServerOptions *opts, ShardInfo *shard,
+								 bool missing_ok);
+extern sqlite3 *shard_conn_db(ShardConn *conn);
+extern void shard_conn_release(ShardConn *conn);
+extern void shard_report_sqlite_error(int elevel, int rc, const char *shard_id,
+									  const char *what, const char *msg);
+
+/* in deparse.c */
+
+/* How a pushed-down parameter is bound (fdw_private param kinds). */
+typedef enum ShardParamKind
+{
+	SHARD_PARAM_SCALAR,			/* one value */
+	SHARD_PARAM_JSON_ARRAY		/* an array, bound as JSON for json_each() */
+} ShardParamKind;
+
+extern bool shard_is_pushable_expr(PlannerInfo *root, RelOptInfo *baserel,
+								   Expr *expr);
+extern void shard_deparse_select(StringInfo buf, PlannerInfo *root,
+								 RelOptInfo *baserel, Relation rel,
+								 Bitmapset *attrs_used, List **retrieved_attrs);
+extern void shard_deparse_conditions(StringInfo buf, PlannerInfo *root,
+									 RelOptInfo *baserel, List *conds,
+									 List **params, List **param_kinds);
+extern void shard_quote_identifier(StringInfo buf, const char *ident);
+extern char *shard_like_to_glob(const char *pattern, int len);
+
+/* in convert.c */
+
+/* What a column needs to turn SQLite values into Datums. */
+typedef struct ShardColumnConv
+{
+	Oid			typid;
+	int32		typmod;
+	Oid			basetype;		/* typid with domains stripped */
+	FmgrInfo	infunc;			/* input function, for text forms */
+	Oid			ioparam;
+} ShardColumnConv;
+
+extern void shard_conv_init(ShardColumnConv *conv, Oid typid, int32 typmod);
+extern Datum shard_value_to_datum(ShardColumnConv *conv, const ShardValue *v,
+								  bool *isnull);
+extern bool shard_datum_to_value(Datum value, Oid typid, ShardValue *out);
+extern bool shard_type_is_bindable(Oid typid);
+
+/* in planner.c */
+
+/* Positions in a ForeignScan's fdw_private. */
+enum FdwScanPrivateIndex
+{
+	FdwScanPrivateSelectSql,	/* String: SELECT columns FROM table */
+	FdwScanPrivateWhereSql,		/* String: pushed conditions, or "" */
+	FdwScanPrivateRetrievedAttrs,	/* IntList of fetched attribute numbers */
+	FdwScanPrivateParamKinds,	/* IntList of ShardParamKind */
+	FdwScanPrivatePruneKind		/* Integer: ShardPruneKind */
+};
+
+/*
+ * How a scan picks its shards.  With PRUNE_EQ or PRUNE_ANY, the last
+ * element of fdw_exprs is the tenant value (or array of values).
+ */
+typedef enum ShardPruneKind
+{
+	PRUNE_NONE,					/* every shard */
+	PRUNE_EQ,					/* tenant = value */
+	PRUNE_ANY					/* tenant = ANY (array) */
+} ShardPruneKind;
+
+/* in scan.c */
+
+extern void shardBeginForeignScan(ForeignScanState *node, int eflags);
+extern TupleTableSlot *shardIterateForeignScan(ForeignScanState *node);
+extern void shardReScanForeignScan(ForeignScanState *node);
+extern void shardEndForeignScan(ForeignScanState *node);
+extern void shardExplainForeignScan(ForeignScanState *node,
+									struct ExplainState *es);
+
+/* in import.c */
+
+extern List *shardImportForeignSchema(ImportForeignSchemaStmt *stmt,
+									  Oid serverOid);
+
+/* in analyze.c */
+
+extern bool shardAnalyzeForeignTable(Relation relation,
+									 AcquireSampleRowsFunc *func,
+									 BlockNumber *totalpages);
+
+#endif							/* SQLITE_SHARD_FDW_H */
