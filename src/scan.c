@@ -78,6 +78,7 @@ typedef struct ShardScanState
 	/* Where it reads, decided when the scan starts. */
 	MemoryContext resolve_cxt;
 	bool		resolved;
+	bool		params_ready;	/* param_values computed for this run */
 	List	   *targets;
 	int			next_target;
 	ShardValue *param_values;
@@ -416,7 +417,9 @@ eval_params(ShardScanState *s, ExprContext *econtext)
 /*
  * resolve_targets
  *		Choose the shards to read, by the directory as it is now, and work
- *		out which tenants' rows each must skip.
+ *		out which tenants' rows each must skip.  The values to bind are
+ *		computed separately, on the first fetch, so that a plain EXPLAIN
+ *		can show the shards without running any subquery.
  */
 static void
 resolve_targets(ForeignScanState *node)
@@ -498,9 +501,9 @@ resolve_targets(ForeignScanState *node)
 		}
 	}
 
-	eval_params(s, econtext);
 	MemoryContextSwitchTo(oldcxt);
 	s->resolved = true;
+	s->params_ready = false;
 }
 
 /*
@@ -782,6 +785,14 @@ shardIterateForeignScan(ForeignScanState *node)
 
 	if (!s->resolved)
 		resolve_targets(node);
+	if (!s->params_ready)
+	{
+		MemoryContext oldcxt = MemoryContextSwitchTo(s->resolve_cxt);
+
+		eval_params(s, node->ss.ps.ps_ExprContext);
+		MemoryContextSwitchTo(oldcxt);
+		s->params_ready = true;
+	}
 
 	errcallback.callback = scan_error_callback;
 	errcallback.arg = s;
