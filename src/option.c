@@ -13,6 +13,8 @@
  */
 #include "sqlite_shard_fdw.h"
 
+#include <unistd.h>
+
 #include "access/reloptions.h"
 #include "catalog/pg_authid.h"
 #include "catalog/pg_foreign_server.h"
@@ -58,6 +60,9 @@ static const ShardOption shard_options[] = {
 /* GUC: how many shard handles a backend keeps open when idle. */
 int			shard_max_open_shards = 64;
 
+/* GUC: how many shards a fan-out reads at once (1: one after another). */
+int			shard_fanout_parallelism = 2;
+
 void		_PG_init(void);
 
 PG_FUNCTION_INFO_V1(sqlite_shard_fdw_validator);
@@ -77,6 +82,19 @@ _PG_init(void)
 							64, 1, 100000,
 							PGC_USERSET, 0,
 							NULL, NULL, NULL);
+
+	{
+		long		ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+		int			dflt = (ncpu < 1) ? 1 : (ncpu > 64 ? 64 : (int) ncpu);
+
+		DefineCustomIntVariable("sqlite_shard_fdw.fanout_parallelism",
+								"Number of shards a fan-out reads at the same time, on worker threads.",
+								"The default is the number of CPUs; 1 reads the shards one after another in the backend.",
+								&shard_fanout_parallelism,
+								dflt, 1, 256,
+								PGC_USERSET, 0,
+								NULL, NULL, NULL);
+	}
 
 	MarkGUCPrefixReserved_compat("sqlite_shard_fdw");
 }

@@ -29,6 +29,7 @@
 #include "mb/pg_wchar.h"
 #include "miscadmin.h"
 #include "nodes/nodeFuncs.h"
+#include "portability/instr_time.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/json.h"
@@ -36,9 +37,16 @@
 #include "utils/memutils.h"
 
 #include "compat.h"
+#include "fanout.h"
 
 /* Rows fetched from SQLite at a time. */
-#define SCAN_BATCH_ROWS 256
+#define SCAN_BATCH_ROWS 512
+
+/* Batches per fan-out worker: the bound on a fan-out's buffered rows. */
+#define FANOUT_BATCHES_PER_WORKER 3
+
+/* How long the backend waits for a worker before checking for cancel. */
+#define FANOUT_WAIT_MS 10
 
 /* Shard names EXPLAIN lists before it only counts the rest. */
 #define EXPLAIN_MAX_SHARD_NAMES 3
@@ -48,6 +56,18 @@ typedef struct ShardTarget
 {
 	ShardInfo	info;
 	List	   *excluded;		/* tenants (char *) whose rows here are stale */
+
+	/* While the shard is read. */
+	ShardConn  *conn;
+	sqlite3_stmt *stmt;
+	bool		with_rowid;		/* the query's first column is rowid */
+	bool		done;			/* the statement returned all its rows */
+	instr_time	started;
+
+	/* For EXPLAIN ANALYZE. */
+	bool		read;
+	int64		rows;
+	double		elapsed_ms;
 } ShardTarget;
 
 typedef struct ShardScanState
@@ -84,15 +104,17 @@ typedef struct ShardScanState
 	ShardValue *param_values;
 	ShardDirectory *dir;
 
-	/* The shard being read. */
+	/* Reading: one shard at a time, or several through a fan-out. */
+	bool		with_rowid;		/* false once a shard had no rowid */
+	ShardTarget *serial;		/* the shard read serially now */
+	ShardBatch *own_batch;		/* the serial reader's batch */
+	Fanout	   *fanout;
+	int			inflight;		/* shards submitted to the fan-out */
+
+	/* The batch being converted, and the shard it came from. */
 	ShardTarget *cur;
-	ShardConn  *conn;
-	sqlite3_stmt *stmt;
-	bool		with_rowid;
-	bool		stmt_done;
 	ShardBatch *batch;
 	int			batch_row;
-	char	   *last_sql;
 
 	MemoryContext row_cxt;		/* reset for every row */
 	int			cur_col;		/* column being converted, for errors */
@@ -111,7 +133,7 @@ scan_error_callback(void *arg)
 
 	if (s->cur == NULL || s->cur_col < 0)
 		return;
-	if (s->with_rowid)
+	if (s->cur->with_rowid)
 		errcontext("column \"%s\" of table \"%s\" on shard \"%s\", rowid %lld",
 				   s->colnames[s->cur_col], s->topts->table,
 				   s->cur->info.shard_id, (long long) s->cur_rowid);
@@ -122,20 +144,47 @@ scan_error_callback(void *arg)
 }
 
 /*
+ * stop_reading
+ *		Stop the fan-out's workers (joining them) and finalize every shard
+ *		statement; with release, also give the handles back.  After an
+ *		error the handles' counts are reset at transaction end instead.
+ */
+static void
+stop_reading(ShardScanState *s, bool release)
+{
+	ListCell   *lc;
+
+	if (s->fanout)
+		fanout_destroy(s->fanout);
+	s->fanout = NULL;
+	s->inflight = 0;
+	s->batch = NULL;
+	s->cur = NULL;
+	s->serial = NULL;
+	foreach(lc, s->targets)
+	{
+		ShardTarget *t = lfirst(lc);
+
+		if (t->stmt)
+			sqlite3_finalize(t->stmt);
+		t->stmt = NULL;
+		if (t->conn && release)
+			shard_conn_release(t->conn);
+		t->conn = NULL;
+	}
+	shardio_batch_free(s->own_batch);
+	s->own_batch = NULL;
+}
+
+/*
  * scan_memory_callback
- *		Release what SQLite holds for a scan whose executor state goes away
- *		without EndForeignScan, as after an error.
+ *		Release threads and SQLite statements of a scan whose state goes
+ *		away without EndForeignScan, as after an error.
  */
 static void
 scan_memory_callback(void *arg)
 {
-	ShardScanState *s = (ShardScanState *) arg;
-
-	if (s->stmt)
-		sqlite3_finalize(s->stmt);
-	s->stmt = NULL;
-	shardio_batch_free(s->batch);
-	s->batch = NULL;
+	stop_reading((ShardScanState *) arg, false);
 }
 
 /*
@@ -608,12 +657,12 @@ build_shard_sql(ShardScanState *s, ShardTarget *t, List **extra)
  *		the table lacks a rowid, so the caller can retry without it.
  */
 static void
-diagnose_prepare_failure(ShardScanState *s, int rc, const char *errbuf,
-						 Relation rel)
+diagnose_prepare_failure(ShardScanState *s, ShardTarget *t, int rc,
+						 const char *errbuf, Relation rel)
 {
-	sqlite3    *db = shard_conn_db(s->conn);
+	sqlite3    *db = shard_conn_db(t->conn);
 	sqlite3_stmt *stmt;
-	const char *shard_id = s->cur->info.shard_id;
+	const char *shard_id = t->info.shard_id;
 	bool		found = false;
 	TupleDesc	tupdesc = RelationGetDescr(rel);
 	int			i;
@@ -657,21 +706,21 @@ diagnose_prepare_failure(ShardScanState *s, int rc, const char *errbuf,
 							colname, s->topts->table, shard_id)));
 	}
 
-	if (s->with_rowid && strstr(errbuf, "rowid") != NULL)
+	if (t->with_rowid && strstr(errbuf, "rowid") != NULL)
 		return;
 	shard_report_sqlite_error(ERROR, rc, shard_id, "prepare the query", errbuf);
 }
 
 /*
  * start_shard
- *		Open the next shard and start its query.  Returns false when the
- *		shard is missing and the server skips missing shards.
+ *		Open a shard and prepare and bind its statement.  Returns false when
+ *		the shard is missing and the server skips missing shards.
  */
 static bool
 start_shard(ForeignScanState *node, ShardTarget *t)
 {
 	ShardScanState *s = (ShardScanState *) node->fdw_state;
-	MemoryContext oldcxt = MemoryContextSwitchTo(s->resolve_cxt);
+	MemoryContext oldcxt;
 	char		errbuf[SHARDIO_ERRLEN];
 	List	   *extra;
 	ShardValue *extra_values;
@@ -680,32 +729,31 @@ start_shard(ForeignScanState *node, ShardTarget *t)
 	int			rc;
 	int			i;
 
-	s->cur = t;
-	s->conn = shard_conn_get(s->opts, &t->info, s->opts->skip_missing);
-	if (s->conn == NULL)
+	t->conn = shard_conn_get(s->opts, &t->info, s->opts->skip_missing);
+	if (t->conn == NULL)
 	{
 		ereport(WARNING,
 				(errcode(ERRCODE_FDW_UNABLE_TO_ESTABLISH_CONNECTION),
 				 errmsg("skipping shard \"%s\": file \"%s\" does not exist",
 						t->info.shard_id, t->info.path),
 				 errdetail("The server option \"on_missing_shard\" is \"skip\", so the result lacks this shard's rows.")));
-		s->cur = NULL;
-		MemoryContextSwitchTo(oldcxt);
 		return false;
 	}
 
+	oldcxt = MemoryContextSwitchTo(s->resolve_cxt);
+	s->cur = t;					/* for messages */
 	for (;;)
 	{
+		t->with_rowid = s->with_rowid;
 		sql = build_shard_sql(s, t, &extra);
-		rc = shardio_prepare(shard_conn_db(s->conn), sql, 0, &s->stmt, errbuf);
+		rc = shardio_prepare(shard_conn_db(t->conn), sql, 0, &t->stmt, errbuf);
 		if (rc == SQLITE_OK)
 			break;
-		diagnose_prepare_failure(s, rc, errbuf, node->ss.ss_currentRelation);
+		diagnose_prepare_failure(s, t, rc, errbuf, node->ss.ss_currentRelation);
 		s->with_rowid = false;	/* a WITHOUT ROWID table: retry */
 	}
-	s->last_sql = sql;
 
-	rc = shardio_bind(s->stmt, 1, s->param_values, s->nparams, errbuf);
+	rc = shardio_bind(t->stmt, 1, s->param_values, s->nparams, errbuf);
 	extra_values = palloc0(sizeof(ShardValue) * (list_length(extra) + 1));
 	i = 0;
 	foreach(lc, extra)
@@ -716,41 +764,185 @@ start_shard(ForeignScanState *node, ShardTarget *t)
 		i++;
 	}
 	if (rc == SQLITE_OK)
-		rc = shardio_bind(s->stmt, s->nparams + 1, extra_values, i, errbuf);
+		rc = shardio_bind(t->stmt, s->nparams + 1, extra_values, i, errbuf);
 	if (rc != SQLITE_OK)
 		shard_report_sqlite_error(ERROR, rc, t->info.shard_id,
 								  "bind the query's values", errbuf);
-
-	if (s->batch == NULL)
-	{
-		s->batch = shardio_batch_create(s->nretrieved + 1, SCAN_BATCH_ROWS);
-		if (s->batch == NULL)
-			ereport(ERROR,
-					(errcode(ERRCODE_OUT_OF_MEMORY),
-					 errmsg("out of memory")));
-	}
-	s->batch->ncols = s->nretrieved + (s->with_rowid ? 1 : 0);
-	shardio_batch_reset(s->batch);
-	s->batch_row = 0;
-	s->stmt_done = false;
+	pfree(extra_values);
 	MemoryContextSwitchTo(oldcxt);
+
+	t->done = false;
+	t->read = true;
+	t->rows = 0;
+	INSTR_TIME_SET_CURRENT(t->started);
 	return true;
 }
 
 /*
  * finish_shard
- *		Close the current shard's query and give its handle back.
+ *		A shard returned all its rows: close its statement, give its handle
+ *		back and note its time.
  */
 static void
-finish_shard(ShardScanState *s)
+finish_shard(ShardTarget *t)
 {
-	if (s->stmt)
-		sqlite3_finalize(s->stmt);
-	s->stmt = NULL;
-	if (s->conn)
-		shard_conn_release(s->conn);
-	s->conn = NULL;
-	s->cur = NULL;
+	instr_time	now;
+
+	INSTR_TIME_SET_CURRENT(now);
+	INSTR_TIME_SUBTRACT(now, t->started);
+	t->elapsed_ms = INSTR_TIME_GET_MILLISEC(now);
+	if (t->stmt)
+		sqlite3_finalize(t->stmt);
+	t->stmt = NULL;
+	if (t->conn)
+		shard_conn_release(t->conn);
+	t->conn = NULL;
+}
+
+/*
+ * next_batch_serial
+ *		Fill the scan's own batch from the shard being read, moving to the
+ *		next shard when one ends.  Returns false when every shard is done.
+ */
+static bool
+next_batch_serial(ForeignScanState *node)
+{
+	ShardScanState *s = (ShardScanState *) node->fdw_state;
+	char		errbuf[SHARDIO_ERRLEN];
+	int			rc;
+
+	for (;;)
+	{
+		ShardTarget *t = s->serial;
+
+		if (t == NULL)
+		{
+			if (s->next_target >= list_length(s->targets))
+				return false;
+			t = list_nth(s->targets, s->next_target++);
+			if (!start_shard(node, t))
+				continue;
+			s->serial = t;
+		}
+		if (t->done)
+		{
+			finish_shard(t);
+			s->serial = NULL;
+			continue;
+		}
+
+		if (s->own_batch == NULL)
+		{
+			s->own_batch = shardio_batch_create(s->nretrieved + 1,
+												SCAN_BATCH_ROWS);
+			if (s->own_batch == NULL)
+				ereport(ERROR,
+						(errcode(ERRCODE_OUT_OF_MEMORY),
+						 errmsg("out of memory")));
+		}
+		s->cur = t;
+		rc = shardio_fetch(t->stmt, s->own_batch, errbuf);
+		if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+			shard_report_sqlite_error(ERROR, rc, t->info.shard_id,
+									  "read the shard", errbuf);
+		t->done = (rc == SQLITE_DONE);
+		t->rows += s->own_batch->nrows;
+		s->batch = s->own_batch;
+		s->batch_row = 0;
+		return true;
+	}
+}
+
+/*
+ * next_batch_parallel
+ *		Keep up to sqlite_shard_fdw.fanout_parallelism shards running on
+ *		worker threads and take the next batch any of them produced.
+ *		Returns false when every shard is done.
+ */
+static bool
+next_batch_parallel(ForeignScanState *node)
+{
+	ShardScanState *s = (ShardScanState *) node->fdw_state;
+	int			ntargets = list_length(s->targets);
+
+	if (s->fanout == NULL)
+	{
+		int			nworkers = Min(shard_fanout_parallelism, ntargets);
+
+		s->fanout = fanout_create(nworkers, s->nretrieved + 1, SCAN_BATCH_ROWS,
+								  nworkers * FANOUT_BATCHES_PER_WORKER);
+		if (s->fanout == NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_OUT_OF_MEMORY),
+					 errmsg("out of memory")));
+	}
+
+	for (;;)
+	{
+		FanoutEvent ev;
+		ShardTarget *t;
+
+		while (s->inflight < shard_fanout_parallelism &&
+			   s->next_target < ntargets)
+		{
+			int			task = s->next_target++;
+
+			t = list_nth(s->targets, task);
+			if (!start_shard(node, t))
+				continue;
+			if (fanout_submit(s->fanout, t->stmt, task) != 0)
+				ereport(ERROR,
+						(errcode(ERRCODE_INSUFFICIENT_RESOURCES),
+						 errmsg("could not start a fan-out worker thread")));
+			s->inflight++;
+		}
+
+		fanout_next(s->fanout, FANOUT_WAIT_MS, &ev);
+		switch (ev.kind)
+		{
+			case FANOUT_TIMEOUT:
+				/* Ctrl-C and statement_timeout land here. */
+				CHECK_FOR_INTERRUPTS();
+				break;
+			case FANOUT_IDLE:
+				if (s->next_target >= ntargets)
+					return false;
+				break;
+			case FANOUT_BATCH:
+				t = list_nth(s->targets, ev.task);
+				t->rows += ev.batch->nrows;
+				s->cur = t;
+				s->batch = ev.batch;
+				s->batch_row = 0;
+				return true;
+			case FANOUT_DONE:
+				finish_shard(list_nth(s->targets, ev.task));
+				s->inflight--;
+				break;
+			case FANOUT_FAILED:
+				t = list_nth(s->targets, ev.task);
+				s->cur = NULL;
+				shard_report_sqlite_error(ERROR, ev.rc, t->info.shard_id,
+										  "read the shard", ev.errmsg);
+				break;
+			case FANOUT_NOMEM:
+				ereport(ERROR,
+						(errcode(ERRCODE_OUT_OF_MEMORY),
+						 errmsg("out of memory in a fan-out worker")));
+				break;
+		}
+	}
+}
+
+/*
+ * use_fanout
+ *		Read shards in parallel when there is more than one to read and
+ *		parallelism is allowed.
+ */
+static bool
+use_fanout(ShardScanState *s)
+{
+	return shard_fanout_parallelism > 1 && list_length(s->targets) > 1;
 }
 
 /*
@@ -803,11 +995,11 @@ shardIterateForeignScan(ForeignScanState *node)
 	{
 		CHECK_FOR_INTERRUPTS();
 
-		if (s->stmt && s->batch_row < s->batch->nrows)
+		if (s->batch && s->batch_row < s->batch->nrows)
 		{
 			ShardValue *row = &s->batch->values[(size_t) s->batch_row *
 												s->batch->ncols];
-			int			off = s->with_rowid ? 1 : 0;
+			int			off = s->cur->with_rowid ? 1 : 0;
 			ListCell   *lc;
 			MemoryContext oldcxt;
 			int			i = 0;
@@ -818,7 +1010,7 @@ shardIterateForeignScan(ForeignScanState *node)
 			ExecClearTuple(slot);
 			memset(slot->tts_isnull, true,
 				   sizeof(bool) * slot->tts_tupleDescriptor->natts);
-			s->cur_rowid = s->with_rowid ? row[0].u.i : 0;
+			s->cur_rowid = off ? row[0].u.i : 0;
 			foreach(lc, s->retrieved_attrs)
 			{
 				AttrNumber	attnum = lfirst_int(lc);
@@ -839,28 +1031,17 @@ shardIterateForeignScan(ForeignScanState *node)
 			break;
 		}
 
-		if (s->stmt && !s->stmt_done)
-		{
-			char		errbuf[SHARDIO_ERRLEN];
-			int			rc = shardio_fetch(s->stmt, s->batch, errbuf);
+		/* The batch is used up: hand it back and get the next. */
+		if (s->batch && s->fanout && s->batch != s->own_batch)
+			fanout_release_batch(s->fanout, s->batch);
+		s->batch = NULL;
 
-			if (rc != SQLITE_ROW && rc != SQLITE_DONE)
-				shard_report_sqlite_error(ERROR, rc, s->cur->info.shard_id,
-										  "read the shard", errbuf);
-			s->stmt_done = (rc == SQLITE_DONE);
-			s->batch_row = 0;
-			continue;
-		}
-
-		if (s->stmt)
-			finish_shard(s);
-
-		if (s->next_target >= list_length(s->targets))
+		if (!(use_fanout(s) ? next_batch_parallel(node) :
+			  next_batch_serial(node)))
 		{
 			ExecClearTuple(slot);
 			break;
 		}
-		(void) start_shard(node, list_nth(s->targets, s->next_target++));
 	}
 
 	error_context_stack = errcallback.previous;
@@ -875,17 +1056,22 @@ void
 shardReScanForeignScan(ForeignScanState *node)
 {
 	ShardScanState *s = (ShardScanState *) node->fdw_state;
+	ListCell   *lc;
 
-	finish_shard(s);
+	stop_reading(s, true);
 	if (node->ss.ps.chgParam != NULL || !s->resolved)
 		s->resolved = false;
 	else
+	{
 		s->next_target = 0;
+		foreach(lc, s->targets)
+			((ShardTarget *) lfirst(lc))->read = false;
+	}
 }
 
 /*
  * shardEndForeignScan
- *		Release the shard being read, if any.
+ *		Stop the workers and release the shards being read.
  */
 void
 shardEndForeignScan(ForeignScanState *node)
@@ -894,9 +1080,7 @@ shardEndForeignScan(ForeignScanState *node)
 
 	if (s == NULL)
 		return;
-	finish_shard(s);
-	shardio_batch_free(s->batch);
-	s->batch = NULL;
+	stop_reading(s, true);
 }
 
 /*

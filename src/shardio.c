@@ -200,6 +200,7 @@ shardio_batch_create(int ncols, int maxrows)
 	if (batch == NULL)
 		return NULL;
 	batch->ncols = ncols;
+	batch->maxcols = ncols;
 	batch->maxrows = maxrows;
 	batch->values = calloc((size_t) (ncols > 0 ? ncols : 1) * maxrows,
 						   sizeof(ShardValue));
@@ -275,19 +276,26 @@ arena_store(ShardBatch *batch, const void *src, size_t len)
  * shardio_fetch
  *		Step a statement, copying rows into the batch until it is full.
  *
- * Returns SQLITE_ROW when the batch filled up (more rows may follow),
- * SQLITE_DONE when the statement is exhausted, or an error code.  The batch
- * holds the rows fetched before an error too, but callers discard them.
+ * The batch takes the statement's column count, which must fit.  Returns
+ * SQLITE_ROW when the batch filled up (more rows may follow), SQLITE_DONE
+ * when the statement is exhausted, or an error code.  The batch holds the
+ * rows fetched before an error too, but callers discard them.
  */
 int
 shardio_fetch(sqlite3_stmt *stmt, ShardBatch *batch, char *errbuf)
 {
-	int			ncols = batch->ncols;
+	int			ncols = sqlite3_column_count(stmt);
 	int			rc = SQLITE_ROW;
 	int			r,
 				c;
 
 	shardio_batch_reset(batch);
+	if (ncols > batch->maxcols)
+	{
+		set_error(errbuf, "statement returns more columns than the batch holds");
+		return SQLITE_MISUSE;
+	}
+	batch->ncols = ncols;
 	while (batch->nrows < batch->maxrows)
 	{
 		ShardValue *row;

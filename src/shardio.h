@@ -40,7 +40,8 @@ typedef struct ShardValue
 /* A batch of rows, row-major: values[row * ncols + col]. */
 typedef struct ShardBatch
 {
-	int			ncols;
+	int			ncols;			/* columns of the rows held now */
+	int			maxcols;		/* room for this many */
 	int			nrows;
 	int			maxrows;
 	ShardValue *values;

@@ -42,6 +42,7 @@ typedef struct ShardTableOptions
 } ShardTableOptions;
 
 extern int	shard_max_open_shards;
+extern int	shard_fanout_parallelism;
 
 extern ShardServerOptions *shard_server_options(Oid serverid);
 extern ShardTableOptions *shard_table_options(Relation rel);

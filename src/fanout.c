@@ -1,0 +1,445 @@
+/*-------------------------------------------------------------------------
+ *
+ * fanout.c
+ *		  Worker threads that run shard statements in parallel
+ *
+ * This file must not include postgres.h: it runs on threads that
+ * PostgreSQL knows nothing about, so it may call only SQLite, pthreads and
+ * the C library.  The backend thread converts rows, merges and raises
+ * errors; workers only step statements into batches.
+ *
+ * Hand-over: one mutex guards the whole fan-out.  Submitted statements
+ * wait in a FIFO; a worker takes one, and for each batch it fills takes a
+ * free batch from a fixed pool (waiting while the pool is empty: that is
+ * the back-pressure that keeps memory flat), fills it outside the lock and
+ * appends it to the event queue.  The end or failure of a statement is
+ * queued after its last batch, so the backend sees them in order.
+ *
+ * Stopping: fanout_destroy sets a flag, interrupts every running statement
+ * with sqlite3_interrupt (safe from any thread), wakes every waiter and
+ * joins the threads, so no thread outlives the scan that made it.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "fanout.h"
+
+/* A submitted statement. */
+typedef struct FanoutTask
+{
+	sqlite3_stmt *stmt;
+	int			id;
+	int			running;
+	struct FanoutTask *next;
+} FanoutTask;
+
+/* An entry of the event queue. */
+typedef struct FanoutQueued
+{
+	FanoutEvent ev;
+	struct FanoutQueued *next;
+} FanoutQueued;
+
+struct Fanout
+{
+	pthread_mutex_t lock;
+	pthread_cond_t work_cv;		/* workers: a task or a free batch */
+	pthread_cond_t event_cv;	/* backend: an event */
+
+	int			nthreads_max;
+	int			nthreads;
+	pthread_t  *threads;
+	int			stopping;
+
+	FanoutTask *queued_head;	/* FIFO of tasks not started */
+	FanoutTask *queued_tail;
+	FanoutTask **running;		/* per thread, the task it runs */
+	int			outstanding;	/* tasks submitted and not yet ended */
+
+	ShardBatch **free_batches;	/* pool */
+	int			nfree;
+	int			nbatches;
+
+	FanoutQueued *events_head;
+	FanoutQueued *events_tail;
+	int			nomem;
+};
+
+/* Arguments of one worker thread. */
+typedef struct WorkerArg
+{
+	Fanout	   *f;
+	int			slot;
+} WorkerArg;
+
+/*
+ * now_ms
+ *		A monotonic clock in milliseconds.
+ */
+static double
+now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000.0 + ts.tv_nsec / 1e6;
+}
+
+/*
+ * push_event
+ *		Queue an event for the backend; the lock is held.
+ */
+static void
+push_event(Fanout *f, const FanoutEvent *ev)
+{
+	FanoutQueued *q = malloc(sizeof(FanoutQueued));
+
+	if (q == NULL)
+	{
+		f->nomem = 1;
+		if (ev->batch)
+			f->free_batches[f->nfree++] = ev->batch;
+		pthread_cond_broadcast(&f->event_cv);
+		return;
+	}
+	q->ev = *ev;
+	q->next = NULL;
+	if (f->events_tail)
+		f->events_tail->next = q;
+	else
+		f->events_head = q;
+	f->events_tail = q;
+	pthread_cond_signal(&f->event_cv);
+}
+
+/*
+ * run_task
+ *		Step one statement to its end, batch by batch; the lock is held on
+ *		entry and exit, and released while SQLite works.
+ */
+static void
+run_task(Fanout *f, FanoutTask *task)
+{
+	FanoutEvent ev;
+	double		start = now_ms();
+	long long	rows = 0;
+
+	for (;;)
+	{
+		ShardBatch *batch;
+		int			rc;
+
+		while (f->nfree == 0 && !f->stopping)
+			pthread_cond_wait(&f->work_cv, &f->lock);
+		if (f->stopping)
+			return;
+		batch = f->free_batches[--f->nfree];
+
+		memset(&ev, 0, sizeof(ev));
+		pthread_mutex_unlock(&f->lock);
+		rc = shardio_fetch(task->stmt, batch, ev.errmsg);
+		pthread_mutex_lock(&f->lock);
+
+		if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+		{
+			f->free_batches[f->nfree++] = batch;
+			if (f->stopping)
+				return;
+			ev.kind = FANOUT_FAILED;
+			ev.task = task->id;
+			ev.rc = rc;
+			push_event(f, &ev);
+			return;
+		}
+		rows += batch->nrows;
+		if (batch->nrows > 0)
+		{
+			FanoutEvent bev;
+
+			memset(&bev, 0, sizeof(bev));
+			bev.kind = FANOUT_BATCH;
+			bev.task = task->id;
+			bev.batch = batch;
+			push_event(f, &bev);
+		}
+		else
+			f->free_batches[f->nfree++] = batch;
+		if (rc == SQLITE_DONE)
+		{
+			memset(&ev, 0, sizeof(ev));
+			ev.kind = FANOUT_DONE;
+			ev.task = task->id;
+			ev.rows = rows;
+			ev.elapsed_ms = now_ms() - start;
+			push_event(f, &ev);
+			return;
+		}
+	}
+}
+
+/*
+ * worker_main
+ *		A worker: take tasks until the fan-out stops.
+ */
+static void *
+worker_main(void *arg)
+{
+	WorkerArg  *wa = (WorkerArg *) arg;
+	Fanout	   *f = wa->f;
+	int			slot = wa->slot;
+
+	free(wa);
+	pthread_mutex_lock(&f->lock);
+	for (;;)
+	{
+		FanoutTask *task;
+
+		while (f->queued_head == NULL && !f->stopping)
+			pthread_cond_wait(&f->work_cv, &f->lock);
+		if (f->stopping)
+			break;
+		task = f->queued_head;
+		f->queued_head = task->next;
+		if (f->queued_head == NULL)
+			f->queued_tail = NULL;
+		f->running[slot] = task;
+		run_task(f, task);
+		f->running[slot] = NULL;
+		free(task);
+	}
+	pthread_mutex_unlock(&f->lock);
+	return NULL;
+}
+
+/*
+ * fanout_create
+ *		A fan-out of up to nthreads workers sharing nbatches batches of
+ *		batch_rows rows of ncols columns.  NULL when memory runs out.
+ */
+Fanout *
+fanout_create(int nthreads, int ncols, int batch_rows, int nbatches)
+{
+	Fanout	   *f = calloc(1, sizeof(Fanout));
+	int			i;
+
+	if (f == NULL)
+		return NULL;
+	pthread_mutex_init(&f->lock, NULL);
+	pthread_cond_init(&f->work_cv, NULL);
+	pthread_cond_init(&f->event_cv, NULL);
+	f->nthreads_max = nthreads < 1 ? 1 : nthreads;
+	f->threads = calloc(f->nthreads_max, sizeof(pthread_t));
+	f->running = calloc(f->nthreads_max, sizeof(FanoutTask *));
+	f->free_batches = calloc(nbatches, sizeof(ShardBatch *));
+	if (f->threads == NULL || f->running == NULL || f->free_batches == NULL)
+	{
+		fanout_destroy(f);
+		return NULL;
+	}
+	for (i = 0; i < nbatches; i++)
+	{
+		ShardBatch *b = shardio_batch_create(ncols, batch_rows);
+
+		if (b == NULL)
+		{
+			fanout_destroy(f);
+			return NULL;
+		}
+		f->free_batches[f->nfree++] = b;
+	}
+	f->nbatches = nbatches;
+	return f;
+}
+
+/*
+ * start_worker
+ *		Start one more worker with every signal blocked, so that signals
+ *		meant for the backend (cancel, timeout, termination) reach only the
+ *		backend thread.  The lock is held.
+ */
+static int
+start_worker(Fanout *f)
+{
+	sigset_t	all,
+				old;
+	WorkerArg  *wa = malloc(sizeof(WorkerArg));
+	int			rc;
+
+	if (wa == NULL)
+		return ENOMEM;
+	wa->f = f;
+	wa->slot = f->nthreads;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	rc = pthread_create(&f->threads[f->nthreads], NULL, worker_main, wa);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (rc != 0)
+	{
+		free(wa);
+		return rc;
+	}
+	f->nthreads++;
+	return 0;
+}
+
+/*
+ * fanout_submit
+ *		Queue a prepared, bound statement; its events carry the id "task".
+ *		Returns 0, or an errno value when no worker could be started.
+ */
+int
+fanout_submit(Fanout *f, sqlite3_stmt *stmt, int task)
+{
+	FanoutTask *t = calloc(1, sizeof(FanoutTask));
+	int			rc = 0;
+
+	if (t == NULL)
+		return ENOMEM;
+	t->stmt = stmt;
+	t->id = task;
+	pthread_mutex_lock(&f->lock);
+	if (f->queued_tail)
+		f->queued_tail->next = t;
+	else
+		f->queued_head = t;
+	f->queued_tail = t;
+	f->outstanding++;
+	if (f->nthreads < f->nthreads_max && f->nthreads < f->outstanding)
+		rc = start_worker(f);
+	if (rc != 0 && f->nthreads > 0)
+		rc = 0;					/* the running workers will get to it */
+	pthread_cond_signal(&f->work_cv);
+	pthread_mutex_unlock(&f->lock);
+	return rc;
+}
+
+/*
+ * fanout_next
+ *		The next event, waiting up to timeout_ms for one; the backend calls
+ *		this in a loop and checks for interrupts between calls.
+ */
+void
+fanout_next(Fanout *f, int timeout_ms, FanoutEvent *ev)
+{
+	struct timespec deadline;
+
+	clock_gettime(CLOCK_REALTIME, &deadline);
+	deadline.tv_sec += timeout_ms / 1000;
+	deadline.tv_nsec += (long) (timeout_ms % 1000) * 1000000L;
+	if (deadline.tv_nsec >= 1000000000L)
+	{
+		deadline.tv_sec++;
+		deadline.tv_nsec -= 1000000000L;
+	}
+
+	pthread_mutex_lock(&f->lock);
+	for (;;)
+	{
+		if (f->nomem)
+		{
+			memset(ev, 0, sizeof(*ev));
+			ev->kind = FANOUT_NOMEM;
+			break;
+		}
+		if (f->events_head)
+		{
+			FanoutQueued *q = f->events_head;
+
+			f->events_head = q->next;
+			if (f->events_head == NULL)
+				f->events_tail = NULL;
+			*ev = q->ev;
+			free(q);
+			if (ev->kind == FANOUT_DONE || ev->kind == FANOUT_FAILED)
+				f->outstanding--;
+			break;
+		}
+		if (f->outstanding == 0)
+		{
+			memset(ev, 0, sizeof(*ev));
+			ev->kind = FANOUT_IDLE;
+			break;
+		}
+		if (pthread_cond_timedwait(&f->event_cv, &f->lock, &deadline) == ETIMEDOUT)
+		{
+			memset(ev, 0, sizeof(*ev));
+			ev->kind = FANOUT_TIMEOUT;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&f->lock);
+}
+
+/*
+ * fanout_release_batch
+ *		Give a batch back to the pool once its rows are converted.
+ */
+void
+fanout_release_batch(Fanout *f, ShardBatch *batch)
+{
+	pthread_mutex_lock(&f->lock);
+	f->free_batches[f->nfree++] = batch;
+	pthread_cond_signal(&f->work_cv);
+	pthread_mutex_unlock(&f->lock);
+}
+
+/*
+ * fanout_destroy
+ *		Stop every worker (interrupting the statements they run), join
+ *		them and free everything.  The statements themselves belong to the
+ *		caller, who finalizes them afterwards on its own thread.
+ */
+void
+fanout_destroy(Fanout *f)
+{
+	int			i;
+	FanoutQueued *q;
+	FanoutTask *t;
+
+	if (f == NULL)
+		return;
+	pthread_mutex_lock(&f->lock);
+	f->stopping = 1;
+	for (i = 0; i < f->nthreads; i++)
+		if (f->running && f->running[i])
+			sqlite3_interrupt(sqlite3_db_handle(f->running[i]->stmt));
+	pthread_cond_broadcast(&f->work_cv);
+	pthread_cond_broadcast(&f->event_cv);
+	pthread_mutex_unlock(&f->lock);
+
+	for (i = 0; i < f->nthreads; i++)
+		pthread_join(f->threads[i], NULL);
+
+	/* Batches still queued as events go back to the pool to be freed. */
+	for (q = f->events_head; q != NULL;)
+	{
+		FanoutQueued *next = q->next;
+
+		if (q->ev.batch)
+			shardio_batch_free(q->ev.batch);
+		free(q);
+		q = next;
+	}
+	for (t = f->queued_head; t != NULL;)
+	{
+		FanoutTask *next = t->next;
+
+		free(t);
+		t = next;
+	}
+	for (i = 0; i < f->nfree; i++)
+		shardio_batch_free(f->free_batches[i]);
+	pthread_cond_destroy(&f->work_cv);
+	pthread_cond_destroy(&f->event_cv);
+	pthread_mutex_destroy(&f->lock);
+	free(f->free_batches);
+	free(f->running);
+	free(f->threads);
+	free(f);
+}

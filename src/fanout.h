@@ -1,0 +1,53 @@
+/*-------------------------------------------------------------------------
+ *
+ * fanout.h
+ *		  Plain-C interface of the fan-out worker threads
+ *
+ * A Fanout runs shard statements on worker threads.  The backend prepares
+ * and binds each statement (on its own thread, through the connection
+ * cache), submits it, and then takes events back: a batch of rows, the end
+ * of a statement, or its failure.  Workers fill batches from a fixed pool
+ * and wait when the pool is empty, so memory stays bounded whatever the
+ * result size.  Nothing here uses PostgreSQL: workers call only SQLite and
+ * the C library, with every signal blocked.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef FANOUT_H
+#define FANOUT_H
+
+#include "shardio.h"
+
+typedef struct Fanout Fanout;
+
+/* What fanout_next returns. */
+typedef enum FanoutEventKind
+{
+	FANOUT_TIMEOUT,				/* nothing arrived in time; ask again */
+	FANOUT_IDLE,				/* no statement is queued or running */
+	FANOUT_BATCH,				/* rows from a statement */
+	FANOUT_DONE,				/* a statement returned all its rows */
+	FANOUT_FAILED,				/* a statement failed: see rc and errmsg */
+	FANOUT_NOMEM				/* the fan-out itself ran out of memory */
+} FanoutEventKind;
+
+typedef struct FanoutEvent
+{
+	FanoutEventKind kind;
+	int			task;			/* the id given to fanout_submit */
+	ShardBatch *batch;			/* FANOUT_BATCH: give back with
+								 * fanout_release_batch */
+	int			rc;				/* FANOUT_FAILED: SQLite result code */
+	char		errmsg[SHARDIO_ERRLEN];
+	long long	rows;			/* FANOUT_DONE: rows the statement returned */
+	double		elapsed_ms;		/* FANOUT_DONE: time from start to end */
+} FanoutEvent;
+
+extern Fanout *fanout_create(int nthreads, int ncols, int batch_rows,
+							 int nbatches);
+extern int	fanout_submit(Fanout *f, sqlite3_stmt *stmt, int task);
+extern void fanout_next(Fanout *f, int timeout_ms, FanoutEvent *ev);
+extern void fanout_release_batch(Fanout *f, ShardBatch *batch);
+extern void fanout_destroy(Fanout *f);
+
+#endif							/* FANOUT_H */
