@@ -11,7 +11,8 @@
  * Shard files are not trusted: every handle is opened in defensive mode,
  * with untrusted schema and without extension loading, so a crafted shard
  * cannot run functions through views or triggers, or corrupt itself
- * through writable_schema.
+ * through writable_schema.  Double-quoted string literals are off, so a
+ * quoted identifier is always an identifier.
  *
  *-------------------------------------------------------------------------
  */
@@ -71,6 +72,14 @@ shardio_open(const char *path, int flags, int busy_timeout_ms,
 	sqlite3_db_config(*db, SQLITE_DBCONFIG_DEFENSIVE, 1, NULL);
 	sqlite3_db_config(*db, SQLITE_DBCONFIG_TRUSTED_SCHEMA, 0, NULL);
 	sqlite3_db_config(*db, SQLITE_DBCONFIG_ENABLE_LOAD_EXTENSION, 0, NULL);
+
+	/*
+	 * A double-quoted name that matches no column must be an error, not a
+	 * string literal: otherwise a column missing from a shard would read
+	 * back as its own name.
+	 */
+	sqlite3_db_config(*db, SQLITE_DBCONFIG_DQS_DML, 0, NULL);
+	sqlite3_db_config(*db, SQLITE_DBCONFIG_DQS_DDL, 0, NULL);
 	sqlite3_busy_timeout(*db, busy_timeout_ms);
 
 	/*

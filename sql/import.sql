@@ -1,0 +1,125 @@
+--
+-- IMPORT FOREIGN SCHEMA: type mapping, tenant columns, quoting, LIMIT TO /
+-- EXCEPT, and the import options "shard", "tenant_column" and
+-- "import_not_null".
+--
+\! bash test/fixtures/import.sh
+SET client_min_messages = warning;
+CREATE EXTENSION IF NOT EXISTS sqlite_shard_fdw;
+RESET client_min_messages;
+CREATE SERVER import_srv FOREIGN DATA WRAPPER sqlite_shard_fdw
+  OPTIONS (directory '/tmp/ssfdw_regress/import/directory.db');
+
+-- What an imported schema looks like: foreign tables and their options,
+-- then every column with its type, NOT NULL and options.
+CREATE FUNCTION import_tables(nsp name)
+RETURNS TABLE (relname name, ftoptions text[]) LANGUAGE sql AS $$
+  SELECT c.relname, ft.ftoptions
+  FROM pg_foreign_table ft JOIN pg_class c ON c.oid = ft.ftrelid
+  WHERE c.relnamespace = nsp::regnamespace
+  ORDER BY c.relname COLLATE "C"
+$$;
+CREATE FUNCTION import_columns(nsp name)
+RETURNS TABLE (relname name, attname name, type text, not_null bool,
+               options text[]) LANGUAGE sql AS $$
+  SELECT c.relname, a.attname, format_type(a.atttypid, a.atttypmod),
+         a.attnotnull, a.attfdwoptions
+  FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid
+  WHERE c.relnamespace = nsp::regnamespace AND c.relkind = 'f'
+    AND a.attnum > 0 AND NOT a.attisdropped
+  ORDER BY c.relname COLLATE "C", a.attnum
+$$;
+
+-- ===================================================================
+-- Import everything from the first shard (shard_a, by shard id)
+-- ===================================================================
+-- "settings" has no tenant column: imported, with a NOTICE.  The view
+-- "broken" reads a dropped table: skipped, with a WARNING.  SQLite's own
+-- tables (sqlite_sequence, sqlite_stat1) are not imported.
+CREATE SCHEMA import_all;
+IMPORT FOREIGN SCHEMA main FROM SERVER import_srv INTO import_all;
+SELECT * FROM import_tables('import_all');
+SELECT * FROM import_columns('import_all');
+\d+ import_all.orders
+
+-- Imported tables read like any other, names needing quotes included.
+SELECT * FROM import_all.orders WHERE tenant_id = 'acme' ORDER BY order_id;
+SELECT tenant_id, order_id, status, amount FROM import_all.orders
+  ORDER BY tenant_id, order_id;
+SELECT * FROM import_all."MixedCase" WHERE "Tenant_ID" = 'acme';
+SELECT * FROM import_all.events;
+SELECT count(*) FROM import_all."with space";
+SELECT count(*) FROM import_all."dq""table";
+SELECT * FROM import_all.a_table_whose_name_is_much_longer_than_sixty_three_bytes_in_pos;
+SELECT tenant_id, n_orders, total, last_status
+  FROM import_all.order_totals ORDER BY tenant_id;
+-- Every mapped type reads its value.  c_string and c_money have NUMERIC
+-- affinity in SQLite, which stored '0123' as the integer 123 and '12.50'
+-- as the real 12.5: text is the type that reads any such value.
+\x on
+SELECT * FROM import_all.type_zoo;
+\x off
+
+-- ===================================================================
+-- LIMIT TO and EXCEPT
+-- ===================================================================
+CREATE SCHEMA import_limit;
+IMPORT FOREIGN SCHEMA main LIMIT TO (orders, "MixedCase", "dq""table", nosuch)
+  FROM SERVER import_srv INTO import_limit;
+SELECT * FROM import_tables('import_limit');
+
+CREATE SCHEMA import_except;
+IMPORT FOREIGN SCHEMA main
+  EXCEPT (type_zoo, settings, broken, "with space",
+          a_table_whose_name_is_much_longer_than_sixty_three_bytes_in_postgres)
+  FROM SERVER import_srv INTO import_except;
+SELECT * FROM import_tables('import_except');
+
+-- ===================================================================
+-- Import options
+-- ===================================================================
+-- "shard" reads another shard's schema.
+CREATE SCHEMA import_b;
+IMPORT FOREIGN SCHEMA main EXCEPT (broken) FROM SERVER import_srv
+  INTO import_b OPTIONS (shard 'shard_b');
+SELECT relname FROM import_tables('import_b');
+SELECT * FROM import_columns('import_b') WHERE relname = 'only_on_b';
+
+-- "import_not_null" false drops the NOT NULL constraints.
+CREATE SCHEMA import_nullable;
+IMPORT FOREIGN SCHEMA main LIMIT TO (orders) FROM SERVER import_srv
+  INTO import_nullable OPTIONS (import_not_null 'false');
+SELECT attname, not_null FROM import_columns('import_nullable');
+
+-- "tenant_column" names another column; SQLite matches it without regard
+-- to case, and the table option keeps the table's own spelling.
+CREATE SCHEMA import_tenant;
+IMPORT FOREIGN SCHEMA main LIMIT TO (settings, "MixedCase", orders)
+  FROM SERVER import_srv INTO import_tenant
+  OPTIONS (tenant_column 'KEY');
+SELECT * FROM import_tables('import_tenant');
+
+-- ===================================================================
+-- Errors
+-- ===================================================================
+CREATE SCHEMA import_err;
+IMPORT FOREIGN SCHEMA public FROM SERVER import_srv INTO import_err;
+IMPORT FOREIGN SCHEMA main FROM SERVER import_srv INTO import_err
+  OPTIONS (shard 'shard_z');
+IMPORT FOREIGN SCHEMA main FROM SERVER import_srv INTO import_err
+  OPTIONS (schema 'main');
+IMPORT FOREIGN SCHEMA main FROM SERVER import_srv INTO import_err
+  OPTIONS (import_not_null 'maybe');
+IMPORT FOREIGN SCHEMA main FROM SERVER import_srv INTO import_err
+  OPTIONS (tenant_column '');
+SELECT count(*) FROM import_tables('import_err');
+
+-- ===================================================================
+-- Clean up
+-- ===================================================================
+\set VERBOSITY terse
+DROP SCHEMA import_all, import_limit, import_except, import_b,
+  import_nullable, import_tenant, import_err CASCADE;
+DROP FUNCTION import_tables(name), import_columns(name);
+DROP SERVER import_srv;
+\set VERBOSITY default

@@ -1,0 +1,785 @@
+/*-------------------------------------------------------------------------
+ *
+ * analyze.c
+ *		  ANALYZE support for sqlite_shard_fdw foreign tables
+ *
+ * A foreign table spans every shard of its server, so its sample is drawn
+ * from all of them in one pass: the shards are read one after another as if
+ * they were one long table, and Vitter's reservoir algorithm (the one
+ * analyze.c and postgres_fdw use) keeps a uniform sample of targrows rows
+ * of the whole, without knowing the row count in advance.  Only the rows
+ * the reservoir keeps are converted to tuples; the others are counted and
+ * dropped while still in SQLite's form, so the cost of the pass is mostly
+ * SQLite's own.
+ *
+ * The sample obeys the same rules as a fan-out scan, so the statistics
+ * describe the rows queries see:
+ *
+ * - A tenant in a move counts only from the shard that owns it; its copy
+ *   on the other shard (rows copied ahead of cutover, or left behind until
+ *   cleanup) is filtered out, inside SQLite when the tenant column is an
+ *   integer or text, otherwise row by row here.
+ * - A role whose user mapping restricts it to some tenants samples only
+ *   those tenants' rows.  ANALYZE reads as the table owner, so this is the
+ *   owner's mapping: a restricted owner cannot pull other tenants' values
+ *   into pg_statistic by running ANALYZE.
+ * - With on_missing_shard = 'skip', a shard whose file is missing is left
+ *   out with a WARNING, as scans do.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <math.h>
+#include <sys/stat.h>
+
+#include "access/htup_details.h"
+#include "catalog/pg_type.h"
+#include "commands/vacuum.h"
+#include "foreign/fdwapi.h"
+#include "foreign/foreign.h"
+#include "mb/pg_wchar.h"
+#include "miscadmin.h"
+#include "utils/json.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/rel.h"
+#include "utils/sampling.h"
+
+#include "sqlite_shard_fdw.h"
+
+/* Rows fetched from SQLite per batch. */
+#define ANALYZE_BATCH_ROWS 256
+
+/* State of one sampling pass over every shard of a table. */
+typedef struct ShardAnalyzeState
+{
+	/* the sample, as do_analyze_rel wants it */
+	HeapTuple  *rows;			/* array of targrows tuples */
+	int			targrows;
+	int			numrows;		/* tuples in rows[] so far */
+	double		samplerows;		/* rows seen on every shard so far */
+	double		rowstoskip;		/* rows to skip before the next pick */
+	ReservoirStateData rstate;
+
+	/* converting a kept row */
+	TupleDesc	tupdesc;
+	int			ncols;			/* columns selected from SQLite */
+	AttrNumber *attnums;		/* their attribute numbers */
+	char	  **colnames;		/* their SQLite names */
+	ShardColumnConv *convs;		/* their converters */
+	Datum	   *values;
+	bool	   *nulls;
+	MemoryContext anl_cxt;		/* where the sample lives */
+	MemoryContext row_cxt;		/* reset after each converted row */
+
+	/* which tenants' rows count (see shard_query) */
+	AttrNumber	tenant_attnum;
+	int			tenant_col;		/* its position among the selected columns */
+	Oid			tenant_type;
+	FmgrInfo	tenant_out;		/* its output function */
+	List	   *allowed;		/* user mapping tenants, or NIL for all */
+	List	   *excluded;		/* tenants whose rows here are stale */
+	bool		filter_in_sqlite;	/* else each row is checked here */
+
+	/* for the error context */
+	const char *relname;
+	const char *table;			/* SQLite table name */
+	const char *shard_id;		/* shard being read, or NULL */
+	int			col;			/* column being converted, or -1 */
+} ShardAnalyzeState;
+
+static int	shard_acquire_sample_rows(Relation relation, int elevel,
+									  HeapTuple *rows, int targrows,
+									  double *totalrows,
+									  double *totaldeadrows);
+static BlockNumber estimate_pages(List *shards);
+static List *copy_shard_list(List *shards);
+static bool shard_owns_allowed(ShardDirectory *dir, ShardInfo *shard,
+							   List *allowed);
+static List *stale_tenants(ShardDirectory *dir, ShardInfo *shard);
+static char *shard_query(ShardAnalyzeState *astate, const char *base,
+						 const char *tenant_column, ShardValue *binds,
+						 int *nbinds);
+static char *json_string_array(List *strings);
+static void sample_shard(ShardAnalyzeState *astate, ShardServerOptions *opts,
+						 ShardInfo *shard, const char *query,
+						 ShardValue *binds, int nbinds);
+static void check_shard_columns(ShardAnalyzeState *astate, sqlite3 *db,
+								ShardInfo *shard);
+static bool row_visible(ShardAnalyzeState *astate, const ShardValue *row);
+static bool string_member(List *strings, const char *str);
+static void sample_row(ShardAnalyzeState *astate, const ShardValue *row);
+static HeapTuple convert_row(ShardAnalyzeState *astate, const ShardValue *row);
+static void analyze_error_callback(void *arg);
+
+/*
+ * shardAnalyzeForeignTable
+ *		Tell ANALYZE how to sample a foreign table, and how big it is.
+ *
+ * totalpages must be given before the sample is drawn, and it is what
+ * ANALYZE of an inheritance tree uses to share the sample among its
+ * children, so it should be cheap and proportional to the data.  It is
+ * estimated from the size of the shard files, which costs a stat() per
+ * shard and opens nothing.  That is an upper bound when a shard holds
+ * several tables; the row count, which the planner relies on, is exact,
+ * since the sampling pass sees every row.
+ */
+bool
+shardAnalyzeForeignTable(Relation relation, AcquireSampleRowsFunc *func,
+						 BlockNumber *totalpages)
+{
+	ForeignTable *table = GetForeignTable(RelationGetRelid(relation));
+	ShardServerOptions *opts = shard_server_options(table->serverid);
+	ShardDirectory *dir = shard_directory_get(opts);
+
+	*func = shard_acquire_sample_rows;
+	*totalpages = estimate_pages(shard_directory_shards(dir));
+	return true;
+}
+
+/*
+ * estimate_pages
+ *		PostgreSQL pages' worth of the shard files (with their write-ahead
+ *		logs, which may hold the newest pages), at least 1.
+ */
+static BlockNumber
+estimate_pages(List *shards)
+{
+	double		bytes = 0;
+	double		pages;
+	ListCell   *lc;
+
+	foreach(lc, shards)
+	{
+		ShardInfo  *shard = (ShardInfo *) lfirst(lc);
+		struct stat st;
+		char	   *wal;
+
+		if (stat(shard->path, &st) == 0)
+			bytes += st.st_size;
+		wal = psprintf("%s-wal", shard->path);
+		if (stat(wal, &st) == 0)
+			bytes += st.st_size;
+		pfree(wal);
+	}
+
+	pages = ceil(bytes / BLCKSZ);
+	if (pages < 1)
+		pages = 1;
+	if (pages > (double) MaxBlockNumber)
+		pages = (double) MaxBlockNumber;
+	return (BlockNumber) pages;
+}
+
+/*
+ * shard_acquire_sample_rows
+ *		Draw a uniform sample of up to targrows rows from every shard of the
+ *		table; *totalrows is the number of rows seen (exact, since every row
+ *		is read), and SQLite has no dead rows to report.
+ */
+static int
+shard_acquire_sample_rows(Relation relation, int elevel,
+						  HeapTuple *rows, int targrows,
+						  double *totalrows, double *totaldeadrows)
+{
+	ShardAnalyzeState astate;
+	ForeignTable *table = GetForeignTable(RelationGetRelid(relation));
+	ShardServerOptions *opts = shard_server_options(table->serverid);
+	ShardTableOptions *topts = shard_table_options(relation);
+	ShardDirectory *dir;
+	List	   *shards;
+	StringInfoData query;
+	ErrorContextCallback errcallback;
+	ListCell   *lc;
+	Oid			typoutput;
+	bool		typvarlena;
+	int			nshards = 0;
+	int			i;
+
+	memset(&astate, 0, sizeof(astate));
+	astate.rows = rows;
+	astate.targrows = targrows;
+	astate.numrows = 0;
+	astate.samplerows = 0;
+	astate.rowstoskip = -1;
+	reservoir_init_selection_state(&astate.rstate, targrows);
+	astate.tupdesc = RelationGetDescr(relation);
+	astate.anl_cxt = CurrentMemoryContext;
+	astate.row_cxt = AllocSetContextCreate(CurrentMemoryContext,
+										   "sqlite_shard_fdw analyze row",
+										   ALLOCSET_SMALL_SIZES);
+	astate.relname = RelationGetRelationName(relation);
+	astate.table = topts->table;
+	astate.col = -1;
+
+	/*
+	 * The query every shard runs: each live column by its SQLite name, in
+	 * attribute order.  Only the tenant filter differs between shards.
+	 * shard_table_options has made sure the tenant column is among them.
+	 */
+	astate.attnums = palloc(sizeof(AttrNumber) * astate.tupdesc->natts);
+	astate.colnames = palloc(sizeof(char *) * astate.tupdesc->natts);
+	astate.convs = palloc0(sizeof(ShardColumnConv) * astate.tupdesc->natts);
+	astate.values = palloc(sizeof(Datum) * astate.tupdesc->natts);
+	astate.nulls = palloc(sizeof(bool) * astate.tupdesc->natts);
+	astate.tenant_attnum = topts->tenant_attnum;
+	astate.tenant_col = -1;
+
+	initStringInfo(&query);
+	appendStringInfoString(&query, "SELECT ");
+	for (i = 0; i < astate.tupdesc->natts; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(astate.tupdesc, i);
+		int			c;
+
+		if (att->attisdropped)
+			continue;
+		c = astate.ncols++;
+		astate.attnums[c] = att->attnum;
+		astate.colnames[c] = shard_column_name(RelationGetRelid(relation),
+											   att->attnum);
+		shard_conv_init(&astate.convs[c], att->atttypid, att->atttypmod);
+		if (att->attnum == astate.tenant_attnum)
+			astate.tenant_col = c;
+		if (c > 0)
+			appendStringInfoString(&query, ", ");
+		shard_quote_identifier(&query, astate.colnames[c]);
+	}
+	appendStringInfoString(&query, " FROM ");
+	shard_quote_identifier(&query, topts->table);
+	if (astate.tenant_col < 0)
+		elog(ERROR, "tenant column of foreign table \"%s\" is not fetched",
+			 astate.relname);
+
+	astate.tenant_type = TupleDescAttr(astate.tupdesc,
+									   astate.tenant_attnum - 1)->atttypid;
+	getTypeOutputInfo(astate.tenant_type, &typoutput, &typvarlena);
+	fmgr_info(typoutput, &astate.tenant_out);
+
+	/*
+	 * Tenant ids compare with the tenant column as the canonical text form
+	 * of its value.  SQLite can do that itself for integer and text columns
+	 * (as scans do); for other types each row's tenant is converted and
+	 * checked here.
+	 */
+	switch (astate.tenant_type)
+	{
+		case INT2OID:
+		case INT4OID:
+		case INT8OID:
+			astate.filter_in_sqlite = true;
+			break;
+		case TEXTOID:
+		case VARCHAROID:
+			astate.filter_in_sqlite = (GetDatabaseEncoding() == PG_UTF8);
+			break;
+		default:
+			astate.filter_in_sqlite = false;
+			break;
+	}
+
+	/*
+	 * ANALYZE runs as the table owner, so GetUserId() is the role whose
+	 * user mapping decides which tenants the sample may contain.
+	 */
+	astate.allowed = shard_user_tenants(table->serverid, GetUserId());
+
+	dir = shard_directory_get(opts);
+	shards = copy_shard_list(shard_directory_shards(dir));
+
+	errcallback.callback = analyze_error_callback;
+	errcallback.arg = (void *) &astate;
+	errcallback.previous = error_context_stack;
+	error_context_stack = &errcallback;
+
+	foreach(lc, shards)
+	{
+		ShardInfo  *shard = (ShardInfo *) lfirst(lc);
+		ShardValue	binds[2];
+		int			nbinds;
+		char	   *sql;
+
+		/* A restricted role reads only the shards that own its tenants. */
+		if (astate.allowed != NIL &&
+			!shard_owns_allowed(dir, shard, astate.allowed))
+			continue;
+
+		astate.excluded = stale_tenants(dir, shard);
+		sql = shard_query(&astate, query.data, topts->tenant_column,
+						  binds, &nbinds);
+
+		astate.shard_id = shard->shard_id;
+		sample_shard(&astate, opts, shard, sql, binds, nbinds);
+		astate.shard_id = NULL;
+		nshards++;
+	}
+
+	error_context_stack = errcallback.previous;
+	MemoryContextDelete(astate.row_cxt);
+
+	*totalrows = astate.samplerows;
+	*totaldeadrows = 0;
+
+	ereport(elevel,
+			(errmsg("\"%s\": %d shards contain %.0f rows; %d rows in sample",
+					RelationGetRelationName(relation), nshards,
+					astate.samplerows, astate.numrows)));
+
+	return astate.numrows;
+}
+
+/*
+ * copy_shard_list
+ *		A private copy of the directory's shard list: the directory's own
+ *		lives only until it next changes, and a sampling pass is long.
+ */
+static List *
+copy_shard_list(List *shards)
+{
+	List	   *result = NIL;
+	ListCell   *lc;
+
+	foreach(lc, shards)
+	{
+		ShardInfo  *src = (ShardInfo *) lfirst(lc);
+		ShardInfo  *dst = palloc(sizeof(ShardInfo));
+
+		dst->shard_id = pstrdup(src->shard_id);
+		dst->path = pstrdup(src->path);
+		result = lappend(result, dst);
+	}
+	return result;
+}
+
+/*
+ * shard_owns_allowed
+ *		Does the shard own any of the tenants a restricted role may see?
+ *		Tenants the directory does not know have no rows anywhere.
+ */
+static bool
+shard_owns_allowed(ShardDirectory *dir, ShardInfo *shard, List *allowed)
+{
+	ListCell   *lc;
+
+	foreach(lc, allowed)
+	{
+		ShardLocation *loc = shard_directory_locate(dir,
+													(const char *) lfirst(lc));
+
+		if (loc != NULL && strcmp(loc->owner, shard->shard_id) == 0)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * stale_tenants
+ *		The tenants in a move whose rows on this shard are not the owner's:
+ *		the target's copy before cutover, the source's leftovers after it.
+ *		The same rule as a fan-out scan, so each row is counted once.
+ */
+static List *
+stale_tenants(ShardDirectory *dir, ShardInfo *shard)
+{
+	List	   *result = NIL;
+	ListCell   *lc;
+
+	foreach(lc, shard_directory_moving(dir))
+	{
+		ShardLocation *loc = (ShardLocation *) lfirst(lc);
+		const char *stale = (strcmp(loc->owner, loc->shard_id) == 0) ?
+		loc->target_shard_id : loc->shard_id;
+
+		if (stale != NULL && strcmp(stale, shard->shard_id) == 0)
+			result = lappend(result, pstrdup(loc->tenant));
+	}
+	return result;
+}
+
+/*
+ * shard_query
+ *		The sampling query for one shard: base plus, when SQLite can apply
+ *		them, the allowed and stale tenant lists, each bound as one JSON
+ *		array of strings (binds[], *nbinds of them).
+ *
+ * A NULL tenant belongs to no tenant: a restricted role does not see such
+ * rows (IN drops them) and anyone else does (NOT IN alone would drop them
+ * too, hence the IS NULL).
+ */
+static char *
+shard_query(ShardAnalyzeState *astate, const char *base,
+			const char *tenant_column, ShardValue *binds, int *nbinds)
+{
+	StringInfoData sql;
+	StringInfoData col;
+	int			n = 0;
+
+	*nbinds = 0;
+	if (!astate->filter_in_sqlite ||
+		(astate->allowed == NIL && astate->excluded == NIL))
+		return pstrdup(base);
+
+	/* The column as its canonical text, compared byte for byte. */
+	initStringInfo(&col);
+	if (astate->tenant_type == TEXTOID || astate->tenant_type == VARCHAROID)
+	{
+		shard_quote_identifier(&col, tenant_column);
+		appendStringInfoString(&col, " COLLATE BINARY");
+	}
+	else
+	{
+		appendStringInfoString(&col, "CAST(");
+		shard_quote_identifier(&col, tenant_column);
+		appendStringInfoString(&col, " AS TEXT)");
+	}
+
+	initStringInfo(&sql);
+	appendStringInfo(&sql, "%s WHERE ", base);
+	if (astate->allowed != NIL)
+	{
+		appendStringInfo(&sql, "%s IN (SELECT value FROM json_each(?%d))",
+						 col.data, ++n);
+		binds[n - 1].u.p = json_string_array(astate->allowed);
+	}
+	if (astate->excluded != NIL)
+	{
+		if (n > 0)
+			appendStringInfoString(&sql, " AND ");
+		appendStringInfo(&sql,
+						 "(%s IS NULL OR %s NOT IN (SELECT value FROM json_each(?%d)))",
+						 col.data, col.data, ++n);
+		binds[n - 1].u.p = json_string_array(astate->excluded);
+	}
+	for (*nbinds = 0; *nbinds < n; (*nbinds)++)
+	{
+		binds[*nbinds].type = SQLITE_TEXT;
+		binds[*nbinds].len = strlen(binds[*nbinds].u.p);
+	}
+	return sql.data;
+}
+
+/*
+ * json_string_array
+ *		A list of C strings as a JSON array, for json_each().
+ */
+static char *
+json_string_array(List *strings)
+{
+	StringInfoData buf;
+	ListCell   *lc;
+
+	initStringInfo(&buf);
+	appendStringInfoChar(&buf, '[');
+	foreach(lc, strings)
+	{
+		if (buf.len > 1)
+			appendStringInfoChar(&buf, ',');
+		escape_json(&buf, (const char *) lfirst(lc));
+	}
+	appendStringInfoChar(&buf, ']');
+	return buf.data;
+}
+
+/*
+ * sample_shard
+ *		Run the sampling query on one shard and feed its rows to the
+ *		reservoir.
+ *
+ * The statement, the batch (malloc'd by shardio) and the handle are given
+ * back on the error path too, so an error in the middle of a shard (a
+ * conversion error, a cancel) leaks nothing.
+ */
+static void
+sample_shard(ShardAnalyzeState *astate, ShardServerOptions *opts,
+			 ShardInfo *shard, const char *query, ShardValue *binds,
+			 int nbinds)
+{
+	ShardConn  *volatile conn;
+	sqlite3_stmt *volatile stmt = NULL;
+	ShardBatch *volatile batch = NULL;
+
+	conn = shard_conn_get(opts, shard, opts->skip_missing);
+	if (conn == NULL)
+	{
+		ereport(WARNING,
+				(errcode(ERRCODE_FDW_UNABLE_TO_ESTABLISH_CONNECTION),
+				 errmsg("skipping shard \"%s\": file \"%s\" does not exist",
+						shard->shard_id, shard->path),
+				 errdetail("The server option \"on_missing_shard\" is \"skip\", so the statistics of \"%s\" lack this shard's rows.",
+						   astate->relname)));
+		return;
+	}
+
+	PG_TRY();
+	{
+		sqlite3    *db = shard_conn_db(conn);
+		sqlite3_stmt *s;
+		char		errbuf[SHARDIO_ERRLEN];
+		int			rc;
+
+		/*
+		 * Check the table and columns first: SQLite reads a double-quoted
+		 * name that matches no column as a string literal (unless the
+		 * handle disables that), which would fill the statistics with the
+		 * column's name instead of failing.
+		 */
+		check_shard_columns(astate, db, shard);
+
+		rc = shardio_prepare(db, query, 0, &s, errbuf);
+		if (rc != SQLITE_OK)
+			shard_report_sqlite_error(ERROR, rc, shard->shard_id,
+									  "read the table to analyze", errbuf);
+		stmt = s;
+
+		rc = shardio_bind(stmt, 1, binds, nbinds, errbuf);
+		if (rc != SQLITE_OK)
+			shard_report_sqlite_error(ERROR, rc, shard->shard_id,
+									  "read the table to analyze", errbuf);
+
+		batch = shardio_batch_create(astate->ncols, ANALYZE_BATCH_ROWS);
+		if (batch == NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_OUT_OF_MEMORY),
+					 errmsg("out of memory")));
+
+		for (;;)
+		{
+			int			r;
+
+			rc = shardio_fetch(stmt, batch, errbuf);
+			if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+				shard_report_sqlite_error(ERROR, rc, shard->shard_id,
+										  "read the table to analyze",
+										  errbuf);
+			for (r = 0; r < batch->nrows; r++)
+			{
+				const ShardValue *row = &batch->values[(size_t) r * batch->ncols];
+
+				vacuum_delay_point();
+				if (row_visible(astate, row))
+					sample_row(astate, row);
+			}
+			if (rc == SQLITE_DONE)
+				break;
+		}
+	}
+	PG_FINALLY();
+	{
+		shardio_batch_free(batch);
+		sqlite3_finalize(stmt);
+		shard_conn_release(conn);
+	}
+	PG_END_TRY();
+}
+
+/*
+ * check_shard_columns
+ *		Make sure a shard has the table and every column the sample reads,
+ *		naming what is missing.  One schema lookup per shard, cheap next to
+ *		reading the table.
+ */
+static void
+check_shard_columns(ShardAnalyzeState *astate, sqlite3 *db,
+						 ShardInfo *shard)
+{
+	sqlite3_stmt *stmt;
+	bool		found;
+	int			c;
+
+	if (sqlite3_prepare_v2(db,
+						   "SELECT 1 FROM main.sqlite_schema"
+						   " WHERE type IN ('table', 'view')"
+						   " AND name = ?1 COLLATE NOCASE",
+						   -1, &stmt, NULL) != SQLITE_OK)
+		return;
+	sqlite3_bind_text(stmt, 1, astate->table, -1, SQLITE_TRANSIENT);
+	found = (sqlite3_step(stmt) == SQLITE_ROW);
+	sqlite3_finalize(stmt);
+	if (!found)
+		ereport(ERROR,
+				(errcode(ERRCODE_FDW_TABLE_NOT_FOUND),
+				 errmsg("table \"%s\" does not exist on shard \"%s\"",
+						astate->table, shard->shard_id),
+				 errdetail("Foreign table \"%s\" reads SQLite table \"%s\" from every shard.",
+						   astate->relname, astate->table)));
+
+	if (sqlite3_prepare_v2(db,
+						   "SELECT 1 FROM pragma_table_xinfo(?1, 'main')"
+						   " WHERE name = ?2 COLLATE NOCASE",
+						   -1, &stmt, NULL) != SQLITE_OK)
+		return;
+	for (c = 0; c < astate->ncols; c++)
+	{
+		sqlite3_reset(stmt);
+		sqlite3_bind_text(stmt, 1, astate->table, -1, SQLITE_TRANSIENT);
+		sqlite3_bind_text(stmt, 2, astate->colnames[c], -1, SQLITE_TRANSIENT);
+		found = (sqlite3_step(stmt) == SQLITE_ROW);
+		if (!found)
+		{
+			sqlite3_finalize(stmt);
+			ereport(ERROR,
+					(errcode(ERRCODE_FDW_COLUMN_NAME_NOT_FOUND),
+					 errmsg("column \"%s\" of table \"%s\" does not exist on shard \"%s\"",
+							astate->colnames[c], astate->table,
+							shard->shard_id)));
+		}
+	}
+	sqlite3_finalize(stmt);
+}
+
+/*
+ * row_visible
+ *		Check a row's tenant against the allowed and stale lists, when
+ *		SQLite could not: the tenant is converted to the column's type and
+ *		compared as its canonical text form, as a scan does.
+ */
+static bool
+row_visible(ShardAnalyzeState *astate, const ShardValue *row)
+{
+	const ShardValue *v = &row[astate->tenant_col];
+	bool		visible = true;
+
+	if (astate->filter_in_sqlite ||
+		(astate->allowed == NIL && astate->excluded == NIL))
+		return true;
+	if (v->type == SQLITE_NULL)
+		return astate->allowed == NIL;
+
+	{
+		MemoryContext oldcxt = MemoryContextSwitchTo(astate->row_cxt);
+		Datum		tenant;
+		bool		isnull;
+		char	   *text;
+
+		astate->col = astate->tenant_col;
+		tenant = shard_value_to_datum(&astate->convs[astate->tenant_col], v,
+									  &isnull);
+		astate->col = -1;
+		if (isnull)
+			visible = (astate->allowed == NIL);
+		else
+		{
+			text = OutputFunctionCall(&astate->tenant_out, tenant);
+			if (astate->allowed != NIL &&
+				!string_member(astate->allowed, text))
+				visible = false;
+			else if (string_member(astate->excluded, text))
+				visible = false;
+		}
+		MemoryContextSwitchTo(oldcxt);
+		MemoryContextReset(astate->row_cxt);
+	}
+	return visible;
+}
+
+/*
+ * string_member
+ *		Is str in a list of C strings?
+ */
+static bool
+string_member(List *strings, const char *str)
+{
+	ListCell   *lc;
+
+	foreach(lc, strings)
+		if (strcmp((const char *) lfirst(lc), str) == 0)
+			return true;
+	return false;
+}
+
+/*
+ * sample_row
+ *		Count one row and decide whether the reservoir keeps it: the first
+ *		targrows rows always, then each later row with falling probability,
+ *		replacing a random earlier pick (Vitter's algorithm Z, as in
+ *		postgres_fdw's analyze_row_processor).
+ */
+static void
+sample_row(ShardAnalyzeState *astate, const ShardValue *row)
+{
+	int			pos;
+
+	astate->samplerows += 1;
+
+	if (astate->numrows < astate->targrows)
+		pos = astate->numrows++;
+	else
+	{
+		if (astate->rowstoskip < 0)
+			astate->rowstoskip = reservoir_get_next_S(&astate->rstate,
+													  astate->samplerows,
+													  astate->targrows);
+		if (astate->rowstoskip <= 0)
+		{
+			pos = (int) (astate->targrows *
+						 sampler_random_fract(&astate->rstate.randstate));
+			Assert(pos >= 0 && pos < astate->targrows);
+			heap_freetuple(astate->rows[pos]);
+		}
+		else
+			pos = -1;
+		astate->rowstoskip -= 1;
+	}
+
+	if (pos >= 0)
+		astate->rows[pos] = convert_row(astate, row);
+}
+
+/*
+ * convert_row
+ *		Turn one kept SQLite row into a tuple in the ANALYZE context.
+ *
+ * Conversion garbage (detoasted copies, input-function scratch) goes into
+ * the per-row context, which is reset once the tuple has been formed.
+ */
+static HeapTuple
+convert_row(ShardAnalyzeState *astate, const ShardValue *row)
+{
+	MemoryContext oldcxt;
+	HeapTuple	tuple;
+	int			c;
+
+	oldcxt = MemoryContextSwitchTo(astate->row_cxt);
+
+	/* Dropped columns stay NULL. */
+	memset(astate->nulls, true, sizeof(bool) * astate->tupdesc->natts);
+	memset(astate->values, 0, sizeof(Datum) * astate->tupdesc->natts);
+
+	for (c = 0; c < astate->ncols; c++)
+	{
+		int			idx = astate->attnums[c] - 1;
+
+		astate->col = c;
+		astate->values[idx] = shard_value_to_datum(&astate->convs[c], &row[c],
+												   &astate->nulls[idx]);
+	}
+	astate->col = -1;
+
+	MemoryContextSwitchTo(astate->anl_cxt);
+	tuple = heap_form_tuple(astate->tupdesc, astate->values, astate->nulls);
+	MemoryContextSwitchTo(oldcxt);
+
+	MemoryContextReset(astate->row_cxt);
+	return tuple;
+}
+
+/*
+ * analyze_error_callback
+ *		Name the shard, table and column an error happened on.
+ */
+static void
+analyze_error_callback(void *arg)
+{
+	ShardAnalyzeState *astate = (ShardAnalyzeState *) arg;
+
+	if (astate->shard_id == NULL)
+		return;
+	if (astate->col >= 0)
+		errcontext("column \"%s\" of table \"%s\" on shard \"%s\", analyzing foreign table \"%s\"",
+				   astate->colnames[astate->col], astate->table,
+				   astate->shard_id, astate->relname);
+	else
+		errcontext("table \"%s\" on shard \"%s\", analyzing foreign table \"%s\"",
+				   astate->table, astate->shard_id, astate->relname);
+}

@@ -1,0 +1,601 @@
+/*-------------------------------------------------------------------------
+ *
+ * import.c
+ *		  IMPORT FOREIGN SCHEMA for sqlite_shard_fdw
+ *
+ * Every shard of a fleet is expected to carry the same schema, so importing
+ * reads the tables and views of one shard (the first by shard_id, or the
+ * one named by the "shard" import option) and turns each into a CREATE
+ * FOREIGN TABLE command, the way postgres_fdw does.  SQLite has one schema
+ * per attached file, "main"; nothing else may be imported.
+ *
+ * Declared column types are mapped to PostgreSQL types by SQLite's own
+ * affinity rules (see datatype3.html, "Determination Of Column Affinity"),
+ * after first recognising the common type names whose values SQLite stores
+ * as text or numbers but PostgreSQL has a type for (BOOLEAN, DATE,
+ * TIMESTAMP, UUID, JSON, ...).  The mapping errs on the side of types every
+ * stored value can be read as: a name SQLite gives NUMERIC affinity but
+ * that is not a number type (MONEY, STRING, ANY, ...) becomes text, not
+ * numeric, because SQLite leaves any value that does not look like a number
+ * as text in such a column.
+ *
+ * Shard files are not trusted: table and column names read from them are
+ * validated as the database encoding before they reach the generated SQL,
+ * every identifier is quoted with quote_identifier() and every option value
+ * with quote_literal_cstr(), and the names are bound, never spliced, when
+ * they go back to SQLite.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <ctype.h>
+#include <limits.h>
+
+#include "commands/defrem.h"
+#include "foreign/fdwapi.h"
+#include "foreign/foreign.h"
+#include "mb/pg_wchar.h"
+#include "nodes/parsenodes.h"
+#include "utils/builtins.h"
+#include "utils/numeric.h"
+
+#include "sqlite_shard_fdw.h"
+
+/* Import options, parsed from IMPORT FOREIGN SCHEMA ... OPTIONS (...). */
+typedef struct ImportOptions
+{
+	char	   *shard;			/* shard whose schema is read, or NULL */
+	char	   *tenant_column;	/* SQLite name of the tenant column */
+	bool		import_not_null;	/* copy NOT NULL constraints */
+} ImportOptions;
+
+/* The default of the "tenant_column" import and table options. */
+#define DEFAULT_TENANT_COLUMN "tenant_id"
+
+/* Longest varchar(n) PostgreSQL accepts (MaxAttrSize). */
+#define MAX_VARCHAR_LENGTH (10 * 1024 * 1024)
+
+static void parse_import_options(ImportForeignSchemaStmt *stmt,
+								 ImportOptions *iopts);
+static ShardInfo *choose_shard(ShardServerOptions *opts, ShardDirectory *dir,
+							   const char *shard_id);
+static char *sqlite_name_to_server(const char *name);
+static char *pg_relname_for(const char *name);
+static char *normalize_decltype(const char *decltype, char **args);
+static bool parse_typmods(const char *args, int *nargs, int *a1, int *a2);
+static const char *map_sqlite_type(const char *decltype, StringInfo buf);
+static char *deparse_table(sqlite3 *db, sqlite3_stmt *colstmt,
+						   ShardInfo *shard, const char *servername,
+						   const char *tabname, const char *pgname,
+						   ImportOptions *iopts);
+
+/*
+ * shardImportForeignSchema
+ *		Build CREATE FOREIGN TABLE commands for the tables and views of one
+ *		shard's "main" schema.
+ *
+ * PostgreSQL filters the returned commands against LIMIT TO / EXCEPT again;
+ * filtering here as well keeps excluded tables from being read at all, and
+ * from raising notices about themselves.
+ */
+List *
+shardImportForeignSchema(ImportForeignSchemaStmt *stmt, Oid serverOid)
+{
+	ImportOptions iopts;
+	ShardServerOptions *opts;
+	ShardDirectory *dir;
+	ShardInfo  *shard;
+	ShardConn  *volatile conn = NULL;
+	sqlite3_stmt *volatile tabstmt = NULL;
+	sqlite3_stmt *volatile colstmt = NULL;
+	List	   *commands = NIL;
+
+	parse_import_options(stmt, &iopts);
+
+	opts = shard_server_options(serverOid);
+
+	/*
+	 * A shard file has exactly one schema of its own.  SQLite matches schema
+	 * names case-insensitively, and so do we.
+	 */
+	if (pg_strcasecmp(stmt->remote_schema, "main") != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_FDW_SCHEMA_NOT_FOUND),
+				 errmsg("schema \"%s\" is not present on foreign server \"%s\"",
+						stmt->remote_schema, opts->servername),
+				 errhint("SQLite shards have one schema, \"main\".")));
+
+	dir = shard_directory_get(opts);
+	shard = choose_shard(opts, dir, iopts.shard);
+
+	conn = shard_conn_get(opts, shard, false);
+
+	PG_TRY();
+	{
+		sqlite3    *db = shard_conn_db(conn);
+		sqlite3_stmt *s;
+		char		errbuf[SHARDIO_ERRLEN];
+		int			rc;
+
+		/*
+		 * Tables and views, without SQLite's own (sqlite_sequence,
+		 * sqlite_stat1, ...): SQLite reserves every name that starts with
+		 * "sqlite_" in any case, which is what its LIKE matches.
+		 */
+		rc = shardio_prepare(db,
+							 "SELECT name FROM main.sqlite_schema"
+							 " WHERE type IN ('table', 'view')"
+							 " AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\'"
+							 " ORDER BY name",
+							 0, &s, errbuf);
+		if (rc != SQLITE_OK)
+			shard_report_sqlite_error(ERROR, rc, shard->shard_id,
+									  "list the tables", errbuf);
+		tabstmt = s;
+
+		/*
+		 * table_xinfo rather than table_info: it also lists generated
+		 * columns, which can be read like any other.  hidden = 1 marks the
+		 * hidden columns of virtual tables, which SELECT * does not return.
+		 */
+		rc = shardio_prepare(db,
+							 "SELECT name, type, \"notnull\""
+							 " FROM pragma_table_xinfo(?1, 'main')"
+							 " WHERE hidden <> 1 ORDER BY cid",
+							 0, &s, errbuf);
+		if (rc != SQLITE_OK)
+			shard_report_sqlite_error(ERROR, rc, shard->shard_id,
+									  "read the columns", errbuf);
+		colstmt = s;
+
+		while ((rc = sqlite3_step(tabstmt)) == SQLITE_ROW)
+		{
+			const char *name = (const char *) sqlite3_column_text(tabstmt, 0);
+			char	   *tabname;
+			char	   *pgname;
+			char	   *cmd;
+
+			if (name == NULL)
+				continue;
+			/* sqlite3_column_text's buffer lives only until the next step */
+			tabname = pstrdup(name);
+			pgname = pg_relname_for(tabname);
+
+			if (!IsImportableForeignTable(pgname, stmt))
+				continue;
+
+			cmd = deparse_table(db, colstmt, shard, opts->servername,
+								tabname, pgname, &iopts);
+			if (cmd != NULL)
+				commands = lappend(commands, cmd);
+		}
+		if (rc != SQLITE_DONE)
+			shard_report_sqlite_error(ERROR, rc, shard->shard_id,
+									  "list the tables",
+									  sqlite3_errmsg(db));
+	}
+	PG_FINALLY();
+	{
+		sqlite3_finalize(colstmt);
+		sqlite3_finalize(tabstmt);
+		shard_conn_release(conn);
+	}
+	PG_END_TRY();
+
+	return commands;
+}
+
+/*
+ * parse_import_options
+ *		Read the OPTIONS clause of IMPORT FOREIGN SCHEMA.
+ *
+ * Import options never reach the validator, so unknown names are rejected
+ * here, as postgres_fdw does.
+ */
+static void
+parse_import_options(ImportForeignSchemaStmt *stmt, ImportOptions *iopts)
+{
+	ListCell   *lc;
+
+	iopts->shard = NULL;
+	iopts->tenant_column = DEFAULT_TENANT_COLUMN;
+	iopts->import_not_null = true;
+
+	foreach(lc, stmt->options)
+	{
+		DefElem    *def = (DefElem *) lfirst(lc);
+
+		if (strcmp(def->defname, "shard") == 0)
+			iopts->shard = defGetString(def);
+		else if (strcmp(def->defname, "tenant_column") == 0)
+		{
+			iopts->tenant_column = defGetString(def);
+			if (iopts->tenant_column[0] == '\0')
+				ereport(ERROR,
+						(errcode(ERRCODE_FDW_INVALID_ATTRIBUTE_VALUE),
+						 errmsg("option \"%s\" must not be empty",
+								def->defname)));
+		}
+		else if (strcmp(def->defname, "import_not_null") == 0)
+			iopts->import_not_null = defGetBoolean(def);
+		else
+			ereport(ERROR,
+					(errcode(ERRCODE_FDW_INVALID_OPTION_NAME),
+					 errmsg("invalid option \"%s\"", def->defname),
+					 errhint("Valid options in this context are: shard, tenant_column, import_not_null.")));
+	}
+}
+
+/*
+ * choose_shard
+ *		The shard whose schema is imported: the one named, or else the first
+ *		by shard_id, so that repeating an import reads the same file.
+ */
+static ShardInfo *
+choose_shard(ShardServerOptions *opts, ShardDirectory *dir,
+			 const char *shard_id)
+{
+	ShardInfo  *shard;
+	List	   *shards;
+
+	if (shard_id != NULL)
+	{
+		shard = shard_directory_shard(dir, shard_id);
+		if (shard == NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_FDW_INVALID_ATTRIBUTE_VALUE),
+					 errmsg("shard \"%s\" does not exist on foreign server \"%s\"",
+							shard_id, opts->servername),
+					 errhint("The \"shard\" option must name a shard listed by shard_list().")));
+		return shard;
+	}
+
+	shards = shard_directory_shards(dir);
+	if (shards == NIL)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("foreign server \"%s\" has no shards",
+						opts->servername),
+				 errhint("Add a shard with shard_add() before importing.")));
+	return (ShardInfo *) linitial(shards);
+}
+
+/*
+ * sqlite_name_to_server
+ *		Copy a name read from a shard (always UTF-8 in SQLite), converted to
+ *		the database encoding.
+ *
+ * This also validates it: a crafted shard file may hold invalid UTF-8,
+ * which must not reach the parser as part of a generated command.
+ */
+static char *
+sqlite_name_to_server(const char *name)
+{
+	char	   *conv = pg_any_to_server(name, strlen(name), PG_UTF8);
+
+	/* Always a copy: SQLite's buffer goes away at the next step. */
+	return (conv == name) ? pstrdup(name) : conv;
+}
+
+/*
+ * pg_relname_for
+ *		The PostgreSQL name a SQLite table or column is imported as: the
+ *		same name in the database encoding, cut to NAMEDATALEN - 1 bytes as
+ *		the parser would cut it.  Comparing this (not the SQLite name) with
+ *		LIMIT TO / EXCEPT matches what PostgreSQL checks afterwards.
+ */
+static char *
+pg_relname_for(const char *name)
+{
+	char	   *conv = sqlite_name_to_server(name);
+	int			len = strlen(conv);
+
+	if (len >= NAMEDATALEN)
+		len = pg_mbcliplen(conv, len, NAMEDATALEN - 1);
+	return pnstrdup(conv, len);
+}
+
+/*
+ * normalize_decltype
+ *		Upper-case a declared type, collapse runs of white space and split
+ *		off the parenthesised modifiers: "varchar ( 20 )" -> "VARCHAR" with
+ *		*args = "20".  *args is NULL when there are none.
+ */
+static char *
+normalize_decltype(const char *decltype, char **args)
+{
+	StringInfoData base;
+	const char *p;
+	const char *paren;
+	bool		space = false;
+
+	*args = NULL;
+	paren = strchr(decltype, '(');
+
+	initStringInfo(&base);
+	for (p = decltype; *p != '\0' && p != paren; p++)
+	{
+		if (isspace((unsigned char) *p))
+		{
+			space = true;
+			continue;
+		}
+		if (space && base.len > 0)
+			appendStringInfoChar(&base, ' ');
+		space = false;
+		appendStringInfoChar(&base, pg_ascii_toupper((unsigned char) *p));
+	}
+
+	if (paren != NULL)
+	{
+		const char *close = strchr(paren, ')');
+
+		if (close != NULL)
+			*args = pnstrdup(paren + 1, close - paren - 1);
+		else
+			*args = pstrdup(paren + 1);
+	}
+	return base.data;
+}
+
+/*
+ * parse_typmods
+ *		Parse "n" or "p, s" (SQLite allows signed numbers there).  Returns
+ *		false when args is anything else.
+ */
+static bool
+parse_typmods(const char *args, int *nargs, int *a1, int *a2)
+{
+	const char *p = args;
+	int		   *out[2];
+	int			n = 0;
+
+	out[0] = a1;
+	out[1] = a2;
+	*nargs = 0;
+	if (args == NULL)
+		return false;
+
+	for (;;)
+	{
+		char	   *end;
+		long		v;
+
+		while (isspace((unsigned char) *p))
+			p++;
+		if (n == 2 || !(isdigit((unsigned char) *p) || *p == '+' || *p == '-'))
+			return false;
+		errno = 0;
+		v = strtol(p, &end, 10);
+		if (end == p || errno != 0 || v < INT_MIN || v > INT_MAX)
+			return false;
+		*out[n++] = (int) v;
+		p = end;
+		while (isspace((unsigned char) *p))
+			p++;
+		if (*p == '\0')
+			break;
+		if (*p != ',')
+			return false;
+		p++;
+	}
+	*nargs = n;
+	return true;
+}
+
+/*
+ * map_sqlite_type
+ *		The PostgreSQL type for a SQLite declared type, written into buf.
+ *
+ * First the names PostgreSQL users write for types SQLite has no storage
+ * class of its own for; then SQLite's affinity rules, in SQLite's order
+ * (so "FLOATING POINT" is an integer, as SQLite stores it).  Choices:
+ *
+ * - Every INTEGER-affinity name is bigint: SQLite integers are 64 bits
+ *   whatever the declared width, and a narrower type would fail on values
+ *   SQLite accepted.
+ * - VARCHAR(n) and CHAR(n) become varchar(n): SQLite does not pad, and
+ *   bpchar would compare ignoring trailing blanks where SQLite does not,
+ *   so a pushed-down comparison could disagree with a local one.
+ *   Without a length they are text.
+ * - An empty declared type (untyped columns, and view columns computed by
+ *   an expression) is text, not bytea: SQLite stores such values as
+ *   given, and nearly all of them are numbers or text, which any value
+ *   can be read as; blobs are rare there.
+ * - NUMERIC / DECIMAL keep their precision and scale when PostgreSQL can
+ *   take them; other NUMERIC-affinity names are text.
+ */
+static const char *
+map_sqlite_type(const char *decltype, StringInfo buf)
+{
+	char	   *args;
+	char	   *base = normalize_decltype(decltype, &args);
+	int			nargs;
+	int			a1,
+				a2;
+
+	resetStringInfo(buf);
+
+	/* Names with a PostgreSQL type of their own. */
+	if (strcmp(base, "BOOL") == 0 || strcmp(base, "BOOLEAN") == 0)
+		appendStringInfoString(buf, "boolean");
+	else if (strcmp(base, "DATE") == 0)
+		appendStringInfoString(buf, "date");
+	else if (strcmp(base, "DATETIME") == 0 ||
+			 strcmp(base, "TIMESTAMP") == 0 ||
+			 strcmp(base, "TIMESTAMP WITHOUT TIME ZONE") == 0)
+		appendStringInfoString(buf, "timestamp without time zone");
+	else if (strcmp(base, "TIMESTAMPTZ") == 0 ||
+			 strcmp(base, "TIMESTAMP WITH TIME ZONE") == 0)
+		appendStringInfoString(buf, "timestamp with time zone");
+	else if (strcmp(base, "TIME") == 0 ||
+			 strcmp(base, "TIME WITHOUT TIME ZONE") == 0)
+		appendStringInfoString(buf, "time without time zone");
+	else if (strcmp(base, "UUID") == 0)
+		appendStringInfoString(buf, "uuid");
+	else if (strcmp(base, "JSONB") == 0)
+		appendStringInfoString(buf, "jsonb");
+	else if (strcmp(base, "JSON") == 0)
+		appendStringInfoString(buf, "json");
+	else if (strcmp(base, "BYTEA") == 0)
+		appendStringInfoString(buf, "bytea");
+
+	/* SQLite's affinity rules, in SQLite's order. */
+	else if (strstr(base, "INT") != NULL)
+		appendStringInfoString(buf, "bigint");
+	else if (strstr(base, "CHAR") != NULL || strstr(base, "CLOB") != NULL ||
+			 strstr(base, "TEXT") != NULL)
+	{
+		if (strstr(base, "CHAR") != NULL &&
+			parse_typmods(args, &nargs, &a1, &a2) && nargs == 1 &&
+			a1 >= 1 && a1 <= MAX_VARCHAR_LENGTH)
+			appendStringInfo(buf, "character varying(%d)", a1);
+		else
+			appendStringInfoString(buf, "text");
+	}
+	else if (strstr(base, "BLOB") != NULL)
+		appendStringInfoString(buf, "bytea");
+	else if (base[0] == '\0')
+		appendStringInfoString(buf, "text");
+	else if (strstr(base, "REAL") != NULL || strstr(base, "FLOA") != NULL ||
+			 strstr(base, "DOUB") != NULL)
+		appendStringInfoString(buf, "double precision");
+	else if (strcmp(base, "NUMERIC") == 0 || strcmp(base, "DECIMAL") == 0 ||
+			 strcmp(base, "DEC") == 0 || strcmp(base, "NUMBER") == 0)
+	{
+		/*
+		 * Only modifiers every supported PostgreSQL version accepts;
+		 * anything else reads as unconstrained numeric rather than fail.
+		 */
+		if (parse_typmods(args, &nargs, &a1, &a2) &&
+			a1 >= 1 && a1 <= NUMERIC_MAX_PRECISION &&
+			(nargs == 1 || (a2 >= 0 && a2 <= a1)))
+		{
+			if (nargs == 1)
+				appendStringInfo(buf, "numeric(%d)", a1);
+			else
+				appendStringInfo(buf, "numeric(%d,%d)", a1, a2);
+		}
+		else
+			appendStringInfoString(buf, "numeric");
+	}
+	else
+		appendStringInfoString(buf, "text");
+
+	return buf->data;
+}
+
+/*
+ * deparse_table
+ *		The CREATE FOREIGN TABLE command for one SQLite table or view, or
+ *		NULL when its columns cannot be read (a warning says why).
+ *
+ * A table without the tenant column is still imported: IMPORT FOREIGN
+ * SCHEMA imports what it is asked for, as postgres_fdw does, and a table
+ * named in LIMIT TO must not vanish without a word.  Such a table (a lookup
+ * table copied into every shard, an application's bookkeeping table) cannot
+ * be queried, since every foreign table of this wrapper is routed by a
+ * tenant column, so a NOTICE says so and how to fix or drop it.  Its
+ * "tenant_column" option is still written out, naming the column asked
+ * for: left out, the option's default could silently pick a different
+ * column than the one the import was told to use.
+ */
+static char *
+deparse_table(sqlite3 *db, sqlite3_stmt *colstmt, ShardInfo *shard,
+			  const char *servername, const char *tabname,
+			  const char *pgname, ImportOptions *iopts)
+{
+	StringInfoData cmd;
+	StringInfoData typebuf;
+	char	   *tenant_column = NULL;
+	int			ncols = 0;
+	int			rc;
+
+	initStringInfo(&cmd);
+	initStringInfo(&typebuf);
+
+	sqlite3_reset(colstmt);
+	rc = sqlite3_bind_text(colstmt, 1, tabname, -1, SQLITE_TRANSIENT);
+	if (rc != SQLITE_OK)
+		shard_report_sqlite_error(ERROR, rc, shard->shard_id,
+								  "read the columns",
+								  sqlite3_errmsg(db));
+
+	appendStringInfo(&cmd, "CREATE FOREIGN TABLE %s (\n",
+					 quote_identifier(pgname));
+
+	while ((rc = sqlite3_step(colstmt)) == SQLITE_ROW)
+	{
+		const char *colname = (const char *) sqlite3_column_text(colstmt, 0);
+		const char *decltype = (const char *) sqlite3_column_text(colstmt, 1);
+		bool		notnull = sqlite3_column_int(colstmt, 2) != 0;
+		char	   *pgcol;
+		char	   *fullcol;
+
+		if (colname == NULL)
+			continue;
+		fullcol = sqlite_name_to_server(colname);
+		pgcol = pg_relname_for(colname);
+
+		if (ncols++ > 0)
+			appendStringInfoString(&cmd, ",\n");
+		appendStringInfo(&cmd, "  %s %s", quote_identifier(pgcol),
+						 map_sqlite_type(decltype ? decltype : "", &typebuf));
+
+		/* A name PostgreSQL had to cut keeps its full SQLite spelling. */
+		if (strcmp(pgcol, fullcol) != 0)
+			appendStringInfo(&cmd, " OPTIONS (column %s)",
+							 quote_literal_cstr(fullcol));
+
+		if (notnull && iopts->import_not_null)
+			appendStringInfoString(&cmd, " NOT NULL");
+
+		/*
+		 * SQLite matches column names case-insensitively (ASCII only), so
+		 * "Tenant_ID" is the tenant column too; the option records the
+		 * spelling the table uses.
+		 */
+		if (tenant_column == NULL &&
+			sqlite3_stricmp(colname, iopts->tenant_column) == 0)
+			tenant_column = fullcol;
+	}
+
+	if (rc != SQLITE_DONE)
+	{
+		/*
+		 * A view over a missing table, or a virtual table whose module this
+		 * SQLite lacks: importing the rest is more useful than failing.
+		 */
+		ereport(WARNING,
+				(errcode(ERRCODE_FDW_ERROR),
+				 errmsg("skipping table \"%s\" of shard \"%s\": could not read its columns",
+						pgname, shard->shard_id),
+				 errdetail_internal("%s", sqlite3_errmsg(db))));
+		sqlite3_reset(colstmt);
+		return NULL;
+	}
+	sqlite3_reset(colstmt);
+
+	if (ncols == 0)
+		return NULL;			/* nothing SELECT * could return */
+
+	appendStringInfo(&cmd, "\n) SERVER %s\nOPTIONS (table %s",
+					 quote_identifier(servername),
+					 quote_literal_cstr(sqlite_name_to_server(tabname)));
+	if (tenant_column == NULL)
+	{
+		tenant_column = iopts->tenant_column;
+		ereport(NOTICE,
+				(errmsg("table \"%s\" has no tenant column \"%s\"",
+						pgname, tenant_column),
+				 errdetail("Queries on foreign table \"%s\" fail until its option \"tenant_column\" names the column that holds the tenant id.",
+						   pgname),
+				 errhint("Set the option with ALTER FOREIGN TABLE, or drop the foreign table if it is not needed.")));
+	}
+	appendStringInfo(&cmd, ", tenant_column %s);",
+					 quote_literal_cstr(tenant_column));
+
+	pfree(typebuf.data);
+	return cmd.data;
+}
