@@ -27,7 +27,7 @@ LANGUAGE C STRICT;
 CREATE FUNCTION shard_add(server name, shard_id text, path text)
 RETURNS void
 AS 'MODULE_PATHNAME', 'shard_add'
-LANGUAGE C STRICT;
+LANGUAGE C;
 
 CREATE FUNCTION shard_list(server name,
                            OUT shard_id text, OUT path text,

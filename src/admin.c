@@ -18,6 +18,7 @@
  */
 #include "sqlite_shard_fdw.h"
 
+#include <stdlib.h>
 #include <sys/stat.h>
 
 #include "access/htup_details.h"
@@ -181,7 +182,7 @@ shard_directory_init(PG_FUNCTION_ARGS)
 	ShardServerOptions *opts = server_options_by_name(PG_GETARG_NAME(0));
 	sqlite3    *volatile db;
 
-	shard_require_file_privilege(true, "create a directory");
+	shard_require_file_privilege(true, "initialize a shard directory");
 	db = open_for_write(opts, true);
 	PG_TRY();
 	{
@@ -235,14 +236,22 @@ file_bytes(const char *path)
 Datum
 shard_add(PG_FUNCTION_ARGS)
 {
-	ShardServerOptions *opts = server_options_by_name(PG_GETARG_NAME(0));
-	char	   *shard_id = text_to_cstring(PG_GETARG_TEXT_PP(1));
-	char	   *path = text_to_cstring(PG_GETARG_TEXT_PP(2));
+	ShardServerOptions *opts;
+	char	   *shard_id;
+	char	   *path;
 	char	   *resolved;
+	char	   *real;
 	sqlite3    *volatile db;
 	sqlite3    *probe;
 	char		errbuf[SHARDIO_ERRLEN];
 
+	if (PG_ARGISNULL(0) || PG_ARGISNULL(1) || PG_ARGISNULL(2))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("server, shard id and path of shard_add must not be null")));
+	opts = server_options_by_name(PG_GETARG_NAME(0));
+	shard_id = text_to_cstring(PG_GETARG_TEXT_PP(1));
+	path = text_to_cstring(PG_GETARG_TEXT_PP(2));
 	shard_require_file_privilege(true, "add a shard");
 	if (shard_id[0] == '\0')
 		ereport(ERROR,
@@ -266,6 +275,7 @@ shard_add(PG_FUNCTION_ARGS)
 						shard_id, resolved),
 				 errdetail_internal("%s", errbuf)));
 	shardio_close(probe);
+	real = realpath(resolved, NULL);
 
 	db = open_for_write(opts, false);
 	PG_TRY();
@@ -306,6 +316,35 @@ shard_add(PG_FUNCTION_ARGS)
 					 errhint("Create the directory's tables with directory_init('%s').",
 							 opts->servername)));
 		}
+		/* The same file under another spelling is the same shard. */
+		if (sqlite3_prepare_v2(db, "SELECT shard_id, path FROM shards", -1,
+							   &stmt, NULL) != SQLITE_OK)
+			write_failed(opts, db, "add a shard");
+		while (real && sqlite3_step(stmt) == SQLITE_ROW)
+		{
+			const char *other = (const char *) sqlite3_column_text(stmt, 1);
+			char	   *other_real;
+			bool		same;
+
+			if (other == NULL)
+				continue;
+			other_real = realpath(shard_resolve_path(opts, other), NULL);
+			same = other_real && strcmp(other_real, real) == 0;
+			free(other_real);
+			if (same)
+			{
+				char	   *other_id = pstrdup((const char *) sqlite3_column_text(stmt, 0));
+
+				sqlite3_finalize(stmt);
+				ereport(ERROR,
+						(errcode(ERRCODE_UNIQUE_VIOLATION),
+						 errmsg("file \"%s\" is already a shard of directory \"%s\"",
+								path, opts->directory),
+						 errdetail("Shard \"%s\" names the same file.", other_id)));
+			}
+		}
+		sqlite3_finalize(stmt);
+
 		if (run_stmt(db, "INSERT INTO shards (shard_id, path) VALUES (?, ?)",
 					 vals, 2, NULL) != SQLITE_DONE)
 			write_failed(opts, db, "add a shard");
@@ -313,9 +352,11 @@ shard_add(PG_FUNCTION_ARGS)
 	PG_CATCH();
 	{
 		shardio_close(db);
+		free(real);
 		PG_RE_THROW();
 	}
 	PG_END_TRY();
+	free(real);
 	finish_write(opts, db);
 	PG_RETURN_VOID();
 }
@@ -438,7 +479,7 @@ place_tenant(ShardServerOptions *opts, ShardLoad *loads, int n)
 	if (best->bytes >= opts->max_shard_bytes)
 		ereport(ERROR,
 				(errcode(ERRCODE_DISK_FULL),
-				 errmsg("every shard of server \"%s\" is at or over max_shard_bytes",
+				 errmsg("every shard of server \"%s\" is at or over \"max_shard_bytes\"",
 						opts->servername),
 				 errhint("Add a shard with shard_add(), or raise the server option \"max_shard_bytes\".")));
 	return best->info;

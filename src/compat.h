@@ -20,12 +20,12 @@
 
 /* The role a foreign scan runs as: ForeignScan.checkAsUser from 16 on. */
 #if PG_VERSION_NUM >= 160000
-#define scan_user_compat(fsplan, estate) \
+#define scan_user_compat(fsplan, estate, rtindex) \
 	(OidIsValid((fsplan)->checkAsUser) ? (fsplan)->checkAsUser : GetUserId())
 #else
-#define scan_user_compat(fsplan, estate) \
-	(OidIsValid(exec_rt_fetch((fsplan)->scan.scanrelid, (estate))->checkAsUser) ? \
-	 exec_rt_fetch((fsplan)->scan.scanrelid, (estate))->checkAsUser : GetUserId())
+#define scan_user_compat(fsplan, estate, rtindex) \
+	(OidIsValid(exec_rt_fetch((rtindex), (estate))->checkAsUser) ? \
+	 exec_rt_fetch((rtindex), (estate))->checkAsUser : GetUserId())
 #endif
 
 /* Privilege checks on servers went through object_aclcheck from 16 on. */

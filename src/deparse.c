@@ -498,17 +498,25 @@ add_param(Expr *val, ShardParamKind kind, PushCategory cat,
 }
 
 /*
+ * shard_deparse_column_ref
+ *		Write a column of a scanned foreign table by its SQLite name.
+ */
+void
+shard_deparse_column_ref(StringInfo buf, PlannerInfo *root, Var *var)
+{
+	RangeTblEntry *rte = planner_rt_fetch(var->varno, root);
+
+	shard_quote_identifier(buf, shard_column_name(rte->relid, var->varattno));
+}
+
+/*
  * deparse_column
  *		Write a column reference by its SQLite name.
  */
 static void
 deparse_column(Expr *expr, DeparseContext *ctx)
 {
-	Var		   *var = (Var *) strip_relabel(expr);
-	RangeTblEntry *rte = planner_rt_fetch(var->varno, ctx->root);
-
-	shard_quote_identifier(ctx->buf, shard_column_name(rte->relid,
-													   var->varattno));
+	shard_deparse_column_ref(ctx->buf, ctx->root, (Var *) strip_relabel(expr));
 }
 
 /*

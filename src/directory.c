@@ -158,13 +158,32 @@ open_directory(ShardServerOptions *opts)
 	char		errbuf[SHARDIO_ERRLEN];
 	int			rc;
 
-	if (shardio_file_state(opts->directory) == SHARDIO_FILE_MISSING)
-		ereport(ERROR,
-				(errcode(ERRCODE_FDW_UNABLE_TO_ESTABLISH_CONNECTION),
-				 errmsg("directory \"%s\" of server \"%s\" does not exist",
-						opts->directory, opts->servername),
-				 errhint("Create it with directory_init('%s'), or correct the server option \"directory\".",
-						 opts->servername)));
+	switch (shardio_file_state(opts->directory))
+	{
+		case SHARDIO_FILE_MISSING:
+			ereport(ERROR,
+					(errcode(ERRCODE_FDW_UNABLE_TO_ESTABLISH_CONNECTION),
+					 errmsg("directory \"%s\" of server \"%s\" does not exist",
+							opts->directory, opts->servername),
+					 errhint("Create it with directory_init('%s'), or correct the server option \"directory\".",
+							 opts->servername)));
+			break;
+		case SHARDIO_FILE_UNREADABLE:
+			ereport(ERROR,
+					(errcode(ERRCODE_FDW_UNABLE_TO_ESTABLISH_CONNECTION),
+					 errmsg("directory \"%s\" of server \"%s\" cannot be read",
+							opts->directory, opts->servername),
+					 errdetail("The server's operating system user needs read permission on the file and its folder.")));
+			break;
+		case SHARDIO_FILE_NOT_REGULAR:
+			ereport(ERROR,
+					(errcode(ERRCODE_FDW_UNABLE_TO_ESTABLISH_CONNECTION),
+					 errmsg("directory \"%s\" of server \"%s\" is not a regular file",
+							opts->directory, opts->servername)));
+			break;
+		default:
+			break;
+	}
 
 	oldcxt = MemoryContextSwitchTo(DirectoryCacheContext);
 	dir = palloc0(sizeof(ShardDirectory));
@@ -252,7 +271,8 @@ check_directory(ShardDirectory *dir, ShardServerOptions *opts)
 				(errcode(ERRCODE_FDW_TABLE_NOT_FOUND),
 				 errmsg("directory \"%s\" has no table \"shards\" and server \"%s\" has no option \"shard_path\"",
 						dir->path, opts->servername),
-				 errhint("Add shards with shard_add(), or set the server option \"shard_path\" to a pattern such as 'shards/%%s.db'.")));
+				 errhint("Create the table with directory_init('%s') and add shards with shard_add(), or set the server option \"shard_path\" to a pattern such as 'shards/%%s.db'.",
+						 opts->servername)));
 
 	dir->version_stmt = prepare_or_error(dir, "PRAGMA data_version");
 	dir->locate_stmt = prepare_or_error(dir,
@@ -385,18 +405,18 @@ fill_location(ShardLocation *loc, const char *tenant, sqlite3_stmt *stmt,
 ShardLocation *
 shard_directory_locate(ShardDirectory *dir, const char *tenant)
 {
-	TenantEntry *entry = NULL;
-	ShardLocation *loc;
+	bool		cacheable = strlen(tenant) < TENANT_KEY_LEN;
+	TenantEntry *entry;
+	ShardLocation loc;
 	MemoryContext oldcxt;
 	bool		found;
 	int			rc;
 
-	if (strlen(tenant) < TENANT_KEY_LEN)
+	if (cacheable)
 	{
-		entry = hash_search(dir->tenants, tenant, HASH_ENTER, &found);
-		if (found)
+		entry = hash_search(dir->tenants, tenant, HASH_FIND, NULL);
+		if (entry)
 			return entry->found ? &entry->loc : NULL;
-		entry->found = false;
 	}
 
 	sqlite3_bind_text(dir->locate_stmt, 1, tenant, -1, SQLITE_STATIC);
@@ -404,37 +424,42 @@ shard_directory_locate(ShardDirectory *dir, const char *tenant)
 	if (rc != SQLITE_ROW && rc != SQLITE_DONE)
 	{
 		sqlite3_reset(dir->locate_stmt);
-		if (entry)
-			hash_search(dir->tenants, tenant, HASH_REMOVE, NULL);
 		dir_error(dir, "look up a tenant");
-	}
-	if (rc == SQLITE_DONE)
-	{
-		sqlite3_reset(dir->locate_stmt);
-		return NULL;
 	}
 
 	oldcxt = MemoryContextSwitchTo(dir->cxt);
-	loc = entry ? &entry->loc : palloc0(sizeof(ShardLocation));
-	fill_location(loc, tenant, dir->locate_stmt, 0);
+	memset(&loc, 0, sizeof(loc));
+	if (rc == SQLITE_ROW)
+		fill_location(&loc, tenant, dir->locate_stmt, 0);
 	MemoryContextSwitchTo(oldcxt);
 	sqlite3_reset(dir->locate_stmt);
 
-	/* A tenant must map to a shard the directory can resolve. */
-	if (shard_directory_shard(dir, loc->owner) == NULL)
-	{
-		if (entry)
-			hash_search(dir->tenants, tenant, HASH_REMOVE, NULL);
+	/*
+	 * A tenant must map to a shard the directory can resolve.  Checked
+	 * before anything is cached, so that an error leaves no entry behind.
+	 */
+	if (rc == SQLITE_ROW && shard_directory_shard(dir, loc.owner) == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_FDW_UNABLE_TO_ESTABLISH_CONNECTION),
 				 errmsg("tenant \"%s\" is mapped to shard \"%s\", which is not in the directory",
-						tenant, loc->owner),
+						tenant, loc.owner),
 				 errdetail("Table \"shards\" of directory \"%s\" has no row for shard \"%s\".",
-						   dir->path, loc->owner)));
+						   dir->path, loc.owner)));
+
+	if (!cacheable)
+	{
+		ShardLocation *copy;
+
+		if (rc != SQLITE_ROW)
+			return NULL;
+		copy = MemoryContextAlloc(dir->cxt, sizeof(ShardLocation));
+		*copy = loc;
+		return copy;
 	}
-	if (entry)
-		entry->found = true;
-	return loc;
+	entry = hash_search(dir->tenants, tenant, HASH_ENTER, &found);
+	entry->found = (rc == SQLITE_ROW);
+	entry->loc = loc;
+	return entry->found ? &entry->loc : NULL;
 }
 
 /*
@@ -477,6 +502,20 @@ shard_resolve_path(ShardServerOptions *opts, const char *path)
 }
 
 /*
+ * directory_relative_path
+ *		A path from the directory, made absolute against its folder.
+ */
+static char *
+directory_relative_path(ShardDirectory *dir, const char *path)
+{
+	ShardServerOptions fake;
+
+	memset(&fake, 0, sizeof(fake));
+	fake.directory = dir->path;
+	return shard_resolve_path(&fake, path);
+}
+
+/*
  * expand_pattern
  *		The path of a shard named through the shard_path pattern.
  */
@@ -485,7 +524,6 @@ expand_pattern(ShardDirectory *dir, const char *shard_id)
 {
 	StringInfoData buf;
 	const char *p;
-	ShardServerOptions fake;
 
 	check_shard_id_for_pattern(dir, shard_id);
 	initStringInfo(&buf);
@@ -504,9 +542,7 @@ expand_pattern(ShardDirectory *dir, const char *shard_id)
 		else
 			appendStringInfoChar(&buf, *p);
 	}
-	memset(&fake, 0, sizeof(fake));
-	fake.directory = dir->path;
-	return shard_resolve_path(&fake, buf.data);
+	return directory_relative_path(dir, buf.data);
 }
 
 /*
@@ -517,18 +553,17 @@ expand_pattern(ShardDirectory *dir, const char *shard_id)
 ShardInfo *
 shard_directory_shard(ShardDirectory *dir, const char *shard_id)
 {
-	ShardEntry *entry = NULL;
-	ShardInfo  *info;
+	bool		cacheable = strlen(shard_id) < TENANT_KEY_LEN;
+	ShardEntry *entry;
 	MemoryContext oldcxt;
 	bool		found;
 	char	   *path = NULL;
 
-	if (strlen(shard_id) < TENANT_KEY_LEN)
+	if (cacheable)
 	{
-		entry = hash_search(dir->shards, shard_id, HASH_ENTER, &found);
-		if (found)
+		entry = hash_search(dir->shards, shard_id, HASH_FIND, NULL);
+		if (entry)
 			return entry->found ? &entry->info : NULL;
-		entry->found = false;
 	}
 
 	oldcxt = MemoryContextSwitchTo(dir->cxt);
@@ -540,37 +575,48 @@ shard_directory_shard(ShardDirectory *dir, const char *shard_id)
 		rc = sqlite3_step(dir->shard_stmt);
 		if (rc == SQLITE_ROW)
 		{
-			ShardServerOptions fake;
+			const char *stored = (const char *) sqlite3_column_text(dir->shard_stmt, 0);
 
-			memset(&fake, 0, sizeof(fake));
-			fake.directory = dir->path;
-			path = shard_resolve_path(&fake,
-									  (const char *) sqlite3_column_text(dir->shard_stmt, 0));
+			if (stored == NULL || stored[0] == '\0')
+			{
+				sqlite3_reset(dir->shard_stmt);
+				ereport(ERROR,
+						(errcode(ERRCODE_FDW_INVALID_ATTRIBUTE_VALUE),
+						 errmsg("shard \"%s\" has no path in directory \"%s\"",
+								shard_id, dir->path),
+						 errdetail("Column \"path\" of table \"shards\" is empty for this shard.")));
+			}
+			path = directory_relative_path(dir, stored);
 		}
 		sqlite3_reset(dir->shard_stmt);
 		if (rc != SQLITE_ROW && rc != SQLITE_DONE)
 		{
 			MemoryContextSwitchTo(oldcxt);
-			if (entry)
-				hash_search(dir->shards, shard_id, HASH_REMOVE, NULL);
 			dir_error(dir, "look up a shard");
 		}
 	}
 	else
 		path = expand_pattern(dir, shard_id);
 
-	if (path == NULL)
+	if (!cacheable)
 	{
+		ShardInfo  *info = NULL;
+
+		if (path)
+		{
+			info = palloc0(sizeof(ShardInfo));
+			info->shard_id = pstrdup(shard_id);
+			info->path = path;
+		}
 		MemoryContextSwitchTo(oldcxt);
-		return NULL;
+		return info;
 	}
-	info = entry ? &entry->info : palloc0(sizeof(ShardInfo));
-	info->shard_id = pstrdup(shard_id);
-	info->path = path;
+	entry = hash_search(dir->shards, shard_id, HASH_ENTER, &found);
+	entry->found = (path != NULL);
+	entry->info.shard_id = pstrdup(shard_id);
+	entry->info.path = path;
 	MemoryContextSwitchTo(oldcxt);
-	if (entry)
-		entry->found = true;
-	return info;
+	return entry->found ? &entry->info : NULL;
 }
 
 /*
@@ -611,8 +657,11 @@ shard_directory_shards(ShardDirectory *dir)
 	foreach(lc, ids)
 	{
 		ShardInfo  *info = shard_directory_shard(dir, (char *) lfirst(lc));
-		MemoryContext oldcxt = MemoryContextSwitchTo(dir->cxt);
+		MemoryContext oldcxt;
 
+		if (info == NULL)
+			continue;
+		oldcxt = MemoryContextSwitchTo(dir->cxt);
 		dir->shard_list = lappend(dir->shard_list, info);
 		MemoryContextSwitchTo(oldcxt);
 	}

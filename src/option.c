@@ -13,6 +13,7 @@
  */
 #include "sqlite_shard_fdw.h"
 
+#include <math.h>
 #include <unistd.h>
 
 #include "access/reloptions.h"
@@ -74,6 +75,13 @@ PG_FUNCTION_INFO_V1(sqlite_shard_fdw_validator);
 void
 _PG_init(void)
 {
+	/*
+	 * Fan-out threads allocate heavily inside SQLite; its allocation
+	 * statistics would make them take one global mutex for every malloc.
+	 * This must precede SQLite's initialization in this process.
+	 */
+	sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
+
 	DefineCustomIntVariable("sqlite_shard_fdw.max_open_shards",
 							"Maximum number of idle SQLite shard handles kept open per backend.",
 							"Handles beyond this are closed, least recently used first; "
@@ -95,6 +103,14 @@ _PG_init(void)
 								PGC_USERSET, 0,
 								NULL, NULL, NULL);
 	}
+
+	DefineCustomBoolVariable("sqlite_shard_fdw.aggregate_pushdown",
+							 "Computes GROUP BY and aggregates inside the shards when the result is exact.",
+							 NULL,
+							 &shard_aggregate_pushdown,
+							 true,
+							 PGC_USERSET, 0,
+							 NULL, NULL, NULL);
 
 	MarkGUCPrefixReserved_compat("sqlite_shard_fdw");
 }
@@ -180,8 +196,8 @@ parse_size_option(const char *name, const char *value)
 		else
 			mult = -1;
 	}
-	if (end == value || errno != 0 || mult < 0 || num <= 0 ||
-		num * mult > (double) PG_INT64_MAX)
+	if (end == value || errno != 0 || mult < 0 || isnan(num) ||
+		num * mult < 1 || num * mult >= 9.2e18)
 		ereport(ERROR,
 				(errcode(ERRCODE_FDW_INVALID_ATTRIBUTE_VALUE),
 				 errmsg("invalid value for option \"%s\": \"%s\"", name, value),

@@ -68,6 +68,7 @@ sqlite_shard_fdw_handler(PG_FUNCTION_ARGS)
 	routine->GetForeignRelSize = shardGetForeignRelSize;
 	routine->GetForeignPaths = shardGetForeignPaths;
 	routine->GetForeignPlan = shardGetForeignPlan;
+	routine->GetForeignUpperPaths = shardGetForeignUpperPaths;
 	routine->BeginForeignScan = shardBeginForeignScan;
 	routine->IterateForeignScan = shardIterateForeignScan;
 	routine->ReScanForeignScan = shardReScanForeignScan;
@@ -136,6 +137,37 @@ shardGetForeignRelSize(PlannerInfo *root, RelOptInfo *baserel,
 								 JOIN_INNER, NULL);
 	baserel->tuples = tuples;
 	baserel->rows = clamp_row_est(tuples * sel);
+}
+
+/*
+ * shard_rel_tenant_attnum
+ *		The tenant column of a scanned foreign table.
+ */
+AttrNumber
+shard_rel_tenant_attnum(RelOptInfo *baserel)
+{
+	return ((ShardRelInfo *) baserel->fdw_private)->tenant_attnum;
+}
+
+/*
+ * shard_rel_remote_conds
+ *		The conditions of a scan that the shards evaluate.
+ */
+List *
+shard_rel_remote_conds(RelOptInfo *baserel)
+{
+	return ((ShardRelInfo *) baserel->fdw_private)->remote_conds;
+}
+
+/*
+ * shard_rel_all_pushed
+ *		Do the shards evaluate every condition of the scan?  Only then may
+ *		they aggregate its rows.
+ */
+bool
+shard_rel_all_pushed(RelOptInfo *baserel)
+{
+	return ((ShardRelInfo *) baserel->fdw_private)->local_conds == NIL;
 }
 
 /*
@@ -216,13 +248,13 @@ equality_ok(Oid opno, Oid inputcollid)
 }
 
 /*
- * find_tenant_condition
+ * shard_find_tenant_condition
  *		The value (or array of values) that a condition of the scan pins the
  *		tenant column to, or NULL when the scan must read every shard.
  */
-static Expr *
-find_tenant_condition(RelOptInfo *baserel, AttrNumber tenant_attnum,
-					  ShardPruneKind *kind)
+Expr *
+shard_find_tenant_condition(RelOptInfo *baserel, AttrNumber tenant_attnum,
+							ShardPruneKind *kind)
 {
 	ListCell   *lc;
 
@@ -279,7 +311,7 @@ shardGetForeignPlan(PlannerInfo *root, RelOptInfo *baserel,
 					Oid foreigntableid, ForeignPath *best_path, List *tlist,
 					List *scan_clauses, Plan *outer_plan)
 {
-	ShardRelInfo *fpinfo = (ShardRelInfo *) baserel->fdw_private;
+	ShardRelInfo *fpinfo;
 	List	   *local_exprs = NIL;
 	List	   *params = NIL;
 	List	   *param_kinds = NIL;
@@ -291,6 +323,10 @@ shardGetForeignPlan(PlannerInfo *root, RelOptInfo *baserel,
 	ShardPruneKind prune_kind;
 	Expr	   *prune_expr;
 	ListCell   *lc;
+
+	if (IS_UPPER_REL(baserel))
+		return shard_upper_plan(root, baserel, tlist, outer_plan);
+	fpinfo = (ShardRelInfo *) baserel->fdw_private;
 
 	/* PostgreSQL filters only by the conditions the shards cannot run. */
 	foreach(lc, scan_clauses)
@@ -313,8 +349,8 @@ shardGetForeignPlan(PlannerInfo *root, RelOptInfo *baserel,
 	shard_deparse_conditions(&where_sql, root, baserel, fpinfo->remote_conds,
 							 &params, &param_kinds);
 
-	prune_expr = find_tenant_condition(baserel, fpinfo->tenant_attnum,
-									   &prune_kind);
+	prune_expr = shard_find_tenant_condition(baserel, fpinfo->tenant_attnum,
+											 &prune_kind);
 	if (prune_expr != NULL)
 		params = lappend(params, prune_expr);
 
@@ -323,6 +359,12 @@ shardGetForeignPlan(PlannerInfo *root, RelOptInfo *baserel,
 							 retrieved_attrs,
 							 param_kinds,
 							 makeInteger(prune_kind));
+	fdw_private = lappend(fdw_private, makeInteger(SCAN_ROWS));
+	fdw_private = lappend(fdw_private, makeString(""));
+	fdw_private = list_concat(fdw_private,
+							  list_make5(NIL, NIL, NIL, NIL, NIL));
+	fdw_private = lappend(fdw_private, NIL);
+	fdw_private = lappend(fdw_private, makeInteger(-1));
 
 	return make_foreignscan(tlist, local_exprs, baserel->relid, params,
 							fdw_private, NIL, NIL, outer_plan);

@@ -38,6 +38,7 @@
 
 #include "compat.h"
 #include "fanout.h"
+#include "merge.h"
 
 /* Rows fetched from SQLite at a time. */
 #define SCAN_BATCH_ROWS 512
@@ -115,6 +116,15 @@ typedef struct ShardScanState
 	ShardTarget *cur;
 	ShardBatch *batch;
 	int			batch_row;
+
+	int			batch_cols;		/* columns of a shard row */
+
+	/* Aggregate scans: partial rows merged by group. */
+	ShardScanMode mode;
+	char	   *group_sql;
+	ShardMerge *merge;
+	int			guard_col;
+	bool		merged;			/* every shard's rows are in the merge */
 
 	MemoryContext row_cxt;		/* reset for every row */
 	int			cur_col;		/* column being converted, for errors */
@@ -211,8 +221,12 @@ shardBeginForeignScan(ForeignScanState *node, int eflags)
 {
 	ForeignScan *fsplan = (ForeignScan *) node->ss.ps.plan;
 	EState	   *estate = node->ss.ps.state;
-	Relation	rel = node->ss.ss_currentRelation;
+	Index		rtindex = fsplan->scan.scanrelid > 0 ? fsplan->scan.scanrelid :
+	bms_next_member(fsplan->fs_relids, -1);
+	Relation	rel = node->ss.ss_currentRelation ? node->ss.ss_currentRelation :
+	ExecGetRangeTableRelation(estate, rtindex);
 	TupleDesc	tupdesc = RelationGetDescr(rel);
+	List	   *priv = fsplan->fdw_private;
 	ShardScanState *s;
 	MemoryContextCallback *cb;
 	List	   *exprs = fsplan->fdw_exprs;
@@ -233,7 +247,10 @@ shardBeginForeignScan(ForeignScanState *node, int eflags)
 	s->retrieved_attrs = list_nth(fsplan->fdw_private, FdwScanPrivateRetrievedAttrs);
 	s->param_kinds = list_nth(fsplan->fdw_private, FdwScanPrivateParamKinds);
 	s->prune_kind = intVal(list_nth(fsplan->fdw_private, FdwScanPrivatePruneKind));
-	s->with_rowid = true;
+	s->mode = intVal(list_nth(priv, FdwScanPrivateMode));
+	s->group_sql = strVal(list_nth(priv, FdwScanPrivateGroupSql));
+	s->guard_col = intVal(list_nth(priv, FdwScanPrivateGuardCol));
+	s->with_rowid = (s->mode == SCAN_ROWS);
 	s->cur_col = -1;
 
 	/* The last expression is the tenant value when the scan prunes. */
@@ -268,14 +285,14 @@ shardBeginForeignScan(ForeignScanState *node, int eflags)
 			s->tenant_pos = i;
 		i++;
 	}
-	if (s->tenant_pos < 0)
+	if (s->mode == SCAN_ROWS && s->tenant_pos < 0)
 		elog(ERROR, "tenant column of foreign table \"%s\" is not fetched",
 			 s->table_name);
 	s->tenant_type = TupleDescAttr(tupdesc, s->topts->tenant_attnum - 1)->atttypid;
 	getTypeOutputInfo(s->tenant_type, &typoutput, &typvarlena);
 	fmgr_info(typoutput, &s->tenant_out);
 
-	userid = scan_user_compat(fsplan, estate);
+	userid = scan_user_compat(fsplan, estate, rtindex);
 	s->allowed = shard_user_tenants(s->opts->serverid, userid);
 
 	s->resolve_cxt = AllocSetContextCreate(estate->es_query_cxt,
@@ -288,6 +305,31 @@ shardBeginForeignScan(ForeignScanState *node, int eflags)
 	cb->func = scan_memory_callback;
 	cb->arg = s;
 	MemoryContextRegisterResetCallback(s->resolve_cxt, cb);
+
+	s->batch_cols = s->nretrieved + 1;
+	if (s->mode != SCAN_ROWS)
+	{
+		ListCell   *lc2;
+		List	   *distinct = list_nth(priv, FdwScanPrivateDistinct);
+
+		/* The widest shard row: every partial, the distinct value, guard. */
+		s->batch_cols = 1;
+		foreach(lc, list_nth(priv, FdwScanPrivateAggCols))
+			foreach(lc2, (List *) lfirst(lc))
+				s->batch_cols = Max(s->batch_cols, lfirst_int(lc2) + 1);
+		if (distinct != NIL)
+			s->batch_cols = Max(s->batch_cols, linitial_int(distinct) + 1);
+		s->batch_cols = Max(s->batch_cols, s->guard_col + 1);
+	}
+	if (s->mode != SCAN_ROWS)
+		s->merge = shard_merge_create((PlanState *) node,
+									  list_nth(priv, FdwScanPrivateAggOps),
+									  list_nth(priv, FdwScanPrivateAggCols),
+									  list_nth(priv, FdwScanPrivateAggTypes),
+									  list_nth(priv, FdwScanPrivateKeyEqops),
+									  list_nth(priv, FdwScanPrivateKeyColls),
+									  list_nth(priv, FdwScanPrivateDistinct),
+									  s->guard_col, s->topts->table);
 }
 
 /*
@@ -647,6 +689,7 @@ build_shard_sql(ShardScanState *s, ShardTarget *t, List **extra)
 		appendStringInfoString(&sql, s->select_sql);
 	if (where.len > 0)
 		appendStringInfo(&sql, " WHERE %s", where.data);
+	appendStringInfoString(&sql, s->group_sql);
 	return sql.data;
 }
 
@@ -833,8 +876,7 @@ next_batch_serial(ForeignScanState *node)
 
 		if (s->own_batch == NULL)
 		{
-			s->own_batch = shardio_batch_create(s->nretrieved + 1,
-												SCAN_BATCH_ROWS);
+			s->own_batch = shardio_batch_create(s->batch_cols, SCAN_BATCH_ROWS);
 			if (s->own_batch == NULL)
 				ereport(ERROR,
 						(errcode(ERRCODE_OUT_OF_MEMORY),
@@ -844,7 +886,8 @@ next_batch_serial(ForeignScanState *node)
 		rc = shardio_fetch(t->stmt, s->own_batch, errbuf);
 		if (rc != SQLITE_ROW && rc != SQLITE_DONE)
 			shard_report_sqlite_error(ERROR, rc, t->info.shard_id,
-									  "read the shard", errbuf);
+									  psprintf("read table \"%s\"", s->topts->table),
+									  errbuf);
 		t->done = (rc == SQLITE_DONE);
 		t->rows += s->own_batch->nrows;
 		s->batch = s->own_batch;
@@ -869,7 +912,7 @@ next_batch_parallel(ForeignScanState *node)
 	{
 		int			nworkers = Min(shard_fanout_parallelism, ntargets);
 
-		s->fanout = fanout_create(nworkers, s->nretrieved + 1, SCAN_BATCH_ROWS,
+		s->fanout = fanout_create(nworkers, s->batch_cols, SCAN_BATCH_ROWS,
 								  nworkers * FANOUT_BATCHES_PER_WORKER);
 		if (s->fanout == NULL)
 			ereport(ERROR,
@@ -923,7 +966,8 @@ next_batch_parallel(ForeignScanState *node)
 				t = list_nth(s->targets, ev.task);
 				s->cur = NULL;
 				shard_report_sqlite_error(ERROR, ev.rc, t->info.shard_id,
-										  "read the shard", ev.errmsg);
+										  psprintf("read table \"%s\"", s->topts->table),
+										  ev.errmsg);
 				break;
 			case FANOUT_NOMEM:
 				ereport(ERROR,
@@ -990,6 +1034,29 @@ shardIterateForeignScan(ForeignScanState *node)
 	errcallback.arg = s;
 	errcallback.previous = error_context_stack;
 	error_context_stack = &errcallback;
+
+	/* An aggregate scan merges every shard's groups, then returns them. */
+	while (s->mode != SCAN_ROWS && !s->merged)
+	{
+		if (s->batch)
+		{
+			shard_merge_add_batch(s->merge, s->batch, s->cur->info.shard_id);
+			if (s->fanout && s->batch != s->own_batch)
+				fanout_release_batch(s->fanout, s->batch);
+			s->batch = NULL;
+		}
+		CHECK_FOR_INTERRUPTS();
+		if (!(use_fanout(s) ? next_batch_parallel(node) :
+			  next_batch_serial(node)))
+			s->merged = true;
+	}
+	if (s->mode != SCAN_ROWS)
+	{
+		if (!shard_merge_next(s->merge, slot))
+			ExecClearTuple(slot);
+		error_context_stack = errcallback.previous;
+		return slot;
+	}
 
 	for (;;)
 	{
@@ -1059,6 +1126,9 @@ shardReScanForeignScan(ForeignScanState *node)
 	ListCell   *lc;
 
 	stop_reading(s, true);
+	if (s->merge)
+		shard_merge_reset(s->merge);
+	s->merged = false;
 	if (node->ss.ps.chgParam != NULL || !s->resolved)
 		s->resolved = false;
 	else
@@ -1117,6 +1187,45 @@ shard_names(ShardScanState *s)
 }
 
 /*
+ * explain_shard_times
+ *		EXPLAIN ANALYZE: rows each shard returned and the slowest shard,
+ *		which sets a fan-out's latency.
+ */
+static void
+explain_shard_times(ShardScanState *s, ExplainState *es)
+{
+	StringInfoData rows;
+	ShardTarget *slowest = NULL;
+	ListCell   *lc;
+	int			n = 0;
+
+	initStringInfo(&rows);
+	foreach(lc, s->targets)
+	{
+		ShardTarget *t = lfirst(lc);
+
+		if (!t->read)
+			continue;
+		if (n > 0)
+			appendStringInfoString(&rows, ", ");
+		appendStringInfo(&rows, "%s=" INT64_FORMAT, t->info.shard_id, t->rows);
+		if (slowest == NULL || t->elapsed_ms > slowest->elapsed_ms)
+			slowest = t;
+		n++;
+	}
+	if (n == 0)
+		return;
+	ExplainPropertyText("Shard Rows", rows.data, es);
+	if (es->timing)
+	{
+		char	   *text = psprintf("%s (%.3f ms)", slowest->info.shard_id,
+									slowest->elapsed_ms);
+
+		ExplainPropertyText("Slowest Shard", text, es);
+	}
+}
+
+/*
  * shardExplainForeignScan
  *		Show which shards the scan reads and, with VERBOSE, the SQLite
  *		query.  A plain EXPLAIN routes without opening a shard.
@@ -1133,6 +1242,10 @@ shardExplainForeignScan(ForeignScanState *node, ExplainState *es)
 		ExplainPropertyText("Shards", shard_names(s), es);
 	else
 		ExplainPropertyText("Shards", "chosen at run time", es);
+	ExplainPropertyText("Pushdown",
+						s->mode == SCAN_AGG_FULL ? "whole groups per shard" :
+						s->mode == SCAN_AGG_PARTIAL ? "partial aggregates, merged" :
+						"rows", es);
 
 	if (es->verbose)
 	{
@@ -1142,6 +1255,10 @@ shardExplainForeignScan(ForeignScanState *node, ExplainState *es)
 		appendStringInfoString(&sql, s->select_sql);
 		if (s->where_sql[0] != '\0')
 			appendStringInfo(&sql, " WHERE %s", s->where_sql);
+		appendStringInfoString(&sql, s->group_sql);
 		ExplainPropertyText("SQLite query", sql.data, es);
 	}
+
+	if (es->analyze && s->resolved)
+		explain_shard_times(s, es);
 }

@@ -110,6 +110,8 @@ extern void shard_deparse_conditions(StringInfo buf, PlannerInfo *root,
 									 RelOptInfo *baserel, List *conds,
 									 List **params, List **param_kinds);
 extern void shard_quote_identifier(StringInfo buf, const char *ident);
+extern void shard_deparse_column_ref(StringInfo buf, PlannerInfo *root,
+									 Var *var);
 extern char *shard_like_to_glob(const char *pattern, int len);
 
 /* in convert.c */
@@ -139,8 +141,49 @@ enum FdwScanPrivateIndex
 	FdwScanPrivateWhereSql,		/* String: pushed conditions, or "" */
 	FdwScanPrivateRetrievedAttrs,	/* IntList of fetched attribute numbers */
 	FdwScanPrivateParamKinds,	/* IntList of ShardParamKind */
-	FdwScanPrivatePruneKind		/* Integer: ShardPruneKind */
+	FdwScanPrivatePruneKind,	/* Integer: ShardPruneKind */
+	FdwScanPrivateMode,			/* Integer: ShardScanMode */
+	FdwScanPrivateGroupSql,		/* String: " GROUP BY ...", or "" */
+	FdwScanPrivateAggOps,		/* IntList: ShardAggOp per output column */
+	FdwScanPrivateAggCols,		/* List of IntLists: shard columns of each */
+	FdwScanPrivateAggTypes,		/* OidList: argument or key type of each */
+	FdwScanPrivateKeyEqops,		/* OidList: equality operator per key */
+	FdwScanPrivateKeyColls,		/* OidList: collation per key */
+	FdwScanPrivateDistinct,		/* IntList: shard column, type, eqop,
+								 * collation of count(DISTINCT x), or NIL */
+	FdwScanPrivateGuardCol		/* Integer: shard column counting values of
+								 * the wrong storage class, or -1 */
 };
+
+/* What a scan returns (FdwScanPrivateMode). */
+typedef enum ShardScanMode
+{
+	SCAN_ROWS,					/* the table's rows */
+	SCAN_AGG_PARTIAL,			/* partial aggregates, merged by group */
+	SCAN_AGG_FULL				/* whole groups: grouped by the tenant */
+} ShardScanMode;
+
+/*
+ * How each output column of an aggregate scan is computed from the shard
+ * columns (FdwScanPrivateAggOps).
+ */
+typedef enum ShardAggOp
+{
+	AGGOP_KEY,					/* a grouping key: one column */
+	AGGOP_COUNT_STAR,			/* count(*): one column */
+	AGGOP_COUNT,				/* count(x): one column */
+	AGGOP_SUM_INT,				/* sum(int2|int4): sum */
+	AGGOP_SUM_INT8,				/* sum(int8): sum of high and low halves */
+	AGGOP_SUM_FLOAT,			/* sum(float8): total, count */
+	AGGOP_AVG_INT,				/* avg(int2|int4): sum, count */
+	AGGOP_AVG_INT8,				/* avg(int8): high, low, count */
+	AGGOP_AVG_FLOAT,			/* avg(float8): total, count */
+	AGGOP_MIN,					/* min(x): one column */
+	AGGOP_MAX,					/* max(x): one column */
+	AGGOP_BOOL_AND,				/* bool_and: min of 0/1, unreadable count */
+	AGGOP_BOOL_OR,				/* bool_or: max of 0/1, unreadable count */
+	AGGOP_COUNT_DISTINCT		/* count(DISTINCT x): no column of its own */
+} ShardAggOp;
 
 /*
  * How a scan picks its shards.  With PRUNE_EQ or PRUNE_ANY, the last
@@ -152,6 +195,24 @@ typedef enum ShardPruneKind
 	PRUNE_EQ,					/* tenant = value */
 	PRUNE_ANY					/* tenant = ANY (array) */
 } ShardPruneKind;
+
+extern AttrNumber shard_rel_tenant_attnum(RelOptInfo *baserel);
+extern Expr *shard_find_tenant_condition(RelOptInfo *baserel,
+										 AttrNumber tenant_attnum,
+										 ShardPruneKind *kind);
+extern List *shard_rel_remote_conds(RelOptInfo *baserel);
+extern bool shard_rel_all_pushed(RelOptInfo *baserel);
+
+/* in upper.c */
+
+extern bool shard_aggregate_pushdown;
+
+extern void shardGetForeignUpperPaths(PlannerInfo *root,
+									  UpperRelationKind stage,
+									  RelOptInfo *input_rel,
+									  RelOptInfo *output_rel, void *extra);
+extern ForeignScan *shard_upper_plan(PlannerInfo *root, RelOptInfo *upperrel,
+									 List *tlist, Plan *outer_plan);
 
 /* in scan.c */
 

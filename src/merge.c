@@ -1,0 +1,635 @@
+/*-------------------------------------------------------------------------
+ *
+ * merge.c
+ *		  Merging the partial aggregates that shards return
+ *
+ * An aggregate scan (upper.c) receives from each shard one row per group:
+ * the grouping keys and the partial aggregates.  Groups are merged in a
+ * hash table keyed by the keys, compared with the equality operators of
+ * the query's own GROUP BY, so two shards' rows of one group always meet.
+ * Once every shard has answered, each group is finalized into the scan's
+ * output row: counts are summed, integer sums checked for overflow (or
+ * combined from 32-bit halves into numeric), averages divided with
+ * PostgreSQL's numeric division, minima and maxima compared by type.
+ *
+ * count(DISTINCT x) uses a second table keyed by (keys, x): a value counts
+ * once however many shards have it.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "sqlite_shard_fdw.h"
+
+#include "access/htup_details.h"
+#include "catalog/pg_type.h"
+#include "common/int.h"
+#include "executor/executor.h"
+#include "executor/tuptable.h"
+#include "utils/builtins.h"
+#include "utils/fmgrprotos.h"
+#include "utils/memutils.h"
+#include "utils/numeric.h"
+
+#include "merge.h"
+
+/* The running state of one aggregate of one group. */
+typedef struct AggAcc
+{
+	int64		count;			/* count, count(x), avg's count, distinct */
+	int64		isum;			/* integer sum, or the high halves */
+	int64		ilo;			/* the low halves of a bigint sum */
+	double		fsum;			/* double precision total */
+	bool		has;			/* a non-NULL partial was merged */
+	int64		imm;			/* min/max/bool of integers */
+	double		fmm;			/* min/max of doubles */
+	char	   *tmm;			/* min/max of text */
+} AggAcc;
+
+struct ShardMerge
+{
+	int			nout;			/* output columns */
+	int		   *ops;			/* ShardAggOp of each */
+	int		  **cols;			/* shard columns of each */
+	Oid		   *types;			/* key type, or aggregate argument type */
+	ShardColumnConv *convs;		/* for keys */
+	int			nkeys;
+	int		   *key_out;		/* output column of each key */
+
+	TupleHashTable groups;
+	TupleTableSlot *keyslot;	/* keys of a shard row, for lookups */
+	TupleTableSlot *readslot;	/* keys of a stored group */
+	TupleHashTable distinct;	/* (keys, x) seen, or NULL */
+	TupleTableSlot *dslot;
+	int			dcol;			/* shard column of x */
+	ShardColumnConv dconv;
+	int			guard_col;
+
+	AggAcc	   *nokeys;			/* the one group of a query without keys */
+	bool		emitting;
+	TupleHashIterator iter;
+	bool		nokeys_emitted;
+
+	MemoryContext tablecxt;		/* groups */
+	MemoryContext tempcxt;		/* reset per row */
+	const char *table;			/* SQLite table, for messages */
+};
+
+/*
+ * build_table
+ *		A hash table over a key tuple of the given types, with the given
+ *		equality operators and collations.
+ */
+static TupleHashTable
+build_table(PlanState *ps, int nkeys, Oid *keytypes, Oid *eqops, Oid *colls,
+			TupleTableSlot **slot, MemoryContext tablecxt,
+			MemoryContext tempcxt)
+{
+	TupleDesc	desc = CreateTemplateTupleDesc(nkeys);
+	AttrNumber *keycols = palloc(sizeof(AttrNumber) * nkeys);
+	Oid		   *eqfuncs;
+	FmgrInfo   *hashfuncs;
+	int			i;
+
+	for (i = 0; i < nkeys; i++)
+	{
+		TupleDescInitEntry(desc, i + 1, NULL, keytypes[i], -1, 0);
+		TupleDescInitEntryCollation(desc, i + 1, colls[i]);
+		keycols[i] = i + 1;
+	}
+	*slot = MakeSingleTupleTableSlot(desc, &TTSOpsVirtual);
+	execTuplesHashPrepare(nkeys, eqops, &eqfuncs, &hashfuncs);
+	return BuildTupleHashTableExt(ps, desc, nkeys, keycols, eqfuncs, hashfuncs,
+								  colls, 256, 0, CurrentMemoryContext,
+								  tablecxt, tempcxt, false);
+}
+
+/*
+ * shard_merge_create
+ *		Set up the merge of an aggregate scan from its plan's lists.
+ */
+ShardMerge *
+shard_merge_create(PlanState *ps, List *ops, List *cols, List *types,
+				   List *eqops, List *colls, List *distinct, int guard_col,
+				   const char *table)
+{
+	ShardMerge *m = palloc0(sizeof(ShardMerge));
+	ListCell   *lc1,
+			   *lc2,
+			   *lc3;
+	Oid		   *keytypes;
+	Oid		   *keyeqops;
+	Oid		   *keycolls;
+	int			i = 0;
+	int			k = 0;
+
+	m->nout = list_length(ops);
+	m->ops = palloc(sizeof(int) * m->nout);
+	m->cols = palloc(sizeof(int *) * m->nout);
+	m->types = palloc(sizeof(Oid) * m->nout);
+	m->convs = palloc0(sizeof(ShardColumnConv) * m->nout);
+	m->key_out = palloc(sizeof(int) * (m->nout + 1));
+	m->guard_col = guard_col;
+	m->table = table;
+	forthree(lc1, ops, lc2, cols, lc3, types)
+	{
+		List	   *c = (List *) lfirst(lc2);
+		ListCell   *lcc;
+		int			j = 0;
+
+		m->ops[i] = lfirst_int(lc1);
+		m->cols[i] = palloc(sizeof(int) * (list_length(c) + 1));
+		foreach(lcc, c)
+			m->cols[i][j++] = lfirst_int(lcc);
+		m->types[i] = lfirst_oid(lc3);
+		if (m->ops[i] == AGGOP_KEY)
+		{
+			shard_conv_init(&m->convs[i], m->types[i], -1);
+			m->key_out[m->nkeys++] = i;
+		}
+		i++;
+	}
+
+	m->tablecxt = AllocSetContextCreate(CurrentMemoryContext,
+										"sqlite_shard_fdw groups",
+										ALLOCSET_DEFAULT_SIZES);
+	m->tempcxt = AllocSetContextCreate(CurrentMemoryContext,
+									   "sqlite_shard_fdw merge",
+									   ALLOCSET_DEFAULT_SIZES);
+
+	keytypes = palloc(sizeof(Oid) * (m->nkeys + 1));
+	keyeqops = palloc(sizeof(Oid) * (m->nkeys + 1));
+	keycolls = palloc(sizeof(Oid) * (m->nkeys + 1));
+	forboth(lc1, eqops, lc2, colls)
+	{
+		keytypes[k] = m->types[m->key_out[k]];
+		keyeqops[k] = lfirst_oid(lc1);
+		keycolls[k] = lfirst_oid(lc2);
+		k++;
+	}
+	if (m->nkeys > 0)
+	{
+		m->groups = build_table(ps, m->nkeys, keytypes, keyeqops, keycolls,
+								&m->keyslot, m->tablecxt, m->tempcxt);
+		m->readslot = MakeSingleTupleTableSlot(m->keyslot->tts_tupleDescriptor,
+											   &TTSOpsMinimalTuple);
+	}
+
+	if (distinct != NIL)
+	{
+		m->dcol = linitial_int(distinct);
+		keytypes[m->nkeys] = (Oid) lsecond_int(distinct);
+		keyeqops[m->nkeys] = (Oid) lthird_int(distinct);
+		keycolls[m->nkeys] = (Oid) lfourth_int(distinct);
+		shard_conv_init(&m->dconv, keytypes[m->nkeys], -1);
+		m->distinct = build_table(ps, m->nkeys + 1, keytypes, keyeqops,
+								  keycolls, &m->dslot, m->tablecxt,
+								  m->tempcxt);
+	}
+	return m;
+}
+
+/*
+ * shard_merge_reset
+ *		Forget every group, for a rescan.
+ */
+void
+shard_merge_reset(ShardMerge *m)
+{
+	if (m->groups)
+		ResetTupleHashTable(m->groups);
+	if (m->distinct)
+		ResetTupleHashTable(m->distinct);
+	MemoryContextReset(m->tablecxt);
+	m->nokeys = NULL;
+	m->nokeys_emitted = false;
+	m->emitting = false;
+}
+
+/*
+ * value_int
+ *		An integer partial; NULL counts as absent.
+ */
+static bool
+value_int(const ShardValue *v, int64 *out)
+{
+	if (v->type == SQLITE_INTEGER)
+	{
+		*out = v->u.i;
+		return true;
+	}
+	if (v->type == SQLITE_FLOAT)
+	{
+		*out = (int64) v->u.d;
+		return true;
+	}
+	return false;
+}
+
+/*
+ * value_float
+ *		A numeric partial as a double; NULL counts as absent.
+ */
+static bool
+value_float(const ShardValue *v, double *out)
+{
+	if (v->type == SQLITE_INTEGER)
+	{
+		*out = (double) v->u.i;
+		return true;
+	}
+	if (v->type == SQLITE_FLOAT)
+	{
+		*out = v->u.d;
+		return true;
+	}
+	return false;
+}
+
+/*
+ * add_int
+ *		Add to an integer accumulator, with PostgreSQL's overflow error.
+ */
+static void
+add_int(int64 *acc, int64 v)
+{
+	if (pg_add_s64_overflow(*acc, v, acc))
+		ereport(ERROR,
+				(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
+				 errmsg("bigint out of range")));
+}
+
+/*
+ * merge_minmax
+ *		Keep the smaller (or larger) of the accumulated and a new value.
+ */
+static void
+merge_minmax(ShardMerge *m, AggAcc *acc, int op, Oid type, const ShardValue *v)
+{
+	bool		take;
+
+	if (v->type == SQLITE_NULL)
+		return;
+	if (type == TEXTOID || type == VARCHAROID)
+	{
+		const char *p = v->type == SQLITE_TEXT ? v->u.p : "";
+		int			cmp = acc->has ? strcmp(p, acc->tmm) : 0;
+
+		take = !acc->has || (op == AGGOP_MIN ? cmp < 0 : cmp > 0);
+		if (take)
+			acc->tmm = MemoryContextStrdup(m->tablecxt, p);
+	}
+	else if (type == FLOAT8OID)
+	{
+		double		d = 0;
+
+		(void) value_float(v, &d);
+		take = !acc->has || (op == AGGOP_MIN ? d < acc->fmm : d > acc->fmm);
+		if (take)
+			acc->fmm = d;
+	}
+	else
+	{
+		int64		i = 0;
+
+		(void) value_int(v, &i);
+		take = !acc->has || (op == AGGOP_MIN ? i < acc->imm : i > acc->imm);
+		if (take)
+			acc->imm = i;
+	}
+	acc->has = true;
+}
+
+/*
+ * merge_row
+ *		Fold one shard row's partials into its group's accumulators.
+ */
+static void
+merge_row(ShardMerge *m, AggAcc *accs, const ShardValue *row,
+		  const char *shard_id)
+{
+	int			i;
+
+	for (i = 0; i < m->nout; i++)
+	{
+		AggAcc	   *acc = &accs[i];
+		const int  *c = m->cols[i];
+		int64		iv;
+		double		dv;
+
+		switch (m->ops[i])
+		{
+			case AGGOP_KEY:
+			case AGGOP_COUNT_DISTINCT:
+				break;
+			case AGGOP_COUNT_STAR:
+			case AGGOP_COUNT:
+				if (value_int(&row[c[0]], &iv))
+					add_int(&acc->count, iv);
+				break;
+			case AGGOP_SUM_INT:
+				if (value_int(&row[c[0]], &iv))
+				{
+					add_int(&acc->isum, iv);
+					acc->has = true;
+				}
+				break;
+			case AGGOP_SUM_INT8:
+			case AGGOP_AVG_INT8:
+				if (value_int(&row[c[0]], &iv))
+				{
+					add_int(&acc->isum, iv);
+					if (value_int(&row[c[1]], &iv))
+						add_int(&acc->ilo, iv);
+					acc->has = true;
+				}
+				if (m->ops[i] == AGGOP_AVG_INT8 && value_int(&row[c[2]], &iv))
+					add_int(&acc->count, iv);
+				break;
+			case AGGOP_AVG_INT:
+				if (value_int(&row[c[0]], &iv))
+				{
+					add_int(&acc->isum, iv);
+					acc->has = true;
+				}
+				if (value_int(&row[c[1]], &iv))
+					add_int(&acc->count, iv);
+				break;
+			case AGGOP_SUM_FLOAT:
+			case AGGOP_AVG_FLOAT:
+				if (value_float(&row[c[0]], &dv))
+					acc->fsum += dv;
+				if (value_int(&row[c[1]], &iv))
+					add_int(&acc->count, iv);
+				break;
+			case AGGOP_MIN:
+			case AGGOP_MAX:
+				merge_minmax(m, acc, m->ops[i], m->types[i], &row[c[0]]);
+				break;
+			case AGGOP_BOOL_AND:
+			case AGGOP_BOOL_OR:
+				if (value_int(&row[c[1]], &iv) && iv > 0)
+					ereport(ERROR,
+							(errcode(ERRCODE_INVALID_TEXT_REPRESENTATION),
+							 errmsg("invalid input syntax for type boolean in table \"%s\" on shard \"%s\"",
+									m->table, shard_id),
+							 errdetail("%lld stored values cannot be read as boolean.",
+									   (long long) iv)));
+				if (value_int(&row[c[0]], &iv))
+				{
+					if (!acc->has)
+						acc->imm = iv;
+					else if (m->ops[i] == AGGOP_BOOL_AND)
+						acc->imm = Min(acc->imm, iv);
+					else
+						acc->imm = Max(acc->imm, iv);
+					acc->has = true;
+				}
+				break;
+		}
+	}
+}
+
+/*
+ * store_keys
+ *		Convert a row's keys (and, with x, the distinct value) into a key
+ *		slot.
+ */
+static void
+store_keys(ShardMerge *m, TupleTableSlot *slot, const ShardValue *row,
+		   bool with_x)
+{
+	int			k;
+
+	ExecClearTuple(slot);
+	for (k = 0; k < m->nkeys; k++)
+	{
+		int			out = m->key_out[k];
+
+		slot->tts_values[k] = shard_value_to_datum(&m->convs[out],
+												   &row[m->cols[out][0]],
+												   &slot->tts_isnull[k]);
+	}
+	if (with_x)
+		slot->tts_values[m->nkeys] = shard_value_to_datum(&m->dconv,
+														  &row[m->dcol],
+														  &slot->tts_isnull[m->nkeys]);
+	ExecStoreVirtualTuple(slot);
+}
+
+/*
+ * group_accs
+ *		The accumulators of a row's group, created on first sight.
+ */
+static AggAcc *
+group_accs(ShardMerge *m, const ShardValue *row)
+{
+	TupleHashEntry entry;
+	bool		isnew;
+
+	if (m->nkeys == 0)
+	{
+		if (m->nokeys == NULL)
+			m->nokeys = MemoryContextAllocZero(m->tablecxt,
+											   sizeof(AggAcc) * m->nout);
+		return m->nokeys;
+	}
+	store_keys(m, m->keyslot, row, false);
+	entry = LookupTupleHashEntry(m->groups, m->keyslot, &isnew, NULL);
+	if (isnew)
+		entry->additional = MemoryContextAllocZero(m->tablecxt,
+												   sizeof(AggAcc) * m->nout);
+	return (AggAcc *) entry->additional;
+}
+
+/*
+ * shard_merge_add_batch
+ *		Merge every row of a batch from one shard.
+ */
+void
+shard_merge_add_batch(ShardMerge *m, ShardBatch *batch, const char *shard_id)
+{
+	int			r;
+
+	for (r = 0; r < batch->nrows; r++)
+	{
+		const ShardValue *row = &batch->values[(size_t) r * batch->ncols];
+		MemoryContext oldcxt;
+		AggAcc	   *accs;
+		int64		bad;
+
+		if (m->guard_col >= 0 && value_int(&row[m->guard_col], &bad) && bad > 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_FDW_INVALID_DATA_TYPE),
+					 errmsg("table \"%s\" on shard \"%s\" holds values the aggregates cannot read",
+							m->table, shard_id),
+					 errdetail("%lld values have a storage class other than the column's type (such as text in an integer column).",
+							   (long long) bad),
+					 errhint("Set \"sqlite_shard_fdw.aggregate_pushdown\" to off to aggregate in PostgreSQL, which reports each value.")));
+
+		MemoryContextReset(m->tempcxt);
+		oldcxt = MemoryContextSwitchTo(m->tempcxt);
+		accs = group_accs(m, row);
+		merge_row(m, accs, row, shard_id);
+
+		if (m->distinct)
+		{
+			bool		isnew;
+
+			store_keys(m, m->dslot, row, true);
+			(void) LookupTupleHashEntry(m->distinct, m->dslot, &isnew, NULL);
+			if (isnew && !m->dslot->tts_isnull[m->nkeys])
+			{
+				int			i;
+
+				for (i = 0; i < m->nout; i++)
+					if (m->ops[i] == AGGOP_COUNT_DISTINCT)
+						accs[i].count++;
+			}
+		}
+		MemoryContextSwitchTo(oldcxt);
+	}
+}
+
+/*
+ * int_sum_numeric
+ *		A bigint sum from its halves: high * 2^32 + low, exactly.
+ */
+static Datum
+int_sum_numeric(AggAcc *acc)
+{
+	Datum		high = NumericGetDatum(int64_to_numeric(acc->isum));
+	Datum		shift = NumericGetDatum(int64_to_numeric(INT64CONST(4294967296)));
+	Datum		low = NumericGetDatum(int64_to_numeric(acc->ilo));
+
+	return DirectFunctionCall2(numeric_add,
+							   DirectFunctionCall2(numeric_mul, high, shift),
+							   low);
+}
+
+/*
+ * finalize
+ *		Compute an aggregate's result from its accumulator.
+ */
+static Datum
+finalize(ShardMerge *m, int i, AggAcc *acc, bool *isnull)
+{
+	Oid			type = m->types[i];
+
+	*isnull = false;
+	switch (m->ops[i])
+	{
+		case AGGOP_COUNT_STAR:
+		case AGGOP_COUNT:
+		case AGGOP_COUNT_DISTINCT:
+			return Int64GetDatum(acc->count);
+		case AGGOP_SUM_INT:
+			*isnull = !acc->has;
+			return Int64GetDatum(acc->isum);
+		case AGGOP_SUM_INT8:
+			*isnull = !acc->has;
+			return acc->has ? int_sum_numeric(acc) : (Datum) 0;
+		case AGGOP_AVG_INT:
+		case AGGOP_AVG_INT8:
+			if (acc->count == 0)
+			{
+				*isnull = true;
+				return (Datum) 0;
+			}
+			return DirectFunctionCall2(numeric_div,
+									   m->ops[i] == AGGOP_AVG_INT ?
+									   NumericGetDatum(int64_to_numeric(acc->isum)) :
+									   int_sum_numeric(acc),
+									   NumericGetDatum(int64_to_numeric(acc->count)));
+		case AGGOP_SUM_FLOAT:
+			*isnull = (acc->count == 0);
+			return Float8GetDatum(acc->fsum);
+		case AGGOP_AVG_FLOAT:
+			*isnull = (acc->count == 0);
+			return Float8GetDatum(acc->count ? acc->fsum / acc->count : 0);
+		case AGGOP_MIN:
+		case AGGOP_MAX:
+			*isnull = !acc->has;
+			if (!acc->has)
+				return (Datum) 0;
+			if (type == TEXTOID || type == VARCHAROID)
+				return CStringGetTextDatum(acc->tmm);
+			if (type == FLOAT8OID)
+				return Float8GetDatum(acc->fmm);
+			if (type == INT2OID)
+				return Int16GetDatum((int16) acc->imm);
+			if (type == INT4OID)
+				return Int32GetDatum((int32) acc->imm);
+			return Int64GetDatum(acc->imm);
+		case AGGOP_BOOL_AND:
+		case AGGOP_BOOL_OR:
+			*isnull = !acc->has;
+			return BoolGetDatum(acc->imm != 0);
+		default:
+			elog(ERROR, "unexpected aggregate kind %d", m->ops[i]);
+	}
+	return (Datum) 0;
+}
+
+/*
+ * fill_slot
+ *		Build one output row: keys from the group's key tuple, aggregates
+ *		finalized.
+ */
+static void
+fill_slot(ShardMerge *m, TupleTableSlot *slot, TupleTableSlot *keys,
+		  AggAcc *accs)
+{
+	int			i;
+	int			k = 0;
+
+	ExecClearTuple(slot);
+	for (i = 0; i < m->nout; i++)
+	{
+		if (m->ops[i] == AGGOP_KEY)
+		{
+			slot->tts_values[i] = keys->tts_values[k];
+			slot->tts_isnull[i] = keys->tts_isnull[k];
+			k++;
+		}
+		else
+			slot->tts_values[i] = finalize(m, i, &accs[i],
+										   &slot->tts_isnull[i]);
+	}
+	ExecStoreVirtualTuple(slot);
+}
+
+/*
+ * shard_merge_next
+ *		The next merged group into slot; false when all are out.  A query
+ *		without grouping keys always returns its one group, even over no
+ *		rows at all (count 0, sum NULL).
+ */
+bool
+shard_merge_next(ShardMerge *m, TupleTableSlot *slot)
+{
+	TupleHashEntry entry;
+
+	if (m->nkeys == 0)
+	{
+		if (m->nokeys_emitted)
+			return false;
+		if (m->nokeys == NULL)
+			m->nokeys = MemoryContextAllocZero(m->tablecxt,
+											   sizeof(AggAcc) * m->nout);
+		fill_slot(m, slot, NULL, m->nokeys);
+		m->nokeys_emitted = true;
+		return true;
+	}
+
+	if (!m->emitting)
+	{
+		InitTupleHashIterator(m->groups, &m->iter);
+		m->emitting = true;
+	}
+	entry = ScanTupleHashTable(m->groups, &m->iter);
+	if (entry == NULL)
+		return false;
+	ExecStoreMinimalTuple(entry->firstTuple, m->readslot, false);
+	slot_getallattrs(m->readslot);
+	fill_slot(m, slot, m->readslot, (AggAcc *) entry->additional);
+	return true;
+}

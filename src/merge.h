@@ -1,0 +1,22 @@
+/*-------------------------------------------------------------------------
+ *
+ * merge.h
+ *		  Merging partial aggregates from shards (merge.c)
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef SHARD_MERGE_H
+#define SHARD_MERGE_H
+
+typedef struct ShardMerge ShardMerge;
+
+extern ShardMerge *shard_merge_create(PlanState *ps, List *ops, List *cols,
+									  List *types, List *eqops, List *colls,
+									  List *distinct, int guard_col,
+									  const char *table);
+extern void shard_merge_add_batch(ShardMerge *m, ShardBatch *batch,
+								  const char *shard_id);
+extern void shard_merge_reset(ShardMerge *m);
+extern bool shard_merge_next(ShardMerge *m, TupleTableSlot *slot);
+
+#endif							/* SHARD_MERGE_H */

@@ -1,0 +1,838 @@
+/*-------------------------------------------------------------------------
+ *
+ * upper.c
+ *		  Aggregate pushdown: planning GROUP BY and aggregates in the shards
+ *
+ * A grouped query over one foreign table, all of whose conditions the
+ * shards evaluate, is answered by the shards themselves.  Each shard groups
+ * its rows and returns one row per group with partial aggregates; the
+ * backend merges groups that several shards returned (merge.c).  When the
+ * grouping includes the tenant column, every group lives in one shard and
+ * the merge has nothing to combine: EXPLAIN calls that a full pushdown.
+ *
+ * Partials are chosen so that the merged result is exactly PostgreSQL's:
+ *
+ * - sum(bigint) is returned as the sums of the high and low 32 bits of
+ *   each value, which cannot overflow in SQLite, and combined into numeric;
+ *   sum(integer) and sum(smallint) fit SQLite's 64-bit sum.
+ * - avg() is merged from sum and count, with numeric division for integer
+ *   arguments (PostgreSQL's result type and scale) and float division for
+ *   double precision.
+ * - sum(double precision) uses total(), which never fails on overflow, with
+ *   count() to tell "no rows" (NULL) from zero.
+ * - min() and max() of text only under the C collation.
+ * - bool_and and bool_or map the stored forms PostgreSQL's boolean input
+ *   accepts to 0 and 1, and count what they could not read.
+ * - count(DISTINCT x) groups the shards' rows by x as well, and the merge
+ *   counts each distinct value once across shards.
+ *
+ * A guard column counts values whose storage class the aggregate cannot
+ * take (text in an integer column, say); a shard that reports any makes the
+ * query fail with an error naming it, rather than let SQLite's loose
+ * arithmetic change the answer.
+ *
+ * Grouping keys are columns of integer, double precision or text type (text
+ * grouped byte-wise, as PostgreSQL's deterministic collations compare), and
+ * the time buckets BI tools generate on timestamp columns:
+ * date_trunc('year'|'month'|'week'|'day'|'hour'|'minute', ts) and
+ * extract/date_part of year, quarter, month, day, hour, minute, dow, isodow
+ * and doy.  SQLite's strftime reads every stored form the wrapper accepts
+ * (ISO text with or without offset, Unix seconds).
+ *
+ * Anything else (FILTER, ORDER BY inside an aggregate, other aggregates,
+ * grouping sets, a condition PostgreSQL must evaluate) is not pushed: the
+ * rows are fetched and PostgreSQL aggregates them.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "sqlite_shard_fdw.h"
+
+#include "access/table.h"
+#include "catalog/pg_aggregate.h"
+#include "catalog/pg_collation.h"
+#include "catalog/pg_namespace.h"
+#include "catalog/pg_type.h"
+#include "mb/pg_wchar.h"
+#include "nodes/makefuncs.h"
+#include "nodes/nodeFuncs.h"
+#include "optimizer/cost.h"
+#include "optimizer/optimizer.h"
+#include "optimizer/pathnode.h"
+#include "optimizer/planmain.h"
+#include "optimizer/restrictinfo.h"
+#include "optimizer/tlist.h"
+#include "parser/parse_oper.h"
+#include "parser/parsetree.h"
+#include "utils/builtins.h"
+#include "utils/fmgroids.h"
+#include "utils/formatting.h"
+#include "utils/lsyscache.h"
+#include "utils/pg_locale.h"
+#include "utils/selfuncs.h"
+
+/* GUC: push grouping and aggregates to the shards. */
+bool		shard_aggregate_pushdown = true;
+
+/* Planner state of a pushed-down aggregation (upperrel->fdw_private). */
+typedef struct ShardUpperInfo
+{
+	RelOptInfo *baserel;		/* the scanned foreign table */
+	List	   *tlist;			/* TargetEntries: keys and aggregates */
+	List	   *ops;			/* ShardAggOp per tlist entry */
+	List	   *having;			/* conditions PostgreSQL applies after */
+	Aggref	   *distinct;		/* the count(DISTINCT x), or NULL */
+	bool		by_tenant;		/* grouped by the tenant column */
+} ShardUpperInfo;
+
+/*
+ * own_var
+ *		The column of the scanned table that expr is (through relabeling),
+ *		or NULL.
+ */
+static Var *
+own_var(Expr *expr, RelOptInfo *baserel)
+{
+	while (expr && IsA(expr, RelabelType))
+		expr = ((RelabelType *) expr)->arg;
+	if (expr && IsA(expr, Var) && ((Var *) expr)->varno == baserel->relid &&
+		((Var *) expr)->varlevelsup == 0 && ((Var *) expr)->varattno > 0)
+		return (Var *) expr;
+	return NULL;
+}
+
+/*
+ * groupable_type
+ *		Do SQLite's groups of this type's stored values match PostgreSQL's
+ *		equality?  Text needs a deterministic collation and a UTF-8 database.
+ */
+static bool
+groupable_type(Oid typid, Oid collid)
+{
+	switch (typid)
+	{
+		case INT2OID:
+		case INT4OID:
+		case INT8OID:
+		case FLOAT8OID:
+			return true;
+		case TEXTOID:
+		case VARCHAROID:
+			return GetDatabaseEncoding() == PG_UTF8 &&
+				(collid == DEFAULT_COLLATION_OID ||
+				 (OidIsValid(collid) && get_collation_isdeterministic(collid)));
+		default:
+			return false;
+	}
+}
+
+/*
+ * const_text
+ *		The value of a text constant, or NULL.
+ */
+static char *
+const_text(Expr *expr)
+{
+	Const	   *c = (Const *) expr;
+
+	if (expr == NULL || !IsA(expr, Const) || c->constisnull ||
+		c->consttype != TEXTOID)
+		return NULL;
+	return TextDatumGetCString(c->constvalue);
+}
+
+/*
+ * deparse_strftime
+ *		strftime(fmt, ts, modifiers) for every stored form of a timestamp:
+ *		text as it is, numbers as Unix seconds.
+ */
+static void
+deparse_strftime(StringInfo buf, PlannerInfo *root, Var *var,
+				 const char *fmt, const char *modifiers)
+{
+	StringInfoData col;
+
+	initStringInfo(&col);
+	shard_deparse_column_ref(&col, root, var);
+	appendStringInfo(buf,
+					 "CASE typeof(%s) WHEN 'text' THEN strftime('%s', %s%s) "
+					 "WHEN 'integer' THEN strftime('%s', %s, 'unixepoch'%s) "
+					 "WHEN 'real' THEN strftime('%s', %s, 'unixepoch'%s) END",
+					 col.data, fmt, col.data, modifiers,
+					 fmt, col.data, modifiers,
+					 fmt, col.data, modifiers);
+}
+
+/*
+ * deparse_time_bucket
+ *		The SQLite expression for date_trunc or extract/date_part of a
+ *		timestamp column; false when the unit or field is not supported.
+ *		With buf NULL, only checks.
+ */
+static bool
+deparse_time_bucket(StringInfo buf, PlannerInfo *root, FuncExpr *func,
+					RelOptInfo *baserel)
+{
+	Var		   *var;
+	char	   *unit;
+	StringInfoData tmp;
+
+	if (list_length(func->args) != 2)
+		return false;
+	unit = const_text(linitial(func->args));
+	var = own_var(lsecond(func->args), baserel);
+	if (unit == NULL || var == NULL || var->vartype != TIMESTAMPOID)
+		return false;
+	unit = asc_tolower(unit, strlen(unit));
+	initStringInfo(&tmp);
+
+	if (func->funcid == F_DATE_TRUNC_TEXT_TIMESTAMP)
+	{
+		const char *fmt = NULL;
+		const char *mods = "";
+
+		if (strcmp(unit, "year") == 0)
+			fmt = "%Y-01-01 00:00:00";
+		else if (strcmp(unit, "month") == 0)
+			fmt = "%Y-%m-01 00:00:00";
+		else if (strcmp(unit, "week") == 0)
+		{
+			/* The Monday on or before: next Sunday (or today), less 6. */
+			fmt = "%Y-%m-%d 00:00:00";
+			mods = ", 'weekday 0', '-6 days'";
+		}
+		else if (strcmp(unit, "day") == 0)
+			fmt = "%Y-%m-%d 00:00:00";
+		else if (strcmp(unit, "hour") == 0)
+			fmt = "%Y-%m-%d %H:00:00";
+		else if (strcmp(unit, "minute") == 0)
+			fmt = "%Y-%m-%d %H:%M:00";
+		if (fmt == NULL)
+			return false;
+		if (buf)
+			deparse_strftime(buf, root, var, fmt, mods);
+		return true;
+	}
+
+	if (func->funcid == F_EXTRACT_TEXT_TIMESTAMP ||
+		func->funcid == F_DATE_PART_TEXT_TIMESTAMP)
+	{
+		const char *fmt = NULL;
+
+		if (strcmp(unit, "year") == 0)
+			fmt = "%Y";
+		else if (strcmp(unit, "month") == 0 || strcmp(unit, "quarter") == 0)
+			fmt = "%m";
+		else if (strcmp(unit, "day") == 0)
+			fmt = "%d";
+		else if (strcmp(unit, "hour") == 0)
+			fmt = "%H";
+		else if (strcmp(unit, "minute") == 0)
+			fmt = "%M";
+		else if (strcmp(unit, "dow") == 0 || strcmp(unit, "isodow") == 0)
+			fmt = "%w";
+		else if (strcmp(unit, "doy") == 0)
+			fmt = "%j";
+		if (fmt == NULL)
+			return false;
+		if (buf == NULL)
+			return true;
+		deparse_strftime(&tmp, root, var, fmt, "");
+		if (strcmp(unit, "quarter") == 0)
+			appendStringInfo(buf, "((CAST(%s AS INTEGER) + 2) / 3)", tmp.data);
+		else if (strcmp(unit, "isodow") == 0)
+			appendStringInfo(buf,
+							 "(CASE CAST(%s AS INTEGER) WHEN 0 THEN 7 ELSE CAST(%s AS INTEGER) END)",
+							 tmp.data, tmp.data);
+		else
+			appendStringInfo(buf, "CAST(%s AS INTEGER)", tmp.data);
+		return true;
+	}
+	return false;
+}
+
+/*
+ * group_key_ok
+ *		May a grouping expression be computed and grouped by in SQLite?
+ */
+static bool
+group_key_ok(PlannerInfo *root, Expr *expr, RelOptInfo *baserel)
+{
+	Var		   *var = own_var(expr, baserel);
+
+	if (var)
+		return groupable_type(exprType((Node *) expr),
+							  exprCollation((Node *) expr));
+	if (IsA(expr, FuncExpr))
+		return deparse_time_bucket(NULL, root, (FuncExpr *) expr, baserel);
+	return false;
+}
+
+/*
+ * deparse_group_key
+ *		Write a grouping expression; with for_group_by, text keys group
+ *		byte-wise whatever collation the shard declared.
+ */
+static void
+deparse_group_key(StringInfo buf, PlannerInfo *root, Expr *expr,
+				  RelOptInfo *baserel, bool for_group_by)
+{
+	Var		   *var = own_var(expr, baserel);
+
+	if (var)
+	{
+		shard_deparse_column_ref(buf, root, var);
+		if (for_group_by && (var->vartype == TEXTOID ||
+							 var->vartype == VARCHAROID))
+			appendStringInfoString(buf, " COLLATE BINARY");
+	}
+	else
+		deparse_time_bucket(buf, root, (FuncExpr *) expr, baserel);
+}
+
+/*
+ * classify_aggregate
+ *		Which partial aggregate computes agg, or -1 when it cannot be
+ *		pushed.
+ */
+static int
+classify_aggregate(Aggref *agg, RelOptInfo *baserel)
+{
+	char	   *name;
+	Oid			argtype;
+	Var		   *arg = NULL;
+
+	if (agg->aggfnoid >= FirstGenbkiObjectId || agg->aggfilter != NULL ||
+		agg->aggorder != NIL || agg->aggkind != AGGKIND_NORMAL ||
+		agg->agglevelsup != 0 || agg->aggsplit != AGGSPLIT_SIMPLE ||
+		agg->aggvariadic)
+		return -1;
+	name = get_func_name(agg->aggfnoid);
+	if (name == NULL)
+		return -1;
+
+	if (agg->aggstar)
+		return strcmp(name, "count") == 0 && agg->aggdistinct == NIL ?
+			AGGOP_COUNT_STAR : -1;
+	if (list_length(agg->args) != 1)
+		return -1;
+	arg = own_var(((TargetEntry *) linitial(agg->args))->expr, baserel);
+	if (arg == NULL)
+		return -1;
+	argtype = arg->vartype;
+
+	if (agg->aggdistinct != NIL)
+	{
+		if (strcmp(name, "count") == 0 &&
+			groupable_type(argtype, agg->inputcollid))
+			return AGGOP_COUNT_DISTINCT;
+		return -1;
+	}
+	if (strcmp(name, "count") == 0)
+		return AGGOP_COUNT;
+	if (strcmp(name, "sum") == 0 || strcmp(name, "avg") == 0)
+	{
+		bool		sum = (name[0] == 's');
+
+		if (argtype == INT2OID || argtype == INT4OID)
+			return sum ? AGGOP_SUM_INT : AGGOP_AVG_INT;
+		if (argtype == INT8OID)
+			return sum ? AGGOP_SUM_INT8 : AGGOP_AVG_INT8;
+		if (argtype == FLOAT8OID)
+			return sum ? AGGOP_SUM_FLOAT : AGGOP_AVG_FLOAT;
+		return -1;
+	}
+	if (strcmp(name, "min") == 0 || strcmp(name, "max") == 0)
+	{
+		bool		ok;
+
+		if (argtype == TEXTOID || argtype == VARCHAROID)
+			ok = GetDatabaseEncoding() == PG_UTF8 &&
+				OidIsValid(agg->inputcollid) &&
+				lc_collate_is_c(agg->inputcollid);
+		else
+			ok = (argtype == INT2OID || argtype == INT4OID ||
+				  argtype == INT8OID || argtype == FLOAT8OID);
+		if (!ok)
+			return -1;
+		return name[1] == 'i' ? AGGOP_MIN : AGGOP_MAX;
+	}
+	if (argtype == BOOLOID && strcmp(name, "bool_and") == 0)
+		return AGGOP_BOOL_AND;
+	if (argtype == BOOLOID && strcmp(name, "bool_or") == 0)
+		return AGGOP_BOOL_OR;
+	return -1;
+}
+
+/*
+ * agg_arg
+ *		The column an aggregate reads.
+ */
+static Var *
+agg_arg(Aggref *agg, RelOptInfo *baserel)
+{
+	return own_var(((TargetEntry *) linitial(agg->args))->expr, baserel);
+}
+
+/*
+ * add_output
+ *		Add a key or aggregate to the scan's output unless it is there.
+ */
+static void
+add_output(ShardUpperInfo *info, Expr *expr, int op)
+{
+	ListCell   *lc;
+	TargetEntry *tle;
+
+	foreach(lc, info->tlist)
+		if (equal(((TargetEntry *) lfirst(lc))->expr, expr))
+			return;
+	tle = makeTargetEntry(expr, list_length(info->tlist) + 1, NULL, false);
+	info->tlist = lappend(info->tlist, tle);
+	info->ops = lappend_int(info->ops, op);
+}
+
+/*
+ * add_aggregates_of
+ *		Add the aggregates an expression uses; false when one cannot be
+ *		pushed, or when it uses a column outside an aggregate that is not a
+ *		grouping key.
+ */
+static bool
+add_aggregates_of(ShardUpperInfo *info, Expr *expr)
+{
+	List	   *items = pull_var_clause((Node *) expr, PVC_INCLUDE_AGGREGATES);
+	ListCell   *lc;
+
+	foreach(lc, items)
+	{
+		Node	   *item = lfirst(lc);
+
+		if (IsA(item, Aggref))
+		{
+			Aggref	   *agg = (Aggref *) item;
+			int			op = classify_aggregate(agg, info->baserel);
+
+			if (op < 0)
+				return false;
+			if (op == AGGOP_COUNT_DISTINCT)
+			{
+				if (info->distinct != NULL &&
+					!equal(agg_arg(info->distinct, info->baserel),
+						   agg_arg(agg, info->baserel)))
+					return false;	/* one distinct column at most */
+				info->distinct = agg;
+			}
+			add_output(info, (Expr *) agg, op);
+		}
+		else
+		{
+			ListCell   *lc2;
+			bool		found = false;
+
+			/* A bare column must be one of the keys already added. */
+			foreach(lc2, info->tlist)
+				if (equal(((TargetEntry *) lfirst(lc2))->expr, item))
+					found = true;
+			if (!found)
+				return false;
+		}
+	}
+	return true;
+}
+
+/*
+ * shardGetForeignUpperPaths
+ *		Offer a path that aggregates in the shards, when every part of the
+ *		grouping and every aggregate can be computed there exactly.
+ */
+void
+shardGetForeignUpperPaths(PlannerInfo *root, UpperRelationKind stage,
+						  RelOptInfo *input_rel, RelOptInfo *output_rel,
+						  void *extra)
+{
+	Query	   *parse = root->parse;
+	GroupPathExtraData *gextra = (GroupPathExtraData *) extra;
+	PathTarget *target;
+	ShardUpperInfo *info;
+	List	   *keys = NIL;
+	ListCell   *lc;
+	AttrNumber	tenant_attnum;
+	Oid			tenant_type;
+	double		input_rows;
+	double		groups;
+	Cost		startup,
+				total;
+	int			i;
+
+	if (stage != UPPERREL_GROUP_AGG || !shard_aggregate_pushdown ||
+		output_rel->fdw_private != NULL ||
+		input_rel->reloptkind != RELOPT_BASEREL ||
+		input_rel->fdw_private == NULL)
+		return;
+	if (parse->groupingSets || parse->hasTargetSRFs || parse->hasWindowFuncs ||
+		gextra->patype != PARTITIONWISE_AGGREGATE_NONE ||
+		!shard_rel_all_pushed(input_rel))
+		return;
+
+	/* Run-time tenant filters must be expressible in SQLite (scan.c). */
+	tenant_attnum = shard_rel_tenant_attnum(input_rel);
+	tenant_type = get_atttype(planner_rt_fetch(input_rel->relid, root)->relid,
+							  tenant_attnum);
+	if (tenant_type != INT2OID && tenant_type != INT4OID &&
+		tenant_type != INT8OID && tenant_type != TEXTOID &&
+		tenant_type != VARCHAROID)
+		return;
+
+	info = palloc0(sizeof(ShardUpperInfo));
+	info->baserel = input_rel;
+	target = root->upper_targets[UPPERREL_GROUP_AGG];
+
+	/* Keys first, in the order of the grouping target. */
+	i = 0;
+	foreach(lc, target->exprs)
+	{
+		Expr	   *expr = (Expr *) lfirst(lc);
+		Index		sgref = get_pathtarget_sortgroupref(target, i);
+
+		i++;
+		if (sgref == 0 ||
+			get_sortgroupref_clause_noerr(sgref, parse->groupClause) == NULL)
+			continue;
+		if (!group_key_ok(root, expr, input_rel))
+			return;
+		add_output(info, expr, AGGOP_KEY);
+		keys = lappend(keys, expr);
+		if (own_var(expr, input_rel) &&
+			own_var(expr, input_rel)->varattno == tenant_attnum)
+			info->by_tenant = true;
+	}
+	if (list_length(keys) != list_length(parse->groupClause))
+		return;
+
+	/* Then everything else the target and HAVING compute from groups. */
+	i = 0;
+	foreach(lc, target->exprs)
+	{
+		Index		sgref = get_pathtarget_sortgroupref(target, i);
+
+		i++;
+		if (sgref != 0 &&
+			get_sortgroupref_clause_noerr(sgref, parse->groupClause) != NULL)
+			continue;
+		if (!add_aggregates_of(info, (Expr *) lfirst(lc)))
+			return;
+	}
+	if (gextra->havingQual)
+	{
+		if (!add_aggregates_of(info, (Expr *) gextra->havingQual))
+			return;
+		foreach(lc, (List *) gextra->havingQual)
+			info->having = lappend(info->having, lfirst(lc));
+	}
+
+	input_rows = input_rel->rows;
+	groups = keys ? estimate_num_groups(root, keys, input_rows, NULL, NULL) : 1;
+
+	/*
+	 * The shards scan and group; the backend sees one row per group and
+	 * shard.  Cheaper than fetching every row, which is the point.
+	 */
+	startup = 25.0 + input_rel->tuples * cpu_operator_cost * 0.25;
+	total = startup + groups * cpu_tuple_cost;
+
+	output_rel->fdw_private = info;
+	add_path(output_rel, (Path *)
+			 create_foreign_upper_path(root, output_rel, target, groups,
+									   startup, total, NIL, NULL, NIL));
+}
+
+/* The shard query's select list, each expression once. */
+typedef struct SelectList
+{
+	List	   *exprs;			/* SQL text of each column */
+	List	   *guards;			/* storage-class checks, each once */
+} SelectList;
+
+/*
+ * select_col
+ *		The column of an expression in the select list, added if new:
+ *		avg and sum of one column share their partial sums.
+ */
+static int
+select_col(SelectList *sl, char *expr)
+{
+	ListCell   *lc;
+	int			i = 0;
+
+	foreach(lc, sl->exprs)
+	{
+		if (strcmp((char *) lfirst(lc), expr) == 0)
+			return i;
+		i++;
+	}
+	sl->exprs = lappend(sl->exprs, expr);
+	return i;
+}
+
+/*
+ * add_guard
+ *		Count the values of a column whose storage class is not one of
+ *		ok_types.
+ */
+static void
+add_guard(SelectList *sl, const char *col, const char *ok_types)
+{
+	char	   *check = psprintf("(typeof(%s) NOT IN (%s, 'null'))", col, ok_types);
+	ListCell   *lc;
+
+	foreach(lc, sl->guards)
+		if (strcmp((char *) lfirst(lc), check) == 0)
+			return;
+	sl->guards = lappend(sl->guards, check);
+}
+
+/*
+ * partial_cols
+ *		Add the shard columns one aggregate needs, returning their
+ *		positions in the order merge.c reads them.
+ */
+static List *
+partial_cols(SelectList *sl, PlannerInfo *root, Aggref *agg, int op,
+			 RelOptInfo *baserel)
+{
+	StringInfoData cb;
+	char	   *c;
+	char	   *b;
+	Var		   *arg;
+	bool		is_text;
+	int			first;
+
+	if (op == AGGOP_COUNT_STAR)
+		return list_make1_int(select_col(sl, "count(*)"));
+	if (op == AGGOP_COUNT_DISTINCT)
+		return NIL;
+	arg = agg_arg(agg, baserel);
+	initStringInfo(&cb);
+	shard_deparse_column_ref(&cb, root, arg);
+	c = cb.data;
+	is_text = (arg->vartype == TEXTOID || arg->vartype == VARCHAROID);
+
+	switch (op)
+	{
+		case AGGOP_COUNT:
+			return list_make1_int(select_col(sl, psprintf("count(%s)", c)));
+		case AGGOP_SUM_INT:
+			add_guard(sl, c, "'integer'");
+			return list_make1_int(select_col(sl, psprintf("sum(%s)", c)));
+		case AGGOP_AVG_INT:
+			add_guard(sl, c, "'integer'");
+			first = select_col(sl, psprintf("sum(%s)", c));
+			return list_make2_int(first, select_col(sl, psprintf("count(%s)", c)));
+		case AGGOP_SUM_INT8:
+		case AGGOP_AVG_INT8:
+			{
+				List	   *cols;
+
+				add_guard(sl, c, "'integer'");
+				first = select_col(sl, psprintf("sum(%s >> 32)", c));
+				cols = list_make2_int(first,
+									  select_col(sl, psprintf("sum(%s & 4294967295)", c)));
+				if (op == AGGOP_AVG_INT8)
+					cols = lappend_int(cols,
+									   select_col(sl, psprintf("count(%s)", c)));
+				return cols;
+			}
+		case AGGOP_SUM_FLOAT:
+		case AGGOP_AVG_FLOAT:
+			add_guard(sl, c, "'integer', 'real'");
+			first = select_col(sl, psprintf("total(%s)", c));
+			return list_make2_int(first, select_col(sl, psprintf("count(%s)", c)));
+		case AGGOP_MIN:
+		case AGGOP_MAX:
+			add_guard(sl, c, is_text ? "'text'" :
+					  arg->vartype == FLOAT8OID ? "'integer', 'real'" :
+					  "'integer'");
+			return list_make1_int(select_col(sl, psprintf("%s(%s%s)",
+														  op == AGGOP_MIN ? "min" : "max",
+														  c, is_text ? " COLLATE BINARY" : "")));
+		case AGGOP_BOOL_AND:
+		case AGGOP_BOOL_OR:
+			b = psprintf("CASE WHEN typeof(%s) IN ('integer', 'real') THEN "
+						 "CASE %s WHEN 1 THEN 1 WHEN 0 THEN 0 END "
+						 "WHEN lower(trim(%s)) IN ('t', 'tr', 'tru', 'true', 'y', 'ye', 'yes', 'on', '1') THEN 1 "
+						 "WHEN lower(trim(%s)) IN ('f', 'fa', 'fal', 'fals', 'false', 'n', 'no', 'of', 'off', '0') THEN 0 END",
+						 c, c, c, c);
+			first = select_col(sl, psprintf("%s(%s)",
+											op == AGGOP_BOOL_AND ? "min" : "max",
+											b));
+			return list_make2_int(first,
+								  select_col(sl, psprintf("count(%s) - count(%s)", c, b)));
+		default:
+			elog(ERROR, "unexpected aggregate kind %d", op);
+	}
+	return NIL;
+}
+
+/*
+ * shard_upper_plan
+ *		The ForeignScan of a pushed-down aggregation: the shard query, how
+ *		to merge its rows, and HAVING for PostgreSQL to apply.
+ */
+ForeignScan *
+shard_upper_plan(PlannerInfo *root, RelOptInfo *upperrel, List *tlist,
+				 Plan *outer_plan)
+{
+	ShardUpperInfo *info = (ShardUpperInfo *) upperrel->fdw_private;
+	RelOptInfo *baserel = info->baserel;
+	RangeTblEntry *rte = planner_rt_fetch(baserel->relid, root);
+	PathTarget *target = root->upper_targets[UPPERREL_GROUP_AGG];
+	SelectList	sl = {NIL, NIL};
+	StringInfoData select_sql;
+	StringInfoData where_sql;
+	StringInfoData group_sql;
+	List	   *params = NIL;
+	List	   *param_kinds = NIL;
+	List	   *cols = NIL;
+	List	   *types = NIL;
+	List	   *eqops = NIL;
+	List	   *colls = NIL;
+	List	   *distinct = NIL;
+	List	   *fdw_private;
+	ListCell   *lc,
+			   *lc_op;
+	Relation	rel;
+	ShardTableOptions *topts;
+	ShardPruneKind prune_kind;
+	Expr	   *prune_expr;
+	int			guard_col = -1;
+
+	initStringInfo(&select_sql);
+	initStringInfo(&where_sql);
+	initStringInfo(&group_sql);
+
+	forboth(lc, info->tlist, lc_op, info->ops)
+	{
+		TargetEntry *tle = lfirst(lc);
+		int			op = lfirst_int(lc_op);
+
+		if (op == AGGOP_KEY)
+		{
+			SortGroupClause *sgc = NULL;
+			StringInfoData key;
+			ListCell   *lc2;
+			int			i = 0;
+
+			initStringInfo(&key);
+			deparse_group_key(&key, root, tle->expr, baserel, false);
+			cols = lappend(cols, list_make1_int(select_col(&sl, key.data)));
+			if (group_sql.len > 0)
+				appendStringInfoString(&group_sql, ", ");
+			deparse_group_key(&group_sql, root, tle->expr, baserel, true);
+			types = lappend_oid(types, exprType((Node *) tle->expr));
+
+			/* The key's equality: the one its GROUP BY clause uses. */
+			foreach(lc2, target->exprs)
+			{
+				Index		sgref = get_pathtarget_sortgroupref(target, i);
+
+				if (sgref && equal(lfirst(lc2), tle->expr))
+					sgc = get_sortgroupref_clause_noerr(sgref,
+														root->parse->groupClause);
+				i++;
+			}
+			if (sgc == NULL)
+				elog(ERROR, "grouping key has no GROUP BY clause");
+			eqops = lappend_oid(eqops, sgc->eqop);
+			colls = lappend_oid(colls, exprCollation((Node *) tle->expr));
+		}
+		else
+		{
+			Aggref	   *agg = (Aggref *) tle->expr;
+
+			cols = lappend(cols, partial_cols(&sl, root, agg, op, baserel));
+			types = lappend_oid(types,
+								op == AGGOP_COUNT_STAR ? InvalidOid :
+								agg_arg(agg, baserel)->vartype);
+		}
+	}
+
+	/* count(DISTINCT x) groups by x too; the merge counts values once. */
+	if (info->distinct)
+	{
+		Var		   *x = agg_arg(info->distinct, baserel);
+		StringInfoData xs;
+		Oid			eqop;
+
+		initStringInfo(&xs);
+		shard_deparse_column_ref(&xs, root, x);
+		if (group_sql.len > 0)
+			appendStringInfoString(&group_sql, ", ");
+		appendStringInfoString(&group_sql, xs.data);
+		if (x->vartype == TEXTOID || x->vartype == VARCHAROID)
+			appendStringInfoString(&group_sql, " COLLATE BINARY");
+		get_sort_group_operators(x->vartype, false, true, false,
+								 NULL, &eqop, NULL, NULL);
+		distinct = list_make4_int(select_col(&sl, xs.data), x->vartype, eqop,
+								  info->distinct->inputcollid);
+	}
+	if (sl.guards != NIL)
+	{
+		StringInfoData g;
+
+		initStringInfo(&g);
+		foreach(lc, sl.guards)
+			appendStringInfo(&g, "%s%s", g.len > 0 ? " + " : "",
+							 (char *) lfirst(lc));
+		guard_col = select_col(&sl, psprintf("sum(%s)", g.data));
+	}
+
+	appendStringInfoString(&select_sql, "SELECT ");
+	foreach(lc, sl.exprs)
+		appendStringInfo(&select_sql, "%s%s",
+						 foreach_current_index(lc) > 0 ? ", " : "",
+						 (char *) lfirst(lc));
+	if (sl.exprs == NIL)
+		appendStringInfoString(&select_sql, "NULL");
+
+	rel = table_open(rte->relid, NoLock);
+	topts = shard_table_options(rel);
+	table_close(rel, NoLock);
+	appendStringInfoString(&select_sql, " FROM ");
+	shard_quote_identifier(&select_sql, topts->table);
+	if (group_sql.len > 0)
+	{
+		char	   *g = pstrdup(group_sql.data);
+
+		resetStringInfo(&group_sql);
+		appendStringInfo(&group_sql, " GROUP BY %s", g);
+	}
+
+	shard_deparse_conditions(&where_sql, root, baserel,
+							 shard_rel_remote_conds(baserel),
+							 &params, &param_kinds);
+	prune_expr = shard_find_tenant_condition(baserel,
+											 shard_rel_tenant_attnum(baserel),
+											 &prune_kind);
+	if (prune_expr != NULL)
+		params = lappend(params, prune_expr);
+
+	fdw_private = list_make5(makeString(select_sql.data),
+							 makeString(where_sql.data),
+							 NIL,
+							 param_kinds,
+							 makeInteger(prune_kind));
+	fdw_private = lappend(fdw_private,
+						  makeInteger(info->by_tenant && info->distinct == NULL ?
+									  SCAN_AGG_FULL : SCAN_AGG_PARTIAL));
+	fdw_private = lappend(fdw_private, makeString(group_sql.data));
+	fdw_private = lappend(fdw_private, info->ops);
+	fdw_private = lappend(fdw_private, cols);
+	fdw_private = lappend(fdw_private, types);
+	fdw_private = lappend(fdw_private, eqops);
+	fdw_private = lappend(fdw_private, colls);
+	fdw_private = lappend(fdw_private, distinct);
+	fdw_private = lappend(fdw_private, makeInteger(guard_col));
+
+	return make_foreignscan(tlist, info->having, 0, params, fdw_private,
+							info->tlist, NIL, outer_plan);
+}
