@@ -4,7 +4,9 @@
 -- a column cannot take, and the SQLite conventions for dates and times.
 --
 \! bash test/fixtures/types.sh
+SET client_min_messages = warning;
 CREATE EXTENSION IF NOT EXISTS sqlite_shard_fdw;
+RESET client_min_messages;
 CREATE SERVER types_srv FOREIGN DATA WRAPPER sqlite_shard_fdw
   OPTIONS (directory '/tmp/ssfdw_regress/types/directory.db');
 

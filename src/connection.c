@@ -10,11 +10,13 @@
  * shards than the cap.
  *
  * Reads of a shard happen inside one SQLite read transaction per statement:
- * it begins when the first scan of the statement takes the handle and ends
- * when the last one gives it back.  Under REPEATABLE READ and SERIALIZABLE
- * the read transaction lasts until the PostgreSQL transaction ends, so
- * every statement of the transaction sees the same state of that shard.
- * There is no snapshot across shards.
+ * it begins when a statement first takes the handle and ends when a later
+ * statement takes it (or the transaction ends), so two scans of one shard
+ * in one statement see the same state of it.  A statement is known by its
+ * start time (one top-level statement, a function call included).  Under
+ * REPEATABLE READ and SERIALIZABLE the read transaction lasts until the
+ * PostgreSQL transaction ends, so every statement of the transaction sees
+ * the same state of that shard.  There is no snapshot across shards.
  *
  *-------------------------------------------------------------------------
  */
@@ -32,14 +34,40 @@ struct ShardConn
 	int			refcount;		/* scans using the handle now */
 	bool		in_xact;		/* a read transaction is open */
 	bool		xact_scoped;	/* ... and lasts for the transaction */
+	TimestampTz xact_stmt;		/* start of the statement that began it */
 	uint64		last_used;
+	List	   *checked;		/* "table.column" known to be TEXT affinity */
 };
+
+/* A scan's hold on a handle, and the subtransaction that took it. */
+typedef struct ConnHold
+{
+	ShardConn  *conn;
+	SubTransactionId subid;
+} ConnHold;
 
 static HTAB *ConnectionHash = NULL;
 static uint64 use_counter = 0;
 static int	open_count = 0;
+static List *holds = NIL;		/* ConnHold, in TopMemoryContext */
 
 static void shard_xact_callback(XactEvent event, void *arg);
+static void end_read_xact(ShardConn *conn);
+
+/*
+ * stale_read_xact
+ *		Is a handle's read transaction one that no scan uses and that an
+ *		earlier statement began?  Then it may end.
+ */
+static bool
+stale_read_xact(ShardConn *conn)
+{
+	return conn->in_xact && conn->refcount == 0 && !conn->xact_scoped &&
+		conn->xact_stmt != GetCurrentStatementStartTimestamp();
+}
+static void shard_subxact_callback(SubXactEvent event,
+								   SubTransactionId mySubid,
+								   SubTransactionId parentSubid, void *arg);
 
 /*
  * shard_report_sqlite_error
@@ -93,6 +121,8 @@ shard_report_sqlite_error(int elevel, int rc, const char *shard_id,
 static void
 close_conn(ShardConn *conn)
 {
+	list_free_deep(conn->checked);
+	conn->checked = NIL;
 	shardio_close(conn->db);
 	conn->db = NULL;
 	open_count--;
@@ -112,17 +142,32 @@ evict_idle(int keep)
 		HASH_SEQ_STATUS scan;
 		ShardConn  *conn;
 		ShardConn  *victim = NULL;
+		ShardConn  *fallback = NULL;
 
 		hash_seq_init(&scan, ConnectionHash);
 		while ((conn = hash_seq_search(&scan)) != NULL)
 		{
-			if (conn->refcount > 0 || conn->in_xact)
+			if (conn->refcount > 0 || conn->xact_scoped)
 				continue;
-			if (victim == NULL || conn->last_used < victim->last_used)
-				victim = conn;
+			if (!conn->in_xact || stale_read_xact(conn))
+			{
+				if (victim == NULL || conn->last_used < victim->last_used)
+					victim = conn;
+			}
+			else if (fallback == NULL || conn->last_used < fallback->last_used)
+				fallback = conn;
 		}
+
+		/*
+		 * Past the cap, a handle the current statement has finished with
+		 * goes too: the cap wins over reading that shard twice in one
+		 * statement at one state.
+		 */
+		if (victim == NULL)
+			victim = fallback;
 		if (victim == NULL)
 			return;
+		end_read_xact(victim);
 		close_conn(victim);
 	}
 }
@@ -212,6 +257,7 @@ shard_conn_get(ShardServerOptions *opts, ShardInfo *shard, bool missing_ok)
 		ConnectionHash = hash_create("sqlite_shard_fdw connections", 64, &ctl,
 									 HASH_ELEM | HASH_STRINGS);
 		RegisterXactCallback(shard_xact_callback, NULL);
+		RegisterSubXactCallback(shard_subxact_callback, NULL);
 	}
 
 	conn = hash_search(ConnectionHash, shard->path, HASH_FIND, NULL);
@@ -226,6 +272,7 @@ shard_conn_get(ShardServerOptions *opts, ShardInfo *shard, bool missing_ok)
 			return NULL;
 		conn = hash_search(ConnectionHash, shard->path, HASH_ENTER, &found);
 		conn->db = db;
+		conn->checked = NIL;
 		conn->refcount = 0;
 		conn->in_xact = false;
 		conn->xact_scoped = false;
@@ -234,6 +281,8 @@ shard_conn_get(ShardServerOptions *opts, ShardInfo *shard, bool missing_ok)
 	strlcpy(conn->shard_id, shard->shard_id, sizeof(conn->shard_id));
 	conn->last_used = ++use_counter;
 
+	if (stale_read_xact(conn))
+		end_read_xact(conn);
 	if (!conn->in_xact)
 	{
 		int			rc = shardio_exec(conn->db, "BEGIN", errbuf);
@@ -243,8 +292,18 @@ shard_conn_get(ShardServerOptions *opts, ShardInfo *shard, bool missing_ok)
 									  "start a read transaction", errbuf);
 		conn->in_xact = true;
 		conn->xact_scoped = IsolationUsesXactSnapshot();
+		conn->xact_stmt = GetCurrentStatementStartTimestamp();
 	}
 	conn->refcount++;
+	{
+		MemoryContext oldcxt = MemoryContextSwitchTo(TopMemoryContext);
+		ConnHold   *hold = palloc(sizeof(ConnHold));
+
+		hold->conn = conn;
+		hold->subid = GetCurrentSubTransactionId();
+		holds = lappend(holds, hold);
+		MemoryContextSwitchTo(oldcxt);
+	}
 	return conn;
 }
 
@@ -256,6 +315,145 @@ sqlite3 *
 shard_conn_db(ShardConn *conn)
 {
 	return conn->db;
+}
+
+/*
+ * declared_affinity
+ *		The affinity SQLite gives a declared column type: 'I'nteger,
+ *		'T'ext, 'B'lob (no type), 'R'eal or 'N'umeric, by its rules.
+ */
+static char
+declared_affinity(const char *decl)
+{
+	char	   *up = pstrdup(decl ? decl : "");
+	char	   *p;
+	char		result;
+
+	for (p = up; *p; p++)
+		*p = pg_ascii_toupper((unsigned char) *p);
+	if (strstr(up, "INT"))
+		result = 'I';
+	else if (strstr(up, "CHAR") || strstr(up, "CLOB") || strstr(up, "TEXT"))
+		result = 'T';
+	else if (up[0] == '\0' || strstr(up, "BLOB"))
+		result = 'B';
+	else if (strstr(up, "REAL") || strstr(up, "FLOA") || strstr(up, "DOUB"))
+		result = 'R';
+	else
+		result = 'N';
+	pfree(up);
+	return result;
+}
+
+/*
+ * affinity_satisfies
+ *		Does a column of this affinity hold only what the need assumes?
+ *		SHARD_NEEDS_TEXT: numbers are stored as text, so text compares as
+ *		PostgreSQL reads it.  SHARD_NEEDS_INTEGER: text that looks like an
+ *		integer is stored as one.  SHARD_NEEDS_NUMBER: the same for numbers.
+ */
+static bool
+affinity_satisfies(char need, char have)
+{
+	switch (need)
+	{
+		case SHARD_NEEDS_TEXT:
+			return have == 'T';
+		case SHARD_NEEDS_INTEGER:
+			return have == 'I' || have == 'N';
+		case SHARD_NEEDS_NUMBER:
+			return have == 'I' || have == 'N' || have == 'R';
+		default:
+			return true;
+	}
+}
+
+/*
+ * conn_column_affinity
+ *		The affinity of a column as this shard declares it, or 0 when the
+ *		shard lacks it (the query then reports that).  Remembered per handle.
+ */
+static char
+conn_column_affinity(ShardConn *conn, const char *table, const char *col)
+{
+	char	   *key = psprintf("%s.%s=", table, col);
+	size_t		keylen = strlen(key);
+	sqlite3_stmt *stmt;
+	ListCell   *lc;
+	char		aff = 0;
+
+	foreach(lc, conn->checked)
+		if (strncmp((char *) lfirst(lc), key, keylen) == 0)
+			return ((char *) lfirst(lc))[keylen];
+
+	if (sqlite3_prepare_v2(conn->db,
+						   "SELECT type FROM pragma_table_info(?1) "
+						   "WHERE name = ?2 COLLATE NOCASE",
+						   -1, &stmt, NULL) != SQLITE_OK)
+		return 0;
+	sqlite3_bind_text(stmt, 1, table, -1, SQLITE_STATIC);
+	sqlite3_bind_text(stmt, 2, col, -1, SQLITE_STATIC);
+	if (sqlite3_step(stmt) == SQLITE_ROW)
+		aff = declared_affinity((const char *) sqlite3_column_text(stmt, 0));
+	sqlite3_finalize(stmt);
+	if (aff != 0)
+	{
+		MemoryContext oldcxt = MemoryContextSwitchTo(TopMemoryContext);
+
+		conn->checked = lappend(conn->checked, psprintf("%s%c", key, aff));
+		MemoryContextSwitchTo(oldcxt);
+	}
+	return aff;
+}
+
+/*
+ * shard_conn_affinity_mismatch
+ *		The first column whose declared affinity on this shard does not
+ *		meet its need, or NULL.  needs is a List of String, each a need
+ *		letter followed by the SQLite column name.
+ */
+char *
+shard_conn_affinity_mismatch(ShardConn *conn, const char *table, List *needs)
+{
+	ListCell   *lc;
+
+	foreach(lc, needs)
+	{
+		const char *need = strVal(lfirst(lc));
+		char		have = conn_column_affinity(conn, table, need + 1);
+
+		if (have != 0 && !affinity_satisfies(need[0], have))
+			return pstrdup(need + 1);
+	}
+	return NULL;
+}
+
+/*
+ * shard_schema_meets
+ *		At planning: does the first shard of the fleet declare the columns
+ *		as the needs assume?  Shards are expected to share one schema; each
+ *		is checked again when it is read.  False when no shard can be read.
+ */
+bool
+shard_schema_meets(ShardServerOptions *opts, const char *table, List *needs)
+{
+	ShardDirectory *dir;
+	List	   *shards;
+	ShardConn  *conn;
+	bool		ok;
+
+	if (needs == NIL)
+		return true;
+	dir = shard_directory_get(opts);
+	shards = shard_directory_shards(dir);
+	if (shards == NIL)
+		return false;
+	conn = shard_conn_get(opts, (ShardInfo *) linitial(shards), true);
+	if (conn == NULL)
+		return false;
+	ok = (shard_conn_affinity_mismatch(conn, table, needs) == NULL);
+	shard_conn_release(conn);
+	return ok;
 }
 
 /*
@@ -275,19 +473,30 @@ end_read_xact(ShardConn *conn)
 
 /*
  * shard_conn_release
- *		A scan is done with a shard; the statement's read transaction ends
- *		with the last scan unless the transaction keeps its snapshot.
+ *		A scan is done with a shard.  The read transaction stays for the
+ *		rest of the statement; the next statement, or the transaction's
+ *		end, closes it.
  */
 void
 shard_conn_release(ShardConn *conn)
 {
+	ListCell   *lc;
+
+	foreach(lc, holds)
+	{
+		ConnHold   *hold = lfirst(lc);
+
+		if (hold->conn == conn)
+		{
+			holds = foreach_delete_current(holds, lc);
+			pfree(hold);
+			break;
+		}
+	}
 	if (conn->refcount > 0)
 		conn->refcount--;
-	if (conn->refcount == 0 && !conn->xact_scoped)
-	{
-		end_read_xact(conn);
+	if (conn->refcount == 0)
 		evict_idle(shard_max_open_shards);
-	}
 }
 
 /*
@@ -312,5 +521,41 @@ shard_xact_callback(XactEvent event, void *arg)
 		end_read_xact(conn);
 		conn->refcount = 0;
 	}
+	list_free_deep(holds);
+	holds = NIL;
 	evict_idle(shard_max_open_shards);
+}
+
+/*
+ * shard_subxact_callback
+ *		Scans of an aborted subtransaction (a failed statement inside a
+ *		savepoint or a PL/pgSQL exception block) never give their handles
+ *		back: release them here, so that under READ COMMITTED the next
+ *		statement can read the shard afresh.  A committed subtransaction
+ *		hands its holds to its parent.
+ */
+static void
+shard_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
+					   SubTransactionId parentSubid, void *arg)
+{
+	ListCell   *lc;
+
+	if (event != SUBXACT_EVENT_ABORT_SUB && event != SUBXACT_EVENT_COMMIT_SUB)
+		return;
+	foreach(lc, holds)
+	{
+		ConnHold   *hold = lfirst(lc);
+
+		if (hold->subid != mySubid)
+			continue;
+		if (event == SUBXACT_EVENT_COMMIT_SUB)
+		{
+			hold->subid = parentSubid;
+			continue;
+		}
+		holds = foreach_delete_current(holds, lc);
+		if (hold->conn->refcount > 0)
+			hold->conn->refcount--;
+		pfree(hold);
+	}
 }

@@ -7,21 +7,28 @@
  * answer PostgreSQL would.  That rules out far more than it allows:
  *
  * - Only comparisons of one column with one constant or parameter, on
- *   integers, double precision and text.  Parameters are bound, never
- *   spliced, and wrapped in CAST(? AS INTEGER|REAL|TEXT) so that SQLite's
- *   affinity rules compare numbers as numbers and text as text even where a
- *   shard declared the column loosely.
+ *   integers and text.  Parameters are bound, never spliced, and wrapped in
+ *   CAST(? AS INTEGER|TEXT) so that SQLite's affinity rules compare numbers
+ *   as numbers even where a shard declared the column loosely (text '042'
+ *   in an untyped column equals 42, as PostgreSQL reads it).
  * - Text equality only under a deterministic collation (PostgreSQL then
  *   compares bytes), text ordering only under the C collation (SQLite's
- *   BINARY order is byte order); both forced to COLLATE BINARY so a column
- *   declared NOCASE in a shard cannot change the answer.  Text pushdown also
- *   needs a UTF-8 database, since SQLite compares UTF-8 bytes.
+ *   BINARY order is byte order).  The column carries COLLATE BINARY, so a
+ *   column declared NOCASE in a shard cannot change the answer; on the
+ *   column side, not the value side, because SQLite's OR-to-IN rewrite
+ *   ignores a collation on the value.  Text pushdown also needs a UTF-8
+ *   database, since SQLite compares UTF-8 bytes, and a column of TEXT
+ *   affinity in the shard: scan.c checks every shard and evaluates the
+ *   conditions in PostgreSQL for a shard that declares the column otherwise.
  * - No arithmetic: SQLite turns integer overflow into floating point and
  *   division by zero into NULL, where PostgreSQL raises an error.
- * - No real, numeric, boolean, date or time comparisons: REAL rounding,
- *   numeric exactness, boolean text forms and the several stored time
- *   formats would make SQLite's comparison differ from PostgreSQL's.  A NaN
- *   float constant, which SQLite cannot represent, is never pushed.
+ * - No real, double precision, numeric, boolean, date or time comparisons:
+ *   REAL rounding, NaN and infinities stored as text, numeric exactness,
+ *   boolean text forms and the several stored time formats would make
+ *   SQLite's comparison differ from PostgreSQL's.
+ * - IN lists and = ANY / <> ALL bind the array as JSON and compare with
+ *   "IN (SELECT CAST(value AS ...) FROM json_each(?))", which applies the
+ *   same affinity as "=" (a plain IN list would not).
  * - LIKE with a constant pattern becomes GLOB, which is case-sensitive and
  *   matches characters as PostgreSQL's LIKE does; ILIKE and regular
  *   expressions stay local.
@@ -32,8 +39,6 @@
  *-------------------------------------------------------------------------
  */
 #include "sqlite_shard_fdw.h"
-
-#include <math.h>
 
 #include "access/htup_details.h"
 #include "catalog/pg_collation.h"
@@ -50,14 +55,10 @@
 #include "utils/pg_locale.h"
 #include "utils/syscache.h"
 
-/* Longest constant IN list sent as separate parameters. */
-#define MAX_IN_LIST 1000
-
 typedef enum PushCategory
 {
 	PUSH_NONE,
 	PUSH_INT,
-	PUSH_FLOAT,
 	PUSH_TEXT
 } PushCategory;
 
@@ -86,8 +87,6 @@ type_category(Oid typid)
 		case INT4OID:
 		case INT8OID:
 			return PUSH_INT;
-		case FLOAT8OID:
-			return PUSH_FLOAT;
 		case TEXTOID:
 		case VARCHAROID:
 			return GetDatabaseEncoding() == PG_UTF8 ? PUSH_TEXT : PUSH_NONE;
@@ -124,7 +123,7 @@ is_own_column(Expr *expr, RelOptInfo *baserel)
 /*
  * is_value
  *		Is expr a constant or a parameter whose value may be bound for this
- *		category?  A NaN float constant may not: SQLite stores NaN as NULL.
+ *		category?
  */
 static bool
 is_value(Expr *expr, PushCategory cat)
@@ -136,20 +135,14 @@ is_value(Expr *expr, PushCategory cat)
 	{
 		Const	   *c = (Const *) expr;
 
-		if (type_category(c->consttype) != cat)
-			return false;
-		if (cat == PUSH_FLOAT && !c->constisnull &&
-			isnan(DatumGetFloat8(c->constvalue)))
-			return false;
-		return true;
+		return type_category(c->consttype) == cat;
 	}
 	if (IsA(expr, Param))
 	{
 		Param	   *p = (Param *) expr;
 
-		/* A float parameter could be NaN at run time. */
 		return (p->paramkind == PARAM_EXTERN || p->paramkind == PARAM_EXEC) &&
-			cat != PUSH_FLOAT && type_category(p->paramtype) == cat;
+			type_category(p->paramtype) == cat;
 	}
 	return false;
 }
@@ -274,59 +267,31 @@ like_pattern_ok(Expr *val)
 /*
  * array_elements_ok
  *		The array side of "col = ANY (...)": a constant array, an ARRAY[]
- *		of bindable values, or an array parameter of integers or text
- *		(bound as JSON).
+ *		of bindable values or an array parameter, of integers or text; it
+ *		is bound as one JSON array.
  */
 static bool
 array_elements_ok(Expr *arr, PushCategory cat)
 {
+	ListCell   *lc;
+
 	arr = strip_relabel(arr);
+	if (type_category(get_element_type(exprType((Node *) arr))) != cat)
+		return false;
 	if (IsA(arr, Const))
-	{
-		Const	   *c = (Const *) arr;
-		ArrayType  *a;
-
-		if (c->constisnull)
-			return false;
-		a = DatumGetArrayTypeP(c->constvalue);
-		if (type_category(ARR_ELEMTYPE(a)) != cat ||
-			ArrayGetNItems(ARR_NDIM(a), ARR_DIMS(a)) > MAX_IN_LIST)
-			return false;
-		if (cat == PUSH_FLOAT)
-		{
-			Datum	   *elems;
-			bool	   *nulls;
-			int			n,
-						i;
-
-			deconstruct_array(a, FLOAT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE,
-							  &elems, &nulls, &n);
-			for (i = 0; i < n; i++)
-				if (!nulls[i] && isnan(DatumGetFloat8(elems[i])))
-					return false;
-		}
-		return true;
-	}
+		return !((Const *) arr)->constisnull;
 	if (IsA(arr, ArrayExpr))
 	{
-		ArrayExpr  *ae = (ArrayExpr *) arr;
-		ListCell   *lc;
-
-		if (ae->multidims || list_length(ae->elements) > MAX_IN_LIST)
+		if (((ArrayExpr *) arr)->multidims)
 			return false;
-		foreach(lc, ae->elements)
+		foreach(lc, ((ArrayExpr *) arr)->elements)
 			if (!is_value((Expr *) lfirst(lc), cat))
 				return false;
 		return true;
 	}
 	if (IsA(arr, Param))
-	{
-		Param	   *p = (Param *) arr;
-
-		return (p->paramkind == PARAM_EXTERN || p->paramkind == PARAM_EXEC) &&
-			(cat == PUSH_INT || cat == PUSH_TEXT) &&
-			type_category(get_element_type(p->paramtype)) == cat;
-	}
+		return ((Param *) arr)->paramkind == PARAM_EXTERN ||
+			((Param *) arr)->paramkind == PARAM_EXEC;
 	return false;
 }
 
@@ -485,7 +450,7 @@ static void
 add_param(Expr *val, ShardParamKind kind, PushCategory cat,
 		  DeparseContext *ctx)
 {
-	static const char *const casts[] = {NULL, "INTEGER", "REAL", "TEXT"};
+	static const char *const casts[] = {NULL, "INTEGER", "TEXT"};
 
 	*ctx->params = lappend(*ctx->params, val);
 	*ctx->param_kinds = lappend_int(*ctx->param_kinds, kind);
@@ -510,6 +475,42 @@ shard_deparse_column_ref(StringInfo buf, PlannerInfo *root, Var *var)
 }
 
 /*
+ * shard_text_columns
+ *		Add to needs (a List of String) a SHARD_NEEDS_TEXT entry for each
+ *		text column that expressions use: a shard must declare them with
+ *		TEXT affinity for SQLite to compare them as PostgreSQL does.
+ */
+List *
+shard_text_columns(PlannerInfo *root, List *exprs, List *needs)
+{
+	List	   *vars = pull_var_clause((Node *) exprs, PVC_RECURSE_AGGREGATES |
+									   PVC_RECURSE_PLACEHOLDERS);
+	ListCell   *lc;
+
+	foreach(lc, vars)
+	{
+		Var		   *var = (Var *) lfirst(lc);
+		RangeTblEntry *rte;
+		char	   *name;
+		ListCell   *lc2;
+		bool		found = false;
+
+		if (!IsA(var, Var) || var->varattno <= 0 ||
+			(var->vartype != TEXTOID && var->vartype != VARCHAROID))
+			continue;
+		rte = planner_rt_fetch(var->varno, root);
+		name = psprintf("%c%s", SHARD_NEEDS_TEXT,
+						shard_column_name(rte->relid, var->varattno));
+		foreach(lc2, needs)
+			if (strcmp(strVal(lfirst(lc2)), name) == 0)
+				found = true;
+		if (!found)
+			needs = lappend(needs, makeString(name));
+	}
+	return needs;
+}
+
+/*
  * deparse_column
  *		Write a column reference by its SQLite name.
  */
@@ -517,59 +518,6 @@ static void
 deparse_column(Expr *expr, DeparseContext *ctx)
 {
 	shard_deparse_column_ref(ctx->buf, ctx->root, (Var *) strip_relabel(expr));
-}
-
-/*
- * deparse_array_values
- *		Write the list of an IN condition from a constant array, an
- *		ARRAY[...] expression or an array parameter.
- */
-static void
-deparse_array_values(Expr *arr, PushCategory cat, DeparseContext *ctx)
-{
-	arr = strip_relabel(arr);
-	appendStringInfoChar(ctx->buf, '(');
-	if (IsA(arr, Const))
-	{
-		Const	   *c = (Const *) arr;
-		ArrayType  *a = DatumGetArrayTypeP(c->constvalue);
-		Oid			elemtype = ARR_ELEMTYPE(a);
-		int16		typlen;
-		bool		typbyval;
-		char		typalign;
-		Datum	   *elems;
-		bool	   *nulls;
-		int			n,
-					i;
-
-		get_typlenbyvalalign(elemtype, &typlen, &typbyval, &typalign);
-		deconstruct_array(a, elemtype, typlen, typbyval, typalign,
-						  &elems, &nulls, &n);
-		for (i = 0; i < n; i++)
-		{
-			if (i > 0)
-				appendStringInfoString(ctx->buf, ", ");
-			add_param((Expr *) makeConst(elemtype, -1, c->constcollid, typlen,
-										 elems[i], nulls[i], typbyval),
-					  SHARD_PARAM_SCALAR, cat, ctx);
-		}
-	}
-	else if (IsA(arr, ArrayExpr))
-	{
-		ListCell   *lc;
-		bool		first = true;
-
-		foreach(lc, ((ArrayExpr *) arr)->elements)
-		{
-			if (!first)
-				appendStringInfoString(ctx->buf, ", ");
-			first = false;
-			add_param((Expr *) lfirst(lc), SHARD_PARAM_SCALAR, cat, ctx);
-		}
-	}
-	else
-		add_param(arr, SHARD_PARAM_JSON_ARRAY, cat, ctx);
-	appendStringInfoChar(ctx->buf, ')');
 }
 
 /*
@@ -662,10 +610,10 @@ deparse_expr(Expr *expr, DeparseContext *ctx)
 						name = "<=";
 				}
 				deparse_column(col, ctx);
-				appendStringInfo(ctx->buf, " %s ", name);
-				add_param(val, SHARD_PARAM_SCALAR, cat, ctx);
 				if (cat == PUSH_TEXT)
 					appendStringInfoString(ctx->buf, " COLLATE BINARY");
+				appendStringInfo(ctx->buf, " %s ", name);
+				add_param(val, SHARD_PARAM_SCALAR, cat, ctx);
 				appendStringInfoChar(ctx->buf, ')');
 				break;
 			}
@@ -675,13 +623,13 @@ deparse_expr(Expr *expr, DeparseContext *ctx)
 				Expr	   *col = linitial(saop->args);
 				PushCategory cat = column_category(col);
 
-				appendStringInfoChar(ctx->buf, '(');
+				appendStringInfoString(ctx->buf, saop->useOr ? "(" : "(NOT ");
 				deparse_column(col, ctx);
 				if (cat == PUSH_TEXT)
 					appendStringInfoString(ctx->buf, " COLLATE BINARY");
-				appendStringInfoString(ctx->buf, saop->useOr ? " IN " : " NOT IN ");
-				deparse_array_values(lsecond(saop->args), cat, ctx);
-				appendStringInfoChar(ctx->buf, ')');
+				appendStringInfoString(ctx->buf, " IN (");
+				add_param(lsecond(saop->args), SHARD_PARAM_JSON_ARRAY, cat, ctx);
+				appendStringInfoString(ctx->buf, "))");
 				break;
 			}
 		default:

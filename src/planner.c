@@ -113,13 +113,17 @@ shardGetForeignRelSize(PlannerInfo *root, RelOptInfo *baserel,
 	}
 
 	/*
-	 * Fetch what the query uses and what local conditions need, and always
+	 * Fetch what the query uses and what its conditions need, and always
 	 * the tenant column: rows of tenants being moved, or hidden from the
 	 * user mapping, are filtered by it at run time.
 	 */
 	pull_varattnos((Node *) baserel->reltarget->exprs, baserel->relid,
 				   &fpinfo->attrs_used);
-	foreach(lc, fpinfo->local_conds)
+	/*
+	 * Columns of pushed conditions too: a shard whose schema makes SQLite
+	 * compare differently is read without them, and PostgreSQL rechecks.
+	 */
+	foreach(lc, baserel->baserestrictinfo)
 	{
 		RestrictInfo *ri = lfirst_node(RestrictInfo, lc);
 
@@ -319,6 +323,7 @@ shardGetForeignPlan(PlannerInfo *root, RelOptInfo *baserel,
 	List	   *fdw_private;
 	StringInfoData select_sql;
 	StringInfoData where_sql;
+	StringInfoData safe_sql;
 	Relation	rel;
 	ShardPruneKind prune_kind;
 	Expr	   *prune_expr;
@@ -346,8 +351,26 @@ shardGetForeignPlan(PlannerInfo *root, RelOptInfo *baserel,
 	shard_deparse_select(&select_sql, root, baserel, rel, fpinfo->attrs_used,
 						 &retrieved_attrs);
 	table_close(rel, NoLock);
-	shard_deparse_conditions(&where_sql, root, baserel, fpinfo->remote_conds,
-							 &params, &param_kinds);
+	/*
+	 * Each condition separately, sharing one numbering of parameters: the
+	 * conditions that compare no text column also make up the query for a
+	 * shard whose text columns SQLite would compare differently (scan.c).
+	 */
+	initStringInfo(&safe_sql);
+	foreach(lc, fpinfo->remote_conds)
+	{
+		RestrictInfo *ri = lfirst_node(RestrictInfo, lc);
+		StringInfoData one;
+
+		initStringInfo(&one);
+		shard_deparse_conditions(&one, root, baserel, list_make1(ri),
+								 &params, &param_kinds);
+		appendStringInfo(&where_sql, "%s%s", where_sql.len ? " AND " : "",
+						 one.data);
+		if (shard_text_columns(root, list_make1(ri->clause), NIL) == NIL)
+			appendStringInfo(&safe_sql, "%s%s", safe_sql.len ? " AND " : "",
+							 one.data);
+	}
 
 	prune_expr = shard_find_tenant_condition(baserel, fpinfo->tenant_attnum,
 											 &prune_kind);
@@ -365,7 +388,19 @@ shardGetForeignPlan(PlannerInfo *root, RelOptInfo *baserel,
 							  list_make5(NIL, NIL, NIL, NIL, NIL));
 	fdw_private = lappend(fdw_private, NIL);
 	fdw_private = lappend(fdw_private, makeInteger(-1));
+	fdw_private = lappend(fdw_private,
+						  shard_text_columns(root,
+											 extract_actual_clauses(fpinfo->remote_conds, false),
+											 NIL));
+	fdw_private = lappend(fdw_private, makeString(safe_sql.data));
 
+	/*
+	 * The pushed conditions double as recheck conditions: a shard that
+	 * declares a compared text column without TEXT affinity is read without
+	 * them, and PostgreSQL evaluates them instead (scan.c).
+	 */
 	return make_foreignscan(tlist, local_exprs, baserel->relid, params,
-							fdw_private, NIL, NIL, outer_plan);
+							fdw_private, NIL,
+							extract_actual_clauses(fpinfo->remote_conds, false),
+							outer_plan);
 }

@@ -62,6 +62,7 @@ typedef struct ShardTarget
 	ShardConn  *conn;
 	sqlite3_stmt *stmt;
 	bool		with_rowid;		/* the query's first column is rowid */
+	bool		degraded;		/* conditions evaluated by PostgreSQL */
 	bool		done;			/* the statement returned all its rows */
 	instr_time	started;
 
@@ -79,6 +80,7 @@ typedef struct ShardScanState
 	char	   *table_name;		/* foreign table, for messages */
 	char	   *select_sql;
 	char	   *where_sql;
+	char	   *safe_where_sql;	/* the conditions on no text column */
 	List	   *retrieved_attrs;
 	int			nretrieved;
 	char	  **colnames;		/* SQLite names of the retrieved columns */
@@ -118,6 +120,8 @@ typedef struct ShardScanState
 	int			batch_row;
 
 	int			batch_cols;		/* columns of a shard row */
+	List	   *needs;			/* what the query assumes of shard columns */
+	ExprState  *recheck;		/* the pushed conditions, for degraded shards */
 
 	/* Aggregate scans: partial rows merged by group. */
 	ShardScanMode mode;
@@ -251,6 +255,10 @@ shardBeginForeignScan(ForeignScanState *node, int eflags)
 	s->group_sql = strVal(list_nth(priv, FdwScanPrivateGroupSql));
 	s->guard_col = intVal(list_nth(priv, FdwScanPrivateGuardCol));
 	s->with_rowid = (s->mode == SCAN_ROWS);
+	s->needs = list_nth(priv, FdwScanPrivateNeeds);
+	s->safe_where_sql = strVal(list_nth(priv, FdwScanPrivateSafeWhereSql));
+	if (s->mode == SCAN_ROWS)
+		s->recheck = ExecInitQual(fsplan->fdw_recheck_quals, (PlanState *) node);
 	s->cur_col = -1;
 
 	/* The last expression is the tenant value when the scan prunes. */
@@ -668,9 +676,9 @@ build_shard_sql(ShardScanState *s, ShardTarget *t, List **extra)
 	StringInfoData where;
 
 	initStringInfo(&where);
-	appendStringInfoString(&where, s->where_sql);
 	*extra = NIL;
-	if (tenant_pushable(s))
+	appendStringInfoString(&where, t->degraded ? s->safe_where_sql : s->where_sql);
+	if (tenant_pushable(s) && !t->degraded)
 	{
 		if (s->allowed != NIL)
 			append_tenant_list(s, &where, s->allowed, false, extra);
@@ -785,6 +793,29 @@ start_shard(ForeignScanState *node, ShardTarget *t)
 
 	oldcxt = MemoryContextSwitchTo(s->resolve_cxt);
 	s->cur = t;					/* for messages */
+
+	/*
+	 * Pushed-down SQL is exact only where the shard declares columns as
+	 * planning assumed (text compared in TEXT columns, sums over numeric
+	 * ones).  A shard that declares a compared column otherwise is read
+	 * whole and PostgreSQL evaluates the conditions; an aggregation, planned
+	 * from the first shard's schema, cannot be redone that way.
+	 */
+	{
+		char	   *bad = shard_conn_affinity_mismatch(t->conn, s->topts->table,
+													   s->needs);
+
+		t->degraded = (bad != NULL);
+		if (bad && s->mode != SCAN_ROWS)
+			ereport(ERROR,
+					(errcode(ERRCODE_FDW_INVALID_DATA_TYPE),
+					 errmsg("cannot aggregate table \"%s\" inside shard \"%s\"",
+							s->topts->table, t->info.shard_id),
+					 errdetail("The shard declares column \"%s\" with another type than the first shard, so SQLite would not compute the aggregate as PostgreSQL does.",
+							   bad),
+					 errhint("Declare the column alike in every shard, or set \"sqlite_shard_fdw.aggregate_pushdown\" to off.")));
+	}
+
 	for (;;)
 	{
 		t->with_rowid = s->with_rowid;
@@ -796,7 +827,11 @@ start_shard(ForeignScanState *node, ShardTarget *t)
 		s->with_rowid = false;	/* a WITHOUT ROWID table: retry */
 	}
 
-	rc = shardio_bind(t->stmt, 1, s->param_values, s->nparams, errbuf);
+	/* A degraded shard's query uses only some parameters: bind those. */
+	rc = shardio_bind(t->stmt, 1, s->param_values,
+					  t->degraded ?
+					  Min(s->nparams, sqlite3_bind_parameter_count(t->stmt)) :
+					  s->nparams, errbuf);
 	extra_values = palloc0(sizeof(ShardValue) * (list_length(extra) + 1));
 	i = 0;
 	foreach(lc, extra)
@@ -1095,6 +1130,14 @@ shardIterateForeignScan(ForeignScanState *node)
 							 slot->tts_isnull[s->topts->tenant_attnum - 1]))
 				continue;
 			ExecStoreVirtualTuple(slot);
+			if (s->cur->degraded && s->recheck)
+			{
+				ExprContext *econtext = node->ss.ps.ps_ExprContext;
+
+				econtext->ecxt_scantuple = slot;
+				if (!ExecQual(s->recheck, econtext))
+					continue;
+			}
 			break;
 		}
 

@@ -88,6 +88,15 @@ typedef struct ShardConn ShardConn;
 extern ShardConn *shard_conn_get(ShardServerOptions *opts, ShardInfo *shard,
 								 bool missing_ok);
 extern sqlite3 *shard_conn_db(ShardConn *conn);
+extern char *shard_conn_affinity_mismatch(ShardConn *conn, const char *table,
+										  List *needs);
+extern bool shard_schema_meets(ShardServerOptions *opts, const char *table,
+							   List *needs);
+
+/* What a pushed-down query assumes of a shard column's declared affinity. */
+#define SHARD_NEEDS_TEXT	'T'
+#define SHARD_NEEDS_INTEGER 'I'
+#define SHARD_NEEDS_NUMBER	'N' 
 extern void shard_conn_release(ShardConn *conn);
 extern void shard_report_sqlite_error(int elevel, int rc, const char *shard_id,
 									  const char *what, const char *msg);
@@ -112,6 +121,7 @@ extern void shard_deparse_conditions(StringInfo buf, PlannerInfo *root,
 extern void shard_quote_identifier(StringInfo buf, const char *ident);
 extern void shard_deparse_column_ref(StringInfo buf, PlannerInfo *root,
 									 Var *var);
+extern List *shard_text_columns(PlannerInfo *root, List *exprs, List *needs);
 extern char *shard_like_to_glob(const char *pattern, int len);
 
 /* in convert.c */
@@ -151,8 +161,12 @@ enum FdwScanPrivateIndex
 	FdwScanPrivateKeyColls,		/* OidList: collation per key */
 	FdwScanPrivateDistinct,		/* IntList: shard column, type, eqop,
 								 * collation of count(DISTINCT x), or NIL */
-	FdwScanPrivateGuardCol		/* Integer: shard column counting values of
+	FdwScanPrivateGuardCol,		/* Integer: shard column counting values of
 								 * the wrong storage class, or -1 */
+	FdwScanPrivateNeeds,		/* List of String: a SHARD_NEEDS_ letter and
+								 * a column, what the query assumes of each */
+	FdwScanPrivateSafeWhereSql	/* String: the pushed conditions that use no
+								 * text column, or "" */
 };
 
 /* What a scan returns (FdwScanPrivateMode). */

@@ -52,6 +52,7 @@
 #include "catalog/pg_collation.h"
 #include "catalog/pg_namespace.h"
 #include "catalog/pg_type.h"
+#include "foreign/foreign.h"
 #include "mb/pg_wchar.h"
 #include "nodes/makefuncs.h"
 #include "nodes/nodeFuncs.h"
@@ -76,7 +77,9 @@ bool		shard_aggregate_pushdown = true;
 /* Planner state of a pushed-down aggregation (upperrel->fdw_private). */
 typedef struct ShardUpperInfo
 {
+	PlannerInfo *root;
 	RelOptInfo *baserel;		/* the scanned foreign table */
+	List	   *needs;			/* what the SQL assumes of shard columns */
 	List	   *tlist;			/* TargetEntries: keys and aggregates */
 	List	   *ops;			/* ShardAggOp per tlist entry */
 	List	   *having;			/* conditions PostgreSQL applies after */
@@ -392,6 +395,41 @@ add_output(ShardUpperInfo *info, Expr *expr, int op)
 }
 
 /*
+ * add_need
+ *		Note what an aggregate assumes of its column's declared affinity:
+ *		sums read integers or numbers, min and max compare them, and text
+ *		only in TEXT columns.  Counts and keys assume nothing, since the
+ *		merge regroups converted keys with PostgreSQL's equality.
+ */
+static void
+add_need(ShardUpperInfo *info, Aggref *agg, int op)
+{
+	Var		   *arg;
+	char		need = 0;
+	RangeTblEntry *rte;
+	char	   *entry;
+	ListCell   *lc;
+
+	if (op == AGGOP_COUNT_STAR || op == AGGOP_COUNT ||
+		op == AGGOP_COUNT_DISTINCT || op == AGGOP_BOOL_AND ||
+		op == AGGOP_BOOL_OR)
+		return;
+	arg = agg_arg(agg, info->baserel);
+	if (arg->vartype == TEXTOID || arg->vartype == VARCHAROID)
+		need = SHARD_NEEDS_TEXT;
+	else if (arg->vartype == FLOAT8OID)
+		need = SHARD_NEEDS_NUMBER;
+	else
+		need = SHARD_NEEDS_INTEGER;
+	rte = planner_rt_fetch(arg->varno, info->root);
+	entry = psprintf("%c%s", need, shard_column_name(rte->relid, arg->varattno));
+	foreach(lc, info->needs)
+		if (strcmp(strVal(lfirst(lc)), entry) == 0)
+			return;
+	info->needs = lappend(info->needs, makeString(entry));
+}
+
+/*
  * add_aggregates_of
  *		Add the aggregates an expression uses; false when one cannot be
  *		pushed, or when it uses a column outside an aggregate that is not a
@@ -414,6 +452,7 @@ add_aggregates_of(ShardUpperInfo *info, Expr *expr)
 
 			if (op < 0)
 				return false;
+			add_need(info, agg, op);
 			if (op == AGGOP_COUNT_DISTINCT)
 			{
 				if (info->distinct != NULL &&
@@ -484,6 +523,7 @@ shardGetForeignUpperPaths(PlannerInfo *root, UpperRelationKind stage,
 		return;
 
 	info = palloc0(sizeof(ShardUpperInfo));
+	info->root = root;
 	info->baserel = input_rel;
 	target = root->upper_targets[UPPERREL_GROUP_AGG];
 
@@ -528,6 +568,27 @@ shardGetForeignUpperPaths(PlannerInfo *root, UpperRelationKind stage,
 			return;
 		foreach(lc, (List *) gextra->havingQual)
 			info->having = lappend(info->having, lfirst(lc));
+	}
+
+	/*
+	 * The SQL assumes the shards declare the compared and summed columns
+	 * suitably; a fleet whose (first) shard does not is aggregated by
+	 * PostgreSQL instead.
+	 */
+	info->needs = shard_text_columns(root,
+									 extract_actual_clauses(shard_rel_remote_conds(input_rel), false),
+									 info->needs);
+	{
+		Oid			relid = planner_rt_fetch(input_rel->relid, root)->relid;
+		Relation	rel = table_open(relid, NoLock);
+		ShardTableOptions *topts = shard_table_options(rel);
+		bool		ok;
+
+		ok = shard_schema_meets(shard_server_options(GetForeignTable(relid)->serverid),
+								topts->table, info->needs);
+		table_close(rel, NoLock);
+		if (!ok)
+			return;
 	}
 
 	input_rows = input_rel->rows;
@@ -832,6 +893,8 @@ shard_upper_plan(PlannerInfo *root, RelOptInfo *upperrel, List *tlist,
 	fdw_private = lappend(fdw_private, colls);
 	fdw_private = lappend(fdw_private, distinct);
 	fdw_private = lappend(fdw_private, makeInteger(guard_col));
+	fdw_private = lappend(fdw_private, info->needs);
+	fdw_private = lappend(fdw_private, makeString(""));
 
 	return make_foreignscan(tlist, info->having, 0, params, fdw_private,
 							info->tlist, NIL, outer_plan);

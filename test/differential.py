@@ -1,0 +1,1383 @@
+#!/usr/bin/env python3
+#
+# test/differential.py
+#	The differential test (DESIGN.md, section 8): random queries over the
+#	same rows through a foreign table and through a native PostgreSQL table;
+#	any difference fails.
+#
+# Usage: python3 test/differential.py   (normally through
+#	test/differential_test.sh, which picks the database)
+#
+# Environment:
+#	DIFF_SEED		seed of the fleet and of the queries (default 20241129)
+#	DIFF_QUERIES	number of query cases (default 800)
+#	DIFF_DIR		fixture folder (default: a new /tmp/ssfdw_diff.XXXXXX; a
+#					fixed path would collide with other runs on the machine)
+#	DIFF_VERBOSE	1: print every case, not only the failures
+#	DIFF_KEEP		1: keep the fixture folder (it is removed otherwise)
+#	PGHOST, PGPORT, PGUSER, PGDATABASE ...: where to connect (psql)
+#
+# What it does:
+#
+#  1. Builds, with the seed, a fleet of four SQLite shards (two in WAL mode,
+#	  two with a rollback journal; the tables declared differently on each:
+#	  loose or missing types, a NOCASE text column, a WITHOUT ROWID table,
+#	  columns in another order) and a directory.db placing a dozen tenants
+#	  on them.  Values cover NULLs, int8 limits, infinities, non-ASCII and
+#	  LIKE/GLOB metacharacters in text, every stored date and time form the
+#	  wrapper documents, numbers stored as text, text stored as numbers.
+#  2. Reads every shard back with Python's sqlite3 module and converts each
+#	  stored value the way the wrapper documents (convert.c: offsets applied
+#	  to UTC, Unix time for numbers, shortest round-trip text for reals,
+#	  ...), and loads the result into a native table diff_nt with the same
+#	  columns and collations as the foreign table diff_ft.
+#  3. Generates query cases: WHERE trees of comparisons with constants of
+#	  matching and cross types, IS [NOT] NULL, AND/OR/NOT, IN, = ANY,
+#	  <> ALL, BETWEEN, LIKE/ILIKE with wildcards and escapes, text ordering
+#	  under the default, "C", "en-x-icu" and a non-deterministic
+#	  collation, tenant routing; aggregates, ORDER BY ... LIMIT, joins,
+#	  correlated subqueries and LATERAL (rescans), and prepared statements
+#	  run with generic and custom plans.
+#  4. Runs every case on both tables in one psql session (markers between
+#	  results; a crashed backend is reported and the run resumes in a new
+#	  session), and compares the rows (sorted, unless the query fixes the
+#	  order).  An error on one side only is a failure; an error on both
+#	  sides passes.
+#
+# Prints one line per failure (the query, and the rows that differ), and
+# last "N passed, M failed".  Exits 1 if anything failed.
+#
+# The data holds no newlines (psql's unaligned output is split into lines)
+# and no NaN (SQLite stores NaN as NULL).
+
+import datetime
+import decimal
+import math
+import os
+import pwd
+import random
+import re
+import shutil
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+
+SEED = int(os.environ.get("DIFF_SEED", "20241129"))
+NCASES = int(os.environ.get("DIFF_QUERIES", "800"))
+DIR = None                      # the fixture folder, chosen by main()
+VERBOSE = os.environ.get("DIFF_VERBOSE", "") == "1"
+
+FT = "diff_ft"
+NT = "diff_nt"
+SERVER = "diff_fleet"
+NULL_TEXT = "<NULL>"
+FS = "\x1f"                     # field separator of psql's output
+
+# Column list of both tables: name, PostgreSQL type, kind, SQLite column.
+COLUMNS = [
+    ("tenant_id", "text", "text", "tenant_id"),
+    ("id", "bigint", "int", "id"),
+    ("i", "bigint", "int", "i"),
+    ("j", "integer", "int", "j"),
+    ("k", "bigint", "int", "k"),
+    ("f", "double precision", "float", "f"),
+    ("g", "double precision", "float", "g"),
+    ("t", "text", "text", "t"),
+    ("tc", 'text COLLATE "en-x-icu"', "text", "t"),
+    ("u", "text", "text", "u"),
+    ("ts", "timestamp", "ts", "ts"),
+    ("tz", "timestamptz", "tz", "ts"),
+    ("d", "date", "date", "ts"),
+    ("te", "timestamp", "ts", "te"),
+    ("b", "boolean", "bool", "b"),
+    ("n", "numeric", "num", "n"),
+]
+COLNAMES = [c[0] for c in COLUMNS]
+KIND = {c[0]: c[2] for c in COLUMNS}
+
+TENANTS = ["acme", "ACME", "globex", "initech", "müller", "o'brien",
+           "umbrella corp", "tenant_%", "wayne", "stark", "tyrell",
+           "empty_one"]
+SHARDS = ["shard_a", "shard_b", "shard_c", "shard_d"]
+
+STRINGS = [
+    "apple", "Apple", "APPLE", "apples", "banana", "Banana", "cherry",
+    "Ärger", "ärger", "Arger", "école", "Ecole", "ecole", "e\u0301cole",
+    "日本", "日本語", "", " ", "  padded  ", "a%b", "a_b", "a\\b", "a\\\\b",
+    "%", "_", "\\", "star*", "q?", "[x]", "x]", "[", "a[b]c", "O'Reilly",
+    'say "hi"', "tab\there", "zzz", "Zebra", "10", "9", "100", "ß", "SS",
+    "ss", "İstanbul", "ıi", "ﬁsh", "😀 smile", "naïve", "NAÏVE", "abc",
+    "ABC", "aBc", "a", "b", "-", "a-b", "a b", "ab", "a*b", "a?b",
+]
+
+EDGE_INTS = [0, 1, -1, 2, 7, 42, -42, 100, 2147483647, -2147483648,
+             2147483648, -2147483649, 9007199254740993, 9223372036854775807,
+             -9223372036854775808, 9223372036854775806, 4294967296]
+EDGE_FLOATS = [0.0, 1.0, -1.0, 0.1, 0.2, 0.30000000000000004, 1.5, -2.25,
+               2.5, 1e308, -1e308, 5e-324, 1e-300, 1e15, 1e16, 123456.0,
+               9007199254740992.0, 9007199254740993, 3, -7,
+               float("inf"), float("-inf")]
+
+failures = []
+notes = []
+
+
+def log(msg=""):
+    print(msg, flush=True)
+
+
+# ---------------------------------------------------------------------------
+# Conversions the wrapper documents (src/convert.c)
+# ---------------------------------------------------------------------------
+
+def pg_float_text(x):
+    """float8out / double_to_shortest_decimal: the shortest text that reads
+    back as x, fixed notation for decimal exponents -4 .. 14."""
+    if math.isinf(x):
+        return "Infinity" if x > 0 else "-Infinity"
+    if x == 0:
+        return "-0" if math.copysign(1.0, x) < 0 else "0"
+    sign, digits, exp = decimal.Decimal(repr(x)).as_tuple()
+    digits = list(digits)
+    while len(digits) > 1 and digits[-1] == 0:
+        digits.pop()
+        exp += 1
+    nd = len(digits)
+    e10 = exp + nd - 1
+    ds = "".join(map(str, digits))
+    s = "-" if sign else ""
+    if -4 <= e10 < 15:
+        if exp >= 0:
+            s += ds + "0" * exp
+        else:
+            point = nd + exp
+            if point > 0:
+                s += ds[:point] + "." + ds[point:]
+            else:
+                s += "0." + "0" * (-point) + ds
+    else:
+        s += ds[0] + ("." + ds[1:] if nd > 1 else "")
+        s += "e" + ("+" if e10 >= 0 else "-") + "%02d" % abs(e10)
+    return s
+
+
+EPOCH = datetime.datetime(1970, 1, 1)
+PG_EPOCH_UNIX = 946684800        # 2000-01-01 in Unix time
+
+DT_RE = re.compile(r"^(\d{4})-(\d{2})-(\d{2})"
+                   r"(?:[ T](\d{2}):(\d{2})(?::(\d{2})(?:\.(\d+))?)?"
+                   r"(Z|[+-]\d{2}:\d{2})?)?$")
+
+
+def parse_sqlite_time(s):
+    """Microseconds since the Unix epoch (UTC) of a stored text time, as
+    parse_sqlite_datetime reads it."""
+    m = DT_RE.match(s)
+    if not m:
+        raise ValueError("not a time: %r" % s)
+    y, mo, d, hh, mi, ss, frac, off = m.groups()
+    us = 0
+    if frac:
+        us = int(frac[:6].ljust(6, "0"))
+        if len(frac) > 6 and frac[6] >= "5":
+            us += 1
+    offset = 0
+    if off and off != "Z":
+        sign = -1 if off[0] == "-" else 1
+        offset = sign * (int(off[1:3]) * 3600 + int(off[4:6]) * 60)
+    day = datetime.datetime(int(y), int(mo), int(d))
+    secs = (day - EPOCH).days * 86400 + int(hh or 0) * 3600 + \
+        int(mi or 0) * 60 + int(ss or 0) - offset
+    return secs * 1000000 + us
+
+
+def epoch_to_us(v):
+    """Unix time stored as an integer or a real, in microseconds, rounded
+    as the wrapper rounds it (rint of the offset from 2000-01-01)."""
+    if isinstance(v, int):
+        return v * 1000000
+    pg_us = round((v - float(PG_EPOCH_UNIX)) * 1000000.0)
+    return pg_us + PG_EPOCH_UNIX * 1000000
+
+
+def time_value(v):
+    if isinstance(v, str):
+        return parse_sqlite_time(v)
+    return epoch_to_us(v)
+
+
+def fmt_ts(us):
+    dt = EPOCH + datetime.timedelta(microseconds=us)
+    return dt.strftime("%Y-%m-%d %H:%M:%S.%f")
+
+
+def fmt_date(us):
+    dt = EPOCH + datetime.timedelta(microseconds=us)
+    return dt.strftime("%Y-%m-%d")
+
+
+BOOL_TEXT = {"t": True, "true": True, "yes": True, "on": True, "1": True,
+             "y": True, "f": False, "false": False, "no": False,
+             "off": False, "0": False, "n": False}
+
+
+def expected_row(r):
+    """The native row (COPY text fields) for one row read from a shard."""
+    (tenant, id_, i, j, k, f, g, t, u, ts, te, b, n) = r
+    out = {}
+    out["tenant_id"] = tenant
+    out["id"] = str(id_)
+    out["i"] = None if i is None else str(int(i))
+    out["j"] = None if j is None else str(int(j))
+    if k is None:
+        out["k"] = None
+    elif isinstance(k, str):
+        out["k"] = str(int(k.strip()))
+    else:
+        out["k"] = str(int(k))
+    out["f"] = None if f is None else pg_float_text(float(f))
+    out["g"] = None if g is None else pg_float_text(float(g))
+    out["t"] = t
+    out["tc"] = t
+    if u is None or isinstance(u, str):
+        out["u"] = u
+    elif isinstance(u, int):
+        out["u"] = str(u)
+    else:
+        out["u"] = pg_float_text(u)
+    if ts is None:
+        out["ts"] = out["tz"] = out["d"] = None
+    else:
+        us = time_value(ts)
+        out["ts"] = fmt_ts(us)
+        out["tz"] = fmt_ts(us) + "+00"
+        out["d"] = fmt_date(us)
+    out["te"] = None if te is None else fmt_ts(time_value(te))
+    if b is None:
+        out["b"] = None
+    elif isinstance(b, str):
+        out["b"] = "t" if BOOL_TEXT[b.strip().lower()] else "f"
+    else:
+        out["b"] = "t" if b == 1 else "f"
+    if n is None:
+        out["n"] = None
+    elif isinstance(n, str):
+        out["n"] = n
+    elif isinstance(n, int):
+        out["n"] = str(n)
+    else:
+        out["n"] = pg_float_text(n)
+    return [out[c] for c in COLNAMES]
+
+
+def copy_field(v):
+    if v is None:
+        return "\\N"
+    return (v.replace("\\", "\\\\").replace("\t", "\\t")
+            .replace("\n", "\\n").replace("\r", "\\r"))
+
+
+# ---------------------------------------------------------------------------
+# The fleet
+# ---------------------------------------------------------------------------
+
+SCHEMAS = {
+    # plain, WAL
+    "shard_a": """
+        CREATE TABLE items(tenant_id TEXT NOT NULL, id INTEGER NOT NULL,
+            i INTEGER, j INTEGER, k, f REAL, g, t TEXT, u, ts TEXT, te,
+            b INTEGER, n, PRIMARY KEY(tenant_id, id));
+        CREATE INDEX items_i ON items(i);
+        CREATE INDEX items_t ON items(t);""",
+    # other column order, NOCASE text, NUMERIC integer, rollback journal
+    "shard_b": """
+        CREATE TABLE items(n, b INTEGER, te, ts TEXT, u, t TEXT COLLATE NOCASE,
+            g, f FLOAT, k, j INT, i NUMERIC, id INTEGER PRIMARY KEY,
+            tenant_id TEXT COLLATE NOCASE NOT NULL);
+        CREATE INDEX items_t ON items(t);
+        CREATE INDEX items_tenant ON items(tenant_id);
+        CREATE INDEX items_f ON items(f);""",
+    # WITHOUT ROWID, WAL
+    "shard_c": """
+        CREATE TABLE items(tenant_id TEXT NOT NULL, id INTEGER NOT NULL,
+            i INTEGER, j INTEGER, k, f REAL, g, t TEXT, u, ts TEXT, te,
+            b INTEGER, n, PRIMARY KEY(tenant_id, id)) WITHOUT ROWID;
+        CREATE INDEX items_j ON items(j);""",
+    # the types an application might write, rollback journal
+    "shard_d": """
+        CREATE TABLE items(tenant_id VARCHAR(64) NOT NULL, id BIGINT NOT NULL,
+            i BIGINT, j INT, k, f DOUBLE, g, t VARCHAR(100), u, ts DATETIME,
+            te, b BOOLEAN, n, UNIQUE(tenant_id, id));
+        CREATE INDEX items_i ON items(i, t);""",
+}
+WAL = {"shard_a": True, "shard_b": False, "shard_c": True, "shard_d": False}
+
+
+def gen_time_text(rng):
+    """A time in one of the stored forms the wrapper reads."""
+    base = datetime.datetime(1990, 1, 1) + datetime.timedelta(
+        seconds=rng.randrange(0, 50 * 365 * 86400))
+    if rng.random() < 0.15:
+        base = base.replace(hour=10, minute=0, second=0)
+    form = rng.randrange(9)
+    date = base.strftime("%Y-%m-%d")
+    hm = base.strftime("%H:%M")
+    hms = base.strftime("%H:%M:%S")
+    sep = rng.choice([" ", "T"])
+    if form == 0:
+        return date
+    if form == 1:
+        return date + sep + hm
+    if form == 2:
+        return date + sep + hms
+    frac = "".join(rng.choice("0123456789")
+                   for _ in range(rng.choice([1, 3, 6, 7, 9])))
+    if rng.random() < 0.1:
+        frac = "9999995"
+    if form == 3:
+        return date + sep + hms + "." + frac
+    zone = "Z" if form in (4, 5) else "%s%02d:%02d" % (
+        rng.choice("+-"), rng.randrange(15), rng.choice([0, 30, 45, 59]))
+    if form == 4:
+        return date + sep + hm + zone
+    if form in (5, 6):
+        return date + sep + hms + zone
+    return date + sep + hms + "." + frac + zone
+
+
+def gen_row(rng, tenant, id_):
+    def maybe_null(p=0.12):
+        return rng.random() < p
+
+    i = None if maybe_null() else rng.choice(
+        EDGE_INTS + [rng.randrange(-1000, 1000) for _ in range(10)] +
+        [rng.randrange(-2**62, 2**62)])
+    j = None if maybe_null() else rng.choice(
+        [0, 1, -1, 7, 42, 2147483647, -2147483648] +
+        [rng.randrange(-500, 500) for _ in range(10)])
+    k = None if maybe_null() else rng.choice(
+        [rng.randrange(-100, 100), 9223372036854775807, -5, 42, "42",
+         " 17", "-000123", "+8", 5.0, 1e18, -3.0, str(rng.randrange(1000))])
+    f = None if maybe_null() else rng.choice(
+        EDGE_FLOATS + [round(rng.uniform(-1000, 1000), rng.randrange(6))
+                       for _ in range(10)])
+    g = None if maybe_null() else rng.choice(
+        [9007199254740993, 9007199254740992, 9223372036854775807,
+         -9223372036854775807, 3, 0, -1, 2**53 + 5, 0.5, 1e20,
+         9007199254740992.0, 1.5, rng.randrange(-50, 50)])
+    t = None if maybe_null(0.08) else rng.choice(STRINGS)
+    u = None if maybe_null() else rng.choice(
+        STRINGS[:20] + [42, -7, 0, 12345678901234567, 0.1, 2.5,
+                        0.30000000000000004, 1e300, 1e16, 1e15, 123456.0,
+                        1e-5, 100.0, -0.5, float("inf")])
+    ts = None if maybe_null(0.08) else gen_time_text(rng)
+    r = rng.random()
+    if maybe_null(0.08):
+        te = None
+    elif r < 0.4:
+        te = rng.randrange(-30610224000, 253402300799) if rng.random() < 0.2 \
+            else rng.randrange(600000000, 2200000000)
+    elif r < 0.7:
+        te = rng.randrange(600000000, 2200000000) + \
+            rng.choice([0.5, 0.25, 0.125, 0.001, 0.1234567, 0.0000005])
+    else:
+        te = gen_time_text(rng)
+    b = None if maybe_null() else rng.choice(
+        [0, 1, 0, 1, 1, "true", "f", "yes", "off", "T", " on"])
+    n = None if maybe_null() else rng.choice(
+        ["123.4500", "-0.0001", "1e5", "0", "0.000", "99999999999999999999.99",
+         "-12345678901234567890.123456789", "3.14159", "2.5", "-2.5",
+         9223372036854775807, -9223372036854775808, 0, 42, -1,
+         2.5, 0.1, 1e16, 1e-7, str(rng.randrange(-10**6, 10**6)) + "." +
+         str(rng.randrange(1000)).zfill(3)])
+    return dict(tenant_id=tenant, id=id_, i=i, j=j, k=k, f=f, g=g, t=t, u=u,
+                ts=ts, te=te, b=b, n=n)
+
+
+SQLITE_COLS = ["tenant_id", "id", "i", "j", "k", "f", "g", "t", "u", "ts",
+               "te", "b", "n"]
+
+
+def build_fleet(rng):
+    """Create DIR with directory.db and the shards; return the placement."""
+    if os.path.isdir(DIR):
+        shutil.rmtree(DIR)
+    os.makedirs(os.path.join(DIR, "shards"))
+    placement = {}
+    for n, tenant in enumerate(TENANTS):
+        placement[tenant] = SHARDS[n % len(SHARDS)]
+    # acme and ACME on different shards (by the round robin), tenant_% and
+    # o'brien too.
+    con = sqlite3.connect(os.path.join(DIR, "directory.db"))
+    con.executescript("""
+        PRAGMA journal_mode = WAL;
+        CREATE TABLE shards(shard_id TEXT PRIMARY KEY,
+                            path TEXT NOT NULL UNIQUE);
+        CREATE TABLE shard_map(tenant_id TEXT PRIMARY KEY,
+                               shard_id TEXT NOT NULL,
+                               status TEXT NOT NULL DEFAULT 'ACTIVE',
+                               target_shard_id TEXT,
+                               updated_at INTEGER NOT NULL);""")
+    with con:
+        for s in SHARDS:
+            con.execute("INSERT INTO shards VALUES (?, ?)",
+                        (s, "shards/%s.db" % s))
+        for tenant, s in placement.items():
+            con.execute("INSERT INTO shard_map(tenant_id, shard_id, status, "
+                        "updated_at) VALUES (?, ?, 'ACTIVE', 1735689600)",
+                        (tenant, s))
+    con.close()
+
+    id_ = 0
+    rows_by_shard = {s: [] for s in SHARDS}
+    for tenant in TENANTS:
+        if tenant == "empty_one":
+            continue
+        for _ in range(rng.randrange(25, 70)):
+            id_ += 1
+            rows_by_shard[placement[tenant]].append(gen_row(rng, tenant, id_))
+    for s in SHARDS:
+        con = sqlite3.connect(os.path.join(DIR, "shards", s + ".db"))
+        con.executescript(SCHEMAS[s])
+        with con:
+            con.executemany(
+                "INSERT INTO items(%s) VALUES (%s)" % (
+                    ", ".join(SQLITE_COLS), ", ".join("?" * len(SQLITE_COLS))),
+                [tuple(r[c] for c in SQLITE_COLS) for r in rows_by_shard[s]])
+        con.execute("PRAGMA journal_mode = %s" % ("WAL" if WAL[s] else "DELETE"))
+        con.close()
+
+    if os.geteuid() == 0:
+        try:
+            pw = pwd.getpwnam("postgres")
+            for base, dirs, files in os.walk(DIR):
+                os.chown(base, pw.pw_uid, pw.pw_gid)
+                for f in files:
+                    os.chown(os.path.join(base, f), pw.pw_uid, pw.pw_gid)
+        except KeyError:
+            pass
+    for base, dirs, files in os.walk(DIR):
+        os.chmod(base, 0o775)
+        for f in files:
+            os.chmod(os.path.join(base, f), 0o664)
+    return placement
+
+
+def read_back():
+    """Every row as the shards store it, converted to the native table's
+    text fields."""
+    rows = []
+    for s in SHARDS:
+        con = sqlite3.connect("file:%s?mode=ro" % os.path.join(
+            DIR, "shards", s + ".db"), uri=True)
+        for r in con.execute("SELECT %s FROM items" % ", ".join(SQLITE_COLS)):
+            rows.append(expected_row(r))
+        con.close()
+    return rows
+
+
+# ---------------------------------------------------------------------------
+# psql
+# ---------------------------------------------------------------------------
+
+def psql(script, timeout=100):
+    """Run a script in one psql session; returns (rc, stdout, stderr)."""
+    p = subprocess.run(
+        ["psql", "-X", "-q", "-A", "-t", "-F", FS, "-v", "ON_ERROR_STOP=0",
+         "-f", "-"],
+        input=script, capture_output=True, text=True, timeout=timeout)
+    return p.returncode, p.stdout, p.stderr
+
+
+def sql_str(s):
+    return "'" + s.replace("'", "''") + "'"
+
+
+def setup_sql(has_icu, has_ci):
+    cols = []
+    for name, typ, kind, scol in COLUMNS:
+        if not has_icu:
+            typ = typ.replace(' COLLATE "en-x-icu"', "")
+        cols.append((name, typ, scol))
+    ft_cols = []
+    for n, t, s in cols:
+        typ, _, coll = t.partition(" COLLATE ")
+        ft_cols.append("%s %s%s%s" % (
+            n, typ, "" if n == s else " OPTIONS (column %s)" % sql_str(s),
+            " COLLATE " + coll if coll else ""))
+    ft_cols = ",\n  ".join(ft_cols)
+    nt_cols = ",\n  ".join("%s %s" % (n, t) for n, t, s in cols)
+    ci = ""
+    if has_ci:
+        ci = ("CREATE COLLATION IF NOT EXISTS diff_ci (provider = icu, "
+              "locale = 'und-u-ks-level2', deterministic = false);\n")
+    return f"""
+\\set ON_ERROR_STOP 1
+SET client_min_messages = warning;
+CREATE EXTENSION IF NOT EXISTS sqlite_shard_fdw;
+DROP SERVER IF EXISTS {SERVER} CASCADE;
+DROP TABLE IF EXISTS {NT};
+{ci}CREATE SERVER {SERVER} FOREIGN DATA WRAPPER sqlite_shard_fdw
+  OPTIONS (directory {sql_str(os.path.join(DIR, "directory.db"))});
+CREATE FOREIGN TABLE {FT} (
+  {ft_cols}
+) SERVER {SERVER} OPTIONS (table 'items', tenant_column 'tenant_id');
+CREATE TABLE {NT} (
+  {nt_cols}
+);
+\\copy {NT} FROM {sql_str(os.path.join(DIR, "native.copy"))}
+ANALYZE {NT};
+ANALYZE {FT};
+"""
+
+
+SESSION = f"""
+\\pset null '{NULL_TEXT}'
+SET TimeZone = 'Asia/Kolkata';
+SET DateStyle = 'ISO, MDY';
+SET extra_float_digits = 1;
+SET statement_timeout = '30s';
+SET client_min_messages = error;
+"""
+
+
+# ---------------------------------------------------------------------------
+# Query generation
+# ---------------------------------------------------------------------------
+
+class Gen:
+    def __init__(self, rng, rows, has_icu, has_ci):
+        self.rng = rng
+        self.has_icu = has_icu
+        self.has_ci = has_ci
+        # values present in the data, per column, as text fields
+        self.vals = {c: sorted({r[n] for r in rows if r[n] is not None})
+                     for n, c in enumerate(COLNAMES)}
+
+    def pick(self, seq):
+        return self.rng.choice(seq)
+
+    def chance(self, p):
+        return self.rng.random() < p
+
+    # --- literals ---------------------------------------------------------
+
+    def int_value(self, col):
+        vals = self.vals.get(col) or ["0"]
+        if self.chance(0.6):
+            return int(self.pick(vals))
+        return self.pick(EDGE_INTS + [self.rng.randrange(-100, 100)])
+
+    def int4_value(self):
+        while True:
+            v = self.int_value("j")
+            if -2**31 <= v < 2**31:
+                return v
+
+    def int_literal(self, col, v=None):
+        if v is None:
+            v = self.int_value(col)
+        forms = ["plain", "plain", "bigint", "int", "smallint", "quoted",
+                 "numeric", "half", "float", "numcast"]
+        form = self.pick(forms)
+        s = str(v)
+        if form == "plain":
+            return s if v >= 0 else "(%s)" % s
+        if form == "bigint":
+            return "%s::bigint" % sql_str(s) if v < 0 else s + "::bigint"
+        if form == "int":
+            if -2**31 <= v < 2**31:
+                return "%s::int" % sql_str(s)
+            return s + "::bigint"
+        if form == "smallint":
+            if -2**15 <= v < 2**15:
+                return "%s::smallint" % sql_str(s)
+            return s
+        if form == "quoted":
+            return sql_str(s)
+        if form == "numeric":
+            return "%s.0" % s if v >= 0 else "(%s.0)" % s
+        if form == "half":
+            return "%s.5" % s if v >= 0 else "(%s.5)" % s
+        if form == "float":
+            return "%s::float8" % sql_str(s)
+        return "%s::numeric" % sql_str(s)
+
+    def float_literal(self, col):
+        vals = self.vals.get(col) or ["0"]
+        r = self.rng.random()
+        if r < 0.5:
+            v = self.pick(vals)
+            if v in ("Infinity", "-Infinity"):
+                return "%s::float8" % sql_str(v)
+            return self.pick([v, "%s::float8" % sql_str(v),
+                              "%s::double precision" % sql_str(v)])
+        if r < 0.7:
+            return self.pick(["'Infinity'::float8", "'-Infinity'::float8",
+                              "'NaN'::float8", "'inf'::float8", "1e308",
+                              "5e-324::float8", "0.1", "0.30000000000000004",
+                              "9007199254740992", "9007199254740993",
+                              "9223372036854775807", "1.5::real", "2.5",
+                              "0", "-0.0", "'-0'::float8", "1e16"])
+        return self.int_literal("i", self.int_value("i"))
+
+    def text_value(self, col):
+        vals = self.vals.get(col) or [""]
+        if col == "tenant_id":
+            pool = TENANTS + ["nobody", "Acme", "MÜLLER", "tenant_x",
+                              "O'BRIEN", "acme "]
+            return self.pick(pool)
+        if self.chance(0.6):
+            return self.pick(vals)
+        return self.pick(STRINGS + ["0.3", "0.30000000000000004", "1e+300",
+                                    "1.0e+300", "42", "1e+16", "Inf",
+                                    "Infinity", "0.1", "123456", "123456.0",
+                                    "b", "m", "Z", "é", "日"])
+
+    def collate(self, allow_ci=True):
+        opts = ["", "", "", ' COLLATE "C"', ' COLLATE "default"',
+                ' COLLATE "POSIX"']
+        if self.has_icu:
+            opts += [' COLLATE "en-x-icu"', ' COLLATE "en-x-icu"']
+        if self.has_ci and allow_ci:
+            opts += [" COLLATE diff_ci"]
+        return self.pick(opts)
+
+    def text_literal(self, col):
+        return sql_str(self.text_value(col))
+
+    def ts_literal(self, col):
+        kind = KIND[col]
+        vals = self.vals.get(col) or ["2020-01-01 00:00:00"]
+        v = self.pick(vals)
+        if kind == "date":
+            r = self.rng.random()
+            if r < 0.6:
+                return sql_str(v) + self.pick(["", "::date"])
+            return sql_str(v + " 12:00") + "::timestamp"
+        v = v.replace("+00", "")
+        if self.chance(0.3):
+            v = v[:10] + self.pick([" 00:00:00", " 10:00:00", ""])
+        if self.chance(0.2):
+            v = self.pick(["1990-01-01", "2015-06-30 12:00", "2040-12-31",
+                           "1000-01-01", "9999-12-31 23:59:59.999999",
+                           "infinity", "-infinity", "2024-02-29"])
+        casts = {"ts": ["", "::timestamp", "::timestamptz", "::date"],
+                 "tz": ["", "::timestamptz", "::timestamp", "::date",
+                        "::timestamptz + interval '5 hours'"]}
+        return sql_str(v) + self.pick(casts[kind if kind != "date" else "ts"])
+
+    def num_literal(self):
+        vals = self.vals.get("n") or ["0"]
+        if self.chance(0.5):
+            v = self.pick(vals)
+            return self.pick([sql_str(v), "%s::numeric" % sql_str(v)])
+        return self.pick(["2.5", "0", "-0.0001", "1e5", "100000",
+                          "123.45", "9223372036854775807", "0.1::float8",
+                          "'NaN'::numeric", "42", "(-1)", "1e16",
+                          "99999999999999999999.99"])
+
+    def literal_for(self, col):
+        k = KIND[col]
+        if k == "int":
+            return self.int_literal(col)
+        if k == "float":
+            return self.float_literal(col)
+        if k == "text":
+            return self.text_literal(col)
+        if k in ("ts", "tz", "date"):
+            return self.ts_literal(col)
+        if k == "num":
+            return self.num_literal()
+        return self.pick(["true", "false", "'t'", "'yes'::bool"])
+
+    # --- predicates ---------------------------------------------------------
+
+    def like_pattern(self, col):
+        base = self.text_value(col) if col != "tenant_id" else \
+            self.pick(TENANTS)
+        parts = []
+        # a substring of a value, some characters replaced by wildcards
+        if base and self.chance(0.7):
+            a = self.rng.randrange(len(base))
+            b = self.rng.randrange(a, len(base) + 1)
+            chunk = base[a:b]
+            for ch in chunk:
+                r = self.rng.random()
+                if r < 0.1:
+                    parts.append("_")
+                elif r < 0.15:
+                    parts.append("%")
+                elif ch in "%_\\" and r < 0.8:
+                    parts.append("\\" + ch)
+                else:
+                    parts.append(ch)
+            if self.chance(0.6):
+                parts.insert(0, "%")
+            if self.chance(0.6):
+                parts.append("%")
+        else:
+            for _ in range(self.rng.randrange(1, 5)):
+                parts.append(self.pick(["%", "_", "a", "A", "\\%", "\\_",
+                                        "\\\\", "*", "?", "[", "]", "[x]",
+                                        "\\a", "é", "日", "'", "%%", "ß",
+                                        "b", "1", "."]))
+        # No lone escape at the end: PostgreSQL raises its error only for a
+        # row that reaches the LIKE, and which rows do depends on the plan
+        # (a fixed case checks the error).
+        return "".join(parts)
+
+    def like_atom(self, col):
+        pat = self.like_pattern(col)
+        op = self.pick(["LIKE", "LIKE", "NOT LIKE", "ILIKE", "NOT ILIKE",
+                        "~~", "!~~", "~~*"])
+        lit = sql_str(pat)
+        if op in ("LIKE", "NOT LIKE") and self.chance(0.2):
+            esc = self.pick(["#", "", "\\", "!"])
+            if esc == "#":
+                lit = sql_str(pat.replace("\\", "#"))
+            return "%s %s %s ESCAPE %s" % (col, op, lit, sql_str(esc))
+        # Not the non-deterministic collation: with statistics, the planner
+        # itself raises its "not supported for LIKE" error (patternsel),
+        # without, only a row that reaches the operator does.
+        coll = self.collate(False) if self.chance(0.3) else ""
+        return "%s %s %s%s" % (col, op, lit, coll)
+
+    def list_of(self, col, n=None):
+        n = n or self.rng.randrange(1, 6)
+        items = [self.literal_for(col) for _ in range(n)]
+        if self.chance(0.15):
+            items.append("NULL")
+        return items
+
+    def array_const(self, col):
+        """A constant array literal '{...}'::type[]."""
+        k = KIND[col]
+        if k == "int":
+            vals = [str(self.int_value(col)) for _ in
+                    range(self.rng.randrange(1, 5))]
+            typ = self.pick(["bigint[]", "int[]"] if all(
+                -2**31 <= int(v) < 2**31 for v in vals) else ["bigint[]"])
+        elif k == "text":
+            vals = ['"%s"' % self.text_value(col).replace("\\", "\\\\")
+                    .replace('"', '\\"') for _ in
+                    range(self.rng.randrange(1, 5))]
+            typ = "text[]"
+        else:
+            return None
+        if self.chance(0.15):
+            vals.append("NULL")
+        return sql_str("{" + ",".join(vals) + "}") + "::" + typ
+
+    def atom(self, col=None):
+        col = col or self.pick(COLNAMES + ["i", "j", "t", "tc", "f", "tenant_id",
+                                           "t", "i", "u", "k"])
+        k = KIND[col]
+        r = self.rng.random()
+        if r < 0.08:
+            return "%s IS %sNULL" % (col, self.pick(["", "NOT "]))
+        if k == "bool":
+            return self.pick(["b", "NOT b", "b IS TRUE", "b IS NOT TRUE",
+                              "b IS FALSE", "b IS NOT FALSE", "b IS UNKNOWN",
+                              "b = true", "b <> false", "b = 't'",
+                              "b AND i > 0", "b IS DISTINCT FROM false"])
+        if k == "text" and r < 0.3:
+            return self.like_atom(col)
+        if r < 0.55:
+            op = self.pick(["=", "=", "<>", "!=", "<", "<=", ">", ">="])
+            lit = self.literal_for(col)
+            if k == "text":
+                lit += self.collate()
+            if self.chance(0.2):
+                return "%s %s %s" % (lit, op, col)
+            return "%s %s %s" % (col, op, lit)
+        if r < 0.68:
+            items = self.list_of(col)
+            form = self.pick(["IN", "NOT IN", "ANY", "ALL", "CONST"])
+            coll = self.collate() if k == "text" and self.chance(0.3) else ""
+            if form == "IN":
+                return "%s%s IN (%s)" % (col, coll, ", ".join(items))
+            if form == "NOT IN":
+                return "%s%s NOT IN (%s)" % (col, coll, ", ".join(items))
+            if k not in ("int", "text"):
+                typ = {"float": "float8", "ts": "timestamp",
+                       "tz": "timestamptz", "date": "date",
+                       "num": "numeric"}[k]
+                items = ["(%s)::%s" % (x, typ) for x in items]
+            if form == "ANY":
+                return "%s%s = ANY (ARRAY[%s])" % (col, coll, ", ".join(items))
+            if form == "ALL":
+                return "%s%s <> ALL (ARRAY[%s])" % (col, coll, ", ".join(items))
+            arr = self.array_const(col)
+            if arr is None:
+                return "%s IN (%s)" % (col, ", ".join(items))
+            return "%s%s %s (%s)" % (col, coll, self.pick(["= ANY", "<> ALL"]),
+                                     arr)
+        if r < 0.78:
+            a, b = self.literal_for(col), self.literal_for(col)
+            if k == "text" and self.chance(0.4):
+                a = "(%s%s)" % (a, self.collate(False))
+            return "%s %s %s AND %s" % (
+                col, self.pick(["BETWEEN", "NOT BETWEEN", "BETWEEN SYMMETRIC"]),
+                a, b)
+        if r < 0.86:
+            # column against column, or an expression PostgreSQL must compute
+            same = [c for c in COLNAMES if KIND[c] == k and c != col]
+            if k == "int":
+                return self.pick(["%s = %s" % (col, self.pick(same)),
+                                  "%s < %s" % (col, self.pick(same)),
+                                  "%s %% 7 = %d" % (col, self.rng.randrange(-3, 7)),
+                                  "%s / 3 > 1" % col,
+                                  "abs(j::bigint) > 100", "i::numeric > 2.5",
+                                  "j::bigint + 1 > 0", "j / 3 = 1",
+                                  "%s = n" % col, "%s::float8 = g" % col])
+            if k == "float":
+                return self.pick(["f = g", "f < g", "f > i", "f::numeric > 2.5",
+                                  "g = i", "f::numeric * 2 > 1", "f = 'NaN'",
+                                  "g >= 9007199254740992", "f = i"])
+            if k == "text":
+                return self.pick([
+                    "lower(%s) = %s" % (col, self.text_literal(col)),
+                    "upper(%s) LIKE 'A%%'" % col,
+                    "length(%s) > 3" % col,
+                    "%s || 'x' = 'applex'" % col,
+                    "%s ~ '^[a-z]'" % col, "%s ~* 'É'" % col,
+                    "%s SIMILAR TO '%%(a|b)%%'" % col,
+                    "t = tc", "t < tc", "t = u", "tenant_id = t",
+                    "%s > u COLLATE \"C\"" % col,
+                    "position('a' in %s) = 1" % col,
+                    "%s = ''" % col, "%s <> ''" % col])
+            if k in ("ts", "tz", "date"):
+                return self.pick(["ts = te", "ts < te", "tz::date = d",
+                                  "date_trunc('day', ts) = d",
+                                  "extract(year from ts) > 2010",
+                                  "te > ts - interval '1 year'",
+                                  "d = '2024-02-29'", "ts::date = d",
+                                  "extract(microseconds from ts) > 500000"])
+            if k == "num":
+                return self.pick(["n = i", "n > j", "n::float8 > f",
+                                  "n = 2.5", "n < 0", "n = round(n)",
+                                  "n * 2 > 5", "scale(n) > 2"])
+        if r < 0.93 and k in ("int", "text"):
+            return self.routing_atom()
+        op = self.pick(["=", "<>", "<", ">="])
+        return "%s %s %s" % (col, op, self.literal_for(col))
+
+    def routing_atom(self):
+        r = self.rng.random()
+        tv = lambda: sql_str(self.text_value("tenant_id"))
+        if r < 0.35:
+            return "tenant_id = %s%s" % (tv(), self.collate() if
+                                         self.chance(0.3) else "")
+        if r < 0.55:
+            return "tenant_id IN (%s)" % ", ".join(
+                tv() for _ in range(self.rng.randrange(1, 4)))
+        if r < 0.7:
+            return "tenant_id = ANY (ARRAY[%s])" % ", ".join(
+                tv() for _ in range(self.rng.randrange(1, 4)))
+        if r < 0.8:
+            return "tenant_id = ANY (%s)" % self.array_const("tenant_id")
+        if r < 0.9:
+            return "%s = tenant_id" % tv()
+        return "tenant_id <> %s" % tv()
+
+    def pred(self, depth=0):
+        r = self.rng.random()
+        if depth >= 3 or r < 0.35:
+            return self.atom()
+        if r < 0.65:
+            n = self.rng.randrange(2, 4)
+            return "(" + " AND ".join(self.pred(depth + 1) for _ in range(n)) + ")"
+        if r < 0.9:
+            n = self.rng.randrange(2, 4)
+            return "(" + " OR ".join(self.pred(depth + 1) for _ in range(n)) + ")"
+        return "NOT (%s)" % self.pred(depth + 1)
+
+    def where(self):
+        p = self.pred()
+        if self.chance(0.25):
+            p = "%s AND %s" % (self.routing_atom(), p)
+        return p
+
+    def select_list(self):
+        if self.chance(0.05):
+            return "x"                       # the whole row
+        if self.chance(0.05):
+            return "*"
+        cols = ["id"] + self.rng.sample(COLNAMES, self.rng.randrange(1, 7))
+        return ", ".join(dict.fromkeys(cols))
+
+    # --- cases --------------------------------------------------------------
+
+    def case(self):
+        r = self.rng.random()
+        if r < 0.62:
+            return Case("SELECT %s FROM {T} x WHERE %s" % (
+                self.select_list(), self.where()))
+        if r < 0.7:
+            return self.aggregate_case()
+        if r < 0.77:
+            order = self.pick([
+                "t COLLATE \"en-x-icu\"" if self.has_icu else "t",
+                "tc DESC", "t COLLATE \"C\"", "f DESC NULLS LAST", "i",
+                "ts", "tz DESC", "n", "u", "b, j", "g NULLS FIRST",
+                "tenant_id", "te"])
+            return Case("SELECT id, %s FROM {T} x WHERE %s ORDER BY %s, id "
+                        "LIMIT %d" % (order.split()[0].split(",")[0],
+                                      self.pred(), order,
+                                      self.rng.randrange(1, 30)),
+                        ordered=True)
+        if r < 0.82:
+            return Case(self.pick([
+                "SELECT x.id, y.yid FROM {T} x JOIN (SELECT id AS yid, "
+                "tenant_id AS ytn, j AS yj FROM {T}) y ON x.tenant_id = y.ytn "
+                "AND x.j = y.yj WHERE %s" % self.pred(),
+                "SELECT x.id, y.yt FROM {T} x JOIN (SELECT id AS yid, t AS yt "
+                "FROM %s) y ON x.id = y.yid WHERE x.t IS DISTINCT FROM y.yt "
+                "OR %s" % (NT, self.pred()),
+                "SELECT x.tenant_id, count(*) FROM {T} x LEFT JOIN (SELECT "
+                "id AS yid, i AS yi FROM {T}) y ON x.i = y.yi AND x.id <> "
+                "y.yid WHERE %s GROUP BY 1" % self.pred(),
+                "SELECT x.id FROM {T} x WHERE x.i IN (SELECT y.i FROM {T} y "
+                "WHERE %s)" % self.pred(),
+            ]))
+        if r < 0.87:
+            tenants = ", ".join("(%s)" % sql_str(self.text_value("tenant_id"))
+                                for _ in range(self.rng.randrange(2, 6)))
+            return Case(self.pick([
+                # rescans with new parameter values: routing per outer row
+                "SELECT v.tn, (SELECT count(*) FROM {T} x WHERE "
+                "x.tenant_id = v.tn AND %s) FROM (VALUES %s) v(tn)" % (
+                    self.pred(), tenants),
+                "SELECT v.tn, s.c, s.m FROM (VALUES %s) v(tn), LATERAL "
+                "(SELECT count(*) AS c, max(id) AS m FROM {T} x WHERE "
+                "x.tenant_id = v.tn AND %s) s" % (tenants, self.pred()),
+                "SELECT y.id, (SELECT count(*) FROM {T} x WHERE x.i = y.i) "
+                "FROM %s y WHERE y.id %% 17 = %d" % (NT, self.rng.randrange(17)),
+                "SELECT id, t FROM {T} x WHERE x.tenant_id = (SELECT "
+                "min(tenant_id) FROM %s WHERE %s)" % (NT, self.pred()),
+                "SELECT id FROM {T} x WHERE x.i = (SELECT max(i) FROM %s "
+                "WHERE %s)" % (NT, self.pred()),
+                "SELECT id FROM {T} x WHERE x.t = ANY (SELECT t FROM %s "
+                "WHERE id %% 5 = 0) AND %s" % (NT, self.pred()),
+            ]))
+        return self.prepared_case()
+
+    AGGREGATES = [
+        "count(*)", "count(i)", "count(t)", "count(DISTINCT t)",
+        "count(DISTINCT tc)", "min(i)", "max(i)", "sum(i)", "avg(i)",
+        "min(j)", "max(j)", "sum(j)", "avg(j)", "sum(k)", "avg(k)",
+        "min(t)", "max(t)", "min(tc)", "max(tc)", "min(t COLLATE \"C\")",
+        "max(u)", "min(ts)", "max(tz)", "min(d)", "max(te)",
+        "bool_and(b)", "bool_or(b)", "every(b)", "min(f)", "max(f)",
+        "min(g)", "max(g)", "count(n)", "sum(n)", "min(n)::float8",
+        "sum(i) FILTER (WHERE j > 0)", "count(*) FILTER (WHERE b)",
+        "string_agg(t, ',' ORDER BY t COLLATE \"C\", id)",
+        "array_agg(id ORDER BY id)", "sum(j::bigint * 2)",
+        "max(length(t))", "sum(CASE WHEN b THEN 1 ELSE 0 END)",
+        "bit_or(j)", "bit_and(i)",
+    ]
+
+    def aggregate_case(self):
+        """Aggregates (the shards may compute part of them), grouped or
+        not, with HAVING, ORDER BY and LIMIT."""
+        aggs = ", ".join(self.rng.sample(self.AGGREGATES,
+                                         self.rng.randrange(1, 7)))
+        where = self.where() if self.chance(0.7) else "true"
+        r = self.rng.random()
+        if r < 0.25:
+            return Case("SELECT %s FROM {T} x WHERE %s" % (aggs, where))
+        g = self.pick(["tenant_id", "tenant_id", "b", "j % 3", "t", "tc",
+                       "d", "(i > 0)", "n IS NULL", "tenant_id, b",
+                       "date_trunc('year', ts)", "lower(t)", "f", "i"])
+        having = self.pick(["", "", " HAVING count(*) > 1",
+                            " HAVING min(i) < 0", " HAVING sum(j) > 0",
+                            " HAVING max(t) > 'b'"])
+        ngroup = len(g.split(","))
+        sql = "SELECT %s, %s FROM {T} x WHERE %s GROUP BY %s%s" % (
+            g, aggs, where, g, having)
+        if r < 0.45:
+            # order by every grouping column: a determined order
+            return Case(sql + " ORDER BY %s LIMIT %d" % (
+                ", ".join(str(n + 1) for n in range(ngroup)),
+                self.rng.randrange(1, 8)), ordered=True)
+        return Case(sql)
+
+    def param_atom(self, n):
+        """A condition on parameter $n: (sql, type, value generator)."""
+        r = self.rng.random()
+        if r < 0.2:
+            return ("tenant_id = $%d" % n, "text",
+                    lambda: sql_str(self.text_value("tenant_id")))
+        if r < 0.3:
+            return ("tenant_id = ANY ($%d)" % n, "text[]",
+                    lambda: self.array_const("tenant_id"))
+        if r < 0.45:
+            col = self.pick(["i", "j", "k", "id"])
+            op = self.pick(["=", "<", ">=", "<>"])
+            typ = self.pick(["bigint", "int", "numeric", "float8"])
+            return ("%s %s $%d" % (col, op, n), typ,
+                    lambda: sql_str(str(self.int_value(col)) if typ in
+                                    ("bigint", "numeric", "float8") else
+                                    str(self.rng.randrange(-600, 600))))
+        if r < 0.55:
+            col = self.pick(["i", "j", "id"])
+            typ = self.pick(["bigint[]", "int[]"])
+            return ("%s %s ($%d)" % (col, self.pick(["= ANY", "<> ALL"]), n),
+                    typ, lambda: sql_str("{%s}" % ",".join(
+                        [str(self.int4_value() if typ == "int[]" else
+                             self.int_value(col))
+                         for _ in range(self.rng.randrange(1, 4))] +
+                        (["NULL"] if self.chance(0.15) else []))))
+        if r < 0.7:
+            col = self.pick(["t", "tc", "u"])
+            op = self.pick(["=", "<>", "<", ">="])
+            return ("%s %s $%d" % (col, op, n), "text",
+                    lambda: sql_str(self.text_value(col)))
+        if r < 0.78:
+            col = self.pick(["t", "u"])
+            return ("%s = ANY ($%d)" % (col, n), "text[]",
+                    lambda: self.array_const(col))
+        if r < 0.85:
+            return ("t LIKE $%d" % n, "text",
+                    lambda: sql_str(self.like_pattern("t")))
+        if r < 0.92:
+            col = self.pick(["f", "g"])
+            return ("%s %s $%d" % (col, self.pick(["=", "<", ">="]), n),
+                    "float8", lambda: self.float_literal(col))
+        col = self.pick(["ts", "te", "tz"])
+        return ("%s %s $%d" % (col, self.pick(["=", "<", ">="]), n),
+                "timestamptz" if col == "tz" else "timestamp",
+                lambda: self.ts_literal("ts").split("::")[0])
+
+    def prepared_case(self):
+        atoms = [self.param_atom(n + 1) for n in range(self.rng.randrange(1, 4))]
+        conds = [a[0] for a in atoms]
+        if self.chance(0.5):
+            conds.append(self.pred(2))
+        glue = " AND " if self.chance(0.7) else " OR "
+        query = "SELECT %s FROM {T} x WHERE %s" % (self.select_list(),
+                                                    glue.join(conds))
+        types = ", ".join(a[1] for a in atoms)
+        mode = self.pick(["force_generic_plan", "force_generic_plan",
+                          "force_custom_plan", "auto"])
+        nexec = 7 if mode == "auto" else self.rng.randrange(2, 4)
+        execs = [", ".join(a[2]() for a in atoms) for _ in range(nexec)]
+        return Case(query, types=types, execs=execs, mode=mode)
+
+
+# Cases every seed runs: the whole table, and spots where SQLite's rules
+# differ from PostgreSQL's (loosely declared columns, a NOCASE column with an
+# index, conversions, errors that both sides must raise).
+FIXED_CASES = [
+    "SELECT * FROM {T} x",
+    "SELECT count(*) FROM {T} x",
+    "SELECT x FROM {T} x",
+    "SELECT tenant_id, count(*) FROM {T} x GROUP BY 1",
+    "SELECT id, ts, tz, d, te FROM {T} x",
+    "SELECT id, g FROM {T} x WHERE g = 9007199254740992",
+    "SELECT id, g FROM {T} x WHERE g >= 9223372036854775807",
+    "SELECT id, g FROM {T} x WHERE g IN (3, 9007199254740992)",
+    "SELECT id, u FROM {T} x WHERE u = '42'",
+    "SELECT id, u FROM {T} x WHERE u <> '0.1'",
+    "SELECT id, u FROM {T} x WHERE u IN ('42', '0.1', 'apple')",
+    "SELECT id, u FROM {T} x WHERE u LIKE '1e+%'",
+    "SELECT id, u FROM {T} x WHERE u < 'a' COLLATE \"C\"",
+    "SELECT id, k FROM {T} x WHERE k = 42",
+    "SELECT id, k FROM {T} x WHERE k IN (42, 17)",
+    "SELECT id, k FROM {T} x WHERE k = ANY ('{42,17,-123}'::bigint[])",
+    "SELECT id, t FROM {T} x WHERE t = 'apple' OR t = 'zzz'",
+    "SELECT id, t FROM {T} x WHERE t = 'Apple' OR t = 'ZZZ' OR t = 'x'",
+    "SELECT id, tenant_id FROM {T} x WHERE tenant_id = 'Acme' OR "
+    "tenant_id = 'nobody'",
+    "SELECT id, t FROM {T} x WHERE t IN ('Apple', 'ZZZ')",
+    "SELECT id, t FROM {T} x WHERE t LIKE 'a%' OR t LIKE 'A%'",
+    "SELECT id, t FROM {T} x WHERE t LIKE '%\\%%' OR t LIKE '%[%' OR "
+    "t LIKE '%*%' OR t LIKE '%?%' OR t LIKE '%\\\\%'",
+    "SELECT id, t FROM {T} x WHERE t < 'b' COLLATE \"C\"",
+    "SELECT id, t FROM {T} x WHERE t >= 'a' COLLATE \"C\" AND t < 'b' "
+    "COLLATE \"C\"",
+    "SELECT id, 100 / j FROM {T} x",
+    "SELECT id FROM {T} x WHERE t LIKE 'a\\'",
+    "SELECT count(*), sum(i), avg(i), sum(j), avg(j), min(t), max(t), "
+    "min(tc), max(tc), min(f), max(f), min(g), max(g), sum(n), bool_and(b) "
+    "FROM {T} x",
+    "SELECT tenant_id, count(*), sum(i), min(tc), max(tc) FROM {T} x "
+    "GROUP BY tenant_id",
+    "SELECT tc, count(*) FROM {T} x GROUP BY tc",
+    "SELECT t, count(*) FROM {T} x GROUP BY t ORDER BY t LIMIT 10",
+    "SELECT id, j + 2147483647 FROM {T} x WHERE j IS NOT NULL",
+    "SELECT id, f FROM {T} x WHERE f = 'Infinity' OR f = '-Infinity'",
+    "SELECT id, i FROM {T} x WHERE i = 9223372036854775807 OR "
+    "i = -9223372036854775808",
+    "SELECT id, i FROM {T} x WHERE i = ANY ('{-9223372036854775808,"
+    "9223372036854775807}'::bigint[])",
+]
+
+
+class Case:
+    def __init__(self, query, ordered=False, types=None, execs=None, mode=None):
+        self.query = query
+        self.ordered = ordered
+        self.types = types
+        self.execs = execs
+        self.mode = mode
+
+    def describe(self):
+        q = self.query.replace("{T}", FT)
+        if self.execs is None:
+            return q
+        return "SET plan_cache_mode = %s; PREPARE p(%s) AS %s; %s" % (
+            self.mode, self.types, q,
+            "; ".join("EXECUTE p(%s)" % e for e in self.execs))
+
+    def script(self, idx, side, table):
+        """psql lines running this case on one table, with markers."""
+        out = []
+
+        def run(r, sql):
+            out.append("\\echo @@Q %d %s %d" % (idx, side, r))
+            out.append(sql + ";")
+            out.append("\\echo @@E %d %s %d :ERROR :SQLSTATE" % (idx, side, r))
+            out.append("\\if :ERROR")
+            out.append("\\echo @@M :LAST_ERROR_MESSAGE")
+            out.append("\\endif")
+
+        q = self.query.replace("{T}", table)
+        if self.execs is None:
+            run(0, q)
+            return out
+        name = "p_%d_%s" % (idx, side)
+        out.append("SET plan_cache_mode = %s;" % self.mode)
+        out.append("PREPARE %s(%s) AS %s;" % (name, self.types, q))
+        for r, e in enumerate(self.execs):
+            run(r, "EXECUTE %s(%s)" % (name, e))
+        out.append("DEALLOCATE %s;" % name)
+        out.append("RESET plan_cache_mode;")
+        return out
+
+
+# ---------------------------------------------------------------------------
+# Running and comparing
+# ---------------------------------------------------------------------------
+
+def parse_output(text):
+    """{(idx, side, run): (rows, error)} from the marked psql output, and
+    the last case started."""
+    results = {}
+    cur = None
+    rows = []
+    last = None
+    for line in text.split("\n"):
+        if line.startswith("@@Q "):
+            _, idx, side, r = line.split(" ")
+            cur = (int(idx), side, int(r))
+            last = cur
+            rows = []
+        elif line.startswith("@@E ") and cur is not None:
+            parts = line.split(" ")
+            err = None
+            if parts[4] == "true":
+                err = parts[5] if len(parts) > 5 else "?"
+            results[cur] = [rows, err]
+            cur = None
+        elif line.startswith("@@M ") and cur is None and last is not None:
+            if last in results and results[last][1] is not None:
+                results[last][1] += " " + line[4:]
+        elif cur is not None:
+            rows.append(line)
+    return results, last
+
+
+def server_ready(deadline):
+    while time.time() < deadline:
+        p = subprocess.run(["psql", "-X", "-A", "-t", "-c", "SELECT 1"],
+                           capture_output=True, text=True)
+        if p.returncode == 0:
+            return True
+        time.sleep(0.5)
+    return False
+
+
+def run_cases(cases):
+    """Run every case on both tables; returns the results dictionary."""
+    results = {}
+    start = 0
+    crashes = 0
+    while start < len(cases):
+        lines = [SESSION]
+        for idx in range(start, len(cases)):
+            for side, table in (("F", FT), ("N", NT)):
+                lines += cases[idx].script(idx, side, table)
+        rc, out, err = psql("\n".join(lines) + "\n", timeout=110)
+        got, last = parse_output(out)
+        results.update(got)
+        expected_last = (len(cases) - 1, "N", len(cases[-1].execs or [0]) - 1)
+        if rc == 0 and expected_last in got:
+            break
+        # psql stopped early: a backend crashed (or the connection was lost)
+        crashes += 1
+        idx = last[0] if last else start
+        tail = "\n".join(l for l in err.splitlines()[-6:])
+        failures.append("case %d: psql stopped (exit %d) while running it; "
+                        "the server may have crashed\n  query: %s\n  %s" % (
+                            idx, rc, cases[idx].describe(), tail))
+        cases[idx].crashed = True
+        if crashes >= 5 or not server_ready(time.time() + 30):
+            for j in range(idx + 1, len(cases)):
+                cases[j].crashed = True
+            failures.append("giving up after %d psql sessions stopped early"
+                            % crashes)
+            break
+        start = idx + 1
+    return results
+
+
+def compare(cases, results):
+    passed = failed = both_err = 0
+    for idx, case in enumerate(cases):
+        if getattr(case, "crashed", False):
+            failed += 1
+            continue
+        problems = []
+        nruns = len(case.execs) if case.execs else 1
+        for r in range(nruns):
+            f = results.get((idx, "F", r))
+            n = results.get((idx, "N", r))
+            if f is None or n is None:
+                problems.append("run %d: no result (%s missing)" % (
+                    r, "foreign" if f is None else "native"))
+                continue
+            frows, ferr = f
+            nrows, nerr = n
+            label = "" if nruns == 1 else "EXECUTE #%d (%s): " % (
+                r + 1, case.execs[r])
+            if ferr and nerr:
+                both_err += 1
+                if VERBOSE:
+                    log("case %d: both fail: %s | %s\n  query: %s" % (
+                        idx, ferr, nerr, case.describe()))
+                if ferr.split()[0] != nerr.split()[0]:
+                    notes.append("case %d: both sides fail, with different "
+                                 "errors\n  query: %s\n  foreign: %s\n  "
+                                 "native:  %s" % (idx, case.describe(),
+                                                  ferr, nerr))
+                continue
+            if ferr:
+                problems.append("%sforeign table fails, native table does "
+                                "not (%d rows): %s" % (label, len(nrows), ferr))
+                continue
+            if nerr:
+                problems.append("%snative table fails, foreign table does "
+                                "not (%d rows): %s" % (label, len(frows), nerr))
+                continue
+            a, b = (frows, nrows) if case.ordered else (sorted(frows),
+                                                        sorted(nrows))
+            if a != b:
+                fset, nset = {}, {}
+                for x in frows:
+                    fset[x] = fset.get(x, 0) + 1
+                for x in nrows:
+                    nset[x] = nset.get(x, 0) + 1
+                only_f = [x for x in fset if fset[x] > nset.get(x, 0)]
+                only_n = [x for x in nset if nset[x] > fset.get(x, 0)]
+                msg = "%srows differ: foreign %d, native %d" % (
+                    label, len(frows), len(nrows))
+                if not only_f and not only_n:
+                    msg += " (same rows, different order)"
+                for x in only_f[:8]:
+                    msg += "\n    only foreign: " + x.replace(FS, " | ")
+                for x in only_n[:8]:
+                    msg += "\n    only native:  " + x.replace(FS, " | ")
+                problems.append(msg)
+        if problems:
+            failed += 1
+            failures.append("case %d FAILED\n  query: %s\n  %s" % (
+                idx, case.describe(), "\n  ".join(problems)))
+        else:
+            passed += 1
+            if VERBOSE:
+                log("case %d ok: %s" % (idx, case.describe()))
+    return passed, failed, both_err
+
+
+def main():
+    global DIR
+    DIR = os.environ.get("DIFF_DIR") or tempfile.mkdtemp(prefix="ssfdw_diff.",
+                                                         dir="/tmp")
+    try:
+        return run_test()
+    finally:
+        if os.environ.get("DIFF_KEEP") == "1":
+            log("fixture kept in %s" % DIR)
+        elif not os.environ.get("DIFF_DIR"):
+            shutil.rmtree(DIR, ignore_errors=True)
+
+
+def run_test():
+    t0 = time.time()
+    rng = random.Random(SEED)
+    log("differential test: seed %d (DIFF_SEED), %d cases, fleet in %s" % (
+        SEED, NCASES, DIR))
+
+    build_fleet(rng)
+    rows = read_back()
+    with open(os.path.join(DIR, "native.copy"), "w", encoding="utf-8") as fh:
+        for r in rows:
+            fh.write("\t".join(copy_field(v) for v in r) + "\n")
+
+    rc, out, err = psql("SELECT count(*) FROM pg_collation WHERE collname = "
+                        "'en-x-icu';\n")
+    has_icu = rc == 0 and out.strip() == "1"
+    has_ci = has_icu
+    if not has_icu:
+        log("note: collation \"en-x-icu\" does not exist; tc uses the "
+            "default collation")
+
+    rc, out, err = psql(setup_sql(has_icu, has_ci))
+    if rc != 0:
+        log("setup failed:\n" + err)
+        log("0 passed, 1 failed")
+        return 1
+
+    cases = [Case(q) for q in FIXED_CASES]
+    cases += [
+        Case("SELECT id, i FROM {T} x WHERE i = ANY ($1)", types="bigint[]",
+             execs=["'{-9223372036854775808,9223372036854775807,NULL}'",
+                    "'{0,42,-1}'", "'{}'"], mode="force_generic_plan"),
+        Case("SELECT id, t FROM {T} x WHERE t = ANY ($1)", types="text[]",
+             execs=["'{\"a\\\\b\",\"say \\\"hi\\\"\",\"日本\",\"tab\there\"}'",
+                    "'{Apple,NULL}'"], mode="force_generic_plan"),
+        Case("SELECT id, tenant_id FROM {T} x WHERE tenant_id = $1",
+             types="text", execs=["'acme'", "'ACME'", "'o''brien'",
+                                  "'nobody'", "'müller'", "'tenant_%'"],
+             mode="force_generic_plan"),
+        Case("SELECT id, tenant_id FROM {T} x WHERE tenant_id = ANY ($1) "
+             "AND j <> ALL ($2)", types="text[], int[]",
+             execs=["'{acme,ACME,globex}', '{1,NULL}'",
+                    "'{stark,nobody}', '{7,42}'"],
+             mode="force_generic_plan"),
+    ]
+    gen = Gen(rng, rows, has_icu, has_ci)
+    while len(cases) < NCASES:
+        cases.append(gen.case())
+
+    results = run_cases(cases)
+    passed, failed, both_err = compare(cases, results)
+
+    for msg in failures:
+        log(msg)
+        log()
+    for msg in notes:
+        log("note: " + msg)
+    log("%d rows in %d shards; %d cases (%d where both sides fail); "
+        "%.1f s; seed %d" % (len(rows), len(SHARDS), len(cases), both_err,
+                             time.time() - t0, SEED))
+    log("%d passed, %d failed" % (passed, failed))
+    return 0 if failed == 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+#
+# test/differential_test.sh
+#	The differential test: random queries through a foreign table and
+#	through a native table holding the same rows must give the same answer
+#	(DESIGN.md, sections 4.5 and 8).  The work is done by
+#	test/differential.py; see there for what is generated and compared.
+#
+# Run by test/run_suites.sh inside a throw-away cluster, with PGDATABASE
+# set to a fresh database.  Run by hand (PGDATABASE unset or "postgres"),
+# it uses its own database ssfdw_diff, made afresh:
+#
+#	pg_virtualenv -v 15 bash -c 'cd /work/main && test/differential_test.sh'
+#
+# DIFF_SEED (default 20241129) changes the fleet and the queries,
+# DIFF_QUERIES (default 800) the number of query cases.  The fixture lives
+# in a new /tmp/ssfdw_diff.XXXXXX folder, removed at the end (DIFF_KEEP=1
+# keeps it).  Takes a few seconds.  Prints the failures, then
+# "N passed, M failed"; exits non-zero if anything failed.
+
+set -euo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+export LC_ALL=C.UTF-8
+
+if [ -z "${PGDATABASE:-}" ] || [ "$PGDATABASE" = "postgres" ]; then
+	psql -X -q -d postgres -c 'DROP DATABASE IF EXISTS ssfdw_diff' \
+		-c 'CREATE DATABASE ssfdw_diff'
+	export PGDATABASE=ssfdw_diff
+fi
+
+exec python3 test/differential.py
