@@ -105,8 +105,6 @@ static char *json_string_array(List *strings);
 static void sample_shard(ShardAnalyzeState *astate, ShardServerOptions *opts,
 						 ShardInfo *shard, const char *query,
 						 ShardValue *binds, int nbinds);
-static void check_shard_columns(ShardAnalyzeState *astate, sqlite3 *db,
-								ShardInfo *shard);
 static bool row_visible(ShardAnalyzeState *astate, const ShardValue *row);
 static bool string_member(List *strings, const char *str);
 static void sample_row(ShardAnalyzeState *astate, const ShardValue *row);
@@ -518,13 +516,9 @@ sample_shard(ShardAnalyzeState *astate, ShardServerOptions *opts,
 		char		errbuf[SHARDIO_ERRLEN];
 		int			rc;
 
-		/*
-		 * Check the table and columns first: SQLite reads a double-quoted
-		 * name that matches no column as a string literal (unless the
-		 * handle disables that), which would fill the statistics with the
-		 * column's name instead of failing.
-		 */
-		check_shard_columns(astate, db, shard);
+		/* A missing table or column is named, shard and all. */
+		shard_conn_check_table(conn, astate->relname, astate->table,
+							   astate->colnames, astate->ncols);
 
 		rc = shardio_prepare(db, query, 0, &s, errbuf);
 		if (rc != SQLITE_OK)
@@ -571,61 +565,6 @@ sample_shard(ShardAnalyzeState *astate, ShardServerOptions *opts,
 		shard_conn_release(conn);
 	}
 	PG_END_TRY();
-}
-
-/*
- * check_shard_columns
- *		Make sure a shard has the table and every column the sample reads,
- *		naming what is missing.  One schema lookup per shard, cheap next to
- *		reading the table.
- */
-static void
-check_shard_columns(ShardAnalyzeState *astate, sqlite3 *db,
-						 ShardInfo *shard)
-{
-	sqlite3_stmt *stmt;
-	bool		found;
-	int			c;
-
-	if (sqlite3_prepare_v2(db,
-						   "SELECT 1 FROM main.sqlite_schema"
-						   " WHERE type IN ('table', 'view')"
-						   " AND name = ?1 COLLATE NOCASE",
-						   -1, &stmt, NULL) != SQLITE_OK)
-		return;
-	sqlite3_bind_text(stmt, 1, astate->table, -1, SQLITE_TRANSIENT);
-	found = (sqlite3_step(stmt) == SQLITE_ROW);
-	sqlite3_finalize(stmt);
-	if (!found)
-		ereport(ERROR,
-				(errcode(ERRCODE_FDW_TABLE_NOT_FOUND),
-				 errmsg("table \"%s\" does not exist on shard \"%s\"",
-						astate->table, shard->shard_id),
-				 errdetail("Foreign table \"%s\" reads SQLite table \"%s\" from every shard.",
-						   astate->relname, astate->table)));
-
-	if (sqlite3_prepare_v2(db,
-						   "SELECT 1 FROM pragma_table_xinfo(?1, 'main')"
-						   " WHERE name = ?2 COLLATE NOCASE",
-						   -1, &stmt, NULL) != SQLITE_OK)
-		return;
-	for (c = 0; c < astate->ncols; c++)
-	{
-		sqlite3_reset(stmt);
-		sqlite3_bind_text(stmt, 1, astate->table, -1, SQLITE_TRANSIENT);
-		sqlite3_bind_text(stmt, 2, astate->colnames[c], -1, SQLITE_TRANSIENT);
-		found = (sqlite3_step(stmt) == SQLITE_ROW);
-		if (!found)
-		{
-			sqlite3_finalize(stmt);
-			ereport(ERROR,
-					(errcode(ERRCODE_FDW_COLUMN_NAME_NOT_FOUND),
-					 errmsg("column \"%s\" of table \"%s\" does not exist on shard \"%s\"",
-							astate->colnames[c], astate->table,
-							shard->shard_id)));
-		}
-	}
-	sqlite3_finalize(stmt);
 }
 
 /*

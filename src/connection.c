@@ -457,6 +457,60 @@ shard_schema_meets(ShardServerOptions *opts, const char *table, List *needs)
 }
 
 /*
+ * shard_conn_check_table
+ *		Raise a clear error when a shard lacks the table a foreign table
+ *		reads, or one of its columns (colnames, ncols), naming the shard.
+ *		Returns quietly when everything is there.
+ */
+void
+shard_conn_check_table(ShardConn *conn, const char *relname,
+					   const char *table, char **colnames, int ncols)
+{
+	sqlite3_stmt *stmt;
+	bool		found;
+	int			c;
+
+	if (sqlite3_prepare_v2(conn->db,
+						   "SELECT 1 FROM main.sqlite_schema"
+						   " WHERE type IN ('table', 'view')"
+						   " AND name = ?1 COLLATE NOCASE",
+						   -1, &stmt, NULL) != SQLITE_OK)
+		return;
+	sqlite3_bind_text(stmt, 1, table, -1, SQLITE_TRANSIENT);
+	found = (sqlite3_step(stmt) == SQLITE_ROW);
+	sqlite3_finalize(stmt);
+	if (!found)
+		ereport(ERROR,
+				(errcode(ERRCODE_FDW_TABLE_NOT_FOUND),
+				 errmsg("table \"%s\" does not exist on shard \"%s\"",
+						table, conn->shard_id),
+				 errdetail("Foreign table \"%s\" reads SQLite table \"%s\" from every shard.",
+						   relname, table)));
+
+	if (sqlite3_prepare_v2(conn->db,
+						   "SELECT 1 FROM pragma_table_xinfo(?1, 'main')"
+						   " WHERE name = ?2 COLLATE NOCASE",
+						   -1, &stmt, NULL) != SQLITE_OK)
+		return;
+	for (c = 0; c < ncols; c++)
+	{
+		sqlite3_reset(stmt);
+		sqlite3_bind_text(stmt, 1, table, -1, SQLITE_TRANSIENT);
+		sqlite3_bind_text(stmt, 2, colnames[c], -1, SQLITE_TRANSIENT);
+		found = (sqlite3_step(stmt) == SQLITE_ROW);
+		if (!found)
+		{
+			sqlite3_finalize(stmt);
+			ereport(ERROR,
+					(errcode(ERRCODE_FDW_COLUMN_NAME_NOT_FOUND),
+					 errmsg("column \"%s\" of table \"%s\" does not exist on shard \"%s\"",
+							colnames[c], table, conn->shard_id)));
+		}
+	}
+	sqlite3_finalize(stmt);
+}
+
+/*
  * end_read_xact
  *		End a handle's read transaction.  ROLLBACK, unlike COMMIT, succeeds
  *		even while a statement is still open, and a read has nothing to keep.

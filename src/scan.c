@@ -356,6 +356,26 @@ value_text(Oid typid, Datum value)
 }
 
 /*
+ * array_elements
+ *		The elements of an array Datum; returns their number.
+ */
+static int
+array_elements(Datum value, Oid *elemtype, Datum **elems, bool **nulls)
+{
+	ArrayType  *arr = DatumGetArrayTypeP(value);
+	int16		typlen;
+	bool		typbyval;
+	char		typalign;
+	int			n;
+
+	*elemtype = ARR_ELEMTYPE(arr);
+	get_typlenbyvalalign(*elemtype, &typlen, &typbyval, &typalign);
+	deconstruct_array(arr, *elemtype, typlen, typbyval, typalign,
+					  elems, nulls, &n);
+	return n;
+}
+
+/*
  * prune_tenants
  *		The tenants named by the scan's tenant condition (NULLs name none).
  */
@@ -373,19 +393,12 @@ prune_tenants(ShardScanState *s, ExprContext *econtext)
 		return list_make1(value_text(s->prune_type, value));
 	else
 	{
-		ArrayType  *arr = DatumGetArrayTypeP(value);
-		Oid			elemtype = ARR_ELEMTYPE(arr);
-		int16		typlen;
-		bool		typbyval;
-		char		typalign;
+		Oid			elemtype;
 		Datum	   *elems;
 		bool	   *nulls;
-		int			n,
-					i;
+		int			n = array_elements(value, &elemtype, &elems, &nulls);
+		int			i;
 
-		get_typlenbyvalalign(elemtype, &typlen, &typbyval, &typalign);
-		deconstruct_array(arr, elemtype, typlen, typbyval, typalign,
-						  &elems, &nulls, &n);
 		for (i = 0; i < n; i++)
 			if (!nulls[i])
 				result = lappend(result, value_text(elemtype, elems[i]));
@@ -449,20 +462,13 @@ add_target(List *targets, ShardInfo *info)
 static void
 bind_array_as_json(Datum value, ShardValue *out)
 {
-	ArrayType  *arr = DatumGetArrayTypeP(value);
-	Oid			elemtype = ARR_ELEMTYPE(arr);
-	int16		typlen;
-	bool		typbyval;
-	char		typalign;
+	Oid			elemtype;
 	Datum	   *elems;
 	bool	   *nulls;
-	int			n,
-				i;
+	int			n = array_elements(value, &elemtype, &elems, &nulls);
+	int			i;
 	StringInfoData buf;
 
-	get_typlenbyvalalign(elemtype, &typlen, &typbyval, &typalign);
-	deconstruct_array(arr, elemtype, typlen, typbyval, typalign,
-					  &elems, &nulls, &n);
 	initStringInfo(&buf);
 	appendStringInfoChar(&buf, '[');
 	for (i = 0; i < n; i++)
@@ -711,55 +717,26 @@ static void
 diagnose_prepare_failure(ShardScanState *s, ShardTarget *t, int rc,
 						 const char *errbuf, Relation rel)
 {
-	sqlite3    *db = shard_conn_db(t->conn);
-	sqlite3_stmt *stmt;
-	const char *shard_id = t->info.shard_id;
-	bool		found = false;
 	TupleDesc	tupdesc = RelationGetDescr(rel);
+	char	  **colnames = palloc(sizeof(char *) * (tupdesc->natts + 1));
+	int			ncols = 0;
 	int			i;
-
-	if (sqlite3_prepare_v2(db,
-						   "SELECT 1 FROM sqlite_schema WHERE type IN ('table', 'view') "
-						   "AND name = ? COLLATE NOCASE", -1, &stmt, NULL) == SQLITE_OK)
-	{
-		sqlite3_bind_text(stmt, 1, s->topts->table, -1, SQLITE_STATIC);
-		found = (sqlite3_step(stmt) == SQLITE_ROW);
-		sqlite3_finalize(stmt);
-		if (!found)
-			ereport(ERROR,
-					(errcode(ERRCODE_FDW_TABLE_NOT_FOUND),
-					 errmsg("table \"%s\" does not exist on shard \"%s\"",
-							s->topts->table, shard_id),
-					 errdetail("Foreign table \"%s\" reads SQLite table \"%s\" from every shard.",
-							   s->table_name, s->topts->table)));
-	}
 
 	for (i = 0; i < tupdesc->natts; i++)
 	{
 		Form_pg_attribute att = TupleDescAttr(tupdesc, i);
-		char	   *colname;
 
-		if (att->attisdropped)
-			continue;
-		colname = shard_column_name(RelationGetRelid(rel), att->attnum);
-		if (sqlite3_prepare_v2(db,
-							   "SELECT 1 FROM pragma_table_info(?) WHERE name = ? COLLATE NOCASE",
-							   -1, &stmt, NULL) != SQLITE_OK)
-			break;
-		sqlite3_bind_text(stmt, 1, s->topts->table, -1, SQLITE_STATIC);
-		sqlite3_bind_text(stmt, 2, colname, -1, SQLITE_STATIC);
-		found = (sqlite3_step(stmt) == SQLITE_ROW);
-		sqlite3_finalize(stmt);
-		if (!found)
-			ereport(ERROR,
-					(errcode(ERRCODE_FDW_COLUMN_NAME_NOT_FOUND),
-					 errmsg("column \"%s\" of table \"%s\" does not exist on shard \"%s\"",
-							colname, s->topts->table, shard_id)));
+		if (!att->attisdropped)
+			colnames[ncols++] = shard_column_name(RelationGetRelid(rel),
+												  att->attnum);
 	}
+	shard_conn_check_table(t->conn, s->table_name, s->topts->table,
+						   colnames, ncols);
 
 	if (t->with_rowid && strstr(errbuf, "rowid") != NULL)
 		return;
-	shard_report_sqlite_error(ERROR, rc, shard_id, "prepare the query", errbuf);
+	shard_report_sqlite_error(ERROR, rc, t->info.shard_id, "prepare the query",
+							  errbuf);
 }
 
 /*

@@ -90,6 +90,9 @@ extern ShardConn *shard_conn_get(ShardServerOptions *opts, ShardInfo *shard,
 extern sqlite3 *shard_conn_db(ShardConn *conn);
 extern char *shard_conn_affinity_mismatch(ShardConn *conn, const char *table,
 										  List *needs);
+extern void shard_conn_check_table(ShardConn *conn, const char *relname,
+								   const char *table, char **colnames,
+								   int ncols);
 extern bool shard_schema_meets(ShardServerOptions *opts, const char *table,
 							   List *needs);
 
