@@ -36,8 +36,21 @@ struct ShardConn
 	bool		xact_scoped;	/* ... and lasts for the transaction */
 	TimestampTz xact_stmt;		/* start of the statement that began it */
 	uint64		last_used;
-	List	   *checked;		/* "table.column" known to be TEXT affinity */
+	List	   *checked;		/* "table.column=affinity" already looked up */
+	List	   *stmts;			/* CachedStmt: idle prepared statements */
+	sqlite3_stmt *begin_stmt;	/* BEGIN and ROLLBACK, prepared once */
+	sqlite3_stmt *rollback_stmt;
 };
+
+/* An idle prepared statement kept for its SQL text. */
+typedef struct CachedStmt
+{
+	char	   *sql;
+	sqlite3_stmt *stmt;
+} CachedStmt;
+
+/* Idle statements kept per handle; the oldest goes first. */
+#define MAX_CACHED_STMTS 16
 
 /* A scan's hold on a handle, and the subtransaction that took it. */
 typedef struct ConnHold
@@ -121,8 +134,21 @@ shard_report_sqlite_error(int elevel, int rc, const char *shard_id,
 static void
 close_conn(ShardConn *conn)
 {
+	ListCell   *lc;
+
+	foreach(lc, conn->stmts)
+	{
+		CachedStmt *cs = lfirst(lc);
+
+		sqlite3_finalize(cs->stmt);
+		pfree(cs->sql);
+	}
+	list_free_deep(conn->stmts);
+	conn->stmts = NIL;
 	list_free_deep(conn->checked);
 	conn->checked = NIL;
+	sqlite3_finalize(conn->begin_stmt);
+	sqlite3_finalize(conn->rollback_stmt);
 	shardio_close(conn->db);
 	conn->db = NULL;
 	open_count--;
@@ -273,10 +299,22 @@ shard_conn_get(ShardServerOptions *opts, ShardInfo *shard, bool missing_ok)
 		conn = hash_search(ConnectionHash, shard->path, HASH_ENTER, &found);
 		conn->db = db;
 		conn->checked = NIL;
+		conn->stmts = NIL;
+		conn->begin_stmt = NULL;
+		conn->rollback_stmt = NULL;
 		conn->refcount = 0;
 		conn->in_xact = false;
 		conn->xact_scoped = false;
 		open_count++;
+		if (shardio_prepare(db, "BEGIN", 1, &conn->begin_stmt, errbuf) != SQLITE_OK ||
+			shardio_prepare(db, "ROLLBACK", 1, &conn->rollback_stmt, errbuf) != SQLITE_OK)
+		{
+			int			rc = sqlite3_errcode(db);
+
+			close_conn(conn);
+			shard_report_sqlite_error(ERROR, rc, shard->shard_id,
+									  "prepare a read transaction", errbuf);
+		}
 	}
 	strlcpy(conn->shard_id, shard->shard_id, sizeof(conn->shard_id));
 	conn->last_used = ++use_counter;
@@ -285,11 +323,13 @@ shard_conn_get(ShardServerOptions *opts, ShardInfo *shard, bool missing_ok)
 		end_read_xact(conn);
 	if (!conn->in_xact)
 	{
-		int			rc = shardio_exec(conn->db, "BEGIN", errbuf);
+		int			rc = sqlite3_step(conn->begin_stmt);
 
-		if (rc != SQLITE_OK)
+		sqlite3_reset(conn->begin_stmt);
+		if (rc != SQLITE_DONE)
 			shard_report_sqlite_error(ERROR, rc, shard->shard_id,
-									  "start a read transaction", errbuf);
+									  "start a read transaction",
+									  sqlite3_errmsg(conn->db));
 		conn->in_xact = true;
 		conn->xact_scoped = IsolationUsesXactSnapshot();
 		conn->xact_stmt = GetCurrentStatementStartTimestamp();
@@ -315,6 +355,65 @@ sqlite3 *
 shard_conn_db(ShardConn *conn)
 {
 	return conn->db;
+}
+
+/*
+ * shard_conn_prepare
+ *		A prepared statement for sql on this shard: an idle one kept from an
+ *		earlier scan, or a new one.  Routed queries repeat the same SQL, and
+ *		preparing costs more than running a point lookup.  Give it back with
+ *		shard_conn_unprepare, or finalize it.
+ */
+int
+shard_conn_prepare(ShardConn *conn, const char *sql, sqlite3_stmt **stmt,
+				   char *errbuf)
+{
+	ListCell   *lc;
+
+	foreach(lc, conn->stmts)
+	{
+		CachedStmt *cs = lfirst(lc);
+
+		if (strcmp(cs->sql, sql) == 0)
+		{
+			*stmt = cs->stmt;
+			pfree(cs->sql);
+			pfree(cs);
+			conn->stmts = foreach_delete_current(conn->stmts, lc);
+			return SQLITE_OK;
+		}
+	}
+	return shardio_prepare(conn->db, sql, 1, stmt, errbuf);
+}
+
+/*
+ * shard_conn_unprepare
+ *		Keep a statement a scan has finished with for the next scan with the
+ *		same SQL; it is reset first, so it holds no lock.
+ */
+void
+shard_conn_unprepare(ShardConn *conn, sqlite3_stmt *stmt)
+{
+	MemoryContext oldcxt;
+	CachedStmt *cs;
+
+	sqlite3_reset(stmt);
+	sqlite3_clear_bindings(stmt);
+	if (list_length(conn->stmts) >= MAX_CACHED_STMTS)
+	{
+		CachedStmt *oldest = linitial(conn->stmts);
+
+		sqlite3_finalize(oldest->stmt);
+		pfree(oldest->sql);
+		pfree(oldest);
+		conn->stmts = list_delete_first(conn->stmts);
+	}
+	oldcxt = MemoryContextSwitchTo(TopMemoryContext);
+	cs = palloc(sizeof(CachedStmt));
+	cs->sql = pstrdup(sqlite3_sql(stmt));
+	cs->stmt = stmt;
+	conn->stmts = lappend(conn->stmts, cs);
+	MemoryContextSwitchTo(oldcxt);
 }
 
 /*
@@ -520,7 +619,10 @@ end_read_xact(ShardConn *conn)
 {
 	if (conn->in_xact && conn->db != NULL &&
 		!sqlite3_get_autocommit(conn->db))
-		(void) shardio_exec(conn->db, "ROLLBACK", NULL);
+	{
+		(void) sqlite3_step(conn->rollback_stmt);
+		sqlite3_reset(conn->rollback_stmt);
+	}
 	conn->in_xact = false;
 	conn->xact_scoped = false;
 }

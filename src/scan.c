@@ -179,7 +179,9 @@ stop_reading(ShardScanState *s, bool release)
 	{
 		ShardTarget *t = lfirst(lc);
 
-		if (t->stmt)
+		if (t->stmt && t->conn && release)
+			shard_conn_unprepare(t->conn, t->stmt);
+		else if (t->stmt)
 			sqlite3_finalize(t->stmt);
 		t->stmt = NULL;
 		if (t->conn && release)
@@ -797,7 +799,7 @@ start_shard(ForeignScanState *node, ShardTarget *t)
 	{
 		t->with_rowid = s->with_rowid;
 		sql = build_shard_sql(s, t, &extra);
-		rc = shardio_prepare(shard_conn_db(t->conn), sql, 0, &t->stmt, errbuf);
+		rc = shard_conn_prepare(t->conn, sql, &t->stmt, errbuf);
 		if (rc == SQLITE_OK)
 			break;
 		diagnose_prepare_failure(s, t, rc, errbuf, node->ss.ss_currentRelation);
@@ -847,7 +849,7 @@ finish_shard(ShardTarget *t)
 	INSTR_TIME_SUBTRACT(now, t->started);
 	t->elapsed_ms = INSTR_TIME_GET_MILLISEC(now);
 	if (t->stmt)
-		sqlite3_finalize(t->stmt);
+		shard_conn_unprepare(t->conn, t->stmt);
 	t->stmt = NULL;
 	if (t->conn)
 		shard_conn_release(t->conn);

@@ -211,7 +211,8 @@ shardio_batch_create(int ncols, int maxrows)
 	batch->ncols = ncols;
 	batch->maxcols = ncols;
 	batch->maxrows = maxrows;
-	batch->values = calloc((size_t) (ncols > 0 ? ncols : 1) * maxrows,
+	/* Filled before read, so no need to zero: it may be large. */
+	batch->values = malloc((size_t) (ncols > 0 ? ncols : 1) * maxrows *
 						   sizeof(ShardValue));
 	batch->arena_size = 8192;
 	batch->arena = malloc(batch->arena_size);

@@ -90,6 +90,9 @@ extern ShardConn *shard_conn_get(ShardServerOptions *opts, ShardInfo *shard,
 extern sqlite3 *shard_conn_db(ShardConn *conn);
 extern char *shard_conn_affinity_mismatch(ShardConn *conn, const char *table,
 										  List *needs);
+extern int	shard_conn_prepare(ShardConn *conn, const char *sql,
+							   sqlite3_stmt **stmt, char *errbuf);
+extern void shard_conn_unprepare(ShardConn *conn, sqlite3_stmt *stmt);
 extern void shard_conn_check_table(ShardConn *conn, const char *relname,
 								   const char *table, char **colnames,
 								   int ncols);
