@@ -22,6 +22,7 @@
  *-------------------------------------------------------------------------
  */
 #include <errno.h>
+#include <stdio.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -30,10 +31,10 @@
 
 #include "fanout.h"
 
-/* A submitted statement. */
+/* A submitted job. */
 typedef struct FanoutTask
 {
-	sqlite3_stmt *stmt;
+	const FanoutJob *job;
 	int			id;
 	int			running;
 	struct FanoutTask *next;
@@ -129,6 +130,21 @@ run_task(Fanout *f, FanoutTask *task)
 	FanoutEvent ev;
 	double		start = now_ms();
 	long long	rows = 0;
+	ShardReader *reader;
+
+	pthread_mutex_unlock(&f->lock);
+	reader = shard_reader_start(task->job);
+	pthread_mutex_lock(&f->lock);
+	if (reader == NULL)
+	{
+		memset(&ev, 0, sizeof(ev));
+		ev.kind = FANOUT_FAILED;
+		ev.task = task->id;
+		ev.rc = SQLITE_NOMEM;
+		snprintf(ev.errmsg, SHARDIO_ERRLEN, "out of memory");
+		push_event(f, &ev);
+		return;
+	}
 
 	for (;;)
 	{
@@ -138,24 +154,24 @@ run_task(Fanout *f, FanoutTask *task)
 		while (f->nfree == 0 && !f->stopping)
 			pthread_cond_wait(&f->work_cv, &f->lock);
 		if (f->stopping)
-			return;
+			break;
 		batch = f->free_batches[--f->nfree];
 
 		memset(&ev, 0, sizeof(ev));
 		pthread_mutex_unlock(&f->lock);
-		rc = shardio_fetch(task->stmt, batch, ev.errmsg);
+		rc = shard_reader_next(reader, batch, ev.errmsg);
 		pthread_mutex_lock(&f->lock);
 
 		if (rc != SQLITE_ROW && rc != SQLITE_DONE)
 		{
 			f->free_batches[f->nfree++] = batch;
 			if (f->stopping)
-				return;
+				break;
 			ev.kind = FANOUT_FAILED;
 			ev.task = task->id;
 			ev.rc = rc;
 			push_event(f, &ev);
-			return;
+			break;
 		}
 		rows += batch->nrows;
 		if (batch->nrows > 0)
@@ -178,9 +194,107 @@ run_task(Fanout *f, FanoutTask *task)
 			ev.rows = rows;
 			ev.elapsed_ms = now_ms() - start;
 			push_event(f, &ev);
-			return;
+			break;
 		}
 	}
+	pthread_mutex_unlock(&f->lock);
+	shard_reader_free(reader);
+	pthread_mutex_lock(&f->lock);
+}
+
+/* The state of reading one job. */
+struct ShardReader
+{
+	const FanoutJob *job;
+	ThreadAgg  *agg;			/* thread aggregation, or NULL */
+	int			consumed;		/* every raw row is in agg */
+	sqlite3_stmt *fallback;		/* the GROUP BY query after SQLITE_FULL */
+};
+
+/*
+ * shard_reader_start
+ *		Begin reading a job; NULL when memory runs out.
+ */
+ShardReader *
+shard_reader_start(const FanoutJob *job)
+{
+	ShardReader *r = calloc(1, sizeof(ShardReader));
+
+	if (r == NULL)
+		return NULL;
+	r->job = job;
+	if (job->agg)
+	{
+		r->agg = threadagg_create(job->agg);
+		if (r->agg == NULL)
+		{
+			free(r);
+			return NULL;
+		}
+	}
+	return r;
+}
+
+/*
+ * shard_reader_next
+ *		Fill a batch with the job's next rows: the statement's rows, or the
+ *		partial-aggregate rows of thread aggregation (which first reads the
+ *		whole shard), or, when the shard has more groups than thread
+ *		aggregation keeps, the rows of the GROUP BY query run by SQLite.
+ *		Returns SQLITE_ROW when more may follow, SQLITE_DONE, or an error.
+ */
+int
+shard_reader_next(ShardReader *r, ShardBatch *batch, char *errbuf)
+{
+	int			rc;
+
+	if (r->fallback)
+		return shardio_fetch(r->fallback, batch, errbuf);
+	if (r->agg == NULL)
+		return shardio_fetch(r->job->stmt, batch, errbuf);
+
+	if (!r->consumed)
+	{
+		rc = threadagg_consume(r->agg, r->job->stmt, errbuf);
+		if (rc == SQLITE_FULL)
+		{
+			sqlite3	   *db = sqlite3_db_handle(r->job->stmt);
+
+			threadagg_free(r->agg);
+			r->agg = NULL;
+			sqlite3_reset(r->job->stmt);
+			rc = shardio_prepare(db, r->job->fallback_sql, 0, &r->fallback,
+								 errbuf);
+			if (rc == SQLITE_OK)
+				rc = shardio_bind(r->fallback, 1, r->job->binds,
+								  r->job->nbinds < sqlite3_bind_parameter_count(r->fallback) ?
+								  r->job->nbinds :
+								  sqlite3_bind_parameter_count(r->fallback),
+								  errbuf);
+			if (rc != SQLITE_OK)
+				return rc;
+			return shardio_fetch(r->fallback, batch, errbuf);
+		}
+		if (rc != SQLITE_DONE)
+			return rc;
+		r->consumed = 1;
+	}
+	return threadagg_emit(r->agg, batch, errbuf);
+}
+
+/*
+ * shard_reader_free
+ *		Release what reading a job allocated (not the job's statement).
+ */
+void
+shard_reader_free(ShardReader *r)
+{
+	if (r == NULL)
+		return;
+	threadagg_free(r->agg);
+	if (r->fallback)
+		sqlite3_finalize(r->fallback);
+	free(r);
 }
 
 /*
@@ -290,18 +404,18 @@ start_worker(Fanout *f)
 
 /*
  * fanout_submit
- *		Queue a prepared, bound statement; its events carry the id "task".
+ *		Queue a job; its events carry the id "task".
  *		Returns 0, or an errno value when no worker could be started.
  */
 int
-fanout_submit(Fanout *f, sqlite3_stmt *stmt, int task)
+fanout_submit(Fanout *f, const FanoutJob *job, int task)
 {
 	FanoutTask *t = calloc(1, sizeof(FanoutTask));
 	int			rc = 0;
 
 	if (t == NULL)
 		return ENOMEM;
-	t->stmt = stmt;
+	t->job = job;
 	t->id = task;
 	pthread_mutex_lock(&f->lock);
 	if (f->queued_tail)
@@ -408,7 +522,7 @@ fanout_destroy(Fanout *f)
 	f->stopping = 1;
 	for (i = 0; i < f->nthreads; i++)
 		if (f->running && f->running[i])
-			sqlite3_interrupt(sqlite3_db_handle(f->running[i]->stmt));
+			sqlite3_interrupt(sqlite3_db_handle(f->running[i]->job->stmt));
 	pthread_cond_broadcast(&f->work_cv);
 	pthread_cond_broadcast(&f->event_cv);
 	pthread_mutex_unlock(&f->lock);

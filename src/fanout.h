@@ -17,8 +17,31 @@
 #define FANOUT_H
 
 #include "shardio.h"
+#include "threadagg.h"
 
 typedef struct Fanout Fanout;
+
+/*
+ * What to read from one shard: a prepared, bound statement, and for an
+ * aggregate scan read by thread aggregation (agg set), the partial-aggregate
+ * SQL to prepare and bind instead when the shard has too many groups.
+ * Everything here stays valid and unchanged until the job ends.
+ */
+typedef struct FanoutJob
+{
+	sqlite3_stmt *stmt;
+	const ThreadAggSpec *agg;
+	const char *fallback_sql;
+	const ShardValue *binds;
+	int			nbinds;
+} FanoutJob;
+
+/* A job being read into batches, by a worker or by the backend itself. */
+typedef struct ShardReader ShardReader;
+
+extern ShardReader *shard_reader_start(const FanoutJob *job);
+extern int	shard_reader_next(ShardReader *r, ShardBatch *batch, char *errbuf);
+extern void shard_reader_free(ShardReader *r);
 
 /* What fanout_next returns. */
 typedef enum FanoutEventKind
@@ -45,7 +68,7 @@ typedef struct FanoutEvent
 
 extern Fanout *fanout_create(int nthreads, int ncols, int batch_rows,
 							 int nbatches);
-extern int	fanout_submit(Fanout *f, sqlite3_stmt *stmt, int task);
+extern int	fanout_submit(Fanout *f, const FanoutJob *job, int task);
 extern void fanout_next(Fanout *f, int timeout_ms, FanoutEvent *ev);
 extern void fanout_release_batch(Fanout *f, ShardBatch *batch);
 extern void fanout_destroy(Fanout *f);

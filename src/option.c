@@ -112,6 +112,14 @@ _PG_init(void)
 							 PGC_USERSET, 0,
 							 NULL, NULL, NULL);
 
+	DefineCustomBoolVariable("sqlite_shard_fdw.thread_aggregation",
+							 "Groups the shards' rows on the threads that read them, instead of by SQLite's GROUP BY.",
+							 "Shards with many groups fall back to SQLite's GROUP BY.",
+							 &shard_thread_aggregation,
+							 true,
+							 PGC_USERSET, 0,
+							 NULL, NULL, NULL);
+
 	MarkGUCPrefixReserved_compat("sqlite_shard_fdw");
 }
 

@@ -393,6 +393,9 @@ shardGetForeignPlan(PlannerInfo *root, RelOptInfo *baserel,
 											 extract_actual_clauses(fpinfo->remote_conds, false),
 											 NIL));
 	fdw_private = lappend(fdw_private, makeString(safe_sql.data));
+	fdw_private = lappend(fdw_private, makeString(""));
+	fdw_private = lappend(fdw_private, NIL);
+	fdw_private = lappend(fdw_private, NIL);
 
 	/*
 	 * The pushed conditions double as recheck conditions: a shard that

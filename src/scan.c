@@ -46,6 +46,12 @@
 /* Batches per fan-out worker: the bound on a fan-out's buffered rows. */
 #define FANOUT_BATCHES_PER_WORKER 3
 
+/*
+ * Groups a shard may have before its thread aggregation gives up and lets
+ * SQLite group instead: bounds a worker's memory.
+ */
+#define THREAD_AGG_MAX_GROUPS 50000
+
 /* How long the backend waits for a worker before checking for cancel. */
 #define FANOUT_WAIT_MS 10
 
@@ -63,6 +69,10 @@ typedef struct ShardTarget
 	sqlite3_stmt *stmt;
 	bool		with_rowid;		/* the query's first column is rowid */
 	bool		degraded;		/* conditions evaluated by PostgreSQL */
+	FanoutJob	job;			/* what the reader runs */
+	ShardValue *binds;			/* the values bound, planned and run-time */
+	int			nbinds;
+	ShardReader *reader;		/* serial reading */
 	bool		done;			/* the statement returned all its rows */
 	instr_time	started;
 
@@ -120,6 +130,9 @@ typedef struct ShardScanState
 	int			batch_row;
 
 	int			batch_cols;		/* columns of a shard row */
+	Relation	rel;			/* the foreign table */
+	char	   *raw_sql;		/* thread aggregation's input query, or NULL */
+	ThreadAggSpec *agg_spec;	/* and how it computes the shard columns */
 	List	   *needs;			/* what the query assumes of shard columns */
 	ExprState  *recheck;		/* the pushed conditions, for degraded shards */
 
@@ -179,6 +192,8 @@ stop_reading(ShardScanState *s, bool release)
 	{
 		ShardTarget *t = lfirst(lc);
 
+		shard_reader_free(t->reader);
+		t->reader = NULL;
 		if (t->stmt && t->conn && release)
 			shard_conn_unprepare(t->conn, t->stmt);
 		else if (t->stmt)
@@ -216,6 +231,40 @@ contains_exec_param(Node *node, void *context)
 	if (IsA(node, Param) && ((Param *) node)->paramkind == PARAM_EXEC)
 		return true;
 	return expression_tree_walker(node, contains_exec_param, context);
+}
+
+/*
+ * init_thread_agg
+ *		Set up aggregation by the reading threads from the plan's lists:
+ *		the raw query and the operations that make the shard columns.  The
+ *		spec is plain C, read by worker threads.
+ */
+static void
+init_thread_agg(ShardScanState *s, List *priv)
+{
+	List	   *ops = list_nth(priv, FdwScanPrivateThreadAgg);
+	List	   *guards = list_nth(priv, FdwScanPrivateThreadGuards);
+	ThreadAggSpec *spec = palloc0(sizeof(ThreadAggSpec));
+	int			i;
+
+	s->raw_sql = strVal(list_nth(priv, FdwScanPrivateRawSql));
+	spec->ncols = list_length(ops) / 3;
+	spec->cols = palloc0(sizeof(ThreadAggColumn) * (spec->ncols + 1));
+	for (i = 0; i < spec->ncols; i++)
+	{
+		spec->cols[i].op = list_nth_int(ops, 3 * i);
+		spec->cols[i].raw = list_nth_int(ops, 3 * i + 1);
+		spec->cols[i].arg = list_nth_int(ops, 3 * i + 2);
+	}
+	spec->nguards = list_length(guards) / 2;
+	spec->guards = palloc0(sizeof(ThreadAggGuard) * (spec->nguards + 1));
+	for (i = 0; i < spec->nguards; i++)
+	{
+		spec->guards[i].raw = list_nth_int(guards, 2 * i);
+		spec->guards[i].ok = list_nth_int(guards, 2 * i + 1);
+	}
+	spec->max_groups = THREAD_AGG_MAX_GROUPS;
+	s->agg_spec = spec;
 }
 
 /*
@@ -258,6 +307,9 @@ shardBeginForeignScan(ForeignScanState *node, int eflags)
 	s->guard_col = intVal(list_nth(priv, FdwScanPrivateGuardCol));
 	s->with_rowid = (s->mode == SCAN_ROWS);
 	s->needs = list_nth(priv, FdwScanPrivateNeeds);
+	s->rel = rel;
+	if (s->mode != SCAN_ROWS && shard_thread_aggregation)
+		init_thread_agg(s, priv);
 	s->safe_where_sql = strVal(list_nth(priv, FdwScanPrivateSafeWhereSql));
 	if (s->mode == SCAN_ROWS)
 		s->recheck = ExecInitQual(fsplan->fdw_recheck_quals, (PlanState *) node);
@@ -674,11 +726,12 @@ append_tenant_list(ShardScanState *s, StringInfo sql, List *ids, bool negate,
 /*
  * build_shard_sql
  *		The statement for one shard: the planned query plus the run-time
- *		tenant filters.  *extra receives the tenant ids to bind after the
- *		planned parameters.
+ *		tenant filters; with raw, thread aggregation's input query in place
+ *		of the GROUP BY query.  *extra receives the tenant ids to bind after
+ *		the planned parameters.
  */
 static char *
-build_shard_sql(ShardScanState *s, ShardTarget *t, List **extra)
+build_shard_sql(ShardScanState *s, ShardTarget *t, bool raw, List **extra)
 {
 	StringInfoData sql;
 	StringInfoData where;
@@ -695,7 +748,9 @@ build_shard_sql(ShardScanState *s, ShardTarget *t, List **extra)
 	}
 
 	initStringInfo(&sql);
-	if (s->with_rowid)
+	if (raw)
+		appendStringInfoString(&sql, s->raw_sql);
+	else if (s->with_rowid)
 	{
 		/* "SELECT cols ..." becomes "SELECT rowid, cols ...". */
 		appendStringInfoString(&sql, "SELECT rowid, ");
@@ -705,7 +760,8 @@ build_shard_sql(ShardScanState *s, ShardTarget *t, List **extra)
 		appendStringInfoString(&sql, s->select_sql);
 	if (where.len > 0)
 		appendStringInfo(&sql, " WHERE %s", where.data);
-	appendStringInfoString(&sql, s->group_sql);
+	if (!raw)
+		appendStringInfoString(&sql, s->group_sql);
 	return sql.data;
 }
 
@@ -753,7 +809,6 @@ start_shard(ForeignScanState *node, ShardTarget *t)
 	MemoryContext oldcxt;
 	char		errbuf[SHARDIO_ERRLEN];
 	List	   *extra;
-	ShardValue *extra_values;
 	ListCell   *lc;
 	char	   *sql;
 	int			rc;
@@ -798,34 +853,51 @@ start_shard(ForeignScanState *node, ShardTarget *t)
 	for (;;)
 	{
 		t->with_rowid = s->with_rowid;
-		sql = build_shard_sql(s, t, &extra);
+		sql = build_shard_sql(s, t, s->agg_spec != NULL, &extra);
 		rc = shard_conn_prepare(t->conn, sql, &t->stmt, errbuf);
 		if (rc == SQLITE_OK)
 			break;
-		diagnose_prepare_failure(s, t, rc, errbuf, node->ss.ss_currentRelation);
+		diagnose_prepare_failure(s, t, rc, errbuf, s->rel);
 		s->with_rowid = false;	/* a WITHOUT ROWID table: retry */
 	}
 
-	/* A degraded shard's query uses only some parameters: bind those. */
-	rc = shardio_bind(t->stmt, 1, s->param_values,
-					  t->degraded ?
-					  Min(s->nparams, sqlite3_bind_parameter_count(t->stmt)) :
-					  s->nparams, errbuf);
-	extra_values = palloc0(sizeof(ShardValue) * (list_length(extra) + 1));
-	i = 0;
+	/*
+	 * Planned values, then the tenant lists.  A degraded shard's query uses
+	 * only some planned parameters: bind those.
+	 */
+	t->nbinds = s->nparams + list_length(extra);
+	t->binds = palloc0(sizeof(ShardValue) * (t->nbinds + 1));
+	if (s->nparams > 0)
+		memcpy(t->binds, s->param_values, sizeof(ShardValue) * s->nparams);
+	i = s->nparams;
 	foreach(lc, extra)
 	{
-		extra_values[i].type = SQLITE_TEXT;
-		extra_values[i].u.p = lfirst(lc);
-		extra_values[i].len = strlen(lfirst(lc));
+		t->binds[i].type = SQLITE_TEXT;
+		t->binds[i].u.p = lfirst(lc);
+		t->binds[i].len = strlen(lfirst(lc));
 		i++;
 	}
-	if (rc == SQLITE_OK)
-		rc = shardio_bind(t->stmt, s->nparams + 1, extra_values, i, errbuf);
+	if (t->degraded)
+		rc = shardio_bind(t->stmt, 1, t->binds,
+						  Min(s->nparams, sqlite3_bind_parameter_count(t->stmt)),
+						  errbuf);
+	else
+		rc = shardio_bind(t->stmt, 1, t->binds, t->nbinds, errbuf);
 	if (rc != SQLITE_OK)
 		shard_report_sqlite_error(ERROR, rc, t->info.shard_id,
 								  "bind the query's values", errbuf);
-	pfree(extra_values);
+
+	memset(&t->job, 0, sizeof(t->job));
+	t->job.stmt = t->stmt;
+	if (s->agg_spec)
+	{
+		List	   *ignored;
+
+		t->job.agg = s->agg_spec;
+		t->job.fallback_sql = build_shard_sql(s, t, false, &ignored);
+		t->job.binds = t->binds;
+		t->job.nbinds = t->nbinds;
+	}
 	MemoryContextSwitchTo(oldcxt);
 
 	t->done = false;
@@ -848,6 +920,8 @@ finish_shard(ShardTarget *t)
 	INSTR_TIME_SET_CURRENT(now);
 	INSTR_TIME_SUBTRACT(now, t->started);
 	t->elapsed_ms = INSTR_TIME_GET_MILLISEC(now);
+	shard_reader_free(t->reader);
+	t->reader = NULL;
 	if (t->stmt)
 		shard_conn_unprepare(t->conn, t->stmt);
 	t->stmt = NULL;
@@ -897,7 +971,15 @@ next_batch_serial(ForeignScanState *node)
 						 errmsg("out of memory")));
 		}
 		s->cur = t;
-		rc = shardio_fetch(t->stmt, s->own_batch, errbuf);
+		if (t->reader == NULL)
+		{
+			t->reader = shard_reader_start(&t->job);
+			if (t->reader == NULL)
+				ereport(ERROR,
+						(errcode(ERRCODE_OUT_OF_MEMORY),
+						 errmsg("out of memory")));
+		}
+		rc = shard_reader_next(t->reader, s->own_batch, errbuf);
 		if (rc != SQLITE_ROW && rc != SQLITE_DONE)
 			shard_report_sqlite_error(ERROR, rc, t->info.shard_id,
 									  psprintf("read table \"%s\"", s->topts->table),
@@ -947,7 +1029,7 @@ next_batch_parallel(ForeignScanState *node)
 			t = list_nth(s->targets, task);
 			if (!start_shard(node, t))
 				continue;
-			if (fanout_submit(s->fanout, t->stmt, task) != 0)
+			if (fanout_submit(s->fanout, &t->job, task) != 0)
 				ereport(ERROR,
 						(errcode(ERRCODE_INSUFFICIENT_RESOURCES),
 						 errmsg("could not start a fan-out worker thread")));
@@ -1268,16 +1350,19 @@ shardExplainForeignScan(ForeignScanState *node, ExplainState *es)
 						s->mode == SCAN_AGG_FULL ? "whole groups per shard" :
 						s->mode == SCAN_AGG_PARTIAL ? "partial aggregates, merged" :
 						"rows", es);
+	if (s->agg_spec)
+		ExplainPropertyText("Grouped By", "reading threads", es);
 
 	if (es->verbose)
 	{
 		StringInfoData sql;
 
 		initStringInfo(&sql);
-		appendStringInfoString(&sql, s->select_sql);
+		appendStringInfoString(&sql, s->agg_spec ? s->raw_sql : s->select_sql);
 		if (s->where_sql[0] != '\0')
 			appendStringInfo(&sql, " WHERE %s", s->where_sql);
-		appendStringInfoString(&sql, s->group_sql);
+		if (s->agg_spec == NULL)
+			appendStringInfoString(&sql, s->group_sql);
 		ExplainPropertyText("SQLite query", sql.data, es);
 	}
 

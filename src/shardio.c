@@ -250,13 +250,13 @@ shardio_batch_free(ShardBatch *batch)
 }
 
 /*
- * arena_store
+ * shardio_arena_store
  *		Copy bytes into the batch arena, returning their offset or -1 when
  *		memory runs out.  Offsets, not pointers, are kept while filling
  *		because the arena may move when it grows.
  */
-static long
-arena_store(ShardBatch *batch, const void *src, size_t len)
+long
+shardio_arena_store(ShardBatch *batch, const void *src, size_t len)
 {
 	size_t		need = batch->arena_used + len + 1;
 	long		off;
@@ -296,8 +296,7 @@ shardio_fetch(sqlite3_stmt *stmt, ShardBatch *batch, char *errbuf)
 {
 	int			ncols = sqlite3_column_count(stmt);
 	int			rc = SQLITE_ROW;
-	int			r,
-				c;
+	int			c;
 
 	shardio_batch_reset(batch);
 	if (ncols > batch->maxcols)
@@ -342,7 +341,7 @@ shardio_fetch(sqlite3_stmt *stmt, ShardBatch *batch, char *errbuf)
 					else
 						src = sqlite3_column_blob(stmt, c);
 					v->len = sqlite3_column_bytes(stmt, c);
-					off = arena_store(batch, src, (size_t) v->len);
+					off = shardio_arena_store(batch, src, (size_t) v->len);
 					if (off < 0)
 					{
 						set_error(errbuf, "out of memory");
@@ -358,16 +357,29 @@ shardio_fetch(sqlite3_stmt *stmt, ShardBatch *batch, char *errbuf)
 		batch->nrows++;
 	}
 
-	/* The arena no longer moves: turn offsets into pointers. */
+	shardio_batch_fix_pointers(batch);
+	return (rc == SQLITE_DONE) ? SQLITE_DONE : SQLITE_ROW;
+}
+
+/*
+ * shardio_batch_fix_pointers
+ *		Once a batch is full and its arena no longer moves, turn the arena
+ *		offsets of its text and blob values into pointers.
+ */
+void
+shardio_batch_fix_pointers(ShardBatch *batch)
+{
+	int			r,
+				c;
+
 	for (r = 0; r < batch->nrows; r++)
 	{
-		ShardValue *row = &batch->values[(size_t) r * ncols];
+		ShardValue *row = &batch->values[(size_t) r * batch->ncols];
 
-		for (c = 0; c < ncols; c++)
+		for (c = 0; c < batch->ncols; c++)
 			if (row[c].type == SQLITE_TEXT || row[c].type == SQLITE_BLOB)
 				row[c].u.p = batch->arena + row[c].u.i;
 	}
-	return (rc == SQLITE_DONE) ? SQLITE_DONE : SQLITE_ROW;
 }
 
 /*

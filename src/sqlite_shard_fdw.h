@@ -171,8 +171,14 @@ enum FdwScanPrivateIndex
 								 * the wrong storage class, or -1 */
 	FdwScanPrivateNeeds,		/* List of String: a SHARD_NEEDS_ letter and
 								 * a column, what the query assumes of each */
-	FdwScanPrivateSafeWhereSql	/* String: the pushed conditions that use no
+	FdwScanPrivateSafeWhereSql,	/* String: the pushed conditions that use no
 								 * text column, or "" */
+	FdwScanPrivateRawSql,		/* String: SELECT of the aggregates' inputs,
+								 * for thread aggregation, or "" */
+	FdwScanPrivateThreadAgg,	/* IntList: ThreadAggOp, raw, arg per shard
+								 * column */
+	FdwScanPrivateThreadGuards	/* IntList: raw column, TA_OK_ mask per
+								 * storage-class check */
 };
 
 /* What a scan returns (FdwScanPrivateMode). */
@@ -226,6 +232,7 @@ extern bool shard_rel_all_pushed(RelOptInfo *baserel);
 /* in upper.c */
 
 extern bool shard_aggregate_pushdown;
+extern bool shard_thread_aggregation;
 
 extern void shardGetForeignUpperPaths(PlannerInfo *root,
 									  UpperRelationKind stage,

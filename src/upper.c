@@ -46,6 +46,7 @@
  *-------------------------------------------------------------------------
  */
 #include "sqlite_shard_fdw.h"
+#include "threadagg.h"
 
 #include "access/table.h"
 #include "catalog/pg_aggregate.h"
@@ -73,6 +74,9 @@
 
 /* GUC: push grouping and aggregates to the shards. */
 bool		shard_aggregate_pushdown = true;
+
+/* GUC: let the reading threads group the shards' rows (threadagg.c). */
+bool		shard_thread_aggregation = true;
 
 /* Planner state of a pushed-down aggregation (upperrel->fdw_private). */
 typedef struct ShardUpperInfo
@@ -607,41 +611,65 @@ shardGetForeignUpperPaths(PlannerInfo *root, UpperRelationKind stage,
 									   startup, total, NIL, NULL, NIL));
 }
 
-/* The shard query's select list, each expression once. */
+/*
+ * The shard query's select list, each expression once, and the same
+ * columns as thread aggregation computes them (threadagg.c): a raw query of
+ * the inputs, and per column an operation on raw columns.
+ */
 typedef struct SelectList
 {
 	List	   *exprs;			/* SQL text of each column */
+	List	   *ta;				/* per column: ThreadAggOp, raw, arg */
+	List	   *raws;			/* SQL text of each raw column */
 	List	   *guards;			/* storage-class checks, each once */
+	List	   *ta_guards;		/* per check: raw column, TA_OK_ mask */
 } SelectList;
 
 /*
- * select_col
- *		The column of an expression in the select list, added if new:
- *		avg and sum of one column share their partial sums.
+ * raw_col
+ *		The raw column of an input expression, added if new.
  */
 static int
-select_col(SelectList *sl, char *expr)
+raw_col(SelectList *sl, const char *expr)
 {
 	ListCell   *lc;
-	int			i = 0;
+
+	foreach(lc, sl->raws)
+		if (strcmp((char *) lfirst(lc), expr) == 0)
+			return foreach_current_index(lc);
+	sl->raws = lappend(sl->raws, pstrdup(expr));
+	return list_length(sl->raws) - 1;
+}
+
+/*
+ * select_col
+ *		The column of an expression in the select list, added if new (with
+ *		how thread aggregation computes it): avg and sum of one column share
+ *		their partial sums.
+ */
+static int
+select_col(SelectList *sl, char *expr, int op, const char *input,
+		   const char *arg)
+{
+	ListCell   *lc;
 
 	foreach(lc, sl->exprs)
-	{
 		if (strcmp((char *) lfirst(lc), expr) == 0)
-			return i;
-		i++;
-	}
+			return foreach_current_index(lc);
 	sl->exprs = lappend(sl->exprs, expr);
-	return i;
+	sl->ta = lappend_int(sl->ta, op);
+	sl->ta = lappend_int(sl->ta, input ? raw_col(sl, input) : -1);
+	sl->ta = lappend_int(sl->ta, arg ? raw_col(sl, arg) : -1);
+	return list_length(sl->exprs) - 1;
 }
 
 /*
  * add_guard
  *		Count the values of a column whose storage class is not one of
- *		ok_types.
+ *		ok_types (SQL) or ok_mask (thread aggregation).
  */
 static void
-add_guard(SelectList *sl, const char *col, const char *ok_types)
+add_guard(SelectList *sl, const char *col, const char *ok_types, int ok_mask)
 {
 	char	   *check = psprintf("(typeof(%s) NOT IN (%s, 'null'))", col, ok_types);
 	ListCell   *lc;
@@ -650,6 +678,8 @@ add_guard(SelectList *sl, const char *col, const char *ok_types)
 		if (strcmp((char *) lfirst(lc), check) == 0)
 			return;
 	sl->guards = lappend(sl->guards, check);
+	sl->ta_guards = lappend_int(sl->ta_guards, raw_col(sl, col));
+	sl->ta_guards = lappend_int(sl->ta_guards, ok_mask);
 }
 
 /*
@@ -669,7 +699,7 @@ partial_cols(SelectList *sl, PlannerInfo *root, Aggref *agg, int op,
 	int			first;
 
 	if (op == AGGOP_COUNT_STAR)
-		return list_make1_int(select_col(sl, "count(*)"));
+		return list_make1_int(select_col(sl, "count(*)", TA_COUNT_STAR, NULL, NULL));
 	if (op == AGGOP_COUNT_DISTINCT)
 		return NIL;
 	arg = agg_arg(agg, baserel);
@@ -681,41 +711,51 @@ partial_cols(SelectList *sl, PlannerInfo *root, Aggref *agg, int op,
 	switch (op)
 	{
 		case AGGOP_COUNT:
-			return list_make1_int(select_col(sl, psprintf("count(%s)", c)));
+			return list_make1_int(select_col(sl, psprintf("count(%s)", c), TA_COUNT, c, NULL));
 		case AGGOP_SUM_INT:
-			add_guard(sl, c, "'integer'");
-			return list_make1_int(select_col(sl, psprintf("sum(%s)", c)));
+			add_guard(sl, c, "'integer'", TA_OK_INTEGER);
+			return list_make1_int(select_col(sl, psprintf("sum(%s)", c), TA_SUM, c, NULL));
 		case AGGOP_AVG_INT:
-			add_guard(sl, c, "'integer'");
-			first = select_col(sl, psprintf("sum(%s)", c));
-			return list_make2_int(first, select_col(sl, psprintf("count(%s)", c)));
+			add_guard(sl, c, "'integer'", TA_OK_INTEGER);
+			first = select_col(sl, psprintf("sum(%s)", c), TA_SUM, c, NULL);
+			return list_make2_int(first, select_col(sl, psprintf("count(%s)", c),
+													TA_COUNT, c, NULL));
 		case AGGOP_SUM_INT8:
 		case AGGOP_AVG_INT8:
 			{
 				List	   *cols;
 
-				add_guard(sl, c, "'integer'");
-				first = select_col(sl, psprintf("sum(%s >> 32)", c));
+				add_guard(sl, c, "'integer'", TA_OK_INTEGER);
+				first = select_col(sl, psprintf("sum(%s >> 32)", c),
+								   TA_SUM_HI, c, NULL);
 				cols = list_make2_int(first,
-									  select_col(sl, psprintf("sum(%s & 4294967295)", c)));
+									  select_col(sl, psprintf("sum(%s & 4294967295)", c),
+												 TA_SUM_LO, c, NULL));
 				if (op == AGGOP_AVG_INT8)
 					cols = lappend_int(cols,
-									   select_col(sl, psprintf("count(%s)", c)));
+									   select_col(sl, psprintf("count(%s)", c),
+												  TA_COUNT, c, NULL));
 				return cols;
 			}
 		case AGGOP_SUM_FLOAT:
 		case AGGOP_AVG_FLOAT:
-			add_guard(sl, c, "'integer', 'real'");
-			first = select_col(sl, psprintf("total(%s)", c));
-			return list_make2_int(first, select_col(sl, psprintf("count(%s)", c)));
+			add_guard(sl, c, "'integer', 'real'", TA_OK_INTEGER | TA_OK_FLOAT);
+			first = select_col(sl, psprintf("total(%s)", c), TA_TOTAL, c, NULL);
+			return list_make2_int(first, select_col(sl, psprintf("count(%s)", c),
+													TA_COUNT, c, NULL));
 		case AGGOP_MIN:
 		case AGGOP_MAX:
 			add_guard(sl, c, is_text ? "'text'" :
 					  arg->vartype == FLOAT8OID ? "'integer', 'real'" :
-					  "'integer'");
+					  "'integer'",
+					  is_text ? TA_OK_TEXT :
+					  arg->vartype == FLOAT8OID ? TA_OK_INTEGER | TA_OK_FLOAT :
+					  TA_OK_INTEGER);
 			return list_make1_int(select_col(sl, psprintf("%s(%s%s)",
 														  op == AGGOP_MIN ? "min" : "max",
-														  c, is_text ? " COLLATE BINARY" : "")));
+														  c, is_text ? " COLLATE BINARY" : ""),
+											 op == AGGOP_MIN ? TA_MIN : TA_MAX,
+											 c, NULL));
 		case AGGOP_BOOL_AND:
 		case AGGOP_BOOL_OR:
 			b = psprintf("CASE WHEN typeof(%s) IN ('integer', 'real') THEN "
@@ -725,9 +765,11 @@ partial_cols(SelectList *sl, PlannerInfo *root, Aggref *agg, int op,
 						 c, c, c, c);
 			first = select_col(sl, psprintf("%s(%s)",
 											op == AGGOP_BOOL_AND ? "min" : "max",
-											b));
+											b),
+							   op == AGGOP_BOOL_AND ? TA_MIN : TA_MAX, b, NULL);
 			return list_make2_int(first,
-								  select_col(sl, psprintf("count(%s) - count(%s)", c, b)));
+								  select_col(sl, psprintf("count(%s) - count(%s)", c, b),
+											 TA_COUNT_DIFF, c, b));
 		default:
 			elog(ERROR, "unexpected aggregate kind %d", op);
 	}
@@ -747,7 +789,8 @@ shard_upper_plan(PlannerInfo *root, RelOptInfo *upperrel, List *tlist,
 	RelOptInfo *baserel = info->baserel;
 	RangeTblEntry *rte = planner_rt_fetch(baserel->relid, root);
 	PathTarget *target = root->upper_targets[UPPERREL_GROUP_AGG];
-	SelectList	sl = {NIL, NIL};
+	SelectList	sl = {NIL, NIL, NIL, NIL, NIL};
+	StringInfoData raw_sql;
 	StringInfoData select_sql;
 	StringInfoData where_sql;
 	StringInfoData group_sql;
@@ -785,7 +828,9 @@ shard_upper_plan(PlannerInfo *root, RelOptInfo *upperrel, List *tlist,
 
 			initStringInfo(&key);
 			deparse_group_key(&key, root, tle->expr, baserel, false);
-			cols = lappend(cols, list_make1_int(select_col(&sl, key.data)));
+			cols = lappend(cols, list_make1_int(select_col(&sl, key.data,
+														   TA_KEY, key.data,
+														   NULL)));
 			if (group_sql.len > 0)
 				appendStringInfoString(&group_sql, ", ");
 			deparse_group_key(&group_sql, root, tle->expr, baserel, true);
@@ -833,7 +878,8 @@ shard_upper_plan(PlannerInfo *root, RelOptInfo *upperrel, List *tlist,
 			appendStringInfoString(&group_sql, " COLLATE BINARY");
 		get_sort_group_operators(x->vartype, false, true, false,
 								 NULL, &eqop, NULL, NULL);
-		distinct = list_make4_int(select_col(&sl, xs.data), x->vartype, eqop,
+		distinct = list_make4_int(select_col(&sl, xs.data, TA_KEY, xs.data, NULL),
+								  x->vartype, eqop,
 								  info->distinct->inputcollid);
 	}
 	if (sl.guards != NIL)
@@ -844,7 +890,8 @@ shard_upper_plan(PlannerInfo *root, RelOptInfo *upperrel, List *tlist,
 		foreach(lc, sl.guards)
 			appendStringInfo(&g, "%s%s", g.len > 0 ? " + " : "",
 							 (char *) lfirst(lc));
-		guard_col = select_col(&sl, psprintf("sum(%s)", g.data));
+		guard_col = select_col(&sl, psprintf("sum(%s)", g.data), TA_GUARD,
+							   NULL, NULL);
 	}
 
 	appendStringInfoString(&select_sql, "SELECT ");
@@ -860,6 +907,18 @@ shard_upper_plan(PlannerInfo *root, RelOptInfo *upperrel, List *tlist,
 	table_close(rel, NoLock);
 	appendStringInfoString(&select_sql, " FROM ");
 	shard_quote_identifier(&select_sql, topts->table);
+
+	/* The raw inputs, for thread aggregation. */
+	initStringInfo(&raw_sql);
+	appendStringInfoString(&raw_sql, "SELECT ");
+	foreach(lc, sl.raws)
+		appendStringInfo(&raw_sql, "%s%s",
+						 foreach_current_index(lc) > 0 ? ", " : "",
+						 (char *) lfirst(lc));
+	if (sl.raws == NIL)
+		appendStringInfoString(&raw_sql, "NULL");
+	appendStringInfoString(&raw_sql, " FROM ");
+	shard_quote_identifier(&raw_sql, topts->table);
 	if (group_sql.len > 0)
 	{
 		char	   *g = pstrdup(group_sql.data);
@@ -895,6 +954,9 @@ shard_upper_plan(PlannerInfo *root, RelOptInfo *upperrel, List *tlist,
 	fdw_private = lappend(fdw_private, makeInteger(guard_col));
 	fdw_private = lappend(fdw_private, info->needs);
 	fdw_private = lappend(fdw_private, makeString(""));
+	fdw_private = lappend(fdw_private, makeString(raw_sql.data));
+	fdw_private = lappend(fdw_private, sl.ta);
+	fdw_private = lappend(fdw_private, sl.ta_guards);
 
 	return make_foreignscan(tlist, info->having, 0, params, fdw_private,
 							info->tlist, NIL, outer_plan);

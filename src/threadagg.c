@@ -1,0 +1,632 @@
+/*-------------------------------------------------------------------------
+ *
+ * threadagg.c
+ *		  Aggregating a shard's rows in C, on the thread that reads them
+ *
+ * SQLite computes GROUP BY by sorting, which for the few groups of a
+ * typical report costs several times the scan itself.  Instead the shard
+ * returns the raw values (the keys and the aggregates' inputs, WHERE
+ * applied) and this file groups them in a hash table as they are stepped,
+ * producing exactly the rows the partial-aggregate SQL would have: the same
+ * columns, the same storage classes, SQLite's own NULL rules, so merge.c
+ * cannot tell them apart.  Groups are told apart by bytes; a finer split
+ * than SQLite's is harmless, since the merge regroups with PostgreSQL's
+ * equality anyway.
+ *
+ * Past max_groups groups the work is abandoned (SQLITE_FULL) and the caller
+ * runs the GROUP BY in SQLite instead, so memory stays bounded.
+ *
+ * This file must not include postgres.h: it runs on fan-out workers.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "threadagg.h"
+
+/* The running state of one column of one group. */
+typedef struct TaAcc
+{
+	long long	i;				/* count, integer sum, or high halves */
+	double		d;				/* total */
+	int			has;			/* a non-NULL input was seen */
+	int			overflow;		/* the integer sum overflowed */
+	ShardValue	v;				/* min or max so far (text copied) */
+} TaAcc;
+
+typedef struct TaGroup
+{
+	uint32_t	hash;
+	ShardValue *keys;			/* nkeys values, text and blobs copied */
+	TaAcc	   *accs;			/* ncols */
+	struct TaGroup *next_in_order;
+} TaGroup;
+
+struct ThreadAgg
+{
+	const ThreadAggSpec *spec;
+	int			nkeys;
+	int		   *key_raw;		/* raw column of each key */
+	TaGroup   **slots;
+	long		nslots;
+	long		ngroups;
+	TaGroup    *first;			/* emission order */
+	TaGroup    *last;
+	TaGroup    *emit_next;
+	int			emit_started;
+	ShardValue *rawrow;			/* scratch: the current raw row */
+	int			nraw;
+};
+
+/*
+ * value_hash
+ *		FNV-1a over a value's storage class and bytes.
+ */
+static uint32_t
+value_hash(uint32_t h, const ShardValue *v)
+{
+	const unsigned char *p;
+	size_t		len;
+	size_t		i;
+
+	h = (h ^ (uint32_t) v->type) * 16777619u;
+	switch (v->type)
+	{
+		case SQLITE_INTEGER:
+			p = (const unsigned char *) &v->u.i;
+			len = sizeof(v->u.i);
+			break;
+		case SQLITE_FLOAT:
+			p = (const unsigned char *) &v->u.d;
+			len = sizeof(v->u.d);
+			break;
+		case SQLITE_TEXT:
+		case SQLITE_BLOB:
+			p = (const unsigned char *) v->u.p;
+			len = (size_t) v->len;
+			break;
+		default:
+			return h;
+	}
+	for (i = 0; i < len; i++)
+		h = (h ^ p[i]) * 16777619u;
+	return h;
+}
+
+/*
+ * value_same
+ *		Byte equality of two values, storage class included.
+ */
+static int
+value_same(const ShardValue *a, const ShardValue *b)
+{
+	if (a->type != b->type)
+		return 0;
+	switch (a->type)
+	{
+		case SQLITE_INTEGER:
+			return a->u.i == b->u.i;
+		case SQLITE_FLOAT:
+			return memcmp(&a->u.d, &b->u.d, sizeof(double)) == 0;
+		case SQLITE_TEXT:
+		case SQLITE_BLOB:
+			return a->len == b->len && memcmp(a->u.p, b->u.p, a->len) == 0;
+		default:
+			return 1;
+	}
+}
+
+/*
+ * value_copy
+ *		Copy a value, its bytes into malloc'd memory; 0 when memory runs out.
+ */
+static int
+value_copy(ShardValue *dst, const ShardValue *src)
+{
+	*dst = *src;
+	if (src->type == SQLITE_TEXT || src->type == SQLITE_BLOB)
+	{
+		char	   *p = malloc((size_t) src->len + 1);
+
+		if (p == NULL)
+			return 0;
+		memcpy(p, src->u.p, src->len);
+		p[src->len] = '\0';
+		dst->u.p = p;
+	}
+	return 1;
+}
+
+/*
+ * value_free
+ *		Free what value_copy allocated.
+ */
+static void
+value_free(ShardValue *v)
+{
+	if (v->type == SQLITE_TEXT || v->type == SQLITE_BLOB)
+		free((void *) v->u.p);
+	v->type = SQLITE_NULL;
+}
+
+/*
+ * value_cmp
+ *		SQLite's order of two non-NULL values under BINARY collation:
+ *		numbers (integers and reals compared by value) before text before
+ *		blobs.
+ */
+static int
+value_cmp(const ShardValue *a, const ShardValue *b)
+{
+	int			ca = (a->type == SQLITE_INTEGER || a->type == SQLITE_FLOAT) ? 0 :
+		(a->type == SQLITE_TEXT ? 1 : 2);
+	int			cb = (b->type == SQLITE_INTEGER || b->type == SQLITE_FLOAT) ? 0 :
+		(b->type == SQLITE_TEXT ? 1 : 2);
+	int			r;
+
+	if (ca != cb)
+		return ca < cb ? -1 : 1;
+	if (ca == 0)
+	{
+		if (a->type == SQLITE_INTEGER && b->type == SQLITE_INTEGER)
+			return a->u.i < b->u.i ? -1 : (a->u.i > b->u.i ? 1 : 0);
+		else
+		{
+			double		x = a->type == SQLITE_INTEGER ? (double) a->u.i : a->u.d;
+			double		y = b->type == SQLITE_INTEGER ? (double) b->u.i : b->u.d;
+
+			return x < y ? -1 : (x > y ? 1 : 0);
+		}
+	}
+	r = memcmp(a->u.p, b->u.p, a->len < b->len ? a->len : b->len);
+	if (r != 0)
+		return r;
+	return a->len < b->len ? -1 : (a->len > b->len ? 1 : 0);
+}
+
+/*
+ * threadagg_create
+ *		An empty aggregation; NULL when memory runs out.  A spec without
+ *		keys has its one group from the start, as an aggregate without
+ *		GROUP BY returns one row over no rows.
+ */
+ThreadAgg *
+threadagg_create(const ThreadAggSpec *spec)
+{
+	ThreadAgg  *ta = calloc(1, sizeof(ThreadAgg));
+	int			c;
+
+	if (ta == NULL)
+		return NULL;
+	ta->spec = spec;
+	ta->key_raw = malloc(sizeof(int) * (spec->ncols + 1));
+	ta->nslots = 64;
+	ta->slots = calloc(ta->nslots, sizeof(TaGroup *));
+	if (ta->key_raw == NULL || ta->slots == NULL)
+	{
+		threadagg_free(ta);
+		return NULL;
+	}
+	for (c = 0; c < spec->ncols; c++)
+	{
+		if (spec->cols[c].op == TA_KEY)
+			ta->key_raw[ta->nkeys++] = spec->cols[c].raw;
+		if (spec->cols[c].raw + 1 > ta->nraw)
+			ta->nraw = spec->cols[c].raw + 1;
+		if (spec->cols[c].arg + 1 > ta->nraw)
+			ta->nraw = spec->cols[c].arg + 1;
+	}
+	for (c = 0; c < spec->nguards; c++)
+		if (spec->guards[c].raw + 1 > ta->nraw)
+			ta->nraw = spec->guards[c].raw + 1;
+	ta->rawrow = calloc(ta->nraw + 1, sizeof(ShardValue));
+	if (ta->rawrow == NULL)
+	{
+		threadagg_free(ta);
+		return NULL;
+	}
+	return ta;
+}
+
+/*
+ * new_group
+ *		Add a group for the current row's keys.
+ */
+static TaGroup *
+new_group(ThreadAgg *ta, uint32_t hash)
+{
+	TaGroup    *g = calloc(1, sizeof(TaGroup));
+	int			k;
+
+	if (g == NULL)
+		return NULL;
+	g->hash = hash;
+	g->keys = calloc(ta->nkeys + 1, sizeof(ShardValue));
+	g->accs = calloc(ta->spec->ncols + 1, sizeof(TaAcc));
+	if (g->keys == NULL || g->accs == NULL)
+	{
+		free(g->keys);
+		free(g->accs);
+		free(g);
+		return NULL;
+	}
+	for (k = 0; k < ta->nkeys; k++)
+		if (!value_copy(&g->keys[k], &ta->rawrow[ta->key_raw[k]]))
+			return NULL;
+	if (ta->last)
+		ta->last->next_in_order = g;
+	else
+		ta->first = g;
+	ta->last = g;
+	ta->ngroups++;
+	return g;
+}
+
+/*
+ * grow
+ *		Double the hash table.
+ */
+static int
+grow(ThreadAgg *ta)
+{
+	long		n = ta->nslots * 2;
+	TaGroup   **slots = calloc(n, sizeof(TaGroup *));
+	TaGroup    *g;
+
+	if (slots == NULL)
+		return 0;
+	for (g = ta->first; g; g = g->next_in_order)
+	{
+		long		i = g->hash & (n - 1);
+
+		while (slots[i])
+			i = (i + 1) & (n - 1);
+		slots[i] = g;
+	}
+	free(ta->slots);
+	ta->slots = slots;
+	ta->nslots = n;
+	return 1;
+}
+
+/*
+ * find_group
+ *		The group of the current raw row, created if new; NULL when memory
+ *		runs out or there are too many groups (*full set).
+ */
+static TaGroup *
+find_group(ThreadAgg *ta, int *full)
+{
+	uint32_t	h = 2166136261u;
+	long		i;
+	int			k;
+
+	*full = 0;
+	if (ta->nkeys == 0)
+		return ta->first ? ta->first : new_group(ta, 0);
+	for (k = 0; k < ta->nkeys; k++)
+		h = value_hash(h, &ta->rawrow[ta->key_raw[k]]);
+	for (i = h & (ta->nslots - 1); ta->slots[i]; i = (i + 1) & (ta->nslots - 1))
+	{
+		TaGroup    *g = ta->slots[i];
+
+		if (g->hash == h)
+		{
+			for (k = 0; k < ta->nkeys; k++)
+				if (!value_same(&g->keys[k], &ta->rawrow[ta->key_raw[k]]))
+					break;
+			if (k == ta->nkeys)
+				return g;
+		}
+	}
+	if (ta->ngroups >= ta->spec->max_groups)
+	{
+		*full = 1;
+		return NULL;
+	}
+	if ((ta->ngroups + 1) * 10 > ta->nslots * 7)
+	{
+		if (!grow(ta))
+			return NULL;
+		for (i = h & (ta->nslots - 1); ta->slots[i];
+			 i = (i + 1) & (ta->nslots - 1))
+			;
+	}
+	ta->slots[i] = new_group(ta, h);
+	return ta->slots[i];
+}
+
+/*
+ * add_row
+ *		Fold the current raw row into its group's state.  Non-integers
+ *		reaching an integer sum are left to the guard, which reports them.
+ */
+static int
+add_row(ThreadAgg *ta, TaGroup *g)
+{
+	const ThreadAggSpec *spec = ta->spec;
+	int			c;
+
+	for (c = 0; c < spec->ncols; c++)
+	{
+		const ThreadAggColumn *col = &spec->cols[c];
+		TaAcc	   *acc = &g->accs[c];
+		const ShardValue *v = col->raw >= 0 ? &ta->rawrow[col->raw] : NULL;
+		long long	x;
+
+		switch (col->op)
+		{
+			case TA_COUNT_STAR:
+				acc->i++;
+				break;
+			case TA_COUNT:
+				if (v->type != SQLITE_NULL)
+					acc->i++;
+				break;
+			case TA_COUNT_DIFF:
+				if (v->type != SQLITE_NULL)
+					acc->i++;
+				if (ta->rawrow[col->arg].type != SQLITE_NULL)
+					acc->i--;
+				break;
+			case TA_SUM:
+			case TA_SUM_HI:
+			case TA_SUM_LO:
+				if (v->type == SQLITE_NULL)
+					break;
+				x = v->type == SQLITE_INTEGER ? v->u.i :
+					v->type == SQLITE_FLOAT ? (long long) v->u.d : 0;
+				if (col->op == TA_SUM_HI)
+					x >>= 32;
+				else if (col->op == TA_SUM_LO)
+					x &= 4294967295LL;
+				if (__builtin_add_overflow(acc->i, x, &acc->i))
+					acc->overflow = 1;
+				acc->has = 1;
+				break;
+			case TA_TOTAL:
+				if (v->type == SQLITE_INTEGER)
+					acc->d += (double) v->u.i;
+				else if (v->type == SQLITE_FLOAT)
+					acc->d += v->u.d;
+				break;
+			case TA_MIN:
+			case TA_MAX:
+				if (v->type == SQLITE_NULL)
+					break;
+				if (!acc->has ||
+					(col->op == TA_MIN ? value_cmp(v, &acc->v) < 0 :
+					 value_cmp(v, &acc->v) > 0))
+				{
+					value_free(&acc->v);
+					if (!value_copy(&acc->v, v))
+						return 0;
+					acc->has = 1;
+				}
+				break;
+			case TA_GUARD:
+				{
+					int			gi;
+
+					for (gi = 0; gi < spec->nguards; gi++)
+					{
+						int			t = ta->rawrow[spec->guards[gi].raw].type;
+						int			ok = spec->guards[gi].ok;
+
+						if (t == SQLITE_NULL ||
+							(t == SQLITE_INTEGER && (ok & TA_OK_INTEGER)) ||
+							(t == SQLITE_FLOAT && (ok & TA_OK_FLOAT)) ||
+							(t == SQLITE_TEXT && (ok & TA_OK_TEXT)))
+							continue;
+						acc->i++;
+					}
+					acc->has = 1;
+					break;
+				}
+			default:
+				break;
+		}
+	}
+	return 1;
+}
+
+/*
+ * threadagg_consume
+ *		Step a raw statement to its end, grouping every row.  Returns
+ *		SQLITE_DONE, SQLITE_FULL when there are more groups than the spec
+ *		allows, or an SQLite error.
+ */
+int
+threadagg_consume(ThreadAgg *ta, sqlite3_stmt *stmt, char *errbuf)
+{
+	int			rc;
+	int			c;
+
+	if (ta->nkeys == 0 && ta->first == NULL && new_group(ta, 0) == NULL)
+	{
+		snprintf(errbuf, SHARDIO_ERRLEN, "out of memory");
+		return SQLITE_NOMEM;
+	}
+	while ((rc = sqlite3_step(stmt)) == SQLITE_ROW)
+	{
+		TaGroup    *g;
+		int			full;
+
+		for (c = 0; c < ta->nraw; c++)
+		{
+			ShardValue *v = &ta->rawrow[c];
+
+			v->type = sqlite3_column_type(stmt, c);
+			switch (v->type)
+			{
+				case SQLITE_INTEGER:
+					v->u.i = sqlite3_column_int64(stmt, c);
+					break;
+				case SQLITE_FLOAT:
+					v->u.d = sqlite3_column_double(stmt, c);
+					break;
+				case SQLITE_TEXT:
+					v->u.p = (const char *) sqlite3_column_text(stmt, c);
+					v->len = sqlite3_column_bytes(stmt, c);
+					break;
+				case SQLITE_BLOB:
+					v->u.p = sqlite3_column_blob(stmt, c);
+					v->len = sqlite3_column_bytes(stmt, c);
+					break;
+				default:
+					v->type = SQLITE_NULL;
+			}
+		}
+		g = find_group(ta, &full);
+		if (g == NULL)
+		{
+			if (full)
+				return SQLITE_FULL;
+			snprintf(errbuf, SHARDIO_ERRLEN, "out of memory");
+			return SQLITE_NOMEM;
+		}
+		if (!add_row(ta, g))
+		{
+			snprintf(errbuf, SHARDIO_ERRLEN, "out of memory");
+			return SQLITE_NOMEM;
+		}
+	}
+	if (rc != SQLITE_DONE)
+	{
+		snprintf(errbuf, SHARDIO_ERRLEN, "%s",
+				 sqlite3_errmsg(sqlite3_db_handle(stmt)));
+		return rc;
+	}
+	return SQLITE_DONE;
+}
+
+/*
+ * put_value
+ *		Store a value into a batch cell, bytes into the arena (as offsets
+ *		until the batch is complete).
+ */
+static int
+put_value(ShardBatch *batch, ShardValue *dst, const ShardValue *src)
+{
+	*dst = *src;
+	if (src->type == SQLITE_TEXT || src->type == SQLITE_BLOB)
+	{
+		long		off = shardio_arena_store(batch, src->u.p, (size_t) src->len);
+
+		if (off < 0)
+			return 0;
+		dst->u.i = off;
+	}
+	return 1;
+}
+
+/*
+ * threadagg_emit
+ *		Fill a batch with the next groups' partial rows.  Returns
+ *		SQLITE_ROW when groups remain, SQLITE_DONE after the last, or an
+ *		error (an integer sum overflowed, as SQLite's sum() reports it).
+ */
+int
+threadagg_emit(ThreadAgg *ta, ShardBatch *batch, char *errbuf)
+{
+	const ThreadAggSpec *spec = ta->spec;
+
+	shardio_batch_reset(batch);
+	batch->ncols = spec->ncols;
+	if (!ta->emit_started)
+	{
+		ta->emit_next = ta->first;
+		ta->emit_started = 1;
+	}
+	while (ta->emit_next && batch->nrows < batch->maxrows)
+	{
+		TaGroup    *g = ta->emit_next;
+		ShardValue *row = &batch->values[(size_t) batch->nrows * spec->ncols];
+		int			c;
+		int			k = 0;
+
+		for (c = 0; c < spec->ncols; c++)
+		{
+			const TaAcc *acc = &g->accs[c];
+			ShardValue	v;
+
+			memset(&v, 0, sizeof(v));
+			v.type = SQLITE_INTEGER;
+			switch (spec->cols[c].op)
+			{
+				case TA_KEY:
+					v = g->keys[k++];
+					break;
+				case TA_SUM:
+				case TA_SUM_HI:
+				case TA_SUM_LO:
+					if (acc->overflow)
+					{
+						snprintf(errbuf, SHARDIO_ERRLEN, "integer overflow");
+						return SQLITE_ERROR;
+					}
+					if (!acc->has)
+						v.type = SQLITE_NULL;
+					v.u.i = acc->i;
+					break;
+				case TA_TOTAL:
+					v.type = SQLITE_FLOAT;
+					v.u.d = acc->d;
+					break;
+				case TA_MIN:
+				case TA_MAX:
+					if (acc->has)
+						v = acc->v;
+					else
+						v.type = SQLITE_NULL;
+					break;
+				default:
+					v.u.i = acc->i;
+					break;
+			}
+			if (!put_value(batch, &row[c], &v))
+			{
+				snprintf(errbuf, SHARDIO_ERRLEN, "out of memory");
+				return SQLITE_NOMEM;
+			}
+		}
+		batch->nrows++;
+		ta->emit_next = g->next_in_order;
+	}
+	shardio_batch_fix_pointers(batch);
+	return ta->emit_next ? SQLITE_ROW : SQLITE_DONE;
+}
+
+/*
+ * threadagg_free
+ *		Release an aggregation and all its groups.
+ */
+void
+threadagg_free(ThreadAgg *ta)
+{
+	TaGroup    *g;
+
+	if (ta == NULL)
+		return;
+	for (g = ta->first; g;)
+	{
+		TaGroup    *next = g->next_in_order;
+		int			c;
+
+		for (c = 0; c < ta->nkeys; c++)
+			value_free(&g->keys[c]);
+		for (c = 0; c < ta->spec->ncols; c++)
+			value_free(&g->accs[c].v);
+		free(g->keys);
+		free(g->accs);
+		free(g);
+		g = next;
+	}
+	free(ta->slots);
+	free(ta->key_raw);
+	free(ta->rawrow);
+	free(ta);
+}

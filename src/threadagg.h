@@ -1,0 +1,65 @@
+/*-------------------------------------------------------------------------
+ *
+ * threadagg.h
+ *		  Plain-C aggregation of shard rows (threadagg.c)
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef THREADAGG_H
+#define THREADAGG_H
+
+#include "shardio.h"
+
+/* How one column of a partial-aggregate row is computed from raw rows. */
+typedef enum ThreadAggOp
+{
+	TA_KEY,						/* a grouping value: raw column */
+	TA_COUNT_STAR,				/* count(*) */
+	TA_COUNT,					/* count(raw) */
+	TA_SUM,						/* sum(raw) of integers */
+	TA_SUM_HI,					/* sum(raw >> 32) */
+	TA_SUM_LO,					/* sum(raw & 4294967295) */
+	TA_TOTAL,					/* total(raw) */
+	TA_MIN,						/* min(raw), BINARY for text */
+	TA_MAX,						/* max(raw) */
+	TA_COUNT_DIFF,				/* count(raw) - count(arg) */
+	TA_GUARD					/* values of a storage class not allowed */
+} ThreadAggOp;
+
+/* Storage classes a guarded column may hold (bits of ThreadAggGuard.ok). */
+#define TA_OK_INTEGER	0x01
+#define TA_OK_FLOAT		0x02
+#define TA_OK_TEXT		0x04
+
+typedef struct ThreadAggColumn
+{
+	int			op;				/* ThreadAggOp */
+	int			raw;			/* raw column it reads, or -1 */
+	int			arg;			/* TA_COUNT_DIFF: the second raw column */
+} ThreadAggColumn;
+
+typedef struct ThreadAggGuard
+{
+	int			raw;
+	int			ok;				/* TA_OK_ bits */
+} ThreadAggGuard;
+
+/* What the partial rows are and how to compute them; shared read-only. */
+typedef struct ThreadAggSpec
+{
+	int			ncols;
+	ThreadAggColumn *cols;
+	int			nguards;
+	ThreadAggGuard *guards;
+	long		max_groups;		/* more than this: give up (SQLITE_FULL) */
+} ThreadAggSpec;
+
+typedef struct ThreadAgg ThreadAgg;
+
+extern ThreadAgg *threadagg_create(const ThreadAggSpec *spec);
+extern int	threadagg_consume(ThreadAgg *ta, sqlite3_stmt *stmt,
+							  char *errbuf);
+extern int	threadagg_emit(ThreadAgg *ta, ShardBatch *batch, char *errbuf);
+extern void threadagg_free(ThreadAgg *ta);
+
+#endif							/* THREADAGG_H */
