@@ -283,6 +283,38 @@ shardio_arena_store(ShardBatch *batch, const void *src, size_t len)
 }
 
 /*
+ * shardio_column
+ *		A column of the current row, text and blobs pointing into SQLite's
+ *		memory (valid until the statement steps on).
+ */
+void
+shardio_column(sqlite3_stmt *stmt, int c, ShardValue *v)
+{
+	v->type = sqlite3_column_type(stmt, c);
+	v->len = 0;
+	switch (v->type)
+	{
+		case SQLITE_INTEGER:
+			v->u.i = sqlite3_column_int64(stmt, c);
+			break;
+		case SQLITE_FLOAT:
+			v->u.d = sqlite3_column_double(stmt, c);
+			break;
+		case SQLITE_TEXT:
+			v->u.p = (const char *) sqlite3_column_text(stmt, c);
+			v->len = sqlite3_column_bytes(stmt, c);
+			break;
+		case SQLITE_BLOB:
+			v->u.p = sqlite3_column_blob(stmt, c);
+			v->len = sqlite3_column_bytes(stmt, c);
+			break;
+		default:
+			v->type = SQLITE_NULL;
+			break;
+	}
+}
+
+/*
  * shardio_fetch
  *		Step a statement, copying rows into the batch until it is full.
  *
@@ -321,37 +353,19 @@ shardio_fetch(sqlite3_stmt *stmt, ShardBatch *batch, char *errbuf)
 		for (c = 0; c < ncols; c++)
 		{
 			ShardValue *v = &row[c];
-			const void *src;
-			long		off;
 
-			v->type = sqlite3_column_type(stmt, c);
-			v->len = 0;
-			switch (v->type)
+			shardio_column(stmt, c, v);
+			if (v->type == SQLITE_TEXT || v->type == SQLITE_BLOB)
 			{
-				case SQLITE_INTEGER:
-					v->u.i = sqlite3_column_int64(stmt, c);
-					break;
-				case SQLITE_FLOAT:
-					v->u.d = sqlite3_column_double(stmt, c);
-					break;
-				case SQLITE_TEXT:
-				case SQLITE_BLOB:
-					if (v->type == SQLITE_TEXT)
-						src = sqlite3_column_text(stmt, c);
-					else
-						src = sqlite3_column_blob(stmt, c);
-					v->len = sqlite3_column_bytes(stmt, c);
-					off = shardio_arena_store(batch, src, (size_t) v->len);
-					if (off < 0)
-					{
-						set_error(errbuf, "out of memory");
-						return SQLITE_NOMEM;
-					}
-					v->u.i = off;
-					break;
-				default:
-					v->type = SQLITE_NULL;
-					break;
+				long		off = shardio_arena_store(batch, v->u.p,
+													  (size_t) v->len);
+
+				if (off < 0)
+				{
+					set_error(errbuf, "out of memory");
+					return SQLITE_NOMEM;
+				}
+				v->u.i = off;
 			}
 		}
 		batch->nrows++;

@@ -456,30 +456,7 @@ threadagg_consume(ThreadAgg *ta, sqlite3_stmt *stmt, char *errbuf)
 		int			full;
 
 		for (c = 0; c < ta->nraw; c++)
-		{
-			ShardValue *v = &ta->rawrow[c];
-
-			v->type = sqlite3_column_type(stmt, c);
-			switch (v->type)
-			{
-				case SQLITE_INTEGER:
-					v->u.i = sqlite3_column_int64(stmt, c);
-					break;
-				case SQLITE_FLOAT:
-					v->u.d = sqlite3_column_double(stmt, c);
-					break;
-				case SQLITE_TEXT:
-					v->u.p = (const char *) sqlite3_column_text(stmt, c);
-					v->len = sqlite3_column_bytes(stmt, c);
-					break;
-				case SQLITE_BLOB:
-					v->u.p = sqlite3_column_blob(stmt, c);
-					v->len = sqlite3_column_bytes(stmt, c);
-					break;
-				default:
-					v->type = SQLITE_NULL;
-			}
-		}
+			shardio_column(stmt, c, &ta->rawrow[c]);
 		g = find_group(ta, &full);
 		if (g == NULL)
 		{
