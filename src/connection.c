@@ -22,6 +22,8 @@
  */
 #include "sqlite_shard_fdw.h"
 
+#include <sys/stat.h>
+
 #include "access/xact.h"
 #include "utils/hsearch.h"
 #include "utils/memutils.h"
@@ -35,6 +37,8 @@ struct ShardConn
 	bool		in_xact;		/* a read transaction is open */
 	bool		xact_scoped;	/* ... and lasts for the transaction */
 	TimestampTz xact_stmt;		/* start of the statement that began it */
+	dev_t		dev;			/* the file opened, to notice a replacement */
+	ino_t		ino;
 	uint64		last_used;
 	List	   *checked;		/* "table.column=affinity" already looked up */
 	List	   *stmts;			/* CachedStmt: idle prepared statements */
@@ -287,6 +291,26 @@ shard_conn_get(ShardServerOptions *opts, ShardInfo *shard, bool missing_ok)
 	}
 
 	conn = hash_search(ConnectionHash, shard->path, HASH_FIND, NULL);
+
+	/*
+	 * A shard file replaced on disk (a restore, a rebuilt shard) must not
+	 * be read through the handle on the old file: reopen it, unless a read
+	 * transaction still needs the old one.
+	 */
+	if (conn != NULL && conn->refcount == 0 &&
+		(!conn->in_xact || stale_read_xact(conn)))
+	{
+		struct stat st;
+
+		if (stat(shard->path, &st) != 0 || st.st_dev != conn->dev ||
+			st.st_ino != conn->ino)
+		{
+			end_read_xact(conn);
+			close_conn(conn);
+			conn = NULL;
+		}
+	}
+
 	if (conn == NULL)
 	{
 		sqlite3    *db;
@@ -305,6 +329,17 @@ shard_conn_get(ShardServerOptions *opts, ShardInfo *shard, bool missing_ok)
 		conn->refcount = 0;
 		conn->in_xact = false;
 		conn->xact_scoped = false;
+		{
+			struct stat st;
+
+			conn->dev = 0;
+			conn->ino = 0;
+			if (stat(shard->path, &st) == 0)
+			{
+				conn->dev = st.st_dev;
+				conn->ino = st.st_ino;
+			}
+		}
 		open_count++;
 		if (shardio_prepare(db, "BEGIN", 1, &conn->begin_stmt, errbuf) != SQLITE_OK ||
 			shardio_prepare(db, "ROLLBACK", 1, &conn->rollback_stmt, errbuf) != SQLITE_OK)

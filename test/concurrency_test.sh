@@ -12,9 +12,10 @@
 #
 #	pg_virtualenv -v 15 bash -c 'cd /work/main && test/concurrency_test.sh'
 #
-# Takes about 10 seconds; stops by itself after 60.  The fixture lives in a
-# new /tmp/ssfdw_conc.XXXXXX folder, removed when everything passed.
-# Prints "N passed, M failed" last; exits non-zero if anything failed.
+# Takes about 6 seconds; stops by itself after 60.  The fixture lives in a
+# new /tmp/ssfdw_conc.XXXXXX folder, removed at the end (CONC_KEEP=1 keeps
+# it).  Prints one line per check, then "N passed, M failed"; exits
+# non-zero if anything failed.
 
 set -euo pipefail
 

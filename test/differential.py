@@ -22,8 +22,8 @@
 #  1. Builds, with the seed, a fleet of four SQLite shards (two in WAL mode,
 #	  two with a rollback journal; the tables declared differently on each:
 #	  loose or missing types, a NOCASE text column, a WITHOUT ROWID table,
-#	  columns in another order) and a directory.db placing a dozen tenants
-#	  on them.  Values cover NULLs, int8 limits, infinities, non-ASCII and
+#	  columns in another order), a fifth whose table is empty (a tenant
+#	  without rows), and a directory.db placing a dozen tenants on them.  Values cover NULLs, int8 limits, infinities, non-ASCII and
 #	  LIKE/GLOB metacharacters in text, every stored date and time form the
 #	  wrapper documents, numbers stored as text, text stored as numbers.
 #  2. Reads every shard back with Python's sqlite3 module and converts each
@@ -58,6 +58,7 @@ import pwd
 import random
 import re
 import shutil
+import signal
 import sqlite3
 import subprocess
 import sys
@@ -71,6 +72,11 @@ VERBOSE = os.environ.get("DIFF_VERBOSE", "") == "1"
 
 FT = "diff_ft"
 NT = "diff_nt"
+# A role whose user mapping limits it to some tenants (one unknown): through
+# the foreign table it must see what the native view diff_nt_scoped shows.
+SCOPED_ROLE = "regress_diff_scoped"
+NT_SCOPED = "diff_nt_scoped"
+SCOPED_TENANTS = ["acme", "müller", "o'brien", "tenant_%", "nobody"]
 SERVER = "diff_fleet"
 NULL_TEXT = "<NULL>"
 FS = "\x1f"                     # field separator of psql's output
@@ -100,7 +106,8 @@ KIND = {c[0]: c[2] for c in COLUMNS}
 TENANTS = ["acme", "ACME", "globex", "initech", "müller", "o'brien",
            "umbrella corp", "tenant_%", "wayne", "stark", "tyrell",
            "empty_one"]
-SHARDS = ["shard_a", "shard_b", "shard_c", "shard_d"]
+SHARDS = ["shard_a", "shard_b", "shard_c", "shard_d", "shard_e"]
+DATA_SHARDS = SHARDS[:4]        # shard_e holds only tenant empty_one: no rows
 
 STRINGS = [
     "apple", "Apple", "APPLE", "apples", "banana", "Banana", "cherry",
@@ -312,7 +319,9 @@ SCHEMAS = {
             te, b BOOLEAN, n, UNIQUE(tenant_id, id));
         CREATE INDEX items_i ON items(i, t);""",
 }
-WAL = {"shard_a": True, "shard_b": False, "shard_c": True, "shard_d": False}
+SCHEMAS["shard_e"] = SCHEMAS["shard_a"]
+WAL = {"shard_a": True, "shard_b": False, "shard_c": True, "shard_d": False,
+       "shard_e": True}
 
 
 def gen_time_text(rng):
@@ -407,7 +416,8 @@ def build_fleet(rng):
     os.makedirs(os.path.join(DIR, "shards"))
     placement = {}
     for n, tenant in enumerate(TENANTS):
-        placement[tenant] = SHARDS[n % len(SHARDS)]
+        placement[tenant] = DATA_SHARDS[n % len(DATA_SHARDS)]
+    placement["empty_one"] = "shard_e"
     # acme and ACME on different shards (by the round robin), tenant_% and
     # o'brien too.
     con = sqlite3.connect(os.path.join(DIR, "directory.db"))
@@ -530,6 +540,17 @@ CREATE TABLE {NT} (
 \\copy {NT} FROM {sql_str(os.path.join(DIR, "native.copy"))}
 ANALYZE {NT};
 ANALYZE {FT};
+DROP VIEW IF EXISTS {NT_SCOPED};
+CREATE VIEW {NT_SCOPED} AS SELECT * FROM {NT}
+  WHERE tenant_id IN ({", ".join(sql_str(t) for t in SCOPED_TENANTS)});
+DO $$BEGIN
+  IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = '{SCOPED_ROLE}') THEN
+    CREATE ROLE {SCOPED_ROLE} NOLOGIN;
+  END IF;
+END$$;
+GRANT SELECT ON {FT}, {NT}, {NT_SCOPED} TO {SCOPED_ROLE};
+CREATE USER MAPPING FOR {SCOPED_ROLE} SERVER {SERVER}
+  OPTIONS (tenants {sql_str(",".join(SCOPED_TENANTS))});
 """
 
 
@@ -590,11 +611,11 @@ class Gen:
         if form == "int":
             if -2**31 <= v < 2**31:
                 return "%s::int" % sql_str(s)
-            return s + "::bigint"
+            return "%s::bigint" % sql_str(s)
         if form == "smallint":
             if -2**15 <= v < 2**15:
                 return "%s::smallint" % sql_str(s)
-            return s
+            return "%s::bigint" % sql_str(s)
         if form == "quoted":
             return sql_str(s)
         if form == "numeric":
@@ -912,6 +933,12 @@ class Gen:
     # --- cases --------------------------------------------------------------
 
     def case(self):
+        case = self.some_case()
+        if self.chance(0.15):
+            case.scoped = True
+        return case
+
+    def some_case(self):
         r = self.rng.random()
         if r < 0.62:
             return Case("SELECT %s FROM {T} x WHERE %s" % (
@@ -1058,8 +1085,17 @@ class Gen:
         if self.chance(0.5):
             conds.append(self.pred(2))
         glue = " AND " if self.chance(0.7) else " OR "
-        query = "SELECT %s FROM {T} x WHERE %s" % (self.select_list(),
-                                                    glue.join(conds))
+        if self.chance(0.3):
+            # aggregates with run-time routing and parameters
+            aggs = ", ".join(self.rng.sample(self.AGGREGATES,
+                                             self.rng.randrange(1, 5)))
+            group = self.pick(["", " GROUP BY tenant_id", " GROUP BY b"])
+            query = "SELECT %s%s FROM {T} x WHERE %s%s" % (
+                group.replace(" GROUP BY ", "") + ", " if group else "",
+                aggs, glue.join(conds), group)
+        else:
+            query = "SELECT %s FROM {T} x WHERE %s" % (self.select_list(),
+                                                        glue.join(conds))
         types = ", ".join(a[1] for a in atoms)
         mode = self.pick(["force_generic_plan", "force_generic_plan",
                           "force_custom_plan", "auto"])
@@ -1108,6 +1144,21 @@ FIXED_CASES = [
     "GROUP BY tenant_id",
     "SELECT tc, count(*) FROM {T} x GROUP BY tc",
     "SELECT t, count(*) FROM {T} x GROUP BY t ORDER BY t LIMIT 10",
+    "SELECT sum(i), avg(i), count(*) FROM {T} x WHERE i > 0",
+    "SELECT count(*), sum(i), max(t), bool_and(b) FROM {T} x "
+    "WHERE tenant_id = 'nobody'",
+    "SELECT count(*), sum(i), max(t) FROM {T} x WHERE tenant_id = 'empty_one'",
+    "SELECT tenant_id, count(*) FROM {T} x WHERE tenant_id IN ('empty_one', "
+    "'nobody') GROUP BY tenant_id",
+    "SELECT tenant_id, sum(i), avg(i), min(i), max(i) FROM {T} x "
+    "GROUP BY tenant_id",
+    "SELECT j, count(*) FROM {T} x GROUP BY j",
+    "SELECT count(*), sum(j) FROM {T} x WHERE tenant_id = 'acme'",
+    "SELECT count(DISTINCT j), count(DISTINCT t) FROM {T} x",
+    "SELECT tenant_id, count(*) FROM {T} x GROUP BY tenant_id "
+    "HAVING count(*) > 30",
+    "SELECT min(ts), max(tz), min(d), max(te) FROM {T} x",
+    "SELECT b, count(*), bool_and(b), bool_or(b) FROM {T} x GROUP BY b",
     "SELECT id, j + 2147483647 FROM {T} x WHERE j IS NOT NULL",
     "SELECT id, f FROM {T} x WHERE f = 'Infinity' OR f = '-Infinity'",
     "SELECT id, i FROM {T} x WHERE i = 9223372036854775807 OR "
@@ -1124,13 +1175,15 @@ class Case:
         self.types = types
         self.execs = execs
         self.mode = mode
+        self.scoped = False
 
     def describe(self):
         q = self.query.replace("{T}", FT)
+        role = "SET ROLE %s; " % SCOPED_ROLE if self.scoped else ""
         if self.execs is None:
-            return q
-        return "SET plan_cache_mode = %s; PREPARE p(%s) AS %s; %s" % (
-            self.mode, self.types, q,
+            return role + q
+        return "%sSET plan_cache_mode = %s; PREPARE p(%s) AS %s; %s" % (
+            role, self.mode, self.types, q,
             "; ".join("EXECUTE p(%s)" % e for e in self.execs))
 
     def script(self, idx, side, table):
@@ -1145,9 +1198,15 @@ class Case:
             out.append("\\echo @@M :LAST_ERROR_MESSAGE")
             out.append("\\endif")
 
+        if self.scoped:
+            if table == NT:
+                table = NT_SCOPED
+            out.append("SET ROLE %s;" % SCOPED_ROLE)
         q = self.query.replace("{T}", table)
         if self.execs is None:
             run(0, q)
+            if self.scoped:
+                out.append("RESET ROLE;")
             return out
         name = "p_%d_%s" % (idx, side)
         out.append("SET plan_cache_mode = %s;" % self.mode)
@@ -1156,6 +1215,8 @@ class Case:
             run(r, "EXECUTE %s(%s)" % (name, e))
         out.append("DEALLOCATE %s;" % name)
         out.append("RESET plan_cache_mode;")
+        if self.scoped:
+            out.append("RESET ROLE;")
         return out
 
 
@@ -1380,4 +1441,12 @@ def run_test():
 
 
 if __name__ == "__main__":
+    # SIGTERM (a time limit, a stopped run) ends the test through main()'s
+    # cleanup, which removes the fixture folder.
+    def on_signal(signo, frame):
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        sys.exit(128 + signo)
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGHUP, on_signal)
     sys.exit(main())
