@@ -263,8 +263,10 @@ SQL
 fi
 
 set +e
-ssfdw_virtualenv bash test/bench.sh --inner "$BENCH_DIR" "$big"
+BENCH_STARTED=$started ssfdw_virtualenv bash test/bench.sh --inner "$BENCH_DIR" "$big"
 rc=$?
 set -e
-echo "bench: $(since "$started") s in all (exit status $rc)"
+if [ "$rc" -ne 0 ]; then
+	echo "bench: failed (exit status $rc) after $(since "$started") s" >&2
+fi
 exit "$rc"
