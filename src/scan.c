@@ -134,7 +134,8 @@ typedef struct ShardScanState
 	char	   *raw_sql;		/* thread aggregation's input query, or NULL */
 	ThreadAggSpec *agg_spec;	/* and how it computes the shard columns */
 	List	   *needs;			/* what the query assumes of shard columns */
-	ExprState  *recheck;		/* the pushed conditions, for degraded shards */
+	List	   *recheck_quals;	/* the pushed conditions, for degraded shards */
+	ExprState  *recheck;		/* ... compiled when first needed */
 
 	/* Aggregate scans: partial rows merged by group. */
 	ShardScanMode mode;
@@ -311,8 +312,7 @@ shardBeginForeignScan(ForeignScanState *node, int eflags)
 	if (s->mode != SCAN_ROWS && shard_thread_aggregation)
 		init_thread_agg(s, priv);
 	s->safe_where_sql = strVal(list_nth(priv, FdwScanPrivateSafeWhereSql));
-	if (s->mode == SCAN_ROWS)
-		s->recheck = ExecInitQual(fsplan->fdw_recheck_quals, (PlanState *) node);
+	s->recheck_quals = fsplan->fdw_recheck_quals;
 	s->cur_col = -1;
 
 	/* The last expression is the tenant value when the scan prunes. */
@@ -1191,10 +1191,17 @@ shardIterateForeignScan(ForeignScanState *node)
 							 slot->tts_isnull[s->topts->tenant_attnum - 1]))
 				continue;
 			ExecStoreVirtualTuple(slot);
-			if (s->cur->degraded && s->recheck)
+			if (s->cur->degraded && s->recheck_quals != NIL)
 			{
 				ExprContext *econtext = node->ss.ps.ps_ExprContext;
 
+				if (s->recheck == NULL)
+				{
+					MemoryContext qcxt = MemoryContextSwitchTo(node->ss.ps.state->es_query_cxt);
+
+					s->recheck = ExecInitQual(s->recheck_quals, (PlanState *) node);
+					MemoryContextSwitchTo(qcxt);
+				}
 				econtext->ecxt_scantuple = slot;
 				if (!ExecQual(s->recheck, econtext))
 					continue;
