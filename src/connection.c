@@ -25,6 +25,7 @@
 #include <sys/stat.h>
 
 #include "access/xact.h"
+#include "miscadmin.h"
 #include "utils/hsearch.h"
 #include "utils/memutils.h"
 
@@ -37,6 +38,7 @@ struct ShardConn
 	bool		in_xact;		/* a read transaction is open */
 	bool		xact_scoped;	/* ... and lasts for the transaction */
 	TimestampTz xact_stmt;		/* start of the statement that began it */
+	int			lent;			/* fan-out workers reading through it */
 	dev_t		dev;			/* the file opened, to notice a replacement */
 	ino_t		ino;
 	uint64		last_used;
@@ -87,6 +89,43 @@ static void shard_subxact_callback(SubXactEvent event,
 								   SubTransactionId parentSubid, void *arg);
 
 /*
+ * interrupt_handler
+ *		SQLite's progress handler while the backend itself steps a shard:
+ *		stops the statement as soon as a cancel or a timeout is pending, so
+ *		that CHECK_FOR_INTERRUPTS can raise it.
+ */
+static int
+interrupt_handler(void *arg)
+{
+	return (InterruptPending && (QueryCancelPending || ProcDiePending)) ? 1 : 0;
+}
+
+/*
+ * shard_conn_lend
+ *		A fan-out worker is about to read through this handle: only the
+ *		backend may look at PostgreSQL's interrupt flags, so the progress
+ *		handler goes while any worker holds the handle (workers are stopped
+ *		with sqlite3_interrupt instead).
+ */
+void
+shard_conn_lend(ShardConn *conn)
+{
+	conn->lent++;
+	sqlite3_progress_handler(conn->db, 0, NULL, NULL);
+}
+
+/*
+ * shard_conn_unlend
+ *		The worker is done with the handle.
+ */
+void
+shard_conn_unlend(ShardConn *conn)
+{
+	if (conn->lent > 0)
+		conn->lent--;
+}
+
+/*
  * shard_report_sqlite_error
  *		Raise an SQLite failure on a shard with the SQLSTATE that matches
  *		its cause.
@@ -96,6 +135,10 @@ shard_report_sqlite_error(int elevel, int rc, const char *shard_id,
 						  const char *what, const char *msg)
 {
 	int			sqlstate;
+
+	/* An interrupt for a cancel or timeout: raise that, as PostgreSQL does. */
+	if ((rc & 0xff) == SQLITE_INTERRUPT)
+		CHECK_FOR_INTERRUPTS();
 
 	switch (rc & 0xff)
 	{
@@ -327,6 +370,7 @@ shard_conn_get(ShardServerOptions *opts, ShardInfo *shard, bool missing_ok)
 		conn->begin_stmt = NULL;
 		conn->rollback_stmt = NULL;
 		conn->refcount = 0;
+		conn->lent = 0;
 		conn->in_xact = false;
 		conn->xact_scoped = false;
 		{
@@ -353,6 +397,9 @@ shard_conn_get(ShardServerOptions *opts, ShardInfo *shard, bool missing_ok)
 	}
 	strlcpy(conn->shard_id, shard->shard_id, sizeof(conn->shard_id));
 	conn->last_used = ++use_counter;
+	/* While the backend alone reads, a cancel stops a long SQLite step. */
+	if (conn->lent == 0)
+		sqlite3_progress_handler(conn->db, 1000, interrupt_handler, NULL);
 
 	if (stale_read_xact(conn))
 		end_read_xact(conn);
@@ -711,6 +758,7 @@ shard_xact_callback(XactEvent event, void *arg)
 	{
 		end_read_xact(conn);
 		conn->refcount = 0;
+		conn->lent = 0;
 	}
 	list_free_deep(holds);
 	holds = NIL;

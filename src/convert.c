@@ -97,8 +97,6 @@ static Datum to_datetime(ShardColumnConv *conv, const ShardValue *v);
 static Datum to_other(ShardColumnConv *conv, const ShardValue *v);
 static SqliteDatetimeResult parse_sqlite_datetime(const char *str, int len,
 												  int64 *usecs);
-static bool parse_digits(const char **p, const char *end, int ndigits,
-						 int *value);
 static char *server_text(const ShardValue *v, int *len);
 static char *number_text(const ShardValue *v, char *buf);
 static Datum call_input(ShardColumnConv *conv, char *str);
@@ -581,130 +579,28 @@ to_datetime(ShardColumnConv *conv, const ShardValue *v)
 static SqliteDatetimeResult
 parse_sqlite_datetime(const char *str, int len, int64 *usecs)
 {
-	const char *p = str;
-	const char *end = str + len;
-	int			year,
-				month,
-				day;
-	int			hour = 0,
-				minute = 0,
-				second = 0;
-	int64		fraction = 0;	/* microseconds */
-	int			offset = 0;		/* seconds east of UTC */
-	bool		bad_field = false;
+	ShardDatetime dt;
 
-	if (!parse_digits(&p, end, 4, &year) ||
-		p >= end || *p++ != '-' ||
-		!parse_digits(&p, end, 2, &month) ||
-		p >= end || *p++ != '-' ||
-		!parse_digits(&p, end, 2, &day))
-		return SQLITE_DT_BAD_FORMAT;
-
-	if (p < end)
+	switch (shardio_parse_datetime(str, len, &dt))
 	{
-		/* a time of day; SQLite takes offsets only after one */
-		if (*p != ' ' && *p != 'T')
+		case SHARDIO_DT_BAD_FORMAT:
 			return SQLITE_DT_BAD_FORMAT;
-		p++;
-		if (!parse_digits(&p, end, 2, &hour) ||
-			p >= end || *p++ != ':' ||
-			!parse_digits(&p, end, 2, &minute))
-			return SQLITE_DT_BAD_FORMAT;
-
-		if (p < end && *p == ':')
-		{
-			p++;
-			if (!parse_digits(&p, end, 2, &second))
-				return SQLITE_DT_BAD_FORMAT;
-
-			if (p < end && *p == '.')
-			{
-				int			ndigits = 0;
-
-				p++;
-				while (p < end && *p >= '0' && *p <= '9')
-				{
-					if (ndigits < 6)
-						fraction = fraction * 10 + (*p - '0');
-					else if (ndigits == 6 && *p >= '5')
-						fraction++;
-					ndigits++;
-					p++;
-				}
-				if (ndigits == 0)
-					return SQLITE_DT_BAD_FORMAT;
-				for (; ndigits < 6; ndigits++)
-					fraction *= 10;
-			}
-		}
-
-		if (p < end && *p == 'Z')
-			p++;
-		else if (p < end && (*p == '+' || *p == '-'))
-		{
-			int			sign = (*p == '-') ? -1 : 1;
-			int			off_hour,
-						off_minute;
-
-			p++;
-			if (!parse_digits(&p, end, 2, &off_hour) ||
-				p >= end || *p++ != ':' ||
-				!parse_digits(&p, end, 2, &off_minute))
-				return SQLITE_DT_BAD_FORMAT;
-			if (off_hour > 14 || off_minute > 59)
-				bad_field = true;
-			offset = sign * (off_hour * SECS_PER_HOUR +
-							 off_minute * SECS_PER_MINUTE);
-		}
-
-		if (hour > 23 || minute > 59 || second > 59)
-			bad_field = true;
+		case SHARDIO_DT_BAD_FIELD:
+			return SQLITE_DT_BAD_FIELD;
+		default:
+			break;
 	}
-
-	if (p != end)
-		return SQLITE_DT_BAD_FORMAT;
-
-	if (month < 1 || month > MONTHS_PER_YEAR ||
-		day < 1 || day > day_tab[isleap(year)][month - 1])
-		bad_field = true;
-	if (bad_field)
-		return SQLITE_DT_BAD_FIELD;
 
 	/*
 	 * Four-digit years keep every result far inside the int64 range (and
 	 * inside timestamp's), so plain arithmetic is safe here.
 	 */
-	*usecs = (int64) (date2j(year, month, day) - POSTGRES_EPOCH_JDATE) *
+	*usecs = (int64) (date2j(dt.year, dt.month, dt.day) - POSTGRES_EPOCH_JDATE) *
 		USECS_PER_DAY +
-		((int64) (hour * MINS_PER_HOUR + minute) * SECS_PER_MINUTE +
-		 second - offset) * USECS_PER_SEC +
-		fraction;
+		((int64) (dt.hour * MINS_PER_HOUR + dt.minute) * SECS_PER_MINUTE +
+		 dt.second - dt.offset) * USECS_PER_SEC +
+		dt.fraction;
 	return SQLITE_DT_OK;
-}
-
-/*
- * parse_digits
- *		Read exactly ndigits decimal digits at *p (not past end), advancing
- *		*p.  Returns false, without a value, if they are not all there.
- */
-static bool
-parse_digits(const char **p, const char *end, int ndigits, int *value)
-{
-	int			result = 0;
-
-	if (end - *p < ndigits)
-		return false;
-	for (int i = 0; i < ndigits; i++)
-	{
-		char		c = (*p)[i];
-
-		if (c < '0' || c > '9')
-			return false;
-		result = result * 10 + (c - '0');
-	}
-	*p += ndigits;
-	*value = result;
-	return true;
 }
 
 /*

@@ -125,28 +125,25 @@ push_event(Fanout *f, const FanoutEvent *ev)
  *		entry and exit, and released while SQLite works.
  */
 static void
-run_task(Fanout *f, FanoutTask *task)
+run_task(Fanout *f, FanoutTask *task, int slot)
 {
 	FanoutEvent ev;
 	double		start = now_ms();
 	long long	rows = 0;
 	ShardReader *reader;
 
+	memset(&ev, 0, sizeof(ev));
 	pthread_mutex_unlock(&f->lock);
 	reader = shard_reader_start(task->job);
 	pthread_mutex_lock(&f->lock);
 	if (reader == NULL)
 	{
-		memset(&ev, 0, sizeof(ev));
 		ev.kind = FANOUT_FAILED;
-		ev.task = task->id;
 		ev.rc = SQLITE_NOMEM;
 		snprintf(ev.errmsg, SHARDIO_ERRLEN, "out of memory");
-		push_event(f, &ev);
-		return;
 	}
 
-	for (;;)
+	while (reader != NULL)
 	{
 		ShardBatch *batch;
 		int			rc;
@@ -165,12 +162,8 @@ run_task(Fanout *f, FanoutTask *task)
 		if (rc != SQLITE_ROW && rc != SQLITE_DONE)
 		{
 			f->free_batches[f->nfree++] = batch;
-			if (f->stopping)
-				break;
 			ev.kind = FANOUT_FAILED;
-			ev.task = task->id;
 			ev.rc = rc;
-			push_event(f, &ev);
 			break;
 		}
 		rows += batch->nrows;
@@ -188,18 +181,28 @@ run_task(Fanout *f, FanoutTask *task)
 			f->free_batches[f->nfree++] = batch;
 		if (rc == SQLITE_DONE)
 		{
-			memset(&ev, 0, sizeof(ev));
 			ev.kind = FANOUT_DONE;
-			ev.task = task->id;
 			ev.rows = rows;
 			ev.elapsed_ms = now_ms() - start;
-			push_event(f, &ev);
 			break;
 		}
 	}
+
+	/*
+	 * Let go of everything on the shard's handle before the backend hears
+	 * that the job ended: once it has, it finalizes the statement and may
+	 * close the handle, and nothing here may touch them any more (not even
+	 * fanout_destroy's interrupt).
+	 */
 	pthread_mutex_unlock(&f->lock);
 	shard_reader_free(reader);
 	pthread_mutex_lock(&f->lock);
+	f->running[slot] = NULL;
+	if (!f->stopping && (ev.kind == FANOUT_DONE || ev.kind == FANOUT_FAILED))
+	{
+		ev.task = task->id;
+		push_event(f, &ev);
+	}
 }
 
 /* The state of reading one job. */
@@ -323,8 +326,7 @@ worker_main(void *arg)
 		if (f->queued_head == NULL)
 			f->queued_tail = NULL;
 		f->running[slot] = task;
-		run_task(f, task);
-		f->running[slot] = NULL;
+		run_task(f, task, slot);
 		free(task);
 	}
 	pthread_mutex_unlock(&f->lock);

@@ -25,6 +25,7 @@
 #include "executor/executor.h"
 #include "executor/tuptable.h"
 #include "utils/builtins.h"
+#include "utils/float.h"
 #include "utils/fmgrprotos.h"
 #include "utils/memutils.h"
 #include "utils/numeric.h"
@@ -312,7 +313,7 @@ merge_row(ShardMerge *m, AggAcc *accs, const ShardValue *row,
 	{
 		AggAcc	   *acc = &accs[i];
 		const int  *c = m->cols[i];
-		int64		iv;
+		int64		iv = 0;
 		double		dv;
 
 		switch (m->ops[i])
@@ -355,10 +356,17 @@ merge_row(ShardMerge *m, AggAcc *accs, const ShardValue *row,
 				break;
 			case AGGOP_SUM_FLOAT:
 			case AGGOP_AVG_FLOAT:
-				if (value_float(&row[c[0]], &dv))
-					acc->fsum += dv;
 				if (value_int(&row[c[1]], &iv))
 					add_int(&acc->count, iv);
+
+				/*
+				 * total() is never NULL but for NaN (infinities of both
+				 * signs), which SQLite returns as NULL.
+				 */
+				if (value_float(&row[c[0]], &dv))
+					acc->fsum += dv;
+				else if (iv > 0)
+					acc->fsum = get_float8_nan();
 				break;
 			case AGGOP_MIN:
 			case AGGOP_MAX:
@@ -371,8 +379,9 @@ merge_row(ShardMerge *m, AggAcc *accs, const ShardValue *row,
 							(errcode(ERRCODE_INVALID_TEXT_REPRESENTATION),
 							 errmsg("invalid input syntax for type boolean in table \"%s\" on shard \"%s\"",
 									m->table, shard_id),
-							 errdetail("%lld stored values cannot be read as boolean.",
-									   (long long) iv)));
+							 errdetail_plural("%lld stored value cannot be read as boolean.",
+											  "%lld stored values cannot be read as boolean.",
+											  (unsigned long) iv, (long long) iv)));
 				if (value_int(&row[c[0]], &iv))
 				{
 					if (!acc->has)
@@ -461,8 +470,9 @@ shard_merge_add_batch(ShardMerge *m, ShardBatch *batch, const char *shard_id)
 					(errcode(ERRCODE_FDW_INVALID_DATA_TYPE),
 					 errmsg("table \"%s\" on shard \"%s\" holds values the aggregates cannot read",
 							m->table, shard_id),
-					 errdetail("%lld values have a storage class other than the column's type (such as text in an integer column).",
-							   (long long) bad),
+					 errdetail_plural("%lld value has a storage class or range the column's type does not allow (such as text in an integer column).",
+									  "%lld values have a storage class or range the column's type does not allow (such as text in an integer column).",
+									  (unsigned long) bad, (long long) bad),
 					 errhint("Set \"sqlite_shard_fdw.aggregate_pushdown\" to off to aggregate in PostgreSQL, which reports each value.")));
 
 		MemoryContextReset(m->tempcxt);

@@ -69,6 +69,7 @@ typedef struct ShardTarget
 	sqlite3_stmt *stmt;
 	bool		with_rowid;		/* the query's first column is rowid */
 	bool		degraded;		/* conditions evaluated by PostgreSQL */
+	bool		lent;			/* a fan-out worker reads it */
 	FanoutJob	job;			/* what the reader runs */
 	ShardValue *binds;			/* the values bound, planned and run-time */
 	int			nbinds;
@@ -195,6 +196,9 @@ stop_reading(ShardScanState *s, bool release)
 
 		shard_reader_free(t->reader);
 		t->reader = NULL;
+		if (t->lent && t->conn && release)
+			shard_conn_unlend(t->conn);
+		t->lent = false;
 		if (t->stmt && t->conn && release)
 			shard_conn_unprepare(t->conn, t->stmt);
 		else if (t->stmt)
@@ -257,12 +261,14 @@ init_thread_agg(ShardScanState *s, List *priv)
 		spec->cols[i].raw = list_nth_int(ops, 3 * i + 1);
 		spec->cols[i].arg = list_nth_int(ops, 3 * i + 2);
 	}
-	spec->nguards = list_length(guards) / 2;
+	spec->nguards = list_length(guards) / 4;
 	spec->guards = palloc0(sizeof(ThreadAggGuard) * (spec->nguards + 1));
 	for (i = 0; i < spec->nguards; i++)
 	{
-		spec->guards[i].raw = list_nth_int(guards, 2 * i);
-		spec->guards[i].ok = list_nth_int(guards, 2 * i + 1);
+		spec->guards[i].raw = list_nth_int(guards, 4 * i);
+		spec->guards[i].ok = list_nth_int(guards, 4 * i + 1);
+		spec->guards[i].lo = list_nth_int(guards, 4 * i + 2);
+		spec->guards[i].hi = list_nth_int(guards, 4 * i + 3);
 	}
 	spec->max_groups = THREAD_AGG_MAX_GROUPS;
 	s->agg_spec = spec;
@@ -922,6 +928,9 @@ finish_shard(ShardTarget *t)
 	t->elapsed_ms = INSTR_TIME_GET_MILLISEC(now);
 	shard_reader_free(t->reader);
 	t->reader = NULL;
+	if (t->lent && t->conn)
+		shard_conn_unlend(t->conn);
+	t->lent = false;
 	if (t->stmt)
 		shard_conn_unprepare(t->conn, t->stmt);
 	t->stmt = NULL;
@@ -1029,6 +1038,8 @@ next_batch_parallel(ForeignScanState *node)
 			t = list_nth(s->targets, task);
 			if (!start_shard(node, t))
 				continue;
+			shard_conn_lend(t->conn);
+			t->lent = true;
 			if (fanout_submit(s->fanout, &t->job, task) != 0)
 				ereport(ERROR,
 						(errcode(ERRCODE_INSUFFICIENT_RESOURCES),

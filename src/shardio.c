@@ -38,8 +38,170 @@ set_error(char *errbuf, const char *msg)
 }
 
 /*
+ * parse_digits
+ *		Read exactly n decimal digits at *p (not past end), advancing *p.
+ */
+static int
+parse_digits(const char **p, const char *end, int n, int *value)
+{
+	int			result = 0;
+	int			i;
+
+	if (end - *p < n)
+		return 0;
+	for (i = 0; i < n; i++)
+	{
+		char		c = (*p)[i];
+
+		if (c < '0' || c > '9')
+			return 0;
+		result = result * 10 + (c - '0');
+	}
+	*p += n;
+	*value = result;
+	return 1;
+}
+
+/*
+ * shardio_parse_datetime
+ *		Read a date and time in exactly the text forms the wrapper accepts:
+ *
+ *		YYYY-MM-DD
+ *		YYYY-MM-DD HH:MM[Z|[+-]HH:MM]
+ *		YYYY-MM-DD HH:MM:SS[Z|[+-]HH:MM]
+ *		YYYY-MM-DD HH:MM:SS.S...[Z|[+-]HH:MM]
+ *
+ * with 'T' allowed instead of the space, fractions of any length rounded
+ * half up to microseconds, and offsets up to 14:59.  SQLite's own reader is
+ * laxer (spaces, hour 24, February 30); those are refused, so that every
+ * value read, and every time bucket computed in a shard, is one PostgreSQL
+ * can represent.
+ */
+int
+shardio_parse_datetime(const char *str, int len, ShardDatetime *dt)
+{
+	static const int mdays[2][12] = {
+		{31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31},
+		{31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31}
+	};
+	const char *p = str;
+	const char *end = str + len;
+	int			bad_field = 0;
+	int			leap;
+
+	memset(dt, 0, sizeof(*dt));
+	if (!parse_digits(&p, end, 4, &dt->year) ||
+		p >= end || *p++ != '-' ||
+		!parse_digits(&p, end, 2, &dt->month) ||
+		p >= end || *p++ != '-' ||
+		!parse_digits(&p, end, 2, &dt->day))
+		return SHARDIO_DT_BAD_FORMAT;
+
+	if (p < end)
+	{
+		/* a time of day; SQLite takes offsets only after one */
+		if (*p != ' ' && *p != 'T')
+			return SHARDIO_DT_BAD_FORMAT;
+		p++;
+		if (!parse_digits(&p, end, 2, &dt->hour) ||
+			p >= end || *p++ != ':' ||
+			!parse_digits(&p, end, 2, &dt->minute))
+			return SHARDIO_DT_BAD_FORMAT;
+
+		if (p < end && *p == ':')
+		{
+			p++;
+			if (!parse_digits(&p, end, 2, &dt->second))
+				return SHARDIO_DT_BAD_FORMAT;
+			if (p < end && *p == '.')
+			{
+				int			ndigits = 0;
+
+				p++;
+				while (p < end && *p >= '0' && *p <= '9')
+				{
+					if (ndigits < 6)
+						dt->fraction = dt->fraction * 10 + (*p - '0');
+					else if (ndigits == 6 && *p >= '5')
+						dt->fraction++;
+					ndigits++;
+					p++;
+				}
+				if (ndigits == 0)
+					return SHARDIO_DT_BAD_FORMAT;
+				for (; ndigits < 6; ndigits++)
+					dt->fraction *= 10;
+			}
+		}
+
+		if (p < end && *p == 'Z')
+			p++;
+		else if (p < end && (*p == '+' || *p == '-'))
+		{
+			int			sign = (*p == '-') ? -1 : 1;
+			int			off_hour,
+						off_minute;
+
+			p++;
+			if (!parse_digits(&p, end, 2, &off_hour) ||
+				p >= end || *p++ != ':' ||
+				!parse_digits(&p, end, 2, &off_minute))
+				return SHARDIO_DT_BAD_FORMAT;
+			if (off_hour > 14 || off_minute > 59)
+				bad_field = 1;
+			dt->offset = sign * (off_hour * 3600 + off_minute * 60);
+		}
+		if (dt->hour > 23 || dt->minute > 59 || dt->second > 59)
+			bad_field = 1;
+	}
+	if (p != end)
+		return SHARDIO_DT_BAD_FORMAT;
+
+	leap = (dt->year % 4 == 0 && (dt->year % 100 != 0 || dt->year % 400 == 0));
+	if (dt->month < 1 || dt->month > 12 ||
+		dt->day < 1 || dt->day > mdays[leap][dt->month - 1])
+		bad_field = 1;
+	return bad_field ? SHARDIO_DT_BAD_FIELD : SHARDIO_DT_OK;
+}
+
+/*
+ * datetime_ok_func
+ *		SQL function ssfdw_datetime_ok(x): 1 when the wrapper reads x as a
+ *		timestamp (NULL, a number of Unix seconds, or text that
+ *		shardio_parse_datetime accepts), 0 otherwise.
+ */
+static void
+datetime_ok_func(sqlite3_context *ctx, int argc, sqlite3_value **argv)
+{
+	ShardDatetime dt;
+	int			ok;
+
+	switch (sqlite3_value_type(argv[0]))
+	{
+		case SQLITE_TEXT:
+			ok = shardio_parse_datetime((const char *) sqlite3_value_text(argv[0]),
+										sqlite3_value_bytes(argv[0]),
+										&dt) == SHARDIO_DT_OK;
+			break;
+		case SQLITE_BLOB:
+			ok = 0;
+			break;
+		default:
+			ok = 1;
+			break;
+	}
+	sqlite3_result_int(ctx, ok);
+}
+
+/*
  * shardio_open
  *		Open an SQLite file with the hardening every shard gets.
+ *
+ * Handles are serialized (SQLITE_OPEN_FULLMUTEX): a shard read by a fan-out
+ * worker may be read at the same time by another scan of the same statement
+ * in the backend (a nested loop over two scans of one table).  Readers hold
+ * the handle's mutex for a whole batch, so the per-call locking costs
+ * little.
  *
  * Read-only opens never create the file, so a mistyped path is reported as
  * missing instead of leaving an empty database behind.
@@ -48,7 +210,7 @@ int
 shardio_open(const char *path, int flags, int busy_timeout_ms,
 			 sqlite3 **db, char *errbuf)
 {
-	int			oflags = SQLITE_OPEN_NOMUTEX;
+	int			oflags = SQLITE_OPEN_FULLMUTEX;
 	int			rc;
 
 	*db = NULL;
@@ -80,6 +242,12 @@ shardio_open(const char *path, int flags, int busy_timeout_ms,
 	 */
 	sqlite3_db_config(*db, SQLITE_DBCONFIG_DQS_DML, 0, NULL);
 	sqlite3_db_config(*db, SQLITE_DBCONFIG_DQS_DDL, 0, NULL);
+
+	/* What pushed-down time buckets check their input with. */
+	sqlite3_create_function_v2(*db, "ssfdw_datetime_ok", 1,
+							   SQLITE_UTF8 | SQLITE_DETERMINISTIC |
+							   SQLITE_INNOCUOUS,
+							   NULL, datetime_ok_func, NULL, NULL, NULL);
 	sqlite3_busy_timeout(*db, busy_timeout_ms);
 
 	/*
@@ -327,6 +495,7 @@ int
 shardio_fetch(sqlite3_stmt *stmt, ShardBatch *batch, char *errbuf)
 {
 	int			ncols = sqlite3_column_count(stmt);
+	sqlite3_mutex *mutex = sqlite3_db_mutex(sqlite3_db_handle(stmt));
 	int			rc = SQLITE_ROW;
 	int			c;
 
@@ -337,6 +506,7 @@ shardio_fetch(sqlite3_stmt *stmt, ShardBatch *batch, char *errbuf)
 		return SQLITE_MISUSE;
 	}
 	batch->ncols = ncols;
+	sqlite3_mutex_enter(mutex);
 	while (batch->nrows < batch->maxrows)
 	{
 		ShardValue *row;
@@ -347,6 +517,7 @@ shardio_fetch(sqlite3_stmt *stmt, ShardBatch *batch, char *errbuf)
 		if (rc != SQLITE_ROW)
 		{
 			set_error(errbuf, sqlite3_errmsg(sqlite3_db_handle(stmt)));
+			sqlite3_mutex_leave(mutex);
 			return rc;
 		}
 		row = &batch->values[(size_t) batch->nrows * ncols];
@@ -363,6 +534,7 @@ shardio_fetch(sqlite3_stmt *stmt, ShardBatch *batch, char *errbuf)
 				if (off < 0)
 				{
 					set_error(errbuf, "out of memory");
+					sqlite3_mutex_leave(mutex);
 					return SQLITE_NOMEM;
 				}
 				v->u.i = off;
@@ -371,6 +543,7 @@ shardio_fetch(sqlite3_stmt *stmt, ShardBatch *batch, char *errbuf)
 		batch->nrows++;
 	}
 
+	sqlite3_mutex_leave(mutex);
 	shardio_batch_fix_pointers(batch);
 	return (rc == SQLITE_DONE) ? SQLITE_DONE : SQLITE_ROW;
 }

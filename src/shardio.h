@@ -74,6 +74,25 @@ extern void shardio_batch_fix_pointers(ShardBatch *batch);
 
 extern int	shardio_file_state(const char *path);
 
+/* A date and time in one of the text forms SQLite's date functions use. */
+typedef struct ShardDatetime
+{
+	int			year,
+				month,
+				day,
+				hour,
+				minute,
+				second;
+	long		fraction;		/* microseconds, rounded */
+	int			offset;			/* seconds east of UTC */
+} ShardDatetime;
+
+#define SHARDIO_DT_OK			0
+#define SHARDIO_DT_BAD_FORMAT	1	/* not one of the accepted forms */
+#define SHARDIO_DT_BAD_FIELD	2	/* right form, impossible field value */
+
+extern int	shardio_parse_datetime(const char *str, int len, ShardDatetime *dt);
+
 /* Results of shardio_file_state. */
 #define SHARDIO_FILE_OK			0
 #define SHARDIO_FILE_MISSING	1

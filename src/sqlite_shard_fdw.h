@@ -88,6 +88,8 @@ typedef struct ShardConn ShardConn;
 extern ShardConn *shard_conn_get(ShardServerOptions *opts, ShardInfo *shard,
 								 bool missing_ok);
 extern sqlite3 *shard_conn_db(ShardConn *conn);
+extern void shard_conn_lend(ShardConn *conn);
+extern void shard_conn_unlend(ShardConn *conn);
 extern char *shard_conn_affinity_mismatch(ShardConn *conn, const char *table,
 										  List *needs);
 extern int	shard_conn_prepare(ShardConn *conn, const char *sql,
@@ -177,8 +179,8 @@ enum FdwScanPrivateIndex
 								 * for thread aggregation, or "" */
 	FdwScanPrivateThreadAgg,	/* IntList: ThreadAggOp, raw, arg per shard
 								 * column */
-	FdwScanPrivateThreadGuards	/* IntList: raw column, TA_OK_ mask per
-								 * storage-class check */
+	FdwScanPrivateThreadGuards	/* IntList: raw column, TA_OK_ mask, low,
+								 * high per storage-class check */
 };
 
 /* What a scan returns (FdwScanPrivateMode). */

@@ -413,13 +413,23 @@ add_row(ThreadAgg *ta, TaGroup *g)
 
 					for (gi = 0; gi < spec->nguards; gi++)
 					{
-						int			t = ta->rawrow[spec->guards[gi].raw].type;
-						int			ok = spec->guards[gi].ok;
+						const ThreadAggGuard *gd = &spec->guards[gi];
+						const ShardValue *gv = &ta->rawrow[gd->raw];
+						int			t = gv->type;
 
+						if (gd->ok & TA_OK_TRUE)
+						{
+							if (t != SQLITE_INTEGER || gv->u.i != 1)
+								acc->i++;
+							continue;
+						}
 						if (t == SQLITE_NULL ||
-							(t == SQLITE_INTEGER && (ok & TA_OK_INTEGER)) ||
-							(t == SQLITE_FLOAT && (ok & TA_OK_FLOAT)) ||
-							(t == SQLITE_TEXT && (ok & TA_OK_TEXT)))
+							(t == SQLITE_FLOAT && (gd->ok & TA_OK_FLOAT)) ||
+							(t == SQLITE_TEXT && (gd->ok & TA_OK_TEXT)))
+							continue;
+						if (t == SQLITE_INTEGER && (gd->ok & TA_OK_INTEGER) &&
+							(gd->lo > gd->hi ||
+							 (gv->u.i >= gd->lo && gv->u.i <= gd->hi)))
 							continue;
 						acc->i++;
 					}
@@ -442,6 +452,8 @@ add_row(ThreadAgg *ta, TaGroup *g)
 int
 threadagg_consume(ThreadAgg *ta, sqlite3_stmt *stmt, char *errbuf)
 {
+	sqlite3_mutex *mutex = sqlite3_db_mutex(sqlite3_db_handle(stmt));
+	long		n = 0;
 	int			rc;
 	int			c;
 
@@ -450,16 +462,28 @@ threadagg_consume(ThreadAgg *ta, sqlite3_stmt *stmt, char *errbuf)
 		snprintf(errbuf, SHARDIO_ERRLEN, "out of memory");
 		return SQLITE_NOMEM;
 	}
+	/*
+	 * Hold the handle's mutex for runs of rows, not per call, and let go
+	 * now and then so another reader of the shard is not starved.
+	 */
+	sqlite3_mutex_enter(mutex);
 	while ((rc = sqlite3_step(stmt)) == SQLITE_ROW)
 	{
 		TaGroup    *g;
 		int			full;
+
+		if (++n % 4096 == 0)
+		{
+			sqlite3_mutex_leave(mutex);
+			sqlite3_mutex_enter(mutex);
+		}
 
 		for (c = 0; c < ta->nraw; c++)
 			shardio_column(stmt, c, &ta->rawrow[c]);
 		g = find_group(ta, &full);
 		if (g == NULL)
 		{
+			sqlite3_mutex_leave(mutex);
 			if (full)
 				return SQLITE_FULL;
 			snprintf(errbuf, SHARDIO_ERRLEN, "out of memory");
@@ -467,17 +491,16 @@ threadagg_consume(ThreadAgg *ta, sqlite3_stmt *stmt, char *errbuf)
 		}
 		if (!add_row(ta, g))
 		{
+			sqlite3_mutex_leave(mutex);
 			snprintf(errbuf, SHARDIO_ERRLEN, "out of memory");
 			return SQLITE_NOMEM;
 		}
 	}
 	if (rc != SQLITE_DONE)
-	{
 		snprintf(errbuf, SHARDIO_ERRLEN, "%s",
 				 sqlite3_errmsg(sqlite3_db_handle(stmt)));
-		return rc;
-	}
-	return SQLITE_DONE;
+	sqlite3_mutex_leave(mutex);
+	return rc;
 }
 
 /*

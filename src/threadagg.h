@@ -30,6 +30,7 @@ typedef enum ThreadAggOp
 #define TA_OK_INTEGER	0x01
 #define TA_OK_FLOAT		0x02
 #define TA_OK_TEXT		0x04
+#define TA_OK_TRUE		0x08	/* the raw column is a check: 1 is good */
 
 typedef struct ThreadAggColumn
 {
@@ -42,6 +43,8 @@ typedef struct ThreadAggGuard
 {
 	int			raw;
 	int			ok;				/* TA_OK_ bits */
+	long long	lo;				/* integers must lie in [lo, hi] ... */
+	long long	hi;				/* ... unless lo > hi */
 } ThreadAggGuard;
 
 /* What the partial rows are and how to compute them; shared read-only. */

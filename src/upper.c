@@ -669,17 +669,81 @@ select_col(SelectList *sl, char *expr, int op, const char *input,
  *		ok_types (SQL) or ok_mask (thread aggregation).
  */
 static void
-add_guard(SelectList *sl, const char *col, const char *ok_types, int ok_mask)
+add_guard(SelectList *sl, const char *col, const char *ok_types, int ok_mask,
+		  int32 lo, int32 hi)
 {
-	char	   *check = psprintf("(typeof(%s) NOT IN (%s, 'null'))", col, ok_types);
+	char	   *check;
 	ListCell   *lc;
 
+	if (lo <= hi)
+		check = psprintf("(typeof(%s) NOT IN (%s, 'null') OR %s < %d OR %s > %d)",
+						 col, ok_types, col, lo, col, hi);
+	else
+		check = psprintf("(typeof(%s) NOT IN (%s, 'null'))", col, ok_types);
 	foreach(lc, sl->guards)
 		if (strcmp((char *) lfirst(lc), check) == 0)
 			return;
 	sl->guards = lappend(sl->guards, check);
 	sl->ta_guards = lappend_int(sl->ta_guards, raw_col(sl, col));
 	sl->ta_guards = lappend_int(sl->ta_guards, ok_mask);
+	sl->ta_guards = lappend_int(sl->ta_guards, lo);
+	sl->ta_guards = lappend_int(sl->ta_guards, hi);
+}
+
+/*
+ * guard_timestamp
+ *		A time bucket is computed by SQLite's date functions, which read
+ *		more than the wrapper does ('now', February 30, hour 24): count the
+ *		values the wrapper would refuse, so that grouping them is an error
+ *		as reading them is.
+ */
+static void
+guard_timestamp(SelectList *sl, const char *col)
+{
+	char	   *ok = psprintf("ssfdw_datetime_ok(%s)", col);
+	char	   *check = psprintf("(NOT %s)", ok);
+	ListCell   *lc;
+
+	foreach(lc, sl->guards)
+		if (strcmp((char *) lfirst(lc), check) == 0)
+			return;
+	sl->guards = lappend(sl->guards, check);
+	sl->ta_guards = lappend_int(sl->ta_guards, raw_col(sl, ok));
+	sl->ta_guards = lappend_int(sl->ta_guards, TA_OK_TRUE);
+	sl->ta_guards = lappend_int(sl->ta_guards, 1);
+	sl->ta_guards = lappend_int(sl->ta_guards, 0);
+}
+
+/*
+ * guard_column
+ *		Guard an aggregate's column by its type: only what the row path
+ *		would read (integers in range for smallint and integer, numbers for
+ *		double precision, text for text) may reach SQLite's arithmetic.
+ */
+static void
+guard_column(SelectList *sl, const char *c, Oid type)
+{
+	switch (type)
+	{
+		case INT2OID:
+			add_guard(sl, c, "'integer'", TA_OK_INTEGER, PG_INT16_MIN, PG_INT16_MAX);
+			break;
+		case INT4OID:
+			add_guard(sl, c, "'integer'", TA_OK_INTEGER, PG_INT32_MIN, PG_INT32_MAX);
+			break;
+		case INT8OID:
+			add_guard(sl, c, "'integer'", TA_OK_INTEGER, 1, 0);
+			break;
+		case FLOAT8OID:
+			add_guard(sl, c, "'integer', 'real'", TA_OK_INTEGER | TA_OK_FLOAT, 1, 0);
+			break;
+		case TEXTOID:
+		case VARCHAROID:
+			add_guard(sl, c, "'text'", TA_OK_TEXT, 1, 0);
+			break;
+		default:
+			break;
+	}
 }
 
 /*
@@ -711,12 +775,14 @@ partial_cols(SelectList *sl, PlannerInfo *root, Aggref *agg, int op,
 	switch (op)
 	{
 		case AGGOP_COUNT:
+			if (!is_text)
+				guard_column(sl, c, arg->vartype);
 			return list_make1_int(select_col(sl, psprintf("count(%s)", c), TA_COUNT, c, NULL));
 		case AGGOP_SUM_INT:
-			add_guard(sl, c, "'integer'", TA_OK_INTEGER);
+			guard_column(sl, c, arg->vartype);
 			return list_make1_int(select_col(sl, psprintf("sum(%s)", c), TA_SUM, c, NULL));
 		case AGGOP_AVG_INT:
-			add_guard(sl, c, "'integer'", TA_OK_INTEGER);
+			guard_column(sl, c, arg->vartype);
 			first = select_col(sl, psprintf("sum(%s)", c), TA_SUM, c, NULL);
 			return list_make2_int(first, select_col(sl, psprintf("count(%s)", c),
 													TA_COUNT, c, NULL));
@@ -725,7 +791,7 @@ partial_cols(SelectList *sl, PlannerInfo *root, Aggref *agg, int op,
 			{
 				List	   *cols;
 
-				add_guard(sl, c, "'integer'", TA_OK_INTEGER);
+				guard_column(sl, c, arg->vartype);
 				first = select_col(sl, psprintf("sum(%s >> 32)", c),
 								   TA_SUM_HI, c, NULL);
 				cols = list_make2_int(first,
@@ -739,18 +805,13 @@ partial_cols(SelectList *sl, PlannerInfo *root, Aggref *agg, int op,
 			}
 		case AGGOP_SUM_FLOAT:
 		case AGGOP_AVG_FLOAT:
-			add_guard(sl, c, "'integer', 'real'", TA_OK_INTEGER | TA_OK_FLOAT);
+			guard_column(sl, c, arg->vartype);
 			first = select_col(sl, psprintf("total(%s)", c), TA_TOTAL, c, NULL);
 			return list_make2_int(first, select_col(sl, psprintf("count(%s)", c),
 													TA_COUNT, c, NULL));
 		case AGGOP_MIN:
 		case AGGOP_MAX:
-			add_guard(sl, c, is_text ? "'text'" :
-					  arg->vartype == FLOAT8OID ? "'integer', 'real'" :
-					  "'integer'",
-					  is_text ? TA_OK_TEXT :
-					  arg->vartype == FLOAT8OID ? TA_OK_INTEGER | TA_OK_FLOAT :
-					  TA_OK_INTEGER);
+			guard_column(sl, c, arg->vartype);
 			return list_make1_int(select_col(sl, psprintf("%s(%s%s)",
 														  op == AGGOP_MIN ? "min" : "max",
 														  c, is_text ? " COLLATE BINARY" : ""),
@@ -760,8 +821,8 @@ partial_cols(SelectList *sl, PlannerInfo *root, Aggref *agg, int op,
 		case AGGOP_BOOL_OR:
 			b = psprintf("CASE WHEN typeof(%s) IN ('integer', 'real') THEN "
 						 "CASE %s WHEN 1 THEN 1 WHEN 0 THEN 0 END "
-						 "WHEN lower(trim(%s)) IN ('t', 'tr', 'tru', 'true', 'y', 'ye', 'yes', 'on', '1') THEN 1 "
-						 "WHEN lower(trim(%s)) IN ('f', 'fa', 'fal', 'fals', 'false', 'n', 'no', 'of', 'off', '0') THEN 0 END",
+						 "WHEN lower(trim(%s, ' ' || char(9, 10, 11, 12, 13))) IN ('t', 'tr', 'tru', 'true', 'y', 'ye', 'yes', 'on', '1') THEN 1 "
+						 "WHEN lower(trim(%s, ' ' || char(9, 10, 11, 12, 13))) IN ('f', 'fa', 'fal', 'fals', 'false', 'n', 'no', 'of', 'off', '0') THEN 0 END",
 						 c, c, c, c);
 			first = select_col(sl, psprintf("%s(%s)",
 											op == AGGOP_BOOL_AND ? "min" : "max",
@@ -828,6 +889,16 @@ shard_upper_plan(PlannerInfo *root, RelOptInfo *upperrel, List *tlist,
 
 			initStringInfo(&key);
 			deparse_group_key(&key, root, tle->expr, baserel, false);
+			if (IsA(tle->expr, FuncExpr))
+			{
+				StringInfoData ts;
+
+				initStringInfo(&ts);
+				shard_deparse_column_ref(&ts, root,
+										 own_var(lsecond(((FuncExpr *) tle->expr)->args),
+												 baserel));
+				guard_timestamp(&sl, ts.data);
+			}
 			cols = lappend(cols, list_make1_int(select_col(&sl, key.data,
 														   TA_KEY, key.data,
 														   NULL)));

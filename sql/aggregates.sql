@@ -1,0 +1,502 @@
+--
+-- Aggregate pushdown (issue 3, DESIGN 5, invariant 5): grouped queries
+-- answered inside the shards give PostgreSQL's answer exactly.  Grouped by
+-- the tenant column, each shard answers whole groups; otherwise each shard
+-- returns partial aggregates that the backend merges; what cannot be
+-- computed exactly in SQLite fetches rows.  Every query runs against the
+-- foreign table with aggregate pushdown on and off, and against a native
+-- table holding the same rows.  See test/fixtures/aggregates.sh.
+--
+\! bash test/fixtures/aggregates.sh
+SET client_min_messages = warning;
+CREATE EXTENSION IF NOT EXISTS sqlite_shard_fdw;
+RESET client_min_messages;
+-- ISO dates, so that time buckets sort and read in calendar order
+SET DateStyle = ISO;
+CREATE SERVER agg_srv FOREIGN DATA WRAPPER sqlite_shard_fdw
+  OPTIONS (directory '/tmp/ssfdw_regress/aggregates/directory.db');
+CREATE FOREIGN TABLE sales (
+  tenant_id text, id int, status text, amount bigint, qty int, f float8,
+  flag boolean, flagt boolean, flagx boolean, name text,
+  created_at timestamp, created_unix timestamp
+) SERVER agg_srv;
+CREATE FOREIGN TABLE dirty (tenant_id text, id int, amount bigint, flag boolean,
+  q int) SERVER agg_srv;
+CREATE FOREIGN TABLE measures (tenant_id text, id int, f float8)
+  SERVER agg_srv;
+
+-- The same rows in PostgreSQL.  Timestamps are read the way SQLite reads
+-- them (an offset applied, UTC otherwise; integers are Unix seconds).
+CREATE TABLE sales_raw (
+  tenant_id text, id int, status text, amount bigint, qty int, f float8,
+  flag int, flagt text, flagx text, name text,
+  created_at text, created_unix bigint
+);
+\i /tmp/ssfdw_regress/aggregates/rows.sql
+SET TimeZone = 'UTC';
+CREATE TABLE sales_native AS
+SELECT tenant_id, id, status, amount, qty, f, flag::boolean AS flag,
+       flagt::boolean AS flagt, flagx::boolean AS flagx, name,
+       created_at::timestamptz AT TIME ZONE 'UTC' AS created_at,
+       to_timestamp(created_unix) AT TIME ZONE 'UTC' AS created_unix
+FROM sales_raw;
+RESET TimeZone;
+CREATE TABLE measures_native (tenant_id text, id int, f float8);
+INSERT INTO measures_native VALUES ('acme', 1, 'Infinity'),
+  ('acme', 2, '-Infinity'), ('acme', 3, 1.5), ('umbrella', 4, 2.5),
+  ('globex', 5, 0.5), ('hooli', 6, -1.5);
+
+-- regress_result(query, ordered): the rows of query as text, sorted
+-- unless ordered, or the SQLSTATE and message of the error it raised.
+CREATE FUNCTION regress_result(query text, ordered boolean) RETURNS text[]
+LANGUAGE plpgsql AS $$
+DECLARE
+  result text[];
+BEGIN
+  EXECUTE format('SELECT coalesce(array_agg(r::text %s), ''{}'') FROM (%s) r',
+                 CASE WHEN ordered THEN '' ELSE 'ORDER BY r::text' END,
+                 query) INTO result;
+  RETURN result;
+EXCEPTION WHEN OTHERS THEN
+  RETURN ARRAY['ERROR ' || SQLSTATE || ': ' || SQLERRM];
+END
+$$;
+
+-- regress_agg(query [, ordered] [, tbl]): run query, where {t} stands for
+-- the table (sales, or tbl), against the native table and against the
+-- foreign table three ways: aggregates pushed and grouped on the reading
+-- threads (the default), pushed and grouped by SQLite
+-- (sqlite_shard_fdw.thread_aggregation off), and not pushed
+-- (sqlite_shard_fdw.aggregate_pushdown off).  Shows the pushdown EXPLAIN
+-- reports by default, whether each foreign answer equals the native one
+-- (rows compared as text, so numeric scale counts; sorted unless the
+-- query's own order is tested), and the native answer, one row per line.
+-- A foreign answer that differs is shown in a NOTICE.
+CREATE FUNCTION regress_agg(query text, ordered boolean DEFAULT false,
+                            tbl text DEFAULT 'sales')
+RETURNS TABLE (pushdown text, threads boolean, sqlite boolean,
+               "rows" boolean, native text)
+LANGUAGE plpgsql AS $$
+DECLARE
+  fq text := replace(query, '{t}', tbl);
+  want text[] := regress_result(replace(query, '{t}', tbl || '_native'),
+                                ordered);
+  got text[];
+  plan json;
+  mode text;
+  i int;
+BEGIN
+  EXECUTE 'EXPLAIN (FORMAT JSON, COSTS OFF) ' || fq INTO plan;
+  SELECT string_agg(DISTINCT p #>> '{}', ', ') INTO pushdown
+    FROM jsonb_path_query(plan::jsonb, 'strict $.**.Pushdown') p;
+  FOREACH mode IN ARRAY ARRAY['threads', 'sqlite', 'rows'] LOOP
+    PERFORM set_config('sqlite_shard_fdw.thread_aggregation',
+                       (mode = 'threads')::text, true);
+    PERFORM set_config('sqlite_shard_fdw.aggregate_pushdown',
+                       (mode <> 'rows')::text, true);
+    got := regress_result(fq, ordered);
+    IF got IS DISTINCT FROM want THEN
+      RAISE NOTICE '%: %', mode, array_to_string(got, ' ', '<NULL>');
+    END IF;
+    CASE mode
+      WHEN 'threads' THEN threads := got IS NOT DISTINCT FROM want;
+      WHEN 'sqlite' THEN sqlite := got IS NOT DISTINCT FROM want;
+      ELSE "rows" := got IS NOT DISTINCT FROM want;
+    END CASE;
+  END LOOP;
+  PERFORM set_config('sqlite_shard_fdw.thread_aggregation', 'on', true);
+  PERFORM set_config('sqlite_shard_fdw.aggregate_pushdown', 'on', true);
+  IF cardinality(want) = 0 THEN
+    native := '(no rows)';
+    RETURN NEXT;
+  END IF;
+  FOR i IN 1 .. cardinality(want) LOOP
+    native := want[i];
+    RETURN NEXT;
+    pushdown := NULL;
+    threads := NULL;
+    sqlite := NULL;
+    "rows" := NULL;
+  END LOOP;
+END
+$$;
+
+-- regress_modes(query): query's answer (or error) from the foreign table
+-- in the three ways above, for values no native table can hold.
+CREATE FUNCTION regress_modes(query text)
+RETURNS TABLE (mode text, result text)
+LANGUAGE plpgsql AS $$
+BEGIN
+  FOREACH mode IN ARRAY ARRAY['threads', 'sqlite', 'rows'] LOOP
+    PERFORM set_config('sqlite_shard_fdw.thread_aggregation',
+                       (mode = 'threads')::text, true);
+    PERFORM set_config('sqlite_shard_fdw.aggregate_pushdown',
+                       (mode <> 'rows')::text, true);
+    result := array_to_string(regress_result(query, false), ' ', '<NULL>');
+    RETURN NEXT;
+  END LOOP;
+  PERFORM set_config('sqlite_shard_fdw.thread_aggregation', 'on', true);
+  PERFORM set_config('sqlite_shard_fdw.aggregate_pushdown', 'on', true);
+END
+$$;
+
+-- Every row reads back as the native table holds it, and the fleet
+-- holds what the fixture says.
+SELECT * FROM regress_agg('SELECT * FROM {t}');
+SELECT tenant_id, count(*) FROM sales GROUP BY tenant_id ORDER BY 1;
+
+-- ===================================================================
+-- The three kinds of pushdown, as EXPLAIN shows them
+-- ===================================================================
+-- grouped by the tenant column: whole groups per shard
+EXPLAIN (VERBOSE, COSTS OFF)
+SELECT tenant_id, count(*), sum(amount), avg(qty), min(f), max(name COLLATE "C")
+  FROM sales GROUP BY tenant_id;
+-- grouped otherwise: partial aggregates, merged (sum(bigint) as the sums
+-- of its high and low 32 bits, avg as sum and count)
+EXPLAIN (VERBOSE, COSTS OFF)
+SELECT status, count(*), count(qty), sum(amount), avg(amount), sum(qty),
+       avg(qty), sum(f), avg(f), min(qty), max(f), bool_and(flag),
+       bool_or(flagt)
+  FROM sales GROUP BY status;
+-- no grouping at all: partial aggregates too
+EXPLAIN (VERBOSE, COSTS OFF)
+SELECT count(*), sum(amount) FROM sales;
+-- count(DISTINCT x): each shard's distinct values, counted once
+EXPLAIN (VERBOSE, COSTS OFF)
+SELECT status, count(DISTINCT name) FROM sales GROUP BY status;
+-- not pushable: rows
+EXPLAIN (VERBOSE, COSTS OFF)
+SELECT status, string_agg(name, ',' ORDER BY name) FROM sales GROUP BY status;
+-- time buckets
+EXPLAIN (VERBOSE, COSTS OFF)
+SELECT date_trunc('month', created_at), count(*) FROM sales GROUP BY 1;
+EXPLAIN (VERBOSE, COSTS OFF)
+SELECT extract(isodow FROM created_unix), count(*) FROM sales GROUP BY 1;
+-- routed: one shard
+EXPLAIN (VERBOSE, COSTS OFF)
+SELECT status, count(*) FROM sales WHERE tenant_id = 'acme' GROUP BY status;
+
+-- ===================================================================
+-- Without GROUP BY
+-- ===================================================================
+SELECT * FROM regress_agg('SELECT count(*), count(status), count(amount), count(name) FROM {t}');
+-- sum(bigint) leaves int8's range inside shard a1 and across the fleet:
+-- PostgreSQL's sum(bigint) is numeric
+SELECT * FROM regress_agg('SELECT sum(amount) FROM {t}');
+SELECT * FROM regress_agg($$SELECT sum(amount) FROM {t} WHERE tenant_id = 'acme'$$);
+SELECT * FROM regress_agg('SELECT sum(amount) FROM {t} WHERE amount > 0');
+SELECT * FROM regress_agg('SELECT sum(amount) FROM {t} WHERE amount < 0');
+-- sum(integer) is bigint, beyond int4's range
+SELECT * FROM regress_agg('SELECT sum(qty) FROM {t}');
+SELECT * FROM regress_agg('SELECT sum(qty) FROM {t} WHERE qty > 0');
+-- avg of integers: numeric, with PostgreSQL's scale
+SELECT * FROM regress_agg('SELECT avg(qty), avg(amount) FROM {t}');
+SELECT * FROM regress_agg('SELECT avg(qty), avg(amount) FROM {t} WHERE amount BETWEEN -100 AND 100');
+SELECT * FROM regress_agg('SELECT avg(amount) FROM {t} WHERE amount > 0');
+-- double precision, compared rounded (the order in which rows are summed
+-- changes the last bits)
+SELECT * FROM regress_agg('SELECT round(sum(f)::numeric, 3), round(avg(f)::numeric, 3) FROM {t}');
+SELECT * FROM regress_agg('SELECT min(f), max(f), min(qty), max(qty), min(amount), max(amount) FROM {t}');
+SELECT * FROM regress_agg('SELECT bool_and(flag), bool_or(flag), bool_and(flagt), bool_or(flagt) FROM {t}');
+SELECT * FROM regress_agg('SELECT bool_and(flagx), bool_or(flagx) FROM {t}');
+SELECT * FROM regress_agg('SELECT bool_and(flag), bool_or(NOT flag) FROM {t} WHERE tenant_id IN (''globex'', ''hooli'')');
+-- expressions over aggregates
+SELECT * FROM regress_agg('SELECT sum(amount) / count(amount), max(qty)::bigint - min(qty), count(*) * 2 FROM {t}');
+
+-- ===================================================================
+-- Text: min and max are pushed under the C collation only
+-- ===================================================================
+SELECT * FROM regress_agg('SELECT min(name COLLATE "C"), max(name COLLATE "C") FROM {t}');
+SELECT * FROM regress_agg('SELECT min(name), max(name) FROM {t}');
+SELECT * FROM regress_agg('SELECT min(name COLLATE "en-x-icu"), max(name COLLATE "en-x-icu") FROM {t}');
+SELECT * FROM regress_agg('SELECT status, min(name COLLATE "C"), max(name COLLATE "C") FROM {t} GROUP BY status');
+SELECT * FROM regress_agg('SELECT tenant_id, min(name COLLATE "C"), max(name) FROM {t} GROUP BY tenant_id');
+
+-- ===================================================================
+-- count(DISTINCT x): a value on several shards counts once; the shards
+-- declare name COLLATE NOCASE, yet 'apple' and 'Apple' differ
+-- ===================================================================
+SELECT * FROM regress_agg('SELECT count(DISTINCT name) FROM {t}');
+SELECT * FROM regress_agg('SELECT count(DISTINCT name), count(DISTINCT status), count(*) FROM {t}');
+SELECT * FROM regress_agg('SELECT status, count(DISTINCT name), count(name), sum(qty) FROM {t} GROUP BY status');
+SELECT * FROM regress_agg('SELECT count(DISTINCT amount), count(DISTINCT tenant_id), count(DISTINCT f) FROM {t}');
+SELECT * FROM regress_agg('SELECT tenant_id, count(DISTINCT name) FROM {t} GROUP BY tenant_id');
+SELECT * FROM regress_agg('SELECT count(DISTINCT name COLLATE "C") FROM {t}');
+
+-- ===================================================================
+-- GROUP BY a column that is not the tenant's, the tenant's, two keys
+-- ===================================================================
+SELECT * FROM regress_agg('SELECT status, count(*), count(amount), sum(amount), avg(amount), sum(qty), avg(qty), min(qty), max(amount), bool_and(flag), bool_or(flagt) FROM {t} GROUP BY status');
+SELECT * FROM regress_agg('SELECT status, round(sum(f)::numeric, 3), round(avg(f)::numeric, 3), min(f), max(f) FROM {t} GROUP BY status');
+SELECT * FROM regress_agg('SELECT name, count(*), sum(qty) FROM {t} GROUP BY name');
+SELECT * FROM regress_agg('SELECT qty, count(*) FROM {t} GROUP BY qty');
+SELECT * FROM regress_agg('SELECT f, count(*) FROM {t} GROUP BY f');
+SELECT * FROM regress_agg('SELECT amount, count(*) FROM {t} GROUP BY amount');
+-- a boolean key: not pushed
+SELECT * FROM regress_agg('SELECT flag, count(*), sum(amount) FROM {t} GROUP BY flag');
+SELECT * FROM regress_agg('SELECT tenant_id, count(*), count(amount), sum(amount), avg(amount), sum(qty), avg(qty), round(sum(f)::numeric, 3), min(f), max(qty), bool_and(flag), bool_or(flagt) FROM {t} GROUP BY tenant_id');
+SELECT * FROM regress_agg('SELECT tenant_id, status, count(*), sum(amount), avg(qty) FROM {t} GROUP BY tenant_id, status');
+SELECT * FROM regress_agg('SELECT status, name, count(*), sum(amount) FROM {t} GROUP BY status, name');
+SELECT * FROM regress_agg('SELECT status, tenant_id, count(*) FROM {t} GROUP BY status, tenant_id');
+-- a key not in the select list, and keys as expressions of keys
+SELECT * FROM regress_agg('SELECT count(*), sum(amount) FROM {t} GROUP BY status');
+SELECT * FROM regress_agg('SELECT status || ''!'', count(*) FROM {t} GROUP BY status');
+SELECT * FROM regress_agg('SELECT upper(status), count(*) FROM {t} GROUP BY upper(status)');
+-- DISTINCT over aggregates
+SELECT * FROM regress_agg('SELECT DISTINCT count(*) FROM {t} GROUP BY status');
+
+-- ===================================================================
+-- Zero rows, an unknown tenant, a tenant without rows, an empty shard
+-- ===================================================================
+SELECT * FROM regress_agg('SELECT count(*), count(amount), sum(amount), sum(qty), avg(qty), avg(amount), sum(f), avg(f), min(name COLLATE "C"), max(f), bool_and(flag), count(DISTINCT name) FROM {t} WHERE id < 0');
+SELECT * FROM regress_agg($$SELECT count(*), sum(amount), avg(qty), max(qty), bool_or(flag) FROM {t} WHERE tenant_id = 'nobody'$$);
+SELECT * FROM regress_agg($$SELECT count(*), sum(amount), avg(qty) FROM {t} WHERE tenant_id = 'ghost'$$);
+SELECT * FROM regress_agg($$SELECT count(*), sum(amount), avg(qty) FROM {t} WHERE tenant_id = 'vacant'$$);
+SELECT * FROM regress_agg('SELECT status, count(*) FROM {t} WHERE id < 0 GROUP BY status');
+SELECT * FROM regress_agg($$SELECT tenant_id, count(*) FROM {t} WHERE tenant_id IN ('ghost', 'vacant', 'nobody') GROUP BY tenant_id$$);
+-- every shard but one is empty for this condition
+SELECT * FROM regress_agg('SELECT status, count(*), sum(amount), avg(qty) FROM {t} WHERE id = 12 GROUP BY status');
+SELECT * FROM regress_agg('SELECT count(*), sum(amount), avg(qty) FROM {t} WHERE amount IS NULL');
+
+-- ===================================================================
+-- HAVING, ORDER BY and LIMIT over aggregates
+-- ===================================================================
+SELECT * FROM regress_agg('SELECT status, count(*) FROM {t} GROUP BY status HAVING count(*) > 4');
+-- on an aggregate not in the select list
+SELECT * FROM regress_agg('SELECT status FROM {t} GROUP BY status HAVING sum(amount) > 0');
+SELECT * FROM regress_agg('SELECT status, count(*) FROM {t} GROUP BY status HAVING avg(qty) < 1000 AND min(name COLLATE "C") = ''Banana''');
+SELECT * FROM regress_agg('SELECT tenant_id FROM {t} GROUP BY tenant_id HAVING bool_or(flag) AND count(DISTINCT name) > 1');
+SELECT * FROM regress_agg('SELECT tenant_id, sum(amount) FROM {t} GROUP BY tenant_id HAVING sum(amount) < 0 OR max(qty) > 100');
+SELECT * FROM regress_agg('SELECT count(*) FROM {t} HAVING count(*) > 100');
+SELECT * FROM regress_agg('SELECT status, sum(amount) FROM {t} GROUP BY status ORDER BY sum(amount) DESC NULLS LAST', true);
+SELECT * FROM regress_agg('SELECT tenant_id, sum(amount) FROM {t} GROUP BY tenant_id ORDER BY 2 DESC NULLS LAST, 1 LIMIT 2', true);
+SELECT * FROM regress_agg('SELECT tenant_id, count(*) FROM {t} GROUP BY tenant_id ORDER BY count(*), tenant_id LIMIT 3', true);
+SELECT * FROM regress_agg('SELECT name, count(*) FROM {t} GROUP BY name ORDER BY count(*) DESC, name COLLATE "C" LIMIT 3 OFFSET 1', true);
+SELECT * FROM regress_agg('SELECT status, avg(qty) FROM {t} GROUP BY status ORDER BY avg(qty) NULLS FIRST LIMIT 2', true);
+EXPLAIN (VERBOSE, COSTS OFF)
+SELECT tenant_id, sum(amount) FROM sales GROUP BY tenant_id
+  ORDER BY 2 DESC NULLS LAST, 1 LIMIT 2;
+
+-- ===================================================================
+-- Time buckets over the mixed stored forms (text with and without
+-- offsets, Unix seconds)
+-- ===================================================================
+SELECT * FROM regress_agg($$SELECT date_trunc('day', created_at), count(*) FROM {t} GROUP BY 1$$);
+SELECT * FROM regress_agg($$SELECT date_trunc('week', created_at), count(*) FROM {t} GROUP BY 1$$);
+SELECT * FROM regress_agg($$SELECT date_trunc('month', created_at), count(*), sum(qty) FROM {t} GROUP BY 1$$);
+SELECT * FROM regress_agg($$SELECT date_trunc('year', created_at), count(*), sum(amount) FROM {t} GROUP BY 1$$);
+SELECT * FROM regress_agg($$SELECT date_trunc('hour', created_at), count(*) FROM {t} GROUP BY 1$$);
+SELECT * FROM regress_agg($$SELECT date_trunc('minute', created_at), extract(minute FROM created_at), count(*) FROM {t} WHERE tenant_id IN ('globex', 'hooli') GROUP BY 1, 2$$);
+SELECT * FROM regress_agg($$SELECT date_trunc('day', created_unix), count(*) FROM {t} GROUP BY 1$$);
+SELECT * FROM regress_agg($$SELECT date_trunc('week', created_unix), count(*) FROM {t} GROUP BY 1$$);
+SELECT * FROM regress_agg($$SELECT date_trunc('month', created_unix), count(*) FROM {t} GROUP BY 1$$);
+SELECT * FROM regress_agg($$SELECT date_trunc('year', created_unix), count(*) FROM {t} GROUP BY 1$$);
+SELECT * FROM regress_agg($$SELECT extract(year FROM created_at), count(*) FROM {t} GROUP BY 1$$);
+SELECT * FROM regress_agg($$SELECT extract(month FROM created_at), count(*) FROM {t} GROUP BY 1$$);
+SELECT * FROM regress_agg($$SELECT extract(quarter FROM created_at), count(*) FROM {t} GROUP BY 1$$);
+SELECT * FROM regress_agg($$SELECT extract(dow FROM created_at), count(*) FROM {t} GROUP BY 1$$);
+SELECT * FROM regress_agg($$SELECT extract(isodow FROM created_at), count(*) FROM {t} GROUP BY 1$$);
+SELECT * FROM regress_agg($$SELECT extract(doy FROM created_at), count(*) FROM {t} GROUP BY 1$$);
+SELECT * FROM regress_agg($$SELECT extract(day FROM created_at), extract(hour FROM created_at), count(*) FROM {t} GROUP BY 1, 2$$);
+SELECT * FROM regress_agg($$SELECT extract(year FROM created_unix), extract(quarter FROM created_unix), count(*) FROM {t} GROUP BY 1, 2$$);
+SELECT * FROM regress_agg($$SELECT extract(dow FROM created_unix), extract(isodow FROM created_unix), extract(doy FROM created_unix), count(*) FROM {t} GROUP BY 1, 2, 3$$);
+SELECT * FROM regress_agg($$SELECT date_part('month', created_at), date_part('dow', created_unix), count(*) FROM {t} GROUP BY 1, 2$$);
+SELECT * FROM regress_agg($$SELECT status, date_trunc('month', created_at) AS m, count(*), sum(amount) FROM {t} GROUP BY status, m$$);
+SELECT * FROM regress_agg($$SELECT tenant_id, date_trunc('year', created_at), count(*) FROM {t} GROUP BY 1, 2$$);
+SELECT * FROM regress_agg($$SELECT date_trunc('month', created_at), count(*) FROM {t} GROUP BY 1 ORDER BY 1 DESC NULLS LAST LIMIT 3$$, true);
+-- units that are not pushed
+SELECT * FROM regress_agg($$SELECT date_trunc('quarter', created_at), count(*) FROM {t} GROUP BY 1$$);
+SELECT * FROM regress_agg($$SELECT extract(epoch FROM created_at), count(*) FROM {t} GROUP BY 1$$);
+SELECT * FROM regress_agg($$SELECT extract(week FROM created_unix), count(*) FROM {t} GROUP BY 1$$);
+
+-- ===================================================================
+-- Not pushed, and still right: FILTER, ORDER BY inside an aggregate,
+-- string_agg, window functions, ROLLUP, aggregates of expressions
+-- ===================================================================
+SELECT * FROM regress_agg('SELECT status, count(*) FILTER (WHERE flag), sum(amount) FILTER (WHERE qty > 0) FROM {t} GROUP BY status');
+SELECT * FROM regress_agg('SELECT status, string_agg(name, '','' ORDER BY name COLLATE "C") FROM {t} GROUP BY status');
+SELECT * FROM regress_agg('SELECT tenant_id, array_agg(id ORDER BY id) FROM {t} GROUP BY tenant_id');
+SELECT * FROM regress_agg('SELECT string_agg(DISTINCT status, '','' ORDER BY status) FROM {t}');
+SELECT * FROM regress_agg('SELECT status, sum(amount), rank() OVER (ORDER BY sum(amount) NULLS FIRST) FROM {t} GROUP BY status');
+SELECT * FROM regress_agg('SELECT tenant_id, id, sum(qty) OVER (PARTITION BY tenant_id ORDER BY id) FROM {t}');
+SELECT * FROM regress_agg('SELECT status, flag, count(*), sum(amount) FROM {t} GROUP BY ROLLUP (status, flag)');
+SELECT * FROM regress_agg('SELECT tenant_id, status, count(*) FROM {t} GROUP BY CUBE (tenant_id, status)');
+SELECT * FROM regress_agg('SELECT sum(qty / 2), max(lower(name)), sum(amount / 2) FROM {t}');
+-- integer overflow: PostgreSQL's error, whichever way
+SELECT * FROM regress_agg('SELECT sum(amount * 2) FROM {t}');
+SELECT * FROM regress_agg('SELECT count(DISTINCT name), count(DISTINCT status) FROM {t} GROUP BY flag');
+SELECT * FROM regress_agg('SELECT stddev(qty), variance(amount) FROM {t}');
+SELECT * FROM regress_agg('SELECT status, every(flag), bit_or(qty) FROM {t} GROUP BY status');
+-- a condition PostgreSQL must evaluate
+SELECT * FROM regress_agg('SELECT status, count(*), sum(amount) FROM {t} WHERE qty % 2 = 1 GROUP BY status');
+-- non-deterministic collation: groups are PostgreSQL's
+CREATE COLLATION regress_ci (provider = icu, locale = 'und-u-ks-level2',
+                             deterministic = false);
+SELECT * FROM regress_agg('SELECT min(lower(name)), count(*) FROM {t} GROUP BY name COLLATE regress_ci');
+SELECT * FROM regress_agg('SELECT count(DISTINCT name COLLATE regress_ci) FROM {t}');
+
+-- ===================================================================
+-- Routed aggregates
+-- ===================================================================
+SELECT * FROM regress_agg($$SELECT status, count(*), sum(amount), avg(qty) FROM {t} WHERE tenant_id = 'acme' GROUP BY status$$);
+SELECT * FROM regress_agg($$SELECT count(*), sum(amount), count(DISTINCT name), bool_and(flag) FROM {t} WHERE tenant_id = 'acme'$$);
+SELECT * FROM regress_agg($$SELECT tenant_id, count(*), sum(amount) FROM {t} WHERE tenant_id IN ('acme', 'globex', 'nobody') GROUP BY tenant_id$$);
+SELECT * FROM regress_agg($$SELECT status, sum(amount) FROM {t} WHERE tenant_id = ANY (ARRAY['umbrella', 'hooli']) GROUP BY status$$);
+SELECT * FROM regress_agg($$SELECT date_trunc('month', created_at), count(*) FROM {t} WHERE tenant_id = 'initech' GROUP BY 1$$);
+EXPLAIN (VERBOSE, COSTS OFF)
+SELECT tenant_id, count(*), sum(amount) FROM sales
+  WHERE tenant_id IN ('acme', 'globex', 'nobody') GROUP BY tenant_id;
+-- the tenant from an outer query: the shards are chosen, and the groups
+-- merged, afresh for each outer row
+SELECT * FROM regress_agg($$SELECT v.tenant_id, (SELECT count(*) FROM {t} s WHERE s.tenant_id = v.tenant_id), (SELECT sum(amount) FROM {t} s WHERE s.tenant_id = v.tenant_id) FROM (VALUES ('acme'), ('hooli'), ('nobody'), ('stark'), ('ghost')) v(tenant_id)$$);
+SELECT * FROM regress_agg($$SELECT v.tenant_id, g.* FROM (VALUES ('acme'), ('umbrella'), ('initech')) v(tenant_id), LATERAL (SELECT status, count(*), avg(qty) FROM {t} s WHERE s.tenant_id = v.tenant_id GROUP BY status) g$$);
+-- a parameter, in a generic plan
+PREPARE tenant_report(text) AS
+  SELECT status, count(*), sum(amount) FROM sales WHERE tenant_id = $1
+  GROUP BY status ORDER BY status;
+SET plan_cache_mode = force_generic_plan;
+EXPLAIN (VERBOSE, COSTS OFF) EXECUTE tenant_report('acme');
+EXECUTE tenant_report('acme');
+EXECUTE tenant_report('hooli');
+EXECUTE tenant_report('nobody');
+RESET plan_cache_mode;
+DEALLOCATE tenant_report;
+SELECT status, count(*), sum(amount) FROM sales_native WHERE tenant_id = 'acme'
+  GROUP BY status ORDER BY status;
+
+-- ===================================================================
+-- Tenants being moved: hooli's copies on a3 and stark's leftovers on a3
+-- are not counted, however the aggregate is computed (invariant 2)
+-- ===================================================================
+SELECT * FROM regress_agg('SELECT status, count(*), sum(amount), max(name COLLATE "C") FROM {t} GROUP BY status');
+SELECT * FROM regress_agg('SELECT tenant_id, count(*), sum(amount), count(DISTINCT name) FROM {t} GROUP BY tenant_id');
+SELECT * FROM regress_agg('SELECT count(*), sum(amount), count(DISTINCT name) FROM {t}');
+SELECT * FROM regress_agg($$SELECT count(*), sum(amount) FROM {t} WHERE tenant_id IN ('hooli', 'stark')$$);
+SELECT * FROM regress_agg($$SELECT date_trunc('day', created_at), count(*) FROM {t} WHERE tenant_id IN ('hooli', 'stark') GROUP BY 1$$);
+
+-- ===================================================================
+-- A role whose user mapping names its tenants sees only their groups
+-- ===================================================================
+CREATE ROLE regress_agg_bi;
+GRANT SELECT ON sales TO regress_agg_bi;
+CREATE USER MAPPING FOR regress_agg_bi SERVER agg_srv
+  OPTIONS (tenants 'acme, hooli');
+SET ROLE regress_agg_bi;
+SELECT status, count(*), sum(amount), count(DISTINCT name) FROM sales
+  GROUP BY status ORDER BY status;
+SELECT tenant_id, count(*), sum(amount) FROM sales GROUP BY tenant_id ORDER BY 1;
+SET sqlite_shard_fdw.thread_aggregation = off;
+SELECT status, count(*), sum(amount), count(DISTINCT name) FROM sales
+  GROUP BY status ORDER BY status;
+RESET sqlite_shard_fdw.thread_aggregation;
+RESET ROLE;
+SELECT status, count(*), sum(amount), count(DISTINCT name) FROM sales_native
+  WHERE tenant_id IN ('acme', 'hooli') GROUP BY status ORDER BY status;
+DROP USER MAPPING FOR regress_agg_bi SERVER agg_srv;
+REVOKE SELECT ON sales FROM regress_agg_bi;
+DROP ROLE regress_agg_bi;
+
+-- ===================================================================
+-- Grouped by SQLite instead of the reading threads
+-- (sqlite_shard_fdw.thread_aggregation off): the partial-aggregate SQL
+-- ===================================================================
+SET sqlite_shard_fdw.thread_aggregation = off;
+EXPLAIN (VERBOSE, COSTS OFF)
+SELECT status, count(*), count(qty), sum(amount), avg(amount), sum(qty),
+       avg(qty), sum(f), avg(f), min(qty), max(f), bool_and(flag)
+  FROM sales GROUP BY status;
+EXPLAIN (VERBOSE, COSTS OFF)
+SELECT tenant_id, count(DISTINCT name), min(name COLLATE "C") FROM sales
+  GROUP BY tenant_id;
+EXPLAIN (VERBOSE, COSTS OFF)
+SELECT extract(quarter FROM created_at), date_trunc('week', created_unix),
+       count(*)
+  FROM sales GROUP BY 1, 2;
+RESET sqlite_shard_fdw.thread_aggregation;
+
+-- ===================================================================
+-- Timestamps stored in forms SQLite reads otherwise than the wrapper
+-- (badts, one per row): a bucket computed in SQLite must be the bucket
+-- of the value the wrapper reads, or the wrapper's error
+-- ===================================================================
+CREATE FOREIGN TABLE badts (tenant_id text, id int, ts timestamp)
+  SERVER agg_srv;
+SELECT id, ts FROM badts WHERE id IN (8, 11) ORDER BY id;
+SELECT b.id, m.*
+  FROM generate_series(1, 11) b(id),
+       LATERAL regress_modes(format(
+         $$SELECT date_trunc('day', ts), count(*) FROM badts WHERE id = %s GROUP BY 1$$,
+         b.id)) m
+  ORDER BY b.id, m.mode;
+SELECT b.id, m.*
+  FROM generate_series(1, 11) b(id),
+       LATERAL regress_modes(format(
+         $$SELECT extract(year FROM ts), count(*) FROM badts WHERE id = %s GROUP BY 1$$,
+         b.id)) m
+  WHERE b.id IN (1, 2, 3, 10, 11)
+  ORDER BY b.id, m.mode;
+
+-- ===================================================================
+-- Stored values the aggregate cannot read: text in an INTEGER column
+-- (dirty.amount, 'n/a' on shard a2), a word that is no boolean
+-- (dirty.flag, 'maybe' on a2).  Pushed, an error naming the shard; not
+-- pushed, the conversion's own error, naming shard, column and row.
+-- Either way an error, never an answer that skips the value.
+-- ===================================================================
+EXPLAIN (VERBOSE, COSTS OFF) SELECT sum(amount) FROM dirty;
+SELECT sum(amount) FROM dirty;
+SELECT * FROM regress_modes('SELECT sum(amount) FROM dirty');
+SELECT * FROM regress_modes('SELECT min(amount), max(amount) FROM dirty');
+SELECT * FROM regress_modes('SELECT avg(amount) FROM dirty');
+SELECT * FROM regress_modes('SELECT count(amount) FROM dirty');
+SELECT * FROM regress_modes('SELECT count(DISTINCT amount) FROM dirty');
+SELECT * FROM regress_modes('SELECT bool_and(flag) FROM dirty');
+SELECT * FROM regress_modes('SELECT tenant_id, sum(amount) FROM dirty GROUP BY tenant_id');
+-- an integer beyond int4's range in a column read as integer (q, on a3)
+SELECT * FROM regress_modes('SELECT sum(q) FROM dirty');
+SELECT * FROM regress_modes('SELECT min(q), max(q) FROM dirty');
+SELECT * FROM regress_modes('SELECT avg(q) FROM dirty');
+SELECT * FROM regress_modes('SELECT q, count(*) FROM dirty WHERE id = 7 GROUP BY q');
+SELECT * FROM regress_modes('SELECT count(DISTINCT q) FROM dirty');
+-- what does not read the bad values answers
+SELECT * FROM regress_modes('SELECT count(*) FROM dirty');
+SELECT * FROM regress_modes('SELECT sum(q), max(q) FROM dirty WHERE id < 7');
+SELECT * FROM regress_modes($$SELECT tenant_id, sum(amount), bool_and(flag) FROM dirty WHERE tenant_id IN ('acme', 'umbrella', 'initech') GROUP BY tenant_id$$);
+SET sqlite_shard_fdw.aggregate_pushdown = off;
+SELECT sum(amount) FROM dirty;
+RESET sqlite_shard_fdw.aggregate_pushdown;
+
+-- ===================================================================
+-- Infinities: +Infinity and -Infinity on one shard sum to NaN
+-- ===================================================================
+SELECT * FROM regress_agg('SELECT sum(f), avg(f), min(f), max(f), count(f) FROM {t}', tbl => 'measures');
+SELECT * FROM regress_agg('SELECT tenant_id, sum(f), avg(f) FROM {t} GROUP BY tenant_id', tbl => 'measures');
+SELECT * FROM regress_agg('SELECT sum(f) FROM {t} WHERE f > 0', tbl => 'measures');
+
+-- ===================================================================
+-- sqlite_shard_fdw.aggregate_pushdown = off: rows, the same answers
+-- ===================================================================
+SET sqlite_shard_fdw.aggregate_pushdown = off;
+EXPLAIN (VERBOSE, COSTS OFF)
+SELECT status, count(*), sum(amount) FROM sales GROUP BY status;
+EXPLAIN (VERBOSE, COSTS OFF)
+SELECT tenant_id, count(*) FROM sales GROUP BY tenant_id;
+SELECT status, count(*), sum(amount), avg(qty), count(DISTINCT name)
+  FROM sales GROUP BY status ORDER BY status;
+RESET sqlite_shard_fdw.aggregate_pushdown;
+SELECT status, count(*), sum(amount), avg(qty), count(DISTINCT name)
+  FROM sales GROUP BY status ORDER BY status;
+SELECT status, count(*), sum(amount), avg(qty), count(DISTINCT name)
+  FROM sales_native GROUP BY status ORDER BY status;
+
+-- ===================================================================
+-- Clean up
+-- ===================================================================
+DROP FUNCTION regress_agg(text, boolean, text);
+DROP FUNCTION regress_modes(text);
+DROP FUNCTION regress_result(text, boolean);
+DROP TABLE sales_raw, sales_native, measures_native;
+DROP COLLATION regress_ci;
+DROP SERVER agg_srv CASCADE;
+RESET DateStyle;
