@@ -23,6 +23,8 @@
  */
 #include "sqlite_shard_fdw.h"
 
+#include <sys/stat.h>
+
 #include "miscadmin.h"
 #include "utils/hsearch.h"
 #include "utils/memutils.h"
@@ -55,6 +57,8 @@ struct ShardDirectory
 	sqlite3_stmt *shard_stmt;	/* NULL without a shards table */
 	sqlite3_int64 data_version;
 	bool		has_shards_table;
+	dev_t		dev;			/* the file opened, to notice a replacement */
+	ino_t		ino;
 
 	/* Everything below is reset whenever the directory changes. */
 	MemoryContext cxt;
@@ -222,6 +226,15 @@ open_directory(ShardServerOptions *opts)
 	}
 	PG_END_TRY();
 
+	{
+		struct stat st;
+
+		if (stat(dir->path, &st) == 0)
+		{
+			dir->dev = st.st_dev;
+			dir->ino = st.st_ino;
+		}
+	}
 	oldcxt = MemoryContextSwitchTo(DirectoryCacheContext);
 	directories = lappend(directories, dir);
 	MemoryContextSwitchTo(oldcxt);
@@ -285,6 +298,19 @@ check_directory(ShardDirectory *dir, ShardServerOptions *opts)
 }
 
 /*
+ * same_file
+ *		Is the control database still the file this handle opened?
+ */
+static bool
+same_file(ShardDirectory *dir)
+{
+	struct stat st;
+
+	return stat(dir->path, &st) == 0 && st.st_dev == dir->dev &&
+		st.st_ino == dir->ino;
+}
+
+/*
  * shard_directory_get
  *		The directory of a server, its cache checked against the control
  *		database so that the caller sees every committed change.
@@ -310,11 +336,15 @@ shard_directory_get(ShardServerOptions *opts)
 		if (strcmp(d->path, opts->directory) == 0 &&
 			((d->shard_path == NULL && opts->shard_path == NULL) ||
 			 (d->shard_path && opts->shard_path &&
-			  strcmp(d->shard_path, opts->shard_path) == 0)))
+			  strcmp(d->shard_path, opts->shard_path) == 0)) &&
+			same_file(d))
 			dir = d;
 		else
 		{
-			/* ALTER SERVER changed where the directory is. */
+			/*
+			 * ALTER SERVER changed where the directory is, or the file was
+			 * replaced (a restore, a rename over it): reopen.
+			 */
 			directories = foreach_delete_current(directories, lc);
 			release_directory(d);
 		}
