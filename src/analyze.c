@@ -97,7 +97,6 @@ static BlockNumber estimate_pages(List *shards);
 static List *copy_shard_list(List *shards);
 static bool shard_owns_allowed(ShardDirectory *dir, ShardInfo *shard,
 							   List *allowed);
-static List *stale_tenants(ShardDirectory *dir, ShardInfo *shard);
 static char *shard_query(ShardAnalyzeState *astate, const char *base,
 						 const char *tenant_column, ShardValue *binds,
 						 int *nbinds);
@@ -303,7 +302,7 @@ shard_acquire_sample_rows(Relation relation, int elevel,
 			!shard_owns_allowed(dir, shard, astate.allowed))
 			continue;
 
-		astate.excluded = stale_tenants(dir, shard);
+		astate.excluded = shard_directory_stale_tenants(dir, shard->shard_id);
 		sql = shard_query(&astate, query.data, topts->tenant_column,
 						  binds, &nbinds);
 
@@ -369,30 +368,6 @@ shard_owns_allowed(ShardDirectory *dir, ShardInfo *shard, List *allowed)
 			return true;
 	}
 	return false;
-}
-
-/*
- * stale_tenants
- *		The tenants in a move whose rows on this shard are not the owner's:
- *		the target's copy before cutover, the source's leftovers after it.
- *		The same rule as a fan-out scan, so each row is counted once.
- */
-static List *
-stale_tenants(ShardDirectory *dir, ShardInfo *shard)
-{
-	List	   *result = NIL;
-	ListCell   *lc;
-
-	foreach(lc, shard_directory_moving(dir))
-	{
-		ShardLocation *loc = (ShardLocation *) lfirst(lc);
-		const char *stale = (strcmp(loc->owner, loc->shard_id) == 0) ?
-		loc->target_shard_id : loc->shard_id;
-
-		if (stale != NULL && strcmp(stale, shard->shard_id) == 0)
-			result = lappend(result, pstrdup(loc->tenant));
-	}
-	return result;
 }
 
 /*

@@ -738,3 +738,28 @@ shard_directory_moving(ShardDirectory *dir)
 	dir->moving_loaded = true;
 	return dir->moving;
 }
+
+/*
+ * shard_directory_stale_tenants
+ *		The tenants in a move whose rows on this shard are not the owner's:
+ *		the target's copy before cutover, the source's leftovers after it.
+ *		Every reader skips them, so each row counts once at every moment of
+ *		a move.
+ */
+List *
+shard_directory_stale_tenants(ShardDirectory *dir, const char *shard_id)
+{
+	List	   *result = NIL;
+	ListCell   *lc;
+
+	foreach(lc, shard_directory_moving(dir))
+	{
+		ShardLocation *loc = (ShardLocation *) lfirst(lc);
+		const char *stale = (strcmp(loc->owner, loc->shard_id) == 0) ?
+		loc->target_shard_id : loc->shard_id;
+
+		if (stale != NULL && strcmp(stale, shard_id) == 0)
+			result = lappend(result, pstrdup(loc->tenant));
+	}
+	return result;
+}

@@ -650,19 +650,14 @@ resolve_targets(ForeignScanState *node)
 	list_sort(s->targets, target_cmp);
 
 	/* Rows of a tenant in a move count only on the shard that owns it. */
-	foreach(lc, shard_directory_moving(s->dir))
+	if (shard_directory_moving(s->dir) != NIL)
 	{
-		ShardLocation *loc = (ShardLocation *) lfirst(lc);
-		const char *stale = (strcmp(loc->owner, loc->shard_id) == 0) ?
-		loc->target_shard_id : loc->shard_id;
-		ListCell   *lc2;
-
-		foreach(lc2, s->targets)
+		foreach(lc, s->targets)
 		{
-			ShardTarget *t = lfirst(lc2);
+			ShardTarget *t = lfirst(lc);
 
-			if (strcmp(t->info.shard_id, stale) == 0)
-				t->excluded = lappend(t->excluded, pstrdup(loc->tenant));
+			t->excluded = shard_directory_stale_tenants(s->dir,
+														t->info.shard_id);
 		}
 	}
 

@@ -77,6 +77,8 @@ extern ShardInfo *shard_directory_shard(ShardDirectory *dir,
 										const char *shard_id);
 extern List *shard_directory_shards(ShardDirectory *dir);
 extern List *shard_directory_moving(ShardDirectory *dir);
+extern List *shard_directory_stale_tenants(ShardDirectory *dir,
+										   const char *shard_id);
 extern sqlite3 *shard_directory_handle(ShardDirectory *dir);
 extern void shard_directory_changed(ShardDirectory *dir);
 extern char *shard_resolve_path(ShardServerOptions *opts, const char *path);
