@@ -39,6 +39,7 @@ struct ShardConn
 	bool		xact_scoped;	/* ... and lasts for the transaction */
 	TimestampTz xact_stmt;		/* start of the statement that began it */
 	int			lent;			/* fan-out workers reading through it */
+	int			open_stmts;		/* statements of live scans: never close */
 	dev_t		dev;			/* the file opened, to notice a replacement */
 	ino_t		ino;
 	uint64		last_used;
@@ -81,7 +82,8 @@ static void end_read_xact(ShardConn *conn);
 static bool
 stale_read_xact(ShardConn *conn)
 {
-	return conn->in_xact && conn->refcount == 0 && !conn->xact_scoped &&
+	return conn->in_xact && conn->refcount == 0 && conn->open_stmts == 0 &&
+		!conn->xact_scoped &&
 		conn->xact_stmt != GetCurrentStatementStartTimestamp();
 }
 static void shard_subxact_callback(SubXactEvent event,
@@ -104,8 +106,8 @@ interrupt_handler(void *arg)
  * shard_conn_lend
  *		A fan-out worker is about to read through this handle: only the
  *		backend may look at PostgreSQL's interrupt flags, so the progress
- *		handler goes while any worker holds the handle (workers are stopped
- *		with sqlite3_interrupt instead).
+ *		handler goes while any worker holds the handle (a worker's own
+ *		handler stops its statement when its fan-out stops).
  */
 void
 shard_conn_lend(ShardConn *conn)
@@ -220,7 +222,7 @@ evict_idle(int keep)
 		hash_seq_init(&scan, ConnectionHash);
 		while ((conn = hash_seq_search(&scan)) != NULL)
 		{
-			if (conn->refcount > 0 || conn->xact_scoped)
+			if (conn->refcount > 0 || conn->xact_scoped || conn->open_stmts > 0)
 				continue;
 			if (!conn->in_xact || stale_read_xact(conn))
 			{
@@ -340,7 +342,7 @@ shard_conn_get(ShardServerOptions *opts, ShardInfo *shard, bool missing_ok)
 	 * be read through the handle on the old file: reopen it, unless a read
 	 * transaction still needs the old one.
 	 */
-	if (conn != NULL && conn->refcount == 0 &&
+	if (conn != NULL && conn->refcount == 0 && conn->open_stmts == 0 &&
 		(!conn->in_xact || stale_read_xact(conn)))
 	{
 		struct stat st;
@@ -371,6 +373,7 @@ shard_conn_get(ShardServerOptions *opts, ShardInfo *shard, bool missing_ok)
 		conn->rollback_stmt = NULL;
 		conn->refcount = 0;
 		conn->lent = 0;
+		conn->open_stmts = 0;
 		conn->in_xact = false;
 		conn->xact_scoped = false;
 		{
@@ -444,7 +447,8 @@ shard_conn_db(ShardConn *conn)
  *		A prepared statement for sql on this shard: an idle one kept from an
  *		earlier scan, or a new one.  Routed queries repeat the same SQL, and
  *		preparing costs more than running a point lookup.  Give it back with
- *		shard_conn_unprepare, or finalize it.
+ *		shard_conn_unprepare, or finalize it and call shard_conn_forget_stmt:
+ *		until then the handle is never closed, whatever else happens to it.
  */
 int
 shard_conn_prepare(ShardConn *conn, const char *sql, sqlite3_stmt **stmt,
@@ -462,10 +466,26 @@ shard_conn_prepare(ShardConn *conn, const char *sql, sqlite3_stmt **stmt,
 			pfree(cs->sql);
 			pfree(cs);
 			conn->stmts = foreach_delete_current(conn->stmts, lc);
+			conn->open_stmts++;
 			return SQLITE_OK;
 		}
 	}
-	return shardio_prepare(conn->db, sql, 1, stmt, errbuf);
+	if (shardio_prepare(conn->db, sql, 1, stmt, errbuf) != SQLITE_OK)
+		return sqlite3_errcode(conn->db);
+	conn->open_stmts++;
+	return SQLITE_OK;
+}
+
+/*
+ * shard_conn_forget_stmt
+ *		A scan finalized a statement of this handle itself (after an
+ *		error): the handle may be closed again once none is left.
+ */
+void
+shard_conn_forget_stmt(ShardConn *conn)
+{
+	if (conn->open_stmts > 0)
+		conn->open_stmts--;
 }
 
 /*
@@ -479,6 +499,7 @@ shard_conn_unprepare(ShardConn *conn, sqlite3_stmt *stmt)
 	MemoryContext oldcxt;
 	CachedStmt *cs;
 
+	shard_conn_forget_stmt(conn);
 	sqlite3_reset(stmt);
 	sqlite3_clear_bindings(stmt);
 	if (list_length(conn->stmts) >= MAX_CACHED_STMTS)
@@ -759,6 +780,7 @@ shard_xact_callback(XactEvent event, void *arg)
 		end_read_xact(conn);
 		conn->refcount = 0;
 		conn->lent = 0;
+		conn->open_stmts = 0;
 	}
 	list_free_deep(holds);
 	holds = NIL;

@@ -15,9 +15,11 @@
  * appends it to the event queue.  The end or failure of a statement is
  * queued after its last batch, so the backend sees them in order.
  *
- * Stopping: fanout_destroy sets a flag, interrupts every running statement
- * with sqlite3_interrupt (safe from any thread), wakes every waiter and
- * joins the threads, so no thread outlives the scan that made it.
+ * Stopping: fanout_destroy sets a flag that a progress handler on every
+ * running statement checks (so a statement stops within a few thousand
+ * SQLite instructions, and only this fan-out's statements stop, not
+ * another scan's on the same handle), wakes every waiter and joins the
+ * threads, so no thread outlives the scan that made it.
  *
  *-------------------------------------------------------------------------
  */
@@ -56,7 +58,7 @@ struct Fanout
 	int			nthreads_max;
 	int			nthreads;
 	pthread_t  *threads;
-	int			stopping;
+	volatile int stopping;		/* read by workers' progress handlers */
 
 	FanoutTask *queued_head;	/* FIFO of tasks not started */
 	FanoutTask *queued_tail;
@@ -120,6 +122,19 @@ push_event(Fanout *f, const FanoutEvent *ev)
 }
 
 /*
+ * stop_requested
+ *		Progress handler of a worker's statement: stop it once the fan-out
+ *		is stopping.  Unlike sqlite3_interrupt, this stops only the
+ *		statements of this fan-out, not those another scan of the same
+ *		statement runs on the same shard handle.
+ */
+static int
+stop_requested(void *arg)
+{
+	return ((Fanout *) arg)->stopping;
+}
+
+/*
  * run_task
  *		Step one statement to its end, batch by batch; the lock is held on
  *		entry and exit, and released while SQLite works.
@@ -134,6 +149,8 @@ run_task(Fanout *f, FanoutTask *task, int slot)
 
 	memset(&ev, 0, sizeof(ev));
 	pthread_mutex_unlock(&f->lock);
+	sqlite3_progress_handler(sqlite3_db_handle(task->job->stmt), 1000,
+							 stop_requested, f);
 	reader = shard_reader_start(task->job);
 	pthread_mutex_lock(&f->lock);
 	if (reader == NULL)
@@ -196,6 +213,7 @@ run_task(Fanout *f, FanoutTask *task, int slot)
 	 */
 	pthread_mutex_unlock(&f->lock);
 	shard_reader_free(reader);
+	sqlite3_progress_handler(sqlite3_db_handle(task->job->stmt), 0, NULL, NULL);
 	pthread_mutex_lock(&f->lock);
 	f->running[slot] = NULL;
 	if (!f->stopping && (ev.kind == FANOUT_DONE || ev.kind == FANOUT_FAILED))
@@ -521,10 +539,7 @@ fanout_destroy(Fanout *f)
 	if (f == NULL)
 		return;
 	pthread_mutex_lock(&f->lock);
-	f->stopping = 1;
-	for (i = 0; i < f->nthreads; i++)
-		if (f->running && f->running[i])
-			sqlite3_interrupt(sqlite3_db_handle(f->running[i]->job->stmt));
+	f->stopping = 1;			/* running statements see it and stop */
 	pthread_cond_broadcast(&f->work_cv);
 	pthread_cond_broadcast(&f->event_cv);
 	pthread_mutex_unlock(&f->lock);

@@ -183,6 +183,9 @@ stop_reading(ShardScanState *s, bool release)
 {
 	ListCell   *lc;
 
+	/* A batch being converted belongs to the pool: give it back first. */
+	if (s->fanout && s->batch && s->batch != s->own_batch)
+		fanout_release_batch(s->fanout, s->batch);
 	if (s->fanout)
 		fanout_destroy(s->fanout);
 	s->fanout = NULL;
@@ -202,7 +205,11 @@ stop_reading(ShardScanState *s, bool release)
 		if (t->stmt && t->conn && release)
 			shard_conn_unprepare(t->conn, t->stmt);
 		else if (t->stmt)
+		{
 			sqlite3_finalize(t->stmt);
+			if (t->conn)
+				shard_conn_forget_stmt(t->conn);
+		}
 		t->stmt = NULL;
 		if (t->conn && release)
 			shard_conn_release(t->conn);
@@ -389,6 +396,12 @@ shardBeginForeignScan(ForeignScanState *node, int eflags)
 			s->batch_cols = Max(s->batch_cols, linitial_int(distinct) + 1);
 		s->batch_cols = Max(s->batch_cols, s->guard_col + 1);
 	}
+	/*
+	 * An aggregate scan sees no rows, so the run-time tenant filters must
+	 * run in SQLite; planning pushes aggregates only when they can.
+	 */
+	if (s->mode != SCAN_ROWS && !shard_tenant_list_pushable(s->tenant_type))
+		elog(ERROR, "aggregate pushdown planned for a tenant column whose filters cannot be pushed");
 	if (s->mode != SCAN_ROWS)
 		s->merge = shard_merge_create((PlanState *) node,
 									  list_nth(priv, FdwScanPrivateAggOps),
@@ -667,29 +680,6 @@ resolve_targets(ForeignScanState *node)
 }
 
 /*
- * tenant_pushable
- *		Can a list of tenant ids be compared with the tenant column inside
- *		SQLite?  Only for integer and text columns, whose stored values
- *		print as the canonical text form.
- */
-static bool
-tenant_pushable(ShardScanState *s)
-{
-	switch (s->tenant_type)
-	{
-		case INT2OID:
-		case INT4OID:
-		case INT8OID:
-			return true;
-		case TEXTOID:
-		case VARCHAROID:
-			return GetDatabaseEncoding() == PG_UTF8;
-		default:
-			return false;
-	}
-}
-
-/*
  * append_tenant_list
  *		Add "AND tenant [NOT] IN (?, ...)" with the ids bound after the
  *		planned parameters; *extra collects the values.
@@ -740,7 +730,7 @@ build_shard_sql(ShardScanState *s, ShardTarget *t, bool raw, List **extra)
 	initStringInfo(&where);
 	*extra = NIL;
 	appendStringInfoString(&where, t->degraded ? s->safe_where_sql : s->where_sql);
-	if (tenant_pushable(s) && !t->degraded)
+	if (shard_tenant_list_pushable(s->tenant_type) && !t->degraded)
 	{
 		if (s->allowed != NIL)
 			append_tenant_list(s, &where, s->allowed, false, extra);

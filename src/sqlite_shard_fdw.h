@@ -97,6 +97,7 @@ extern char *shard_conn_affinity_mismatch(ShardConn *conn, const char *table,
 extern int	shard_conn_prepare(ShardConn *conn, const char *sql,
 							   sqlite3_stmt **stmt, char *errbuf);
 extern void shard_conn_unprepare(ShardConn *conn, sqlite3_stmt *stmt);
+extern void shard_conn_forget_stmt(ShardConn *conn);
 extern void shard_conn_check_table(ShardConn *conn, const char *relname,
 								   const char *table, char **colnames,
 								   int ncols);
@@ -129,6 +130,7 @@ extern void shard_deparse_conditions(StringInfo buf, PlannerInfo *root,
 									 RelOptInfo *baserel, List *conds,
 									 List **params, List **param_kinds);
 extern void shard_quote_identifier(StringInfo buf, const char *ident);
+extern bool shard_tenant_list_pushable(Oid typid);
 extern void shard_deparse_column_ref(StringInfo buf, PlannerInfo *root,
 									 Var *var);
 extern List *shard_text_columns(PlannerInfo *root, List *exprs, List *needs);

@@ -521,9 +521,7 @@ shardGetForeignUpperPaths(PlannerInfo *root, UpperRelationKind stage,
 	tenant_attnum = shard_rel_tenant_attnum(input_rel);
 	tenant_type = get_atttype(planner_rt_fetch(input_rel->relid, root)->relid,
 							  tenant_attnum);
-	if (tenant_type != INT2OID && tenant_type != INT4OID &&
-		tenant_type != INT8OID && tenant_type != TEXTOID &&
-		tenant_type != VARCHAROID)
+	if (!shard_tenant_list_pushable(tenant_type))
 		return;
 
 	info = palloc0(sizeof(ShardUpperInfo));
