@@ -350,6 +350,20 @@ RESET sqlite_shard_fdw.fanout_parallelism;
 \! ls /proc/$REGRESS_PID/task | wc -l
 
 -- ===================================================================
+-- A fan-out stopped early (LIMIT) while another scan of the statement
+-- reads the same shards: stopping one scan must not interrupt the other's
+-- statements on the shared shard handles.
+-- ===================================================================
+SELECT count(*) AS rows, count(x.order_id) AS matched
+  FROM (SELECT * FROM orders LIMIT 5) a
+  CROSS JOIN LATERAL (SELECT b.order_id FROM orders b
+                      WHERE b.status = a.status LIMIT 1) x;
+SELECT count(*) AS rows
+  FROM (SELECT * FROM orders LIMIT 3) a
+  CROSS JOIN LATERAL (SELECT b.order_id FROM orders b
+                      WHERE b.amount > a.amount LIMIT 1) x;
+
+-- ===================================================================
 -- Clean up
 -- ===================================================================
 \setenv REGRESS_PID
