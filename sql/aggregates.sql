@@ -491,6 +491,24 @@ SELECT status, count(*), sum(amount), avg(qty), count(DISTINCT name)
   FROM sales_native GROUP BY status ORDER BY status;
 
 -- ===================================================================
+-- Text that PostgreSQL refuses (invalid UTF-8, a NUL byte) is an error
+-- under pushdown too, never a min() or max() result
+-- ===================================================================
+\! mkdir -p /tmp/ssfdw_regress/aggregates/utf8 && cd /tmp/ssfdw_regress/aggregates/utf8 && rm -f *.db && sqlite3 s.db "CREATE TABLE t(tenant_id TEXT, n TEXT); INSERT INTO t VALUES ('a', 'abc'), ('a', CAST(x'41FF' AS TEXT)), ('b', 'x' || char(0) || 'y'), ('c', 'fine')" && sqlite3 directory.db "CREATE TABLE shards(shard_id TEXT PRIMARY KEY, path TEXT NOT NULL UNIQUE); CREATE TABLE shard_map(tenant_id TEXT PRIMARY KEY, shard_id TEXT NOT NULL, status TEXT NOT NULL DEFAULT 'ACTIVE', target_shard_id TEXT, updated_at INTEGER NOT NULL); INSERT INTO shards VALUES ('u1', 's.db'); INSERT INTO shard_map VALUES ('a', 'u1', 'ACTIVE', NULL, 0), ('b', 'u1', 'ACTIVE', NULL, 0), ('c', 'u1', 'ACTIVE', NULL, 0)" && chown -R postgres:postgres /tmp/ssfdw_regress/aggregates/utf8
+CREATE SERVER agg_utf8 FOREIGN DATA WRAPPER sqlite_shard_fdw
+  OPTIONS (directory '/tmp/ssfdw_regress/aggregates/utf8/directory.db');
+CREATE FOREIGN TABLE utf8t (tenant_id text, n text COLLATE "C")
+  SERVER agg_utf8 OPTIONS (table 't');
+SELECT min(n) FROM utf8t WHERE tenant_id = 'a';
+SELECT max(n) FROM utf8t WHERE tenant_id = 'b';
+SELECT min(n), max(n) FROM utf8t WHERE tenant_id = 'c';
+SET sqlite_shard_fdw.thread_aggregation = off;
+SELECT min(n) FROM utf8t WHERE tenant_id = 'a';
+SELECT max(n) FROM utf8t WHERE tenant_id = 'b';
+RESET sqlite_shard_fdw.thread_aggregation;
+DROP SERVER agg_utf8 CASCADE;
+
+-- ===================================================================
 -- Clean up
 -- ===================================================================
 DROP FUNCTION regress_agg(text, boolean, text);

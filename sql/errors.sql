@@ -344,6 +344,14 @@ SELECT tenant_add('err_admin', 'acme');
 SELECT tenant_add('err_admin', NULL, 'one');
 SELECT tenant_add('err_admin', '', 'one');
 SELECT tenant_add(NULL, 'beta', 'one');
+-- a shard named through shard_path whose file does not exist cannot take a
+-- tenant (every fan-out would fail on it)
+\! mkdir -p /tmp/ssfdw_regress/errors/pat2 && rm -f /tmp/ssfdw_regress/errors/pat2/* && sqlite3 /tmp/ssfdw_regress/errors/pat2/directory.db "CREATE TABLE shard_map(tenant_id TEXT PRIMARY KEY, shard_id TEXT NOT NULL, status TEXT NOT NULL DEFAULT 'ACTIVE', target_shard_id TEXT, updated_at INTEGER NOT NULL)" && chown -R postgres:postgres /tmp/ssfdw_regress/errors/pat2
+CREATE SERVER err_pat2 FOREIGN DATA WRAPPER sqlite_shard_fdw
+  OPTIONS (directory '/tmp/ssfdw_regress/errors/pat2/directory.db',
+           shard_path '%s.db');
+SELECT tenant_add('err_pat2', 'x', 'nonexistent');
+DROP SERVER err_pat2;
 -- tenant_locate: an unknown tenant is NULL
 SELECT * FROM tenant_locate('err_admin', 'nobody');
 SELECT tenant_locate('err_admin', 'nobody') IS NULL AS unknown;

@@ -518,11 +518,23 @@ shard_tenant_add(PG_FUNCTION_ARGS)
 				 errmsg("tenant id must not be empty")));
 
 	dir = shard_directory_get(opts);
-	if (shard_id != NULL && shard_directory_shard(dir, shard_id) == NULL)
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_OBJECT),
-				 errmsg("shard \"%s\" does not exist in directory \"%s\"",
-						shard_id, opts->directory)));
+	if (shard_id != NULL)
+	{
+		ShardInfo  *info = shard_directory_shard(dir, shard_id);
+
+		if (info == NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_UNDEFINED_OBJECT),
+					 errmsg("shard \"%s\" does not exist in directory \"%s\"",
+							shard_id, opts->directory)));
+
+		/* A tenant on a missing file would make every fan-out fail. */
+		if (shardio_file_state(info->path) != SHARDIO_FILE_OK)
+			ereport(ERROR,
+					(errcode(ERRCODE_UNDEFINED_FILE),
+					 errmsg("could not add tenant \"%s\": file \"%s\" of shard \"%s\" does not exist or cannot be read",
+							tenant, info->path, shard_id)));
+	}
 
 	db = open_for_write(opts, false);
 	PG_TRY();

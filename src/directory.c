@@ -207,10 +207,14 @@ open_directory(ShardServerOptions *opts)
 			ERRCODE_DATA_CORRUPTED : ERRCODE_FDW_UNABLE_TO_ESTABLISH_CONNECTION;
 
 		MemoryContextDelete(dir->cxt);
+		pfree(dir->path);
+		if (dir->shard_path)
+			pfree(dir->shard_path);
+		pfree(dir);
 		ereport(ERROR,
 				(errcode(errcode_sql),
 				 errmsg("could not open directory \"%s\" of server \"%s\"",
-						dir->path, opts->servername),
+						opts->directory, opts->servername),
 				 errdetail_internal("%s", errbuf)));
 	}
 

@@ -165,6 +165,70 @@ shardio_parse_datetime(const char *str, int len, ShardDatetime *dt)
 }
 
 /*
+ * shardio_utf8_ok
+ *		Is text valid UTF-8 without NUL bytes, as PostgreSQL requires of a
+ *		text value?
+ */
+int
+shardio_utf8_ok(const unsigned char *p, int len)
+{
+	int			i = 0;
+
+	while (i < len)
+	{
+		unsigned char c = p[i];
+		int			n;
+		unsigned int cp;
+		int			k;
+
+		if (c == 0)
+			return 0;
+		if (c < 0x80)
+		{
+			i++;
+			continue;
+		}
+		if ((c & 0xE0) == 0xC0)
+			n = 1, cp = c & 0x1F;
+		else if ((c & 0xF0) == 0xE0)
+			n = 2, cp = c & 0x0F;
+		else if ((c & 0xF8) == 0xF0)
+			n = 3, cp = c & 0x07;
+		else
+			return 0;
+		for (k = 1; k <= n; k++)
+		{
+			if (i + k >= len || (p[i + k] & 0xC0) != 0x80)
+				return 0;
+			cp = (cp << 6) | (p[i + k] & 0x3F);
+		}
+		/* overlong forms, surrogates, beyond U+10FFFF */
+		if ((n == 1 && cp < 0x80) || (n == 2 && cp < 0x800) ||
+			(n == 3 && cp < 0x10000) || cp > 0x10FFFF ||
+			(cp >= 0xD800 && cp <= 0xDFFF))
+			return 0;
+		i += n + 1;
+	}
+	return 1;
+}
+
+/*
+ * utf8_ok_func
+ *		SQL function ssfdw_utf8_ok(x): 0 for text PostgreSQL would refuse
+ *		(invalid UTF-8, NUL bytes), 1 otherwise.
+ */
+static void
+utf8_ok_func(sqlite3_context *ctx, int argc, sqlite3_value **argv)
+{
+	int			ok = 1;
+
+	if (sqlite3_value_type(argv[0]) == SQLITE_TEXT)
+		ok = shardio_utf8_ok(sqlite3_value_text(argv[0]),
+							 sqlite3_value_bytes(argv[0]));
+	sqlite3_result_int(ctx, ok);
+}
+
+/*
  * datetime_ok_func
  *		SQL function ssfdw_datetime_ok(x): 1 when the wrapper reads x as a
  *		timestamp (NULL, a number of Unix seconds, or text that
@@ -244,6 +308,10 @@ shardio_open(const char *path, int flags, int busy_timeout_ms,
 	sqlite3_db_config(*db, SQLITE_DBCONFIG_DQS_DDL, 0, NULL);
 
 	/* What pushed-down time buckets check their input with. */
+	sqlite3_create_function_v2(*db, "ssfdw_utf8_ok", 1,
+							   SQLITE_UTF8 | SQLITE_DETERMINISTIC |
+							   SQLITE_INNOCUOUS,
+							   NULL, utf8_ok_func, NULL, NULL, NULL);
 	sqlite3_create_function_v2(*db, "ssfdw_datetime_ok", 1,
 							   SQLITE_UTF8 | SQLITE_DETERMINISTIC |
 							   SQLITE_INNOCUOUS,

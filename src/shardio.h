@@ -91,6 +91,7 @@ typedef struct ShardDatetime
 #define SHARDIO_DT_BAD_FORMAT	1	/* not one of the accepted forms */
 #define SHARDIO_DT_BAD_FIELD	2	/* right form, impossible field value */
 
+extern int	shardio_utf8_ok(const unsigned char *p, int len);
 extern int	shardio_parse_datetime(const char *str, int len, ShardDatetime *dt);
 
 /* Results of shardio_file_state. */

@@ -425,7 +425,9 @@ add_row(ThreadAgg *ta, TaGroup *g)
 						}
 						if (t == SQLITE_NULL ||
 							(t == SQLITE_FLOAT && (gd->ok & TA_OK_FLOAT)) ||
-							(t == SQLITE_TEXT && (gd->ok & TA_OK_TEXT)))
+							(t == SQLITE_TEXT && (gd->ok & TA_OK_TEXT) &&
+							 shardio_utf8_ok((const unsigned char *) gv->u.p,
+											 gv->len)))
 							continue;
 						if (t == SQLITE_INTEGER && (gd->ok & TA_OK_INTEGER) &&
 							(gd->lo > gd->hi ||

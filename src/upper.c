@@ -676,6 +676,9 @@ add_guard(SelectList *sl, const char *col, const char *ok_types, int ok_mask,
 	if (lo <= hi)
 		check = psprintf("(typeof(%s) NOT IN (%s, 'null') OR %s < %d OR %s > %d)",
 						 col, ok_types, col, lo, col, hi);
+	else if (ok_mask & TA_OK_TEXT)
+		check = psprintf("(typeof(%s) NOT IN (%s, 'null') OR NOT ssfdw_utf8_ok(%s))",
+						 col, ok_types, col);
 	else
 		check = psprintf("(typeof(%s) NOT IN (%s, 'null'))", col, ok_types);
 	foreach(lc, sl->guards)
