@@ -509,6 +509,29 @@ RESET sqlite_shard_fdw.thread_aggregation;
 DROP SERVER agg_utf8 CASCADE;
 
 -- ===================================================================
+-- double precision sums: finite values adding up to infinity overflow, as
+-- in PostgreSQL; an infinite input gives infinity
+-- ===================================================================
+\! mkdir -p /tmp/ssfdw_regress/aggregates/fsum && cd /tmp/ssfdw_regress/aggregates/fsum && rm -f *.db && sqlite3 a.db "CREATE TABLE t(tenant_id TEXT, f REAL); INSERT INTO t VALUES ('a', 1e308), ('c', 1e308), ('c', 1e308), ('d', 9e999), ('d', 5)" && sqlite3 b.db "CREATE TABLE t(tenant_id TEXT, f REAL); INSERT INTO t VALUES ('b', 1e308)" && sqlite3 directory.db "CREATE TABLE shards(shard_id TEXT PRIMARY KEY, path TEXT NOT NULL UNIQUE); CREATE TABLE shard_map(tenant_id TEXT PRIMARY KEY, shard_id TEXT NOT NULL, status TEXT NOT NULL DEFAULT 'ACTIVE', target_shard_id TEXT, updated_at INTEGER NOT NULL); INSERT INTO shards VALUES ('fa', 'a.db'), ('fb', 'b.db'); INSERT INTO shard_map VALUES ('a', 'fa', 'ACTIVE', NULL, 0), ('b', 'fb', 'ACTIVE', NULL, 0), ('c', 'fa', 'ACTIVE', NULL, 0), ('d', 'fa', 'ACTIVE', NULL, 0)" && chown -R postgres:postgres /tmp/ssfdw_regress/aggregates/fsum
+CREATE SERVER agg_fsum FOREIGN DATA WRAPPER sqlite_shard_fdw
+  OPTIONS (directory '/tmp/ssfdw_regress/aggregates/fsum/directory.db');
+CREATE FOREIGN TABLE fsum (tenant_id text, f float8)
+  SERVER agg_fsum OPTIONS (table 't');
+-- across shards
+SELECT sum(f) FROM fsum WHERE tenant_id IN ('a', 'b');
+-- within one shard
+SELECT avg(f) FROM fsum WHERE tenant_id = 'c';
+SET sqlite_shard_fdw.thread_aggregation = off;
+SELECT sum(f) FROM fsum WHERE tenant_id = 'c';
+RESET sqlite_shard_fdw.thread_aggregation;
+-- an infinite input
+SELECT sum(f), avg(f) FROM fsum WHERE tenant_id = 'd';
+SET sqlite_shard_fdw.aggregate_pushdown = off;
+SELECT sum(f) FROM fsum WHERE tenant_id IN ('a', 'b');
+RESET sqlite_shard_fdw.aggregate_pushdown;
+DROP SERVER agg_fsum CASCADE;
+
+-- ===================================================================
 -- Clean up
 -- ===================================================================
 DROP FUNCTION regress_agg(text, boolean, text);

@@ -37,7 +37,8 @@ typedef struct AggAcc
 {
 	int64		count;			/* count, count(x), avg's count, distinct */
 	int64		isum;			/* integer sum, or the high halves */
-	int64		ilo;			/* the low halves of a bigint sum */
+	int64		ilo;			/* the low halves of a bigint sum, or the
+								 * infinite inputs of a float sum */
 	double		fsum;			/* double precision total */
 	bool		has;			/* a non-NULL partial was merged */
 	int64		imm;			/* min/max/bool of integers */
@@ -367,6 +368,8 @@ merge_row(ShardMerge *m, AggAcc *accs, const ShardValue *row,
 					acc->fsum += dv;
 				else if (iv > 0)
 					acc->fsum = get_float8_nan();
+				if (value_int(&row[c[2]], &iv))
+					add_int(&acc->ilo, iv);
 				break;
 			case AGGOP_MIN:
 			case AGGOP_MAX:
@@ -550,10 +553,13 @@ finalize(ShardMerge *m, int i, AggAcc *acc, bool *isnull)
 									   int_sum_numeric(acc),
 									   NumericGetDatum(int64_to_numeric(acc->count)));
 		case AGGOP_SUM_FLOAT:
-			*isnull = (acc->count == 0);
-			return Float8GetDatum(acc->fsum);
 		case AGGOP_AVG_FLOAT:
+			/* Finite inputs adding up to infinity: PostgreSQL's overflow. */
+			if (isinf(acc->fsum) && acc->ilo == 0)
+				float_overflow_error();
 			*isnull = (acc->count == 0);
+			if (m->ops[i] == AGGOP_SUM_FLOAT)
+				return Float8GetDatum(acc->fsum);
 			return Float8GetDatum(acc->count ? acc->fsum / acc->count : 0);
 		case AGGOP_MIN:
 		case AGGOP_MAX:

@@ -206,10 +206,10 @@ typedef enum ShardAggOp
 	AGGOP_COUNT,				/* count(x): one column */
 	AGGOP_SUM_INT,				/* sum(int2|int4): sum */
 	AGGOP_SUM_INT8,				/* sum(int8): sum of high and low halves */
-	AGGOP_SUM_FLOAT,			/* sum(float8): total, count */
+	AGGOP_SUM_FLOAT,			/* sum(float8): total, count, infinities */
 	AGGOP_AVG_INT,				/* avg(int2|int4): sum, count */
 	AGGOP_AVG_INT8,				/* avg(int8): high, low, count */
-	AGGOP_AVG_FLOAT,			/* avg(float8): total, count */
+	AGGOP_AVG_FLOAT,			/* avg(float8): total, count, infinities */
 	AGGOP_MIN,					/* min(x): one column */
 	AGGOP_MAX,					/* max(x): one column */
 	AGGOP_BOOL_AND,				/* bool_and: min of 0/1, unreadable count */

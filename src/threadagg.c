@@ -20,6 +20,7 @@
  *
  *-------------------------------------------------------------------------
  */
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -387,6 +388,12 @@ add_row(ThreadAgg *ta, TaGroup *g)
 					acc->overflow = 1;
 				acc->has = 1;
 				break;
+			case TA_COUNT_INF:
+				if (v->type == SQLITE_FLOAT && isinf(v->u.d))
+					acc->i++;
+				if (v->type != SQLITE_NULL)
+					acc->has = 1;
+				break;
 			case TA_TOTAL:
 				if (v->type == SQLITE_INTEGER)
 					acc->d += (double) v->u.i;
@@ -561,6 +568,11 @@ threadagg_emit(ThreadAgg *ta, ShardBatch *batch, char *errbuf)
 			{
 				case TA_KEY:
 					v = g->keys[k++];
+					break;
+				case TA_COUNT_INF:
+					if (!acc->has)
+						v.type = SQLITE_NULL;
+					v.u.i = acc->i;
 					break;
 				case TA_SUM:
 				case TA_SUM_HI:

@@ -806,10 +806,18 @@ partial_cols(SelectList *sl, PlannerInfo *root, Aggref *agg, int op,
 			}
 		case AGGOP_SUM_FLOAT:
 		case AGGOP_AVG_FLOAT:
-			guard_column(sl, c, arg->vartype);
-			first = select_col(sl, psprintf("total(%s)", c), TA_TOTAL, c, NULL);
-			return list_make2_int(first, select_col(sl, psprintf("count(%s)", c),
-													TA_COUNT, c, NULL));
+			{
+				int			second;
+
+				guard_column(sl, c, arg->vartype);
+				first = select_col(sl, psprintf("total(%s)", c), TA_TOTAL, c, NULL);
+				second = select_col(sl, psprintf("count(%s)", c), TA_COUNT, c, NULL);
+
+				/* Infinite inputs tell an infinite total from an overflow. */
+				return list_make3_int(first, second,
+									  select_col(sl, psprintf("sum(abs(%s) = 9e999)", c),
+												 TA_COUNT_INF, c, NULL));
+			}
 		case AGGOP_MIN:
 		case AGGOP_MAX:
 			guard_column(sl, c, arg->vartype);
