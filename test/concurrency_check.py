@@ -55,6 +55,15 @@ import tempfile
 import threading
 import time
 
+# The directory's tables, shared with every fixture builder (read when a
+# fleet is built: this file may run as a copy elsewhere).
+REPO_TEST_DIR = os.path.dirname(os.path.abspath(__file__))
+
+
+def directory_schema():
+    with open(os.path.join(REPO_TEST_DIR, "directory.sql")) as f:
+        return f.read()
+
 UNIT = 1000000                  # the amounts of one writer transaction
 W_TENANTS = ["w1", "w2", "w3"]
 S_TENANTS = ["s1", "s2"]
@@ -171,14 +180,9 @@ def build_fleet(d):
     os.makedirs(os.path.join(d, "shards"))
     con = sqlite3.connect(os.path.join(d, "directory.db"))
     con.executescript("""
-        PRAGMA journal_mode = WAL;
-        CREATE TABLE shards(shard_id TEXT PRIMARY KEY,
-                            path TEXT NOT NULL UNIQUE);
-        CREATE TABLE shard_map(tenant_id TEXT PRIMARY KEY,
-                               shard_id TEXT NOT NULL,
-                               status TEXT NOT NULL DEFAULT 'ACTIVE',
-                               target_shard_id TEXT,
-                               updated_at INTEGER NOT NULL);
+        PRAGMA journal_mode = WAL;""")
+    con.executescript(directory_schema())
+    con.executescript("""
         INSERT INTO shards VALUES ('shard_w', 'shards/shard_w.db'),
                                   ('shard_s', 'shards/shard_s.db');
         INSERT INTO shard_map(tenant_id, shard_id, updated_at) VALUES

@@ -65,6 +65,15 @@ import sys
 import tempfile
 import time
 
+# The directory's tables, shared with every fixture builder (read when a
+# fleet is built: this file may run as a copy elsewhere).
+REPO_TEST_DIR = os.path.dirname(os.path.abspath(__file__))
+
+
+def directory_schema():
+    with open(os.path.join(REPO_TEST_DIR, "directory.sql")) as f:
+        return f.read()
+
 SEED = int(os.environ.get("DIFF_SEED", "20241129"))
 NCASES = int(os.environ.get("DIFF_QUERIES", "800"))
 DIR = None                      # the fixture folder, chosen by main()
@@ -422,14 +431,8 @@ def build_fleet(rng):
     # o'brien too.
     con = sqlite3.connect(os.path.join(DIR, "directory.db"))
     con.executescript("""
-        PRAGMA journal_mode = WAL;
-        CREATE TABLE shards(shard_id TEXT PRIMARY KEY,
-                            path TEXT NOT NULL UNIQUE);
-        CREATE TABLE shard_map(tenant_id TEXT PRIMARY KEY,
-                               shard_id TEXT NOT NULL,
-                               status TEXT NOT NULL DEFAULT 'ACTIVE',
-                               target_shard_id TEXT,
-                               updated_at INTEGER NOT NULL);""")
+        PRAGMA journal_mode = WAL;""")
+    con.executescript(directory_schema())
     with con:
         for s in SHARDS:
             con.execute("INSERT INTO shards VALUES (?, ?)",

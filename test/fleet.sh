@@ -38,6 +38,7 @@ if [ $# -lt 1 ] || [ $# -gt 4 ]; then
 	usage
 fi
 DIR=$1
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 NSHARDS=${2:-4}
 NTENANTS=${3:-300}
 ROWS=${4:-200000}
@@ -116,18 +117,7 @@ SQL
 # The control database.
 sqlite3 -bail "$DIR/directory.db" >/dev/null <<SQL
 PRAGMA journal_mode = WAL;
-CREATE TABLE shards(
-	shard_id TEXT PRIMARY KEY,
-	path TEXT NOT NULL UNIQUE
-);
-CREATE TABLE shard_map(
-	tenant_id TEXT PRIMARY KEY,
-	shard_id TEXT NOT NULL,
-	status TEXT NOT NULL DEFAULT 'ACTIVE',
-	target_shard_id TEXT,
-	updated_at INTEGER NOT NULL
-);
-CREATE INDEX shard_map_status ON shard_map(status);
+.read $HERE/directory.sql
 ATTACH '$PLAN' AS p;
 BEGIN;
 INSERT INTO shards(shard_id, path)
