@@ -248,7 +248,7 @@ shard_add(PG_FUNCTION_ARGS)
 	if (PG_ARGISNULL(0) || PG_ARGISNULL(1) || PG_ARGISNULL(2))
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("server, shard id and path of shard_add must not be null")));
+				 errmsg("server, shard id and path must not be null")));
 	opts = server_options_by_name(PG_GETARG_NAME(0));
 	shard_id = text_to_cstring(PG_GETARG_TEXT_PP(1));
 	path = text_to_cstring(PG_GETARG_TEXT_PP(2));

@@ -473,8 +473,8 @@ shard_merge_add_batch(ShardMerge *m, ShardBatch *batch, const char *shard_id)
 					(errcode(ERRCODE_FDW_INVALID_DATA_TYPE),
 					 errmsg("table \"%s\" on shard \"%s\" holds values the aggregates cannot read",
 							m->table, shard_id),
-					 errdetail_plural("%lld value has a storage class or range the column's type does not allow (such as text in an integer column).",
-									  "%lld values have a storage class or range the column's type does not allow (such as text in an integer column).",
+					 errdetail_plural("%lld stored value cannot be read as its column's type (a storage class or range the type does not allow, invalid text, or a time the wrapper does not read).",
+									  "%lld stored values cannot be read as their column's type (a storage class or range the type does not allow, invalid text, or a time the wrapper does not read).",
 									  (unsigned long) bad, (long long) bad),
 					 errhint("Set \"sqlite_shard_fdw.aggregate_pushdown\" to off to aggregate in PostgreSQL, which reports each value.")));
 
