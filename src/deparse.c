@@ -704,11 +704,10 @@ shard_deparse_conditions(StringInfo buf, PlannerInfo *root,
  */
 void
 shard_deparse_select(StringInfo buf, PlannerInfo *root, RelOptInfo *baserel,
-					 Relation rel, Bitmapset *attrs_used,
+					 Relation rel, const char *table, Bitmapset *attrs_used,
 					 List **retrieved_attrs)
 {
 	TupleDesc	tupdesc = RelationGetDescr(rel);
-	ShardTableOptions *topts = shard_table_options(rel);
 	bool		whole_row;
 	bool		first = true;
 	int			i;
@@ -735,5 +734,5 @@ shard_deparse_select(StringInfo buf, PlannerInfo *root, RelOptInfo *baserel,
 	if (first)
 		appendStringInfoString(buf, "NULL");
 	appendStringInfoString(buf, " FROM ");
-	shard_quote_identifier(buf, topts->table);
+	shard_quote_identifier(buf, table);
 }

@@ -36,6 +36,7 @@ typedef struct ShardRelInfo
 	List	   *remote_conds;	/* RestrictInfos the shards evaluate */
 	List	   *local_conds;	/* RestrictInfos PostgreSQL evaluates */
 	Bitmapset  *attrs_used;		/* columns to fetch */
+	ShardTableOptions *topts;	/* the table's options, read once */
 	AttrNumber	tenant_attnum;
 } ShardRelInfo;
 
@@ -99,6 +100,7 @@ shardGetForeignRelSize(PlannerInfo *root, RelOptInfo *baserel,
 
 	rel = table_open(foreigntableid, NoLock);
 	topts = shard_table_options(rel);
+	fpinfo->topts = topts;
 	fpinfo->tenant_attnum = topts->tenant_attnum;
 	table_close(rel, NoLock);
 
@@ -151,6 +153,16 @@ AttrNumber
 shard_rel_tenant_attnum(RelOptInfo *baserel)
 {
 	return ((ShardRelInfo *) baserel->fdw_private)->tenant_attnum;
+}
+
+/*
+ * shard_rel_table
+ *		The SQLite table a scanned foreign table reads.
+ */
+const char *
+shard_rel_table(RelOptInfo *baserel)
+{
+	return ((ShardRelInfo *) baserel->fdw_private)->topts->table;
 }
 
 /*
@@ -348,7 +360,8 @@ shardGetForeignPlan(PlannerInfo *root, RelOptInfo *baserel,
 	initStringInfo(&select_sql);
 	initStringInfo(&where_sql);
 	rel = table_open(foreigntableid, NoLock);
-	shard_deparse_select(&select_sql, root, baserel, rel, fpinfo->attrs_used,
+	shard_deparse_select(&select_sql, root, baserel, rel, fpinfo->topts->table,
+						 fpinfo->attrs_used,
 						 &retrieved_attrs);
 	table_close(rel, NoLock);
 	/*

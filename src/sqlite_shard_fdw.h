@@ -125,7 +125,8 @@ extern bool shard_is_pushable_expr(PlannerInfo *root, RelOptInfo *baserel,
 								   Expr *expr);
 extern void shard_deparse_select(StringInfo buf, PlannerInfo *root,
 								 RelOptInfo *baserel, Relation rel,
-								 Bitmapset *attrs_used, List **retrieved_attrs);
+								 const char *table, Bitmapset *attrs_used,
+								 List **retrieved_attrs);
 extern void shard_deparse_conditions(StringInfo buf, PlannerInfo *root,
 									 RelOptInfo *baserel, List *conds,
 									 List **params, List **param_kinds);
@@ -233,6 +234,7 @@ extern Expr *shard_find_tenant_condition(RelOptInfo *baserel,
 										 AttrNumber tenant_attnum,
 										 ShardPruneKind *kind);
 extern List *shard_rel_remote_conds(RelOptInfo *baserel);
+extern const char *shard_rel_table(RelOptInfo *baserel);
 extern bool shard_rel_all_pushed(RelOptInfo *baserel);
 
 /* in upper.c */

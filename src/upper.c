@@ -582,14 +582,9 @@ shardGetForeignUpperPaths(PlannerInfo *root, UpperRelationKind stage,
 									 info->needs);
 	{
 		Oid			relid = planner_rt_fetch(input_rel->relid, root)->relid;
-		Relation	rel = table_open(relid, NoLock);
-		ShardTableOptions *topts = shard_table_options(rel);
-		bool		ok;
 
-		ok = shard_schema_meets(shard_server_options(GetForeignTable(relid)->serverid),
-								topts->table, info->needs);
-		table_close(rel, NoLock);
-		if (!ok)
+		if (!shard_schema_meets(shard_server_options(GetForeignTable(relid)->serverid),
+								shard_rel_table(input_rel), info->needs))
 			return;
 	}
 
@@ -857,7 +852,6 @@ shard_upper_plan(PlannerInfo *root, RelOptInfo *upperrel, List *tlist,
 {
 	ShardUpperInfo *info = (ShardUpperInfo *) upperrel->fdw_private;
 	RelOptInfo *baserel = info->baserel;
-	RangeTblEntry *rte = planner_rt_fetch(baserel->relid, root);
 	PathTarget *target = root->upper_targets[UPPERREL_GROUP_AGG];
 	SelectList	sl = {NIL, NIL, NIL, NIL, NIL};
 	StringInfoData raw_sql;
@@ -874,8 +868,6 @@ shard_upper_plan(PlannerInfo *root, RelOptInfo *upperrel, List *tlist,
 	List	   *fdw_private;
 	ListCell   *lc,
 			   *lc_op;
-	Relation	rel;
-	ShardTableOptions *topts;
 	ShardPruneKind prune_kind;
 	Expr	   *prune_expr;
 	int			guard_col = -1;
@@ -982,11 +974,8 @@ shard_upper_plan(PlannerInfo *root, RelOptInfo *upperrel, List *tlist,
 	if (sl.exprs == NIL)
 		appendStringInfoString(&select_sql, "NULL");
 
-	rel = table_open(rte->relid, NoLock);
-	topts = shard_table_options(rel);
-	table_close(rel, NoLock);
 	appendStringInfoString(&select_sql, " FROM ");
-	shard_quote_identifier(&select_sql, topts->table);
+	shard_quote_identifier(&select_sql, shard_rel_table(baserel));
 
 	/* The raw inputs, for thread aggregation. */
 	initStringInfo(&raw_sql);
@@ -998,7 +987,7 @@ shard_upper_plan(PlannerInfo *root, RelOptInfo *upperrel, List *tlist,
 	if (sl.raws == NIL)
 		appendStringInfoString(&raw_sql, "NULL");
 	appendStringInfoString(&raw_sql, " FROM ");
-	shard_quote_identifier(&raw_sql, topts->table);
+	shard_quote_identifier(&raw_sql, shard_rel_table(baserel));
 	if (group_sql.len > 0)
 	{
 		char	   *g = pstrdup(group_sql.data);
