@@ -57,6 +57,7 @@ struct ThreadAgg
 	TaGroup    *first;			/* emission order */
 	TaGroup    *last;
 	TaGroup    *emit_next;
+	TaGroup    *recent;			/* the group of the previous row */
 	int			emit_started;
 	ShardValue *rawrow;			/* scratch: the current raw row */
 	int			nraw;
@@ -308,6 +309,19 @@ find_group(ThreadAgg *ta, int *full)
 	*full = 0;
 	if (ta->nkeys == 0)
 		return ta->first ? ta->first : new_group(ta, 0);
+
+	/*
+	 * Rows of one group often come together (a table clustered by tenant,
+	 * an index scan): try the previous row's group before hashing.
+	 */
+	if (ta->recent)
+	{
+		for (k = 0; k < ta->nkeys; k++)
+			if (!value_same(&ta->recent->keys[k], &ta->rawrow[ta->key_raw[k]]))
+				break;
+		if (k == ta->nkeys)
+			return ta->recent;
+	}
 	for (k = 0; k < ta->nkeys; k++)
 		h = value_hash(h, &ta->rawrow[ta->key_raw[k]]);
 	for (i = h & (ta->nslots - 1); ta->slots[i]; i = (i + 1) & (ta->nslots - 1))
@@ -320,7 +334,7 @@ find_group(ThreadAgg *ta, int *full)
 				if (!value_same(&g->keys[k], &ta->rawrow[ta->key_raw[k]]))
 					break;
 			if (k == ta->nkeys)
-				return g;
+				return ta->recent = g;
 		}
 	}
 	if (ta->ngroups >= ta->spec->max_groups)
@@ -337,7 +351,7 @@ find_group(ThreadAgg *ta, int *full)
 			;
 	}
 	ta->slots[i] = new_group(ta, h);
-	return ta->slots[i];
+	return ta->recent = ta->slots[i];
 }
 
 /*
