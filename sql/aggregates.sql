@@ -509,6 +509,74 @@ RESET sqlite_shard_fdw.thread_aggregation;
 DROP SERVER agg_utf8 CASCADE;
 
 -- ===================================================================
+-- Top-N reports grouped by the tenant: the scan also does ORDER BY and
+-- LIMIT.  Each shard returns only its first OFFSET + LIMIT groups in the
+-- query's order (SQLite's ORDER BY ... LIMIT, or sorted by the reading
+-- threads), the backend sorts what arrives and applies the limit.  Orders
+-- by counts, integer sums (bigint sums beyond int8: the halves compared as
+-- one number), integer min/max, integer keys and text under "C".
+-- ===================================================================
+EXPLAIN (VERBOSE, COSTS OFF)
+SELECT tenant_id, sum(amount) FROM sales
+  GROUP BY tenant_id ORDER BY 2 DESC, tenant_id COLLATE "C" LIMIT 2;
+EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF)
+SELECT tenant_id, sum(amount) FROM sales
+  GROUP BY tenant_id ORDER BY 2 DESC, tenant_id COLLATE "C" LIMIT 2;
+SET sqlite_shard_fdw.thread_aggregation = off;
+EXPLAIN (VERBOSE, COSTS OFF)
+SELECT tenant_id, sum(amount) FROM sales
+  GROUP BY tenant_id ORDER BY 2 DESC, tenant_id COLLATE "C" LIMIT 2 OFFSET 1;
+RESET sqlite_shard_fdw.thread_aggregation;
+SELECT * FROM regress_agg($$SELECT tenant_id, sum(amount), count(*) FROM {t} GROUP BY tenant_id ORDER BY 2 DESC, tenant_id COLLATE "C" LIMIT 2$$, true);
+SELECT * FROM regress_agg($$SELECT tenant_id, sum(amount) FROM {t} GROUP BY tenant_id ORDER BY 2 NULLS FIRST, tenant_id COLLATE "C" LIMIT 3 OFFSET 1$$, true);
+SELECT * FROM regress_agg($$SELECT tenant_id, status, count(*), max(qty) FROM {t} GROUP BY tenant_id, status ORDER BY 3 DESC, 4 DESC NULLS LAST, tenant_id COLLATE "C", status COLLATE "C" LIMIT 4$$, true);
+SELECT * FROM regress_agg($$SELECT tenant_id, min(name COLLATE "C"), sum(qty) FROM {t} GROUP BY tenant_id ORDER BY 2 DESC, tenant_id COLLATE "C" LIMIT 2$$, true);
+SELECT * FROM regress_agg($$SELECT tenant_id, id, count(*) FROM {t} GROUP BY tenant_id, id ORDER BY id DESC, tenant_id COLLATE "C" LIMIT 3$$, true);
+-- any groups will do without ORDER BY: how many is determined
+SELECT * FROM regress_agg($$SELECT count(*) FROM (SELECT tenant_id, count(*) FROM {t} GROUP BY tenant_id LIMIT 2) s$$);
+EXPLAIN (COSTS OFF)
+SELECT tenant_id, count(*) FROM sales GROUP BY tenant_id LIMIT 2;
+-- LIMIT 0 reads nothing; LIMIT NULL and LIMIT ALL limit nothing; an
+-- OFFSET past the last group
+SELECT * FROM regress_agg($$SELECT tenant_id, count(*) FROM {t} GROUP BY tenant_id ORDER BY 2, tenant_id COLLATE "C" LIMIT 0$$, true);
+SELECT * FROM regress_agg($$SELECT tenant_id, count(*) FROM {t} GROUP BY tenant_id ORDER BY 2, tenant_id COLLATE "C" LIMIT NULL OFFSET 3$$, true);
+SELECT * FROM regress_agg($$SELECT tenant_id, count(*) FROM {t} GROUP BY tenant_id ORDER BY 2, tenant_id COLLATE "C" LIMIT ALL OFFSET 4$$, true);
+SELECT * FROM regress_agg($$SELECT tenant_id, count(*) FROM {t} GROUP BY tenant_id ORDER BY 2, tenant_id COLLATE "C" LIMIT 5 OFFSET 100$$, true);
+-- parameters: evaluated when the scan starts, generic plan or custom
+PREPARE top_tenants(int, bigint) AS
+  SELECT tenant_id, sum(amount) FROM sales
+  GROUP BY tenant_id ORDER BY 2 DESC, tenant_id COLLATE "C" LIMIT $1 OFFSET $2;
+SET plan_cache_mode = force_generic_plan;
+EXPLAIN (COSTS OFF) EXECUTE top_tenants(1, 1);
+EXECUTE top_tenants(1, 1);
+EXECUTE top_tenants(NULL, 3);
+-- a negative LIMIT or OFFSET is PostgreSQL's own error
+EXECUTE top_tenants(-1, 0);
+EXECUTE top_tenants(1, -1);
+RESET plan_cache_mode;
+SELECT tenant_id, count(*) FROM sales GROUP BY tenant_id ORDER BY 2 LIMIT -1;
+DEALLOCATE top_tenants;
+-- what the shards cannot order exactly, or what filters groups after
+-- them, leaves ORDER BY and LIMIT to PostgreSQL (still right): HAVING, an
+-- expression over an aggregate, avg, text under a collation not "C", ties
+EXPLAIN (COSTS OFF)
+SELECT tenant_id, count(*) FROM sales GROUP BY tenant_id HAVING count(*) > 1 ORDER BY 2 LIMIT 1;
+EXPLAIN (COSTS OFF)
+SELECT tenant_id, count(*) FROM sales GROUP BY tenant_id ORDER BY count(*) * -1 LIMIT 1;
+EXPLAIN (COSTS OFF)
+SELECT tenant_id, avg(qty) FROM sales GROUP BY tenant_id ORDER BY 2 LIMIT 1;
+EXPLAIN (COSTS OFF)
+SELECT tenant_id, count(*) FROM sales GROUP BY tenant_id ORDER BY 1 LIMIT 1;
+EXPLAIN (COSTS OFF)
+SELECT tenant_id, count(*) FROM sales GROUP BY tenant_id ORDER BY 2 FETCH FIRST 1 ROW WITH TIES;
+SELECT * FROM regress_agg($$SELECT tenant_id, count(*) FROM {t} GROUP BY tenant_id HAVING count(*) > 1 ORDER BY 2 DESC, tenant_id COLLATE "C" LIMIT 2$$, true);
+SELECT * FROM regress_agg($$SELECT tenant_id, count(*) FROM {t} GROUP BY tenant_id ORDER BY 2 FETCH FIRST 1 ROW WITH TIES$$);
+-- a group whose values make the query fail is never hidden by a shard's
+-- bound: the error names the shard, whatever the order and limit
+SELECT * FROM regress_modes($$SELECT tenant_id, sum(amount) FROM dirty GROUP BY tenant_id ORDER BY 2 DESC NULLS LAST LIMIT 1$$);
+SELECT * FROM regress_modes($$SELECT tenant_id, sum(amount) FROM dirty GROUP BY tenant_id ORDER BY 2 LIMIT 1$$);
+
+-- ===================================================================
 -- double precision sums: finite values adding up to infinity overflow, as
 -- in PostgreSQL; an infinite input gives infinity
 -- ===================================================================

@@ -50,6 +50,30 @@
 							outer, fdw_outerpath, private)
 #endif
 
+/* create_foreign_upper_path gained fdw_restrictinfo in 17 too. */
+#if PG_VERSION_NUM >= 170000
+#define create_foreign_upper_path_compat(root, rel, target, rows, startup, \
+										 total, pathkeys, fdw_outerpath, private) \
+	create_foreign_upper_path(root, rel, target, rows, startup, total, \
+							  pathkeys, fdw_outerpath, NIL, private)
+#else
+#define create_foreign_upper_path_compat(root, rel, target, rows, startup, \
+										 total, pathkeys, fdw_outerpath, private) \
+	create_foreign_upper_path(root, rel, target, rows, startup, total, \
+							  pathkeys, fdw_outerpath, private)
+#endif
+
+/* tuplesort_begin_heap's randomAccess became a flags word in 15. */
+#if PG_VERSION_NUM >= 150000
+#define tuplesort_begin_heap_compat(desc, nkeys, attnos, ops, colls, nulls, mem) \
+	tuplesort_begin_heap(desc, nkeys, attnos, ops, colls, nulls, mem, NULL, \
+						 TUPLESORT_NONE)
+#else
+#define tuplesort_begin_heap_compat(desc, nkeys, attnos, ops, colls, nulls, mem) \
+	tuplesort_begin_heap(desc, nkeys, attnos, ops, colls, nulls, mem, NULL, \
+						 false)
+#endif
+
 /* MarkGUCPrefixReserved replaced EmitWarningsOnPlaceholders in 15. */
 #if PG_VERSION_NUM >= 150000
 #define MarkGUCPrefixReserved_compat(prefix) MarkGUCPrefixReserved(prefix)

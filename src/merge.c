@@ -15,6 +15,10 @@
  * count(DISTINCT x) uses a second table keyed by (keys, x): a value counts
  * once however many shards have it.
  *
+ * A scan that also does the query's ORDER BY and LIMIT (upper.c's final
+ * path) sorts the finished groups with a bounded tuplesort and returns
+ * only the rows OFFSET and LIMIT select.
+ *
  *-------------------------------------------------------------------------
  */
 #include "sqlite_shard_fdw.h"
@@ -24,11 +28,15 @@
 #include "common/int.h"
 #include "executor/executor.h"
 #include "executor/tuptable.h"
+#include "miscadmin.h"
 #include "utils/builtins.h"
 #include "utils/float.h"
 #include "utils/fmgrprotos.h"
 #include "utils/memutils.h"
 #include "utils/numeric.h"
+#include "utils/tuplesort.h"
+
+#include "compat.h"
 
 #include "merge.h"
 
@@ -73,6 +81,20 @@ struct ShardMerge
 	MemoryContext tablecxt;		/* groups */
 	MemoryContext tempcxt;		/* reset per row */
 	const char *table;			/* SQLite table, for messages */
+
+	/* ORDER BY and LIMIT of the output, when the scan does them */
+	int			nsort;
+	AttrNumber *sort_attnos;
+	Oid		   *sort_ops;
+	Oid		   *sort_colls;
+	bool	   *sort_nulls_first;
+	int64		offset;
+	int64		count;			/* -1: no LIMIT */
+	int64		skipped;		/* rows OFFSET has skipped so far */
+	int64		returned;
+	Tuplesortstate *sort;		/* the finished groups, once sorted */
+	TupleTableSlot *sortslot;
+	MemoryContext cxt;			/* the merge's own */
 };
 
 /*
@@ -131,6 +153,8 @@ shard_merge_create(PlanState *ps, List *ops, List *cols, List *types,
 	m->key_out = palloc(sizeof(int) * (m->nout + 1));
 	m->guard_col = guard_col;
 	m->table = table;
+	m->count = -1;
+	m->cxt = CurrentMemoryContext;
 	forthree(lc1, ops, lc2, cols, lc3, types)
 	{
 		List	   *c = (List *) lfirst(lc2);
@@ -204,6 +228,59 @@ shard_merge_reset(ShardMerge *m)
 	m->nokeys = NULL;
 	m->nokeys_emitted = false;
 	m->emitting = false;
+	shard_merge_end(m);
+	m->skipped = 0;
+	m->returned = 0;
+}
+
+/*
+ * shard_merge_end
+ *		Release the output's sort (and any temporary files it used).
+ */
+void
+shard_merge_end(ShardMerge *m)
+{
+	if (m->sort)
+		tuplesort_end(m->sort);
+	m->sort = NULL;
+}
+
+/*
+ * shard_merge_set_order
+ *		Return the groups sorted by the given keys (the plan's
+ *		FdwScanOrderMergeKeys list: output attnos, sort operators,
+ *		collations, nulls_first flags).
+ */
+void
+shard_merge_set_order(ShardMerge *m, List *keys)
+{
+	List	   *attnos = linitial(keys);
+	int			i;
+
+	m->nsort = list_length(attnos);
+	m->sort_attnos = palloc(sizeof(AttrNumber) * (m->nsort + 1));
+	m->sort_ops = palloc(sizeof(Oid) * (m->nsort + 1));
+	m->sort_colls = palloc(sizeof(Oid) * (m->nsort + 1));
+	m->sort_nulls_first = palloc(sizeof(bool) * (m->nsort + 1));
+	for (i = 0; i < m->nsort; i++)
+	{
+		m->sort_attnos[i] = list_nth_int(attnos, i);
+		m->sort_ops[i] = list_nth_oid(lsecond(keys), i);
+		m->sort_colls[i] = list_nth_oid(lthird(keys), i);
+		m->sort_nulls_first[i] = list_nth_int(lfourth(keys), i);
+	}
+}
+
+/*
+ * shard_merge_set_limit
+ *		Skip the first offset rows of the output and stop after count more
+ *		(count -1: no limit).
+ */
+void
+shard_merge_set_limit(ShardMerge *m, int64 offset, int64 count)
+{
+	m->offset = offset;
+	m->count = count;
 }
 
 /*
@@ -614,13 +691,13 @@ fill_slot(ShardMerge *m, TupleTableSlot *slot, TupleTableSlot *keys,
 }
 
 /*
- * shard_merge_next
- *		The next merged group into slot; false when all are out.  A query
- *		without grouping keys always returns its one group, even over no
+ * next_group
+ *		Finish the next merged group into slot; false after the last.  A
+ *		query without grouping keys always has its one group, even over no
  *		rows at all (count 0, sum NULL).
  */
-bool
-shard_merge_next(ShardMerge *m, TupleTableSlot *slot)
+static bool
+next_group(ShardMerge *m, TupleTableSlot *slot)
 {
 	TupleHashEntry entry;
 
@@ -648,4 +725,62 @@ shard_merge_next(ShardMerge *m, TupleTableSlot *slot)
 	slot_getallattrs(m->readslot);
 	fill_slot(m, slot, m->readslot, (AggAcc *) entry->additional);
 	return true;
+}
+
+/*
+ * sort_groups
+ *		Put every finished group into the output's sort, bounded by
+ *		OFFSET + LIMIT.
+ */
+static void
+sort_groups(ShardMerge *m, TupleTableSlot *slot)
+{
+	MemoryContext oldcxt = MemoryContextSwitchTo(m->cxt);
+
+	if (m->sortslot == NULL)
+		m->sortslot = MakeSingleTupleTableSlot(slot->tts_tupleDescriptor,
+											   &TTSOpsMinimalTuple);
+	m->sort = tuplesort_begin_heap_compat(slot->tts_tupleDescriptor, m->nsort,
+										  m->sort_attnos, m->sort_ops,
+										  m->sort_colls, m->sort_nulls_first,
+										  work_mem);
+	if (m->count >= 0 && m->offset <= PG_INT64_MAX - m->count)
+		tuplesort_set_bound(m->sort, m->offset + m->count);
+	MemoryContextSwitchTo(oldcxt);
+
+	while (next_group(m, slot))
+		tuplesort_puttupleslot(m->sort, slot);
+	tuplesort_performsort(m->sort);
+}
+
+/*
+ * shard_merge_next
+ *		The next output row into slot, after every shard's rows were added;
+ *		false after the last.
+ */
+bool
+shard_merge_next(ShardMerge *m, TupleTableSlot *slot)
+{
+	for (;;)
+	{
+		if (m->count >= 0 && m->returned >= m->count)
+			return false;
+		if (m->nsort > 0)
+		{
+			if (m->sort == NULL)
+				sort_groups(m, slot);
+			if (!tuplesort_gettupleslot(m->sort, true, false, m->sortslot, NULL))
+				return false;
+			ExecCopySlot(slot, m->sortslot);
+		}
+		else if (!next_group(m, slot))
+			return false;
+		if (m->skipped < m->offset)
+		{
+			m->skipped++;
+			continue;
+		}
+		m->returned++;
+		return true;
+	}
 }

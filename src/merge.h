@@ -18,5 +18,8 @@ extern void shard_merge_add_batch(ShardMerge *m, ShardBatch *batch,
 								  const char *shard_id);
 extern void shard_merge_reset(ShardMerge *m);
 extern bool shard_merge_next(ShardMerge *m, TupleTableSlot *slot);
+extern void shard_merge_set_order(ShardMerge *m, List *keys);
+extern void shard_merge_set_limit(ShardMerge *m, int64 offset, int64 count);
+extern void shard_merge_end(ShardMerge *m);
 
 #endif							/* SHARD_MERGE_H */

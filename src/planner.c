@@ -409,6 +409,7 @@ shardGetForeignPlan(PlannerInfo *root, RelOptInfo *baserel,
 	fdw_private = lappend(fdw_private, makeString(""));
 	fdw_private = lappend(fdw_private, NIL);
 	fdw_private = lappend(fdw_private, NIL);
+	fdw_private = lappend(fdw_private, NIL);
 
 	/*
 	 * The pushed conditions double as recheck conditions: a shard that

@@ -145,6 +145,14 @@ typedef struct ShardScanState
 	int			guard_col;
 	bool		merged;			/* every shard's rows are in the merge */
 
+	/* A scan that also does ORDER BY and LIMIT (FdwScanPrivateOrder). */
+	List	   *order;			/* the plan's list, or NIL */
+	char	   *order_sql;		/* ORDER BY terms for each shard */
+	List	   *limit_states;	/* OFFSET, LIMIT: ExprStates or NULL */
+	bool		limit_ready;	/* evaluated */
+	bool		limit_zero;		/* LIMIT 0: nothing to read */
+	int64		shard_bound;	/* OFFSET + LIMIT for each shard; -1: none */
+
 	MemoryContext row_cxt;		/* reset for every row */
 	int			cur_col;		/* column being converted, for errors */
 	sqlite3_int64 cur_rowid;
@@ -278,7 +286,95 @@ init_thread_agg(ShardScanState *s, List *priv)
 		spec->guards[i].hi = list_nth_int(guards, 4 * i + 3);
 	}
 	spec->max_groups = THREAD_AGG_MAX_GROUPS;
+	spec->bound = -1;
 	s->agg_spec = spec;
+}
+
+/*
+ * init_order
+ *		Set up a scan that sorts and limits its groups (upper.c's final
+ *		path): the merge sorts, each shard returns its first groups.
+ */
+static void
+init_order(ForeignScanState *node, List *order)
+{
+	ShardScanState *s = (ShardScanState *) node->fdw_state;
+	List	   *sorts = list_nth(order, FdwScanOrderThreadSorts);
+
+	s->order = order;
+	s->order_sql = strVal(list_nth(order, FdwScanOrderSql));
+	s->limit_states = ExecInitExprList(list_nth(order, FdwScanOrderLimit),
+									   (PlanState *) node);
+	shard_merge_set_order(s->merge, list_nth(order, FdwScanOrderMergeKeys));
+	if (s->agg_spec)
+	{
+		ThreadAggSpec *spec = s->agg_spec;
+		int			i;
+
+		spec->nsorts = list_length(sorts) / 4;
+		spec->sorts = palloc0(sizeof(ThreadAggSort) * (spec->nsorts + 1));
+		for (i = 0; i < spec->nsorts; i++)
+		{
+			spec->sorts[i].col = list_nth_int(sorts, 4 * i);
+			spec->sorts[i].lo = list_nth_int(sorts, 4 * i + 1);
+			spec->sorts[i].desc = list_nth_int(sorts, 4 * i + 2);
+			spec->sorts[i].nulls_first = list_nth_int(sorts, 4 * i + 3);
+		}
+	}
+}
+
+/*
+ * limit_value
+ *		Evaluate an OFFSET or LIMIT value: def when absent or NULL, an error
+ *		when negative (as PostgreSQL's Limit node raises it).
+ */
+static int64
+limit_value(ExprState *state, ExprContext *econtext, int64 def, bool is_count)
+{
+	Datum		d;
+	bool		isnull;
+	int64		v;
+
+	if (state == NULL)
+		return def;
+	d = ExecEvalExprSwitchContext(state, econtext, &isnull);
+	if (isnull)
+		return def;
+	v = DatumGetInt64(d);
+	if (v < 0 && is_count)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_ROW_COUNT_IN_LIMIT_CLAUSE),
+				 errmsg("LIMIT must not be negative")));
+	if (v < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_ROW_COUNT_IN_RESULT_OFFSET_CLAUSE),
+				 errmsg("OFFSET must not be negative")));
+	return v;
+}
+
+/*
+ * eval_limit
+ *		Fix the scan's OFFSET and LIMIT, and so the bound each shard gets.
+ */
+static void
+eval_limit(ForeignScanState *node)
+{
+	ShardScanState *s = (ShardScanState *) node->fdw_state;
+	ExprContext *econtext = node->ss.ps.ps_ExprContext;
+	int64		offset;
+	int64		count;
+
+	if (s->order == NIL || s->limit_ready)
+		return;
+	offset = limit_value(linitial(s->limit_states), econtext, 0, false);
+	count = limit_value(lsecond(s->limit_states), econtext, -1, true);
+	shard_merge_set_limit(s->merge, offset, count);
+	s->shard_bound = (count >= 0 && offset <= PG_INT64_MAX - count) ?
+		offset + count : -1;
+	if (s->agg_spec)
+		s->agg_spec->bound = s->shard_bound;
+	s->limit_zero = (count == 0);
+	s->limit_ready = true;
 }
 
 /*
@@ -411,6 +507,9 @@ shardBeginForeignScan(ForeignScanState *node, int eflags)
 									  list_nth(priv, FdwScanPrivateKeyColls),
 									  list_nth(priv, FdwScanPrivateDistinct),
 									  s->guard_col, s->topts->table);
+	s->shard_bound = -1;
+	if (list_nth(priv, FdwScanPrivateOrder) != NIL)
+		init_order(node, list_nth(priv, FdwScanPrivateOrder));
 }
 
 /*
@@ -715,6 +814,21 @@ append_tenant_list(ShardScanState *s, StringInfo sql, List *ids, bool negate,
 }
 
 /*
+ * append_group_sql
+ *		The GROUP BY of an aggregate scan's shard query, and the ORDER BY
+ *		and LIMIT that bound each shard's groups when the scan limits.
+ */
+static void
+append_group_sql(StringInfo sql, ShardScanState *s)
+{
+	appendStringInfoString(sql, s->group_sql);
+	if (s->shard_bound >= 0)
+		appendStringInfo(sql, "%s%s LIMIT " INT64_FORMAT,
+						 s->order_sql[0] ? " ORDER BY " : "",
+						 s->order_sql, s->shard_bound);
+}
+
+/*
  * build_shard_sql
  *		The statement for one shard: the planned query plus the run-time
  *		tenant filters; with raw, thread aggregation's input query in place
@@ -752,7 +866,7 @@ build_shard_sql(ShardScanState *s, ShardTarget *t, bool raw, List **extra)
 	if (where.len > 0)
 		appendStringInfo(&sql, " WHERE %s", where.data);
 	if (!raw)
-		appendStringInfoString(&sql, s->group_sql);
+		append_group_sql(&sql, s);
 	return sql.data;
 }
 
@@ -1119,8 +1233,11 @@ shardIterateForeignScan(ForeignScanState *node)
 
 		eval_params(s, node->ss.ps.ps_ExprContext);
 		MemoryContextSwitchTo(oldcxt);
+		eval_limit(node);
 		s->params_ready = true;
 	}
+	if (s->limit_zero)
+		return ExecClearTuple(slot);
 
 	errcallback.callback = scan_error_callback;
 	errcallback.arg = s;
@@ -1258,6 +1375,8 @@ shardEndForeignScan(ForeignScanState *node)
 	if (s == NULL)
 		return;
 	stop_reading(s, true);
+	if (s->merge)
+		shard_merge_end(s->merge);
 }
 
 /*
@@ -1350,11 +1469,22 @@ shardExplainForeignScan(ForeignScanState *node, ExplainState *es)
 	else
 		ExplainPropertyText("Shards", "chosen at run time", es);
 	ExplainPropertyText("Pushdown",
+						s->order != NIL ? "whole groups per shard, sorted and limited" :
 						s->mode == SCAN_AGG_FULL ? "whole groups per shard" :
 						s->mode == SCAN_AGG_PARTIAL ? "partial aggregates, merged" :
 						"rows", es);
 	if (s->agg_spec)
 		ExplainPropertyText("Grouped By", "reading threads", es);
+	if (s->order != NIL)
+	{
+		const char *text = strVal(list_nth(s->order, FdwScanOrderText));
+
+		eval_limit(node);
+		if (text[0] != '\0')
+			ExplainPropertyText("Merge Order", text, es);
+		if (s->shard_bound >= 0)
+			ExplainPropertyInteger("Groups Per Shard", NULL, s->shard_bound, es);
+	}
 
 	if (es->verbose)
 	{
@@ -1365,7 +1495,7 @@ shardExplainForeignScan(ForeignScanState *node, ExplainState *es)
 		if (s->where_sql[0] != '\0')
 			appendStringInfo(&sql, " WHERE %s", s->where_sql);
 		if (s->agg_spec == NULL)
-			appendStringInfoString(&sql, s->group_sql);
+			append_group_sql(&sql, s);
 		ExplainPropertyText("SQLite query", sql.data, es);
 	}
 

@@ -184,8 +184,24 @@ enum FdwScanPrivateIndex
 								 * for thread aggregation, or "" */
 	FdwScanPrivateThreadAgg,	/* IntList: ThreadAggOp, raw, arg per shard
 								 * column */
-	FdwScanPrivateThreadGuards	/* IntList: raw column, TA_OK_ mask, low,
+	FdwScanPrivateThreadGuards,	/* IntList: raw column, TA_OK_ mask, low,
 								 * high per storage-class check */
+	FdwScanPrivateOrder			/* List (FdwScanOrderIndex) when the scan
+								 * also sorts and limits, or NIL */
+};
+
+/* Positions in FdwScanPrivateOrder. */
+enum FdwScanOrderIndex
+{
+	FdwScanOrderMergeKeys,		/* List of IntList attnos, OidList sort
+								 * operators, OidList collations, IntList
+								 * nulls_first */
+	FdwScanOrderSql,			/* String: ORDER BY terms for each shard */
+	FdwScanOrderThreadSorts,	/* IntList: column, low column or -1,
+								 * descending, nulls_first per key */
+	FdwScanOrderLimit,			/* List: OFFSET, LIMIT (Const, Param or
+								 * NULL) */
+	FdwScanOrderText			/* String: the order, for EXPLAIN */
 };
 
 /* What a scan returns (FdwScanPrivateMode). */

@@ -58,6 +58,9 @@ struct ThreadAgg
 	TaGroup    *last;
 	TaGroup    *emit_next;
 	TaGroup    *recent;			/* the group of the previous row */
+	TaGroup   **kept;			/* a bounded aggregation's groups, in order */
+	long		nkept;
+	long		kept_next;
 	int			emit_started;
 	ShardValue *rawrow;			/* scratch: the current raw row */
 	int			nraw;
@@ -547,6 +550,217 @@ put_value(ShardBatch *batch, ShardValue *dst, const ShardValue *src)
 }
 
 /*
+ * group_value
+ *		The partial column c of group g, as the shard's SQL would return it.
+ *		Text points into the group.  Returns SQLITE_OK, or SQLITE_ERROR
+ *		when an integer sum overflowed (SQLite's sum() reports that).
+ */
+static int
+group_value(ThreadAgg *ta, TaGroup *g, int c, ShardValue *v, char *errbuf)
+{
+	const TaAcc *acc = &g->accs[c];
+	int			k = 0;
+	int			i;
+
+	memset(v, 0, sizeof(*v));
+	v->type = SQLITE_INTEGER;
+	switch (ta->spec->cols[c].op)
+	{
+		case TA_KEY:
+			for (i = 0; i < c; i++)
+				if (ta->spec->cols[i].op == TA_KEY)
+					k++;
+			*v = g->keys[k];
+			break;
+		case TA_COUNT_INF:
+			if (!acc->has)
+				v->type = SQLITE_NULL;
+			v->u.i = acc->i;
+			break;
+		case TA_SUM:
+		case TA_SUM_HI:
+		case TA_SUM_LO:
+			if (acc->overflow)
+			{
+				if (errbuf)
+					snprintf(errbuf, SHARDIO_ERRLEN, "integer overflow");
+				return SQLITE_ERROR;
+			}
+			if (!acc->has)
+				v->type = SQLITE_NULL;
+			v->u.i = acc->i;
+			break;
+		case TA_TOTAL:
+			v->type = SQLITE_FLOAT;
+			v->u.d = acc->d;
+			break;
+		case TA_MIN:
+		case TA_MAX:
+			if (acc->has)
+				*v = acc->v;
+			else
+				v->type = SQLITE_NULL;
+			break;
+		default:
+			v->u.i = acc->i;
+			break;
+	}
+	return SQLITE_OK;
+}
+
+/*
+ * must_keep
+ *		Does a group have to reach the backend whatever the bound, because
+ *		it makes the query fail (a value of the wrong storage class, an
+ *		integer sum that overflowed)?
+ */
+static int
+must_keep(ThreadAgg *ta, TaGroup *g)
+{
+	int			c;
+
+	for (c = 0; c < ta->spec->ncols; c++)
+	{
+		int			op = ta->spec->cols[c].op;
+
+		if ((op == TA_GUARD && g->accs[c].i > 0) ||
+			((op == TA_SUM || op == TA_SUM_HI || op == TA_SUM_LO) &&
+			 g->accs[c].overflow))
+			return 1;
+	}
+	return 0;
+}
+
+/*
+ * compare_values
+ *		Order two non-NULL values as PostgreSQL orders them for the types a
+ *		bounded aggregation sorts by: integers by value, text byte-wise (C
+ *		collation, as SQLite's BINARY).
+ */
+static int
+compare_values(const ShardValue *a, const ShardValue *b)
+{
+	int			r;
+
+	if (a->type != b->type)
+		return a->type < b->type ? -1 : 1;
+	switch (a->type)
+	{
+		case SQLITE_INTEGER:
+			return (a->u.i > b->u.i) - (a->u.i < b->u.i);
+		case SQLITE_FLOAT:
+			return (a->u.d > b->u.d) - (a->u.d < b->u.d);
+		case SQLITE_TEXT:
+		case SQLITE_BLOB:
+			r = memcmp(a->u.p, b->u.p, a->len < b->len ? a->len : b->len);
+			if (r != 0)
+				return r < 0 ? -1 : 1;
+			return (a->len > b->len) - (a->len < b->len);
+		default:
+			return 0;
+	}
+}
+
+/*
+ * compare_groups
+ *		qsort_r comparator: groups that must be kept first, then the spec's
+ *		order.
+ */
+static int
+compare_groups(const void *pa, const void *pb, void *arg)
+{
+	ThreadAgg  *ta = arg;
+	TaGroup    *a = *(TaGroup *const *) pa;
+	TaGroup    *b = *(TaGroup *const *) pb;
+	int			ka = must_keep(ta, a);
+	int			kb = must_keep(ta, b);
+	int			s;
+
+	if (ka != kb)
+		return ka ? -1 : 1;
+	if (ka)
+		return 0;
+	for (s = 0; s < ta->spec->nsorts; s++)
+	{
+		const ThreadAggSort *sort = &ta->spec->sorts[s];
+		ShardValue	va,
+					vb;
+		int			r;
+
+		group_value(ta, a, sort->col, &va, NULL);
+		group_value(ta, b, sort->col, &vb, NULL);
+		if (va.type == SQLITE_NULL || vb.type == SQLITE_NULL)
+		{
+			if (va.type == vb.type)
+				continue;
+			r = (va.type == SQLITE_NULL) == (sort->nulls_first != 0) ? -1 : 1;
+			return r;
+		}
+		if (sort->lo >= 0)
+		{
+			ShardValue	la,
+						lb;
+			__int128	ta128,
+						tb128;
+
+			group_value(ta, a, sort->lo, &la, NULL);
+			group_value(ta, b, sort->lo, &lb, NULL);
+			ta128 = (__int128) va.u.i * 4294967296 + la.u.i;
+			tb128 = (__int128) vb.u.i * 4294967296 + lb.u.i;
+			r = (ta128 > tb128) - (ta128 < tb128);
+		}
+		else
+			r = compare_values(&va, &vb);
+		if (r != 0)
+			return sort->desc ? -r : r;
+	}
+	return 0;
+}
+
+/*
+ * keep_first_groups
+ *		For a bounded aggregation, choose the groups to return: the first
+ *		bound in the spec's order, and every group that must raise an error.
+ *		Returns 0 when memory runs out.
+ */
+static int
+keep_first_groups(ThreadAgg *ta)
+{
+	long long	bound = ta->spec->bound;
+	TaGroup    *g;
+	long		n = 0;
+
+	ta->kept = malloc(sizeof(TaGroup *) * (ta->ngroups + 1));
+	if (ta->kept == NULL)
+		return 0;
+	for (g = ta->first; g; g = g->next_in_order)
+		ta->kept[n++] = g;
+	qsort_r(ta->kept, n, sizeof(TaGroup *), compare_groups, ta);
+	ta->nkept = 0;
+	while (ta->nkept < n &&
+		   (ta->nkept < bound || must_keep(ta, ta->kept[ta->nkept])))
+		ta->nkept++;
+	return 1;
+}
+
+/*
+ * next_group
+ *		The next group to emit, or NULL after the last.
+ */
+static TaGroup *
+next_group(ThreadAgg *ta)
+{
+	TaGroup    *g;
+
+	if (ta->kept)
+		return ta->kept_next < ta->nkept ? ta->kept[ta->kept_next++] : NULL;
+	g = ta->emit_next;
+	if (g)
+		ta->emit_next = g->next_in_order;
+	return g;
+}
+
+/*
  * threadagg_emit
  *		Fill a batch with the next groups' partial rows.  Returns
  *		SQLITE_ROW when groups remain, SQLITE_DONE after the last, or an
@@ -556,6 +770,7 @@ int
 threadagg_emit(ThreadAgg *ta, ShardBatch *batch, char *errbuf)
 {
 	const ThreadAggSpec *spec = ta->spec;
+	TaGroup    *g;
 
 	shardio_batch_reset(batch);
 	batch->ncols = spec->ncols;
@@ -563,58 +778,25 @@ threadagg_emit(ThreadAgg *ta, ShardBatch *batch, char *errbuf)
 	{
 		ta->emit_next = ta->first;
 		ta->emit_started = 1;
+		if (spec->bound >= 0 && ta->ngroups > spec->bound &&
+			!keep_first_groups(ta))
+		{
+			snprintf(errbuf, SHARDIO_ERRLEN, "out of memory");
+			return SQLITE_NOMEM;
+		}
 	}
-	while (ta->emit_next && batch->nrows < batch->maxrows)
+	while (batch->nrows < batch->maxrows && (g = next_group(ta)) != NULL)
 	{
-		TaGroup    *g = ta->emit_next;
 		ShardValue *row = &batch->values[(size_t) batch->nrows * spec->ncols];
 		int			c;
-		int			k = 0;
 
 		for (c = 0; c < spec->ncols; c++)
 		{
-			const TaAcc *acc = &g->accs[c];
 			ShardValue	v;
+			int			rc = group_value(ta, g, c, &v, errbuf);
 
-			memset(&v, 0, sizeof(v));
-			v.type = SQLITE_INTEGER;
-			switch (spec->cols[c].op)
-			{
-				case TA_KEY:
-					v = g->keys[k++];
-					break;
-				case TA_COUNT_INF:
-					if (!acc->has)
-						v.type = SQLITE_NULL;
-					v.u.i = acc->i;
-					break;
-				case TA_SUM:
-				case TA_SUM_HI:
-				case TA_SUM_LO:
-					if (acc->overflow)
-					{
-						snprintf(errbuf, SHARDIO_ERRLEN, "integer overflow");
-						return SQLITE_ERROR;
-					}
-					if (!acc->has)
-						v.type = SQLITE_NULL;
-					v.u.i = acc->i;
-					break;
-				case TA_TOTAL:
-					v.type = SQLITE_FLOAT;
-					v.u.d = acc->d;
-					break;
-				case TA_MIN:
-				case TA_MAX:
-					if (acc->has)
-						v = acc->v;
-					else
-						v.type = SQLITE_NULL;
-					break;
-				default:
-					v.u.i = acc->i;
-					break;
-			}
+			if (rc != SQLITE_OK)
+				return rc;
 			if (!put_value(batch, &row[c], &v))
 			{
 				snprintf(errbuf, SHARDIO_ERRLEN, "out of memory");
@@ -622,10 +804,10 @@ threadagg_emit(ThreadAgg *ta, ShardBatch *batch, char *errbuf)
 			}
 		}
 		batch->nrows++;
-		ta->emit_next = g->next_in_order;
 	}
 	shardio_batch_fix_pointers(batch);
-	return ta->emit_next ? SQLITE_ROW : SQLITE_DONE;
+	return (ta->kept ? ta->kept_next < ta->nkept : ta->emit_next != NULL) ?
+		SQLITE_ROW : SQLITE_DONE;
 }
 
 /*
@@ -653,6 +835,7 @@ threadagg_free(ThreadAgg *ta)
 		free(g);
 		g = next;
 	}
+	free(ta->kept);
 	free(ta->slots);
 	free(ta->key_raw);
 	free(ta->rawrow);

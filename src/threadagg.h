@@ -48,6 +48,19 @@ typedef struct ThreadAggGuard
 	long long	hi;				/* ... unless lo > hi */
 } ThreadAggGuard;
 
+/*
+ * One key of the order in which a bounded aggregation keeps its groups:
+ * a partial column, or a bigint sum's two halves taken as one number.
+ */
+typedef struct ThreadAggSort
+{
+	int			col;			/* partial column */
+	int			lo;				/* col is TA_SUM_HI: the TA_SUM_LO column;
+								 * else -1 */
+	int			desc;			/* descending */
+	int			nulls_first;
+} ThreadAggSort;
+
 /* What the partial rows are and how to compute them; shared read-only. */
 typedef struct ThreadAggSpec
 {
@@ -56,6 +69,11 @@ typedef struct ThreadAggSpec
 	int			nguards;
 	ThreadAggGuard *guards;
 	long		max_groups;		/* more than this: give up (SQLITE_FULL) */
+	int			nsorts;			/* with bound >= 0, return only ... */
+	ThreadAggSort *sorts;
+	long long	bound;			/* ... the first bound groups in this order
+								 * (and any that must raise an error); -1:
+								 * every group */
 } ThreadAggSpec;
 
 typedef struct ThreadAgg ThreadAgg;

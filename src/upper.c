@@ -46,6 +46,7 @@
  *-------------------------------------------------------------------------
  */
 #include "sqlite_shard_fdw.h"
+#include "compat.h"
 #include "threadagg.h"
 
 #include "access/table.h"
@@ -70,6 +71,7 @@
 #include "utils/formatting.h"
 #include "utils/lsyscache.h"
 #include "utils/pg_locale.h"
+#include "utils/ruleutils.h"
 #include "utils/selfuncs.h"
 
 /* GUC: push grouping and aggregates to the shards. */
@@ -89,6 +91,15 @@ typedef struct ShardUpperInfo
 	List	   *having;			/* conditions PostgreSQL applies after */
 	Aggref	   *distinct;		/* the count(DISTINCT x), or NULL */
 	bool		by_tenant;		/* grouped by the tenant column */
+
+	/* A final path (UPPERREL_FINAL): the scan sorts and limits too. */
+	bool		final;
+	List	   *sort_clauses;	/* ORDER BY's SortGroupClauses */
+	List	   *sort_pos;		/* IntList: tlist position of each */
+	List	   *sort_desc;		/* IntList: 1 where descending */
+	List	   *sort_colls;		/* OidList: the collation each sorts by */
+	Node	   *limit_offset;	/* Const or external Param, or NULL */
+	Node	   *limit_count;
 } ShardUpperInfo;
 
 /*
@@ -484,6 +495,185 @@ add_aggregates_of(ShardUpperInfo *info, Expr *expr)
 }
 
 /*
+ * needs_query_state
+ *		Does an expression read anything a scan cannot evaluate when it
+ *		starts: a column, a value another plan node sets, a subquery?
+ */
+static bool
+needs_query_state(Node *node, void *context)
+{
+	if (node == NULL)
+		return false;
+	if (IsA(node, Param))
+		return ((Param *) node)->paramkind != PARAM_EXTERN;
+	if (IsA(node, Var) || IsA(node, PlaceHolderVar) || IsA(node, SubLink) ||
+		IsA(node, SubPlan) || IsA(node, Aggref) || IsA(node, WindowFunc))
+		return true;
+	return expression_tree_walker(node, needs_query_state, context);
+}
+
+/*
+ * limit_value_ok
+ *		Can the scan evaluate a LIMIT or OFFSET value when it starts?  A
+ *		constant or a statement parameter, possibly cast, can.
+ */
+static bool
+limit_value_ok(Node *node)
+{
+	return node == NULL ||
+		(!needs_query_state(node, NULL) && !contain_volatile_functions(node));
+}
+
+/*
+ * sort_key_ok
+ *		Can each shard order its groups by the output at tlist position pos
+ *		exactly as sgc orders them in PostgreSQL (under collation coll), so
+ *		that a shard's first n groups include all of its groups among the
+ *		first n overall?  Sets *desc for a descending sort.
+ */
+static bool
+sort_key_ok(ShardUpperInfo *info, int pos, SortGroupClause *sgc, Oid coll,
+			bool *desc)
+{
+	TargetEntry *tle = list_nth(info->tlist, pos);
+	int			op = list_nth_int(info->ops, pos);
+	Oid			type = exprType((Node *) tle->expr);
+	Oid			ltop;
+	Oid			gtop;
+
+	get_sort_group_operators(type, false, false, false,
+							 &ltop, NULL, &gtop, NULL);
+	if (sgc->sortop != ltop && sgc->sortop != gtop)
+		return false;
+	*desc = (sgc->sortop == gtop);
+
+	switch (op)
+	{
+		case AGGOP_COUNT_STAR:
+		case AGGOP_COUNT:
+		case AGGOP_SUM_INT:
+		case AGGOP_SUM_INT8:
+			return true;
+		case AGGOP_KEY:
+			if (own_var(tle->expr, info->baserel) == NULL)
+				return false;	/* a time bucket */
+			/* FALLTHROUGH */
+		case AGGOP_MIN:
+		case AGGOP_MAX:
+			if (type == INT2OID || type == INT4OID || type == INT8OID)
+				return true;
+			if (type == TEXTOID || type == VARCHAROID)
+				return OidIsValid(coll) && lc_collate_is_c(coll);
+			return false;
+		default:
+			return false;
+	}
+}
+
+/*
+ * grouped_foreign_path
+ *		The path shardGetForeignUpperPaths offered for the grouping, or
+ *		NULL.
+ */
+static Path *
+grouped_foreign_path(RelOptInfo *grouped)
+{
+	ListCell   *lc;
+
+	foreach(lc, grouped->pathlist)
+		if (IsA(lfirst(lc), ForeignPath))
+			return (Path *) lfirst(lc);
+	return NULL;
+}
+
+/*
+ * add_final_path
+ *		When each group lives in one shard and nothing filters groups after
+ *		the shards, offer a path that also does ORDER BY and LIMIT: every
+ *		shard returns only its first OFFSET + LIMIT groups in the query's
+ *		order, and the scan sorts what arrives and applies the limit.
+ */
+static void
+add_final_path(PlannerInfo *root, RelOptInfo *input_rel,
+			   RelOptInfo *output_rel, FinalPathExtraData *extra)
+{
+	Query	   *parse = root->parse;
+	RelOptInfo *grouped = fetch_upper_rel(root, UPPERREL_GROUP_AGG, NULL);
+	ShardUpperInfo *info = (ShardUpperInfo *) grouped->fdw_private;
+	ShardUpperInfo *final;
+	Path	   *gpath;
+	ListCell   *lc;
+	double		rows;
+	Cost		startup;
+
+	if (!extra->limit_needed || info == NULL || info->final ||
+		output_rel->fdw_private != NULL)
+		return;
+	if (!info->by_tenant || info->distinct != NULL || info->having != NIL)
+		return;
+	if (parse->distinctClause || parse->rowMarks ||
+		parse->limitOption != LIMIT_OPTION_COUNT ||
+		!limit_value_ok(parse->limitOffset) ||
+		!limit_value_ok(parse->limitCount))
+		return;
+	if (input_rel != (parse->sortClause ?
+					  fetch_upper_rel(root, UPPERREL_ORDERED, NULL) : grouped))
+		return;
+	gpath = grouped_foreign_path(grouped);
+	if (gpath == NULL)
+		return;
+
+	final = palloc(sizeof(ShardUpperInfo));
+	*final = *info;
+	final->final = true;
+	final->sort_clauses = NIL;
+	final->sort_pos = NIL;
+	final->sort_desc = NIL;
+	final->sort_colls = NIL;
+	foreach(lc, parse->sortClause)
+	{
+		SortGroupClause *sgc = lfirst(lc);
+		Node	   *expr = get_sortgroupclause_expr(sgc, root->processed_tlist);
+		ListCell   *lc2;
+		int			pos = -1;
+		Oid			coll = exprCollation(expr);
+		bool		desc;
+
+		while (expr && IsA(expr, RelabelType))
+			expr = (Node *) ((RelabelType *) expr)->arg;
+		foreach(lc2, info->tlist)
+			if (equal(((TargetEntry *) lfirst(lc2))->expr, expr))
+				pos = foreach_current_index(lc2);
+		if (pos < 0 || !sort_key_ok(info, pos, sgc, coll, &desc))
+			return;
+		final->sort_clauses = lappend(final->sort_clauses, sgc);
+		final->sort_pos = lappend_int(final->sort_pos, pos);
+		final->sort_desc = lappend_int(final->sort_desc, desc);
+		final->sort_colls = lappend_oid(final->sort_colls, coll);
+	}
+	final->limit_offset = parse->limitOffset;
+	final->limit_count = parse->limitCount;
+
+	/*
+	 * The grouping's cost, less the merging of the groups the shards' bound
+	 * keeps back; sorting a shard's groups is cheap next to its scan.
+	 */
+	rows = gpath->rows;
+	if (extra->count_est > 0 && extra->count_est < rows)
+		rows = extra->count_est;
+	startup = gpath->startup_cost - (gpath->rows - rows) * cpu_operator_cost;
+	output_rel->fdw_private = final;
+	add_path(output_rel, (Path *)
+			 create_foreign_upper_path_compat(root, output_rel,
+											  root->upper_targets[UPPERREL_FINAL],
+											  rows, startup,
+											  startup + rows * cpu_tuple_cost,
+											  parse->sortClause ?
+											  root->sort_pathkeys : NIL,
+											  NULL, NIL));
+}
+
+/*
  * shardGetForeignUpperPaths
  *		Offer a path that aggregates in the shards, when every part of the
  *		grouping and every aggregate can be computed there exactly.
@@ -507,6 +697,12 @@ shardGetForeignUpperPaths(PlannerInfo *root, UpperRelationKind stage,
 				total;
 	int			i;
 
+	if (stage == UPPERREL_FINAL)
+	{
+		add_final_path(root, input_rel, output_rel,
+					   (FinalPathExtraData *) extra);
+		return;
+	}
 	if (stage != UPPERREL_GROUP_AGG || !shard_aggregate_pushdown ||
 		output_rel->fdw_private != NULL ||
 		input_rel->reloptkind != RELOPT_BASEREL ||
@@ -600,7 +796,7 @@ shardGetForeignUpperPaths(PlannerInfo *root, UpperRelationKind stage,
 
 	output_rel->fdw_private = info;
 	add_path(output_rel, (Path *)
-			 create_foreign_upper_path(root, output_rel, target, groups,
+			 create_foreign_upper_path_compat(root, output_rel, target, groups,
 									   startup, total, NIL, NULL, NIL));
 }
 
@@ -842,6 +1038,101 @@ partial_cols(SelectList *sl, PlannerInfo *root, Aggref *agg, int op,
 }
 
 /*
+ * final_order
+ *		What a final path's scan needs to sort and limit (the
+ *		FdwScanOrder* list, see sqlite_shard_fdw.h): the merge's sort keys,
+ *		the ORDER BY each shard runs, the same order for thread
+ *		aggregation, the LIMIT and OFFSET values, and the order as EXPLAIN
+ *		shows it.  Groups that make the query fail (guard_col) come first in
+ *		each shard, so that no bound hides them.
+ */
+static List *
+final_order(ShardUpperInfo *info, SelectList *sl, List *cols, int guard_col)
+{
+	RangeTblEntry *rte = planner_rt_fetch(info->baserel->relid, info->root);
+	List	   *dpcontext = deparse_context_for(get_rel_name(rte->relid),
+												rte->relid);
+	List	   *attnos = NIL;
+	List	   *sortops = NIL;
+	List	   *colls = NIL;
+	List	   *nulls = NIL;
+	List	   *ta_sorts = NIL;
+	StringInfoData sql;
+	StringInfoData text;
+	ListCell   *lc1,
+			   *lc2,
+			   *lc3,
+			   *lc4;
+
+	initStringInfo(&sql);
+	initStringInfo(&text);
+	if (guard_col >= 0)
+		appendStringInfo(&sql, "ifnull((%s) > 0, 0) DESC",
+						 (char *) list_nth(sl->exprs, guard_col));
+	forfour(lc1, info->sort_clauses, lc2, info->sort_pos, lc3, info->sort_desc,
+			lc4, info->sort_colls)
+	{
+		SortGroupClause *sgc = lfirst(lc1);
+		int			pos = lfirst_int(lc2);
+		bool		desc = lfirst_int(lc3);
+		Oid			coll = lfirst_oid(lc4);
+		TargetEntry *tle = list_nth(info->tlist, pos);
+		int			op = list_nth_int(info->ops, pos);
+		List	   *c = list_nth(cols, pos);
+		const char *dir = psprintf("%s%s", desc ? " DESC" : "",
+								   sgc->nulls_first ? " NULLS FIRST" : " NULLS LAST");
+		Oid			type = exprType((Node *) tle->expr);
+
+		attnos = lappend_int(attnos, pos + 1);
+		sortops = lappend_oid(sortops, sgc->sortop);
+		colls = lappend_oid(colls, coll);
+		nulls = lappend_int(nulls, sgc->nulls_first);
+
+		if (sql.len > 0)
+			appendStringInfoString(&sql, ", ");
+		if (op == AGGOP_SUM_INT8)
+		{
+			/* high + carry of the low halves, then the low 32 bits */
+			char	   *hi = list_nth(sl->exprs, linitial_int(c));
+			char	   *lo = list_nth(sl->exprs, lsecond_int(c));
+
+			appendStringInfo(&sql, "(%s) + ((%s) >> 32)%s, (%s) & 4294967295%s",
+							 hi, lo, dir, lo, dir);
+			ta_sorts = lappend_int(ta_sorts, linitial_int(c));
+			ta_sorts = lappend_int(ta_sorts, lsecond_int(c));
+		}
+		else
+		{
+			appendStringInfo(&sql, "(%s)%s%s",
+							 (char *) list_nth(sl->exprs, linitial_int(c)),
+							 type == TEXTOID || type == VARCHAROID ?
+							 " COLLATE BINARY" : "",
+							 dir);
+			ta_sorts = lappend_int(ta_sorts, linitial_int(c));
+			ta_sorts = lappend_int(ta_sorts, -1);
+		}
+		ta_sorts = lappend_int(ta_sorts, desc);
+		ta_sorts = lappend_int(ta_sorts, sgc->nulls_first);
+
+		/* As EXPLAIN shows a Sort node's keys. */
+		appendStringInfo(&text, "%s%s%s%s%s", text.len > 0 ? ", " : "",
+						 deparse_expression((Node *) tle->expr, dpcontext,
+											false, false),
+						 coll != exprCollation((Node *) tle->expr) ?
+						 psprintf(" COLLATE %s", generate_collation_name(coll)) : "",
+						 desc ? " DESC" : "",
+						 sgc->nulls_first != desc ?
+						 (sgc->nulls_first ? " NULLS FIRST" : " NULLS LAST") : "");
+	}
+
+	return list_make5(list_make4(attnos, sortops, colls, nulls),
+					  makeString(sql.data),
+					  ta_sorts,
+					  list_make2(info->limit_offset, info->limit_count),
+					  makeString(text.data));
+}
+
+/*
  * shard_upper_plan
  *		The ForeignScan of a pushed-down aggregation: the shard query, how
  *		to merge its rows, and HAVING for PostgreSQL to apply.
@@ -1026,6 +1317,8 @@ shard_upper_plan(PlannerInfo *root, RelOptInfo *upperrel, List *tlist,
 	fdw_private = lappend(fdw_private, makeString(raw_sql.data));
 	fdw_private = lappend(fdw_private, sl.ta);
 	fdw_private = lappend(fdw_private, sl.ta_guards);
+	fdw_private = lappend(fdw_private,
+						  info->final ? final_order(info, &sl, cols, guard_col) : NIL);
 
 	return make_foreignscan(tlist, info->having, 0, params, fdw_private,
 							info->tlist, NIL, outer_plan);

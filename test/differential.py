@@ -37,7 +37,11 @@
 #	  under the default, "C", "en-x-icu" and a non-deterministic
 #	  collation, tenant routing; aggregates, ORDER BY ... LIMIT, joins,
 #	  correlated subqueries and LATERAL (rescans), and prepared statements
-#	  run with generic and custom plans.
+#	  run with generic and custom plans.  Then DIFF_QUERIES / 5 top-N
+#	  reports grouped by the tenant (ORDER BY aggregates and keys, LIMIT,
+#	  OFFSET), half of them with thread aggregation off; at least a fifth
+#	  of them must be sorted and limited in the shards (EXPLAIN), or the
+#	  run fails.
 #  4. Runs every case on both tables in one psql session (markers between
 #	  results; a crashed backend is reported and the run resumes in a new
 #	  session), and compares the rows (sorted, unless the query fixes the
@@ -1033,7 +1037,48 @@ class Gen:
             return Case(sql + " ORDER BY %s LIMIT %d" % (
                 ", ".join(str(n + 1) for n in range(ngroup)),
                 self.rng.randrange(1, 8)), ordered=True)
+        if r < 0.65:
+            return self.top_n_case()
         return Case(sql)
+
+    # Aggregates a top-N report orders by; most of them each shard can
+    # order its groups by, so that it returns only its first ones (k has
+    # no declared affinity and f is a float: those are not).
+    TOP_N_ORDER = [
+        "count(*)", "count(i)", "sum(i)", "sum(j)", "min(i)", "max(i)",
+        "max(j)", "min(t COLLATE \"C\")", "max(t COLLATE \"C\")",
+        "count(*)", "sum(i)", "sum(k)", "avg(j)", "min(f)",
+    ]
+
+    def top_n_case(self):
+        """A report grouped by the tenant, ordered by aggregates and keys,
+        with LIMIT and OFFSET; or a LIMIT without ORDER BY, counted."""
+        g = self.pick(["tenant_id", "tenant_id", "tenant_id, j",
+                       "tenant_id, t"])
+        keys = ['tenant_id COLLATE "C"'] + \
+            (["j"] if g.endswith(", j") else []) + \
+            (['t COLLATE "C"'] if g.endswith(", t") else [])
+        aggs = ", ".join(self.rng.sample(self.TOP_N_ORDER,
+                                         self.rng.randrange(1, 4)))
+        where = self.where() if self.chance(0.4) else "true"
+        limit = " LIMIT %d" % self.rng.choice([0, 1, 1, 2, 3, 5, 7, 20])
+        if self.chance(0.3):
+            limit += " OFFSET %d" % self.rng.randrange(0, 5)
+        sql = "SELECT %s, %s FROM {T} x WHERE %s GROUP BY %s" % (
+            g, aggs, where, g)
+        if self.chance(0.15):
+            # any groups will do: how many there are is determined
+            return Case("SELECT count(*) FROM (%s%s) s" % (sql, limit))
+        order = [self.pick(self.TOP_N_ORDER) +
+                 self.pick(["", " DESC", " NULLS FIRST", " DESC NULLS LAST"])
+                 for _ in range(self.rng.randrange(1, 3))]
+        case = Case(sql + " ORDER BY %s%s" % (", ".join(order + keys), limit),
+                    ordered=True)
+        case.top_n = True
+        if self.chance(0.5):
+            # the shards' own ORDER BY ... LIMIT rather than the threads'
+            case.setting = "sqlite_shard_fdw.thread_aggregation = off"
+        return case
 
     def param_atom(self, n):
         """A condition on parameter $n: (sql, type, value generator)."""
@@ -1183,6 +1228,8 @@ class Case:
     def describe(self):
         q = self.query.replace("{T}", FT)
         role = "SET ROLE %s; " % SCOPED_ROLE if self.scoped else ""
+        if getattr(self, "setting", None):
+            role += "SET %s; " % self.setting
         if self.execs is None:
             return role + q
         return "%sSET plan_cache_mode = %s; PREPARE p(%s) AS %s; %s" % (
@@ -1207,7 +1254,12 @@ class Case:
             out.append("SET ROLE %s;" % SCOPED_ROLE)
         q = self.query.replace("{T}", table)
         if self.execs is None:
+            setting = getattr(self, "setting", None)
+            if setting:
+                out.append("SET %s;" % setting)
             run(0, q)
+            if setting:
+                out.append("RESET %s;" % setting.split(" ")[0])
             if self.scoped:
                 out.append("RESET ROLE;")
             return out
@@ -1297,6 +1349,21 @@ def run_cases(cases):
             break
         start = idx + 1
     return results
+
+
+def top_n_pushdown(cases):
+    """(top-N cases, how many of them EXPLAIN shows sorted and limited in
+    the shards): the comparison above proves them right only if the path
+    that does it is taken."""
+    top = [c for c in cases if getattr(c, "top_n", False)]
+    lines = [SESSION]
+    for c in top:
+        setting = getattr(c, "setting", None)
+        lines += (["SET %s;" % setting] if setting else []) + \
+            ["EXPLAIN (COSTS OFF) %s;" % c.query.replace("{T}", FT)] + \
+            (["RESET %s;" % setting.split(" ")[0]] if setting else [])
+    rc, out, err = psql("\n".join(lines) + "\n")
+    return len(top), out.count("sorted and limited")
 
 
 def compare(cases, results):
@@ -1427,9 +1494,19 @@ def run_test():
     gen = Gen(rng, rows, has_icu, has_ci)
     while len(cases) < NCASES:
         cases.append(gen.case())
+    cases += [gen.top_n_case() for _ in range(NCASES // 5)]
 
     results = run_cases(cases)
     passed, failed, both_err = compare(cases, results)
+    ntop, npushed = top_n_pushdown(cases)
+    log("%d top-N cases, %d of them sorted and limited in the shards" % (
+        ntop, npushed))
+    if npushed < max(1, ntop // 5):
+        failures.append("too few top-N cases were sorted and limited in the "
+                        "shards: %d of %d" % (npushed, ntop))
+        failed += 1
+    else:
+        passed += 1
 
     for msg in failures:
         log(msg)
