@@ -490,6 +490,16 @@ to_datetime(ShardColumnConv *conv, const ShardValue *v)
 					usecs = (int64) us;
 				break;
 			}
+		case SHARDIO_TIME:
+			/* text the reading thread read as parse_sqlite_datetime does */
+			usecs = v->u.i;
+			if (is_date)
+			{
+				days = usecs / USECS_PER_DAY;
+				if (usecs % USECS_PER_DAY < 0)
+					days--;
+			}
+			break;
 		case SQLITE_TEXT:
 			str = server_text(v, &len);
 			switch (parse_sqlite_datetime(str, len, &usecs))
@@ -648,6 +658,13 @@ server_text(const ShardValue *v, int *len)
 	{
 		*len = 0;
 		return "";
+	}
+
+	/* The reading thread checked it already (shardio.c, prepare_value). */
+	if ((v->flags & SHARDIO_VALUE_UTF8) && GetDatabaseEncoding() == PG_UTF8)
+	{
+		*len = v->len;
+		return (char *) v->u.p;
 	}
 
 	str = pg_any_to_server(v->u.p, v->len, PG_UTF8);

@@ -269,10 +269,16 @@ shard_reader_next(ShardReader *r, ShardBatch *batch, char *errbuf)
 {
 	int			rc;
 
+	batch->prep = NULL;
+	batch->nprep = 0;
 	if (r->fallback)
 		return shardio_fetch(r->fallback, batch, errbuf);
 	if (r->agg == NULL)
+	{
+		batch->prep = r->job->prep;
+		batch->nprep = r->job->nprep;
 		return shardio_fetch(r->job->stmt, batch, errbuf);
+	}
 
 	if (!r->consumed)
 	{

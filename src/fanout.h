@@ -34,6 +34,9 @@ typedef struct FanoutJob
 	const char *fallback_sql;
 	const ShardValue *binds;
 	int			nbinds;
+	const unsigned char *prep;	/* SHARDIO_PREP_ per column of stmt's rows,
+								 * or NULL */
+	int			nprep;
 } FanoutJob;
 
 /* A job being read into batches, by a worker or by the backend itself. */

@@ -131,6 +131,8 @@ typedef struct ShardScanState
 	int			batch_row;
 
 	int			batch_cols;		/* columns of a shard row */
+	unsigned char *prep;		/* SHARDIO_PREP_ of rowid and each fetched
+								 * column, or NULL */
 	Relation	rel;			/* the foreign table */
 	char	   *raw_sql;		/* thread aggregation's input query, or NULL */
 	ThreadAggSpec *agg_spec;	/* and how it computes the shard columns */
@@ -378,6 +380,37 @@ eval_limit(ForeignScanState *node)
 }
 
 /*
+ * init_prep
+ *		Choose what the reading threads do to each fetched column for the
+ *		backend (shardio.c, prepare_value): read dates and times, and in a
+ *		UTF-8 database check text, which spares the backend that work on
+ *		every row.
+ */
+static void
+init_prep(ShardScanState *s)
+{
+	bool		utf8 = (GetDatabaseEncoding() == PG_UTF8);
+	int			i;
+
+	s->prep = palloc0(s->nretrieved + 1);
+	s->prep[0] = SHARDIO_PREP_NONE;		/* the rowid */
+	for (i = 0; i < s->nretrieved; i++)
+	{
+		switch (s->convs[i].basetype)
+		{
+			case DATEOID:
+			case TIMESTAMPOID:
+			case TIMESTAMPTZOID:
+				s->prep[i + 1] = SHARDIO_PREP_TIME;
+				break;
+			default:
+				s->prep[i + 1] = utf8 ? SHARDIO_PREP_UTF8 : SHARDIO_PREP_NONE;
+				break;
+		}
+	}
+}
+
+/*
  * shardBeginForeignScan
  *		Set up a scan; the shards are chosen when it first runs.
  */
@@ -459,6 +492,8 @@ shardBeginForeignScan(ForeignScanState *node, int eflags)
 	if (s->mode == SCAN_ROWS && s->tenant_pos < 0)
 		elog(ERROR, "tenant column of foreign table \"%s\" is not fetched",
 			 s->table_name);
+	if (s->mode == SCAN_ROWS)
+		init_prep(s);
 	s->tenant_type = TupleDescAttr(tupdesc, s->topts->tenant_attnum - 1)->atttypid;
 	getTypeOutputInfo(s->tenant_type, &typoutput, &typvarlena);
 	fmgr_info(typoutput, &s->tenant_out);
@@ -994,6 +1029,11 @@ start_shard(ForeignScanState *node, ShardTarget *t)
 
 	memset(&t->job, 0, sizeof(t->job));
 	t->job.stmt = t->stmt;
+	if (s->prep)
+	{
+		t->job.prep = t->with_rowid ? s->prep : s->prep + 1;
+		t->job.nprep = s->nretrieved + (t->with_rowid ? 1 : 0);
+	}
 	if (s->agg_spec)
 	{
 		List	   *ignored;

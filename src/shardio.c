@@ -534,6 +534,7 @@ shardio_column(sqlite3_stmt *stmt, int c, ShardValue *v)
 	sqlite3_value *val = sqlite3_column_value(stmt, c);
 
 	v->type = sqlite3_value_type(val);
+	v->flags = 0;
 	v->len = 0;
 	switch (v->type)
 	{
@@ -555,6 +556,57 @@ shardio_column(sqlite3_stmt *stmt, int c, ShardValue *v)
 			v->type = SQLITE_NULL;
 			break;
 	}
+}
+
+/*
+ * days_from_civil
+ *		Days from 1970-01-01 to a date of the proleptic Gregorian calendar.
+ */
+static long long
+days_from_civil(int y, int m, int d)
+{
+	long long	era;
+	long long	yoe;
+	long long	doy;
+	long long	doe;
+
+	y -= (m <= 2);
+	era = (y >= 0 ? y : y - 399) / 400;
+	yoe = y - era * 400;
+	doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+	doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+	return era * 146097 + doe - 719468;
+}
+
+/*
+ * prepare_value
+ *		Do on the reading thread the checks and parsing the backend would do
+ *		to a fetched value (convert.c), so that it only takes the result:
+ *		verify text as UTF-8, or read a date and time into SHARDIO_TIME.
+ *		Values that fail are left as they are, for the backend to report.
+ */
+static void
+prepare_value(ShardValue *v, int prep)
+{
+	ShardDatetime dt;
+
+	if (v->type != SQLITE_TEXT)
+		return;
+	if (prep == SHARDIO_PREP_TIME &&
+		shardio_parse_datetime(v->u.p, v->len, &dt) == SHARDIO_DT_OK)
+	{
+		/* days since 2000-01-01, the PostgreSQL epoch */
+		long long	days = days_from_civil(dt.year, dt.month, dt.day) - 10957;
+
+		v->type = SHARDIO_TIME;
+		v->len = 0;
+		v->u.i = days * 86400000000LL +
+			((long long) (dt.hour * 60 + dt.minute) * 60 + dt.second -
+			 dt.offset) * 1000000LL + dt.fraction;
+		return;
+	}
+	if (shardio_utf8_ok((const unsigned char *) v->u.p, v->len))
+		v->flags |= SHARDIO_VALUE_UTF8;
 }
 
 /*
@@ -601,6 +653,8 @@ shardio_fetch(sqlite3_stmt *stmt, ShardBatch *batch, char *errbuf)
 			ShardValue *v = &row[c];
 
 			shardio_column(stmt, c, v);
+			if (c < batch->nprep && batch->prep[c] != SHARDIO_PREP_NONE)
+				prepare_value(v, batch->prep[c]);
 			if (v->type == SQLITE_TEXT || v->type == SQLITE_BLOB)
 			{
 				long		off = shardio_arena_store(batch, v->u.p,

@@ -27,7 +27,9 @@
 /* One value copied out of, or to be bound into, an SQLite statement. */
 typedef struct ShardValue
 {
-	int			type;			/* SQLITE_INTEGER, _FLOAT, _TEXT, _BLOB, _NULL */
+	short		type;			/* SQLITE_INTEGER, _FLOAT, _TEXT, _BLOB, _NULL,
+								 * or SHARDIO_TIME */
+	unsigned short flags;		/* SHARDIO_VALUE_ bits */
 	int			len;			/* bytes of text or blob */
 	union
 	{
@@ -36,6 +38,21 @@ typedef struct ShardValue
 		const char *p;			/* text (NUL-terminated) or blob bytes */
 	}			u;
 } ShardValue;
+
+/* ShardValue.flags: what the reader checked of a value. */
+#define SHARDIO_VALUE_UTF8		0x01	/* text: valid UTF-8, no NUL byte */
+
+/*
+ * A storage class of the reader's own: text in one of the wrapper's date
+ * and time forms, already read; u.i is microseconds since 2000-01-01 UTC.
+ */
+#define SHARDIO_TIME			64
+
+/* What a reader does to a column's values as it fetches them. */
+#define SHARDIO_PREP_NONE		0
+#define SHARDIO_PREP_UTF8		1	/* check text, set SHARDIO_VALUE_UTF8 */
+#define SHARDIO_PREP_TIME		2	/* read date and time text into
+									 * SHARDIO_TIME, else as _UTF8 */
 
 /* A batch of rows, row-major: values[row * ncols + col]. */
 typedef struct ShardBatch
@@ -48,6 +65,8 @@ typedef struct ShardBatch
 	char	   *arena;			/* storage for text and blob bytes */
 	size_t		arena_used;
 	size_t		arena_size;
+	const unsigned char *prep;	/* SHARDIO_PREP_ per column, or NULL */
+	int			nprep;
 } ShardBatch;
 
 /* Flags for shardio_open. */
