@@ -575,6 +575,54 @@ SELECT * FROM regress_agg($$SELECT tenant_id, count(*) FROM {t} GROUP BY tenant_
 -- bound: the error names the shard, whatever the order and limit
 SELECT * FROM regress_modes($$SELECT tenant_id, sum(amount) FROM dirty GROUP BY tenant_id ORDER BY 2 DESC NULLS LAST LIMIT 1$$);
 SELECT * FROM regress_modes($$SELECT tenant_id, sum(amount) FROM dirty GROUP BY tenant_id ORDER BY 2 LIMIT 1$$);
+-- unreadable booleans (flag 'maybe' on a2) and integers beyond int4 (q
+-- on a3) too
+SELECT * FROM regress_modes($$SELECT tenant_id, bool_and(flag) FROM dirty GROUP BY tenant_id ORDER BY count(*) DESC, tenant_id COLLATE "C" LIMIT 1$$);
+SELECT * FROM regress_modes($$SELECT tenant_id, max(q) FROM dirty GROUP BY tenant_id ORDER BY count(*) DESC, tenant_id COLLATE "C" LIMIT 1$$);
+-- through a view and a subquery
+CREATE VIEW sales_view AS SELECT * FROM sales;
+EXPLAIN (COSTS OFF)
+SELECT tenant_id, sum(amount) FROM sales_view
+  GROUP BY tenant_id ORDER BY 2 DESC, tenant_id COLLATE "C" LIMIT 2;
+SELECT tenant_id, sum(amount) FROM sales_view
+  GROUP BY tenant_id ORDER BY 2 DESC, tenant_id COLLATE "C" LIMIT 2;
+SELECT * FROM (SELECT tenant_id, max(qty) AS m FROM (SELECT * FROM sales) s
+               GROUP BY tenant_id ORDER BY 2 DESC NULLS LAST, 1 LIMIT 2) t
+  ORDER BY 1;
+DROP VIEW sales_view;
+-- a float key (1 and 1.0 are one group) is left to PostgreSQL
+EXPLAIN (COSTS OFF)
+SELECT tenant_id, f, count(*) FROM sales GROUP BY tenant_id, f ORDER BY 3 LIMIT 1;
+
+-- ===================================================================
+-- What a shard's bound needs of the shards, on a fleet of two: keys
+-- declared with their type's affinity (t.k holds '10', '100' and 7, '9'
+-- in an untyped column: ordered as integers only by PostgreSQL), text
+-- ordered only in UTF-8 databases (u.db is UTF-16: é sorts before Ā in
+-- code points, after it in UTF-16 bytes), and no double precision sum
+-- overflowing in a group the bound would drop.
+-- ===================================================================
+\! mkdir -p /tmp/ssfdw_regress/aggregates/topn && cd /tmp/ssfdw_regress/aggregates/topn && rm -f *.db && sqlite3 t.db "CREATE TABLE kv(tenant_id TEXT, k); INSERT INTO kv VALUES ('a', '10'), ('a', '100'), ('a', '100'); CREATE TABLE u(tenant_id TEXT, name TEXT); CREATE TABLE fs(tenant_id TEXT, f REAL); INSERT INTO fs VALUES ('a', 1e308), ('a', 1e308), ('c', 1), ('c', 1), ('c', 1)" && sqlite3 u.db "PRAGMA encoding = 'UTF-16le'; CREATE TABLE kv(tenant_id TEXT, k); INSERT INTO kv VALUES ('b', 7), ('b', '9'); CREATE TABLE u(tenant_id TEXT, name TEXT); INSERT INTO u VALUES ('b', 'é1'), ('b', 'é2'), ('b', 'Ā1'), ('b', 'Ā2'); CREATE TABLE fs(tenant_id TEXT, f REAL); INSERT INTO fs VALUES ('b', 1)" && sqlite3 directory.db "CREATE TABLE shards(shard_id TEXT PRIMARY KEY, path TEXT NOT NULL UNIQUE); CREATE TABLE shard_map(tenant_id TEXT PRIMARY KEY, shard_id TEXT NOT NULL, status TEXT NOT NULL DEFAULT 'ACTIVE', target_shard_id TEXT, updated_at INTEGER NOT NULL); INSERT INTO shards VALUES ('t1', 't.db'), ('u16', 'u.db'); INSERT INTO shard_map VALUES ('a', 't1', 'ACTIVE', NULL, 0), ('b', 'u16', 'ACTIVE', NULL, 0), ('c', 't1', 'ACTIVE', NULL, 0)" && chown -R postgres:postgres /tmp/ssfdw_regress/aggregates/topn
+CREATE SERVER agg_topn FOREIGN DATA WRAPPER sqlite_shard_fdw
+  OPTIONS (directory '/tmp/ssfdw_regress/aggregates/topn/directory.db');
+CREATE FOREIGN TABLE topn_kv (tenant_id text, k int) SERVER agg_topn
+  OPTIONS (table 'kv');
+CREATE FOREIGN TABLE topn_u (tenant_id text, name text) SERVER agg_topn
+  OPTIONS (table 'u');
+CREATE FOREIGN TABLE topn_fs (tenant_id text, f float8) SERVER agg_topn
+  OPTIONS (table 'fs');
+EXPLAIN (COSTS OFF)
+SELECT tenant_id, k, count(*) FROM topn_kv GROUP BY tenant_id, k ORDER BY k LIMIT 2;
+SELECT * FROM regress_modes($$SELECT tenant_id, k, count(*) FROM topn_kv GROUP BY tenant_id, k ORDER BY k LIMIT 2$$);
+SELECT * FROM regress_modes($$SELECT tenant_id, k, count(*) FROM topn_kv GROUP BY tenant_id, k ORDER BY 3 DESC, 2 LIMIT 1$$);
+-- text order in the UTF-16 shard: PostgreSQL's
+SELECT * FROM regress_modes($$SELECT name COLLATE "C" FROM topn_u WHERE name > 'é1' COLLATE "C"$$);
+SELECT * FROM regress_modes($$SELECT max(name COLLATE "C"), min(name COLLATE "C") FROM topn_u$$);
+SELECT * FROM regress_modes($$SELECT tenant_id, max(name COLLATE "C") FROM topn_u GROUP BY tenant_id ORDER BY 2 DESC LIMIT 1$$);
+-- the overflowing group (a) comes back, whatever the order
+SELECT * FROM regress_modes($$SELECT tenant_id, sum(f), count(*) FROM topn_fs GROUP BY tenant_id ORDER BY count(*) LIMIT 1$$);
+SELECT * FROM regress_modes($$SELECT tenant_id, sum(f), count(*) FROM topn_fs GROUP BY tenant_id ORDER BY count(*) DESC LIMIT 1$$);
+DROP SERVER agg_topn CASCADE;
 
 -- ===================================================================
 -- double precision sums: finite values adding up to infinity overflow, as

@@ -551,7 +551,10 @@ declared_affinity(const char *decl)
  * affinity_satisfies
  *		Does a column of this affinity hold only what the need assumes?
  *		SHARD_NEEDS_TEXT: numbers are stored as text, so text compares as
- *		PostgreSQL reads it.  SHARD_NEEDS_INTEGER: text that looks like an
+ *		PostgreSQL reads it.  SHARD_NEEDS_TEXT_ORDER: the same, in a UTF-8
+ *		database, since a UTF-16 one ('U') orders text by UTF-16 bytes
+ *		(COLLATE BINARY), not in code point order as PostgreSQL's C
+ *		collation does.  SHARD_NEEDS_INTEGER: text that looks like an
  *		integer is stored as one.  SHARD_NEEDS_NUMBER: the same for numbers.
  */
 static bool
@@ -560,6 +563,8 @@ affinity_satisfies(char need, char have)
 	switch (need)
 	{
 		case SHARD_NEEDS_TEXT:
+			return have == 'T' || have == 'U';
+		case SHARD_NEEDS_TEXT_ORDER:
 			return have == 'T';
 		case SHARD_NEEDS_INTEGER:
 			return have == 'I' || have == 'N';
@@ -568,6 +573,29 @@ affinity_satisfies(char need, char have)
 		default:
 			return true;
 	}
+}
+
+/*
+ * conn_is_utf8
+ *		Is the shard's database encoded in UTF-8?
+ */
+static bool
+conn_is_utf8(ShardConn *conn)
+{
+	sqlite3_stmt *stmt;
+	bool		utf8 = false;
+
+	if (sqlite3_prepare_v2(conn->db, "PRAGMA encoding", -1, &stmt,
+						   NULL) != SQLITE_OK)
+		return false;
+	if (sqlite3_step(stmt) == SQLITE_ROW)
+	{
+		const char *enc = (const char *) sqlite3_column_text(stmt, 0);
+
+		utf8 = (enc != NULL && strcmp(enc, "UTF-8") == 0);
+	}
+	sqlite3_finalize(stmt);
+	return utf8;
 }
 
 /*
@@ -598,6 +626,10 @@ conn_column_affinity(ShardConn *conn, const char *table, const char *col)
 	if (sqlite3_step(stmt) == SQLITE_ROW)
 		aff = declared_affinity((const char *) sqlite3_column_text(stmt, 0));
 	sqlite3_finalize(stmt);
+
+	/* 'U': TEXT in a UTF-16 database (see affinity_satisfies) */
+	if (aff == 'T' && !conn_is_utf8(conn))
+		aff = 'U';
 	if (aff != 0)
 	{
 		MemoryContext oldcxt = MemoryContextSwitchTo(TopMemoryContext);

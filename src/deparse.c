@@ -501,9 +501,11 @@ shard_deparse_column_ref(StringInfo buf, PlannerInfo *root, Var *var)
 
 /*
  * shard_text_columns
- *		Add to needs (a List of String) a SHARD_NEEDS_TEXT entry for each
- *		text column that expressions use: a shard must declare them with
- *		TEXT affinity for SQLite to compare them as PostgreSQL does.
+ *		Add to needs (a List of String) a SHARD_NEEDS_TEXT_ORDER entry for
+ *		each text column that expressions use: a shard must declare them
+ *		with TEXT affinity, in a UTF-8 database, for SQLite to compare them
+ *		as PostgreSQL does (equality alone would not need UTF-8; this is
+ *		the simpler rule).
  */
 List *
 shard_text_columns(PlannerInfo *root, List *exprs, List *needs)
@@ -524,7 +526,7 @@ shard_text_columns(PlannerInfo *root, List *exprs, List *needs)
 			(var->vartype != TEXTOID && var->vartype != VARCHAROID))
 			continue;
 		rte = planner_rt_fetch(var->varno, root);
-		name = psprintf("%c%s", SHARD_NEEDS_TEXT,
+		name = psprintf("%c%s", SHARD_NEEDS_TEXT_ORDER,
 						shard_column_name(rte->relid, var->varattno));
 		foreach(lc2, needs)
 			if (strcmp(strVal(lfirst(lc2)), name) == 0)

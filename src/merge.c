@@ -94,7 +94,7 @@ struct ShardMerge
 	int64		returned;
 	Tuplesortstate *sort;		/* the finished groups, once sorted */
 	TupleTableSlot *sortslot;
-	MemoryContext cxt;			/* the merge's own */
+	MemoryContext cxt;			/* where the merge was created */
 };
 
 /*
@@ -748,8 +748,21 @@ sort_groups(ShardMerge *m, TupleTableSlot *slot)
 		tuplesort_set_bound(m->sort, m->offset + m->count);
 	MemoryContextSwitchTo(oldcxt);
 
-	while (next_group(m, slot))
-		tuplesort_puttupleslot(m->sort, slot);
+	/* Each group is finished in tempcxt, which the sort copies it out of. */
+	for (;;)
+	{
+		bool		more;
+
+		MemoryContextReset(m->tempcxt);
+		oldcxt = MemoryContextSwitchTo(m->tempcxt);
+		more = next_group(m, slot);
+		if (more)
+			tuplesort_puttupleslot(m->sort, slot);
+		MemoryContextSwitchTo(oldcxt);
+		if (!more)
+			break;
+	}
+	ExecClearTuple(slot);
 	tuplesort_performsort(m->sort);
 }
 

@@ -29,6 +29,7 @@
 #include "mb/pg_wchar.h"
 #include "miscadmin.h"
 #include "nodes/nodeFuncs.h"
+#include "optimizer/optimizer.h"
 #include "portability/instr_time.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
@@ -352,6 +353,29 @@ limit_value(ExprState *state, ExprContext *econtext, int64 def, bool is_count)
 				(errcode(ERRCODE_INVALID_ROW_COUNT_IN_RESULT_OFFSET_CLAUSE),
 				 errmsg("OFFSET must not be negative")));
 	return v;
+}
+
+/*
+ * limit_is_known
+ *		Can EXPLAIN without ANALYZE evaluate OFFSET and LIMIT: constants, or
+ *		immutable expressions of parameters whose values it has?
+ */
+static bool
+limit_is_known(ForeignScanState *node)
+{
+	ShardScanState *s = (ShardScanState *) node->fdw_state;
+	bool		have_params = (node->ss.ps.state->es_param_list_info != NULL);
+	ListCell   *lc;
+
+	foreach(lc, list_nth(s->order, FdwScanOrderLimit))
+	{
+		Node	   *expr = lfirst(lc);
+
+		if (expr != NULL && !IsA(expr, Const) &&
+			(!have_params || contain_mutable_functions(expr)))
+			return false;
+	}
+	return true;
 }
 
 /*
@@ -1519,11 +1543,15 @@ shardExplainForeignScan(ForeignScanState *node, ExplainState *es)
 	{
 		const char *text = strVal(list_nth(s->order, FdwScanOrderText));
 
-		eval_limit(node);
+		/* Without ANALYZE, parameters and functions are not evaluated. */
+		if (es->analyze || limit_is_known(node))
+			eval_limit(node);
 		if (text[0] != '\0')
 			ExplainPropertyText("Merge Order", text, es);
 		if (s->shard_bound >= 0)
 			ExplainPropertyInteger("Groups Per Shard", NULL, s->shard_bound, es);
+		else if (!s->limit_ready)
+			ExplainPropertyText("Groups Per Shard", "chosen at run time", es);
 	}
 
 	if (es->verbose)

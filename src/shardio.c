@@ -526,9 +526,10 @@ shardio_arena_store(ShardBatch *batch, const void *src, size_t len)
  * The caller holds the handle's mutex, which is what makes the column's
  * value safe to read through sqlite3_value_*: each sqlite3_column_* call
  * would take and release that mutex again, a cost paid per value on the
- * hot path of every fan-out.
+ * hot path of every fan-out.  Returns 0 when SQLite ran out of memory
+ * producing the text.
  */
-void
+int
 shardio_column(sqlite3_stmt *stmt, int c, ShardValue *v)
 {
 	sqlite3_value *val = sqlite3_column_value(stmt, c);
@@ -547,15 +548,16 @@ shardio_column(sqlite3_stmt *stmt, int c, ShardValue *v)
 		case SQLITE_TEXT:
 			v->u.p = (const char *) sqlite3_value_text(val);
 			v->len = sqlite3_value_bytes(val);
-			break;
+			return v->u.p != NULL;
 		case SQLITE_BLOB:
 			v->u.p = sqlite3_value_blob(val);
 			v->len = sqlite3_value_bytes(val);
-			break;
+			return v->u.p != NULL || v->len == 0;
 		default:
 			v->type = SQLITE_NULL;
 			break;
 	}
+	return 1;
 }
 
 /*
@@ -652,7 +654,12 @@ shardio_fetch(sqlite3_stmt *stmt, ShardBatch *batch, char *errbuf)
 		{
 			ShardValue *v = &row[c];
 
-			shardio_column(stmt, c, v);
+			if (!shardio_column(stmt, c, v))
+			{
+				set_error(errbuf, "out of memory");
+				sqlite3_mutex_leave(mutex);
+				return SQLITE_NOMEM;
+			}
 			if (c < batch->nprep && batch->prep[c] != SHARDIO_PREP_NONE)
 				prepare_value(v, batch->prep[c]);
 			if (v->type == SQLITE_TEXT || v->type == SQLITE_BLOB)

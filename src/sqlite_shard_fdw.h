@@ -105,9 +105,10 @@ extern bool shard_schema_meets(ShardServerOptions *opts, const char *table,
 							   List *needs);
 
 /* What a pushed-down query assumes of a shard column's declared affinity. */
-#define SHARD_NEEDS_TEXT	'T'
+#define SHARD_NEEDS_TEXT	'T'	/* TEXT affinity */
+#define SHARD_NEEDS_TEXT_ORDER 'O'	/* TEXT affinity, UTF-8 database */
 #define SHARD_NEEDS_INTEGER 'I'
-#define SHARD_NEEDS_NUMBER	'N' 
+#define SHARD_NEEDS_NUMBER	'N'
 extern void shard_conn_release(ShardConn *conn);
 extern void shard_report_sqlite_error(int elevel, int rc, const char *shard_id,
 									  const char *what, const char *msg);

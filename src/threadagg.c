@@ -11,7 +11,9 @@
  * columns, the same storage classes, SQLite's own NULL rules, so merge.c
  * cannot tell them apart.  Groups are told apart by bytes; a finer split
  * than SQLite's is harmless, since the merge regroups with PostgreSQL's
- * equality anyway.
+ * equality anyway.  (A scan that keeps only each shard's first groups
+ * cannot afford a split: upper.c allows it only on keys whose declared
+ * affinity leaves one storage class, and no float keys.)
  *
  * Past max_groups groups the work is abandoned (SQLITE_FULL) and the caller
  * runs the GROUP BY in SQLite instead, so memory stays bounded.
@@ -505,8 +507,10 @@ threadagg_consume(ThreadAgg *ta, sqlite3_stmt *stmt, char *errbuf)
 		}
 
 		for (c = 0; c < ta->nraw; c++)
-			shardio_column(stmt, c, &ta->rawrow[c]);
-		g = find_group(ta, &full);
+			if (!shardio_column(stmt, c, &ta->rawrow[c]))
+				break;
+		full = 0;
+		g = (c == ta->nraw) ? find_group(ta, &full) : NULL;
 		if (g == NULL)
 		{
 			sqlite3_mutex_leave(mutex);
@@ -611,65 +615,63 @@ group_value(ThreadAgg *ta, TaGroup *g, int c, ShardValue *v, char *errbuf)
 /*
  * must_keep
  *		Does a group have to reach the backend whatever the bound, because
- *		it makes the query fail (a value of the wrong storage class, an
- *		integer sum that overflowed)?
+ *		the merge rejects it: a value of the wrong storage class (the
+ *		guard), an unreadable boolean, an integer sum that overflowed, a
+ *		total that overflowed without an infinite input?
  */
 static int
 must_keep(ThreadAgg *ta, TaGroup *g)
 {
+	const ThreadAggSpec *spec = ta->spec;
 	int			c;
 
-	for (c = 0; c < ta->spec->ncols; c++)
+	for (c = 0; c < spec->ncols; c++)
 	{
-		int			op = ta->spec->cols[c].op;
+		const TaAcc *acc = &g->accs[c];
+		int			c2;
 
-		if ((op == TA_GUARD && g->accs[c].i > 0) ||
-			((op == TA_SUM || op == TA_SUM_HI || op == TA_SUM_LO) &&
-			 g->accs[c].overflow))
-			return 1;
+		switch (spec->cols[c].op)
+		{
+			case TA_GUARD:
+			case TA_COUNT_DIFF:
+				if (acc->i > 0)
+					return 1;
+				break;
+			case TA_SUM:
+			case TA_SUM_HI:
+			case TA_SUM_LO:
+				if (acc->overflow)
+					return 1;
+				break;
+			case TA_TOTAL:
+				if (!isinf(acc->d))
+					break;
+				for (c2 = 0; c2 < spec->ncols; c2++)
+					if (spec->cols[c2].op == TA_COUNT_INF &&
+						spec->cols[c2].raw == spec->cols[c].raw &&
+						g->accs[c2].i == 0)
+						return 1;
+				break;
+			default:
+				break;
+		}
 	}
 	return 0;
 }
 
-/*
- * compare_values
- *		Order two non-NULL values as PostgreSQL orders them for the types a
- *		bounded aggregation sorts by: integers by value, text byte-wise (C
- *		collation, as SQLite's BINARY).
- */
-static int
-compare_values(const ShardValue *a, const ShardValue *b)
-{
-	int			r;
-
-	if (a->type != b->type)
-		return a->type < b->type ? -1 : 1;
-	switch (a->type)
-	{
-		case SQLITE_INTEGER:
-			return (a->u.i > b->u.i) - (a->u.i < b->u.i);
-		case SQLITE_FLOAT:
-			return (a->u.d > b->u.d) - (a->u.d < b->u.d);
-		case SQLITE_TEXT:
-		case SQLITE_BLOB:
-			r = memcmp(a->u.p, b->u.p, a->len < b->len ? a->len : b->len);
-			if (r != 0)
-				return r < 0 ? -1 : 1;
-			return (a->len > b->len) - (a->len < b->len);
-		default:
-			return 0;
-	}
-}
+/* The aggregation keep_first_groups sorts, for compare_groups. */
+static __thread ThreadAgg *sorting;
 
 /*
  * compare_groups
- *		qsort_r comparator: groups that must be kept first, then the spec's
- *		order.
+ *		qsort comparator: groups that must be kept first, then the spec's
+ *		order (numbers by value, text byte-wise as the C collation and
+ *		SQLite's BINARY compare).
  */
 static int
-compare_groups(const void *pa, const void *pb, void *arg)
+compare_groups(const void *pa, const void *pb)
 {
-	ThreadAgg  *ta = arg;
+	ThreadAgg  *ta = sorting;
 	TaGroup    *a = *(TaGroup *const *) pa;
 	TaGroup    *b = *(TaGroup *const *) pb;
 	int			ka = must_keep(ta, a);
@@ -693,24 +695,31 @@ compare_groups(const void *pa, const void *pb, void *arg)
 		{
 			if (va.type == vb.type)
 				continue;
-			r = (va.type == SQLITE_NULL) == (sort->nulls_first != 0) ? -1 : 1;
-			return r;
+			return (va.type == SQLITE_NULL) == (sort->nulls_first != 0) ? -1 : 1;
 		}
 		if (sort->lo >= 0)
 		{
+			/*
+			 * A bigint sum, hi * 2^32 + lo with lo >= 0: compare hi plus the
+			 * carry of lo, then lo's low 32 bits.
+			 */
 			ShardValue	la,
 						lb;
-			__int128	ta128,
-						tb128;
 
 			group_value(ta, a, sort->lo, &la, NULL);
 			group_value(ta, b, sort->lo, &lb, NULL);
-			ta128 = (__int128) va.u.i * 4294967296 + la.u.i;
-			tb128 = (__int128) vb.u.i * 4294967296 + lb.u.i;
-			r = (ta128 > tb128) - (ta128 < tb128);
+			va.u.i += la.u.i >> 32;
+			vb.u.i += lb.u.i >> 32;
+			r = value_cmp(&va, &vb);
+			if (r == 0)
+			{
+				la.u.i &= 4294967295LL;
+				lb.u.i &= 4294967295LL;
+				r = value_cmp(&la, &lb);
+			}
 		}
 		else
-			r = compare_values(&va, &vb);
+			r = value_cmp(&va, &vb);
 		if (r != 0)
 			return sort->desc ? -r : r;
 	}
@@ -735,7 +744,9 @@ keep_first_groups(ThreadAgg *ta)
 		return 0;
 	for (g = ta->first; g; g = g->next_in_order)
 		ta->kept[n++] = g;
-	qsort_r(ta->kept, n, sizeof(TaGroup *), compare_groups, ta);
+	sorting = ta;
+	qsort(ta->kept, n, sizeof(TaGroup *), compare_groups);
+	sorting = NULL;
 	ta->nkept = 0;
 	while (ta->nkept < n &&
 		   (ta->nkept < bound || must_keep(ta, ta->kept[ta->nkept])))

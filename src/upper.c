@@ -46,7 +46,6 @@
  *-------------------------------------------------------------------------
  */
 #include "sqlite_shard_fdw.h"
-#include "compat.h"
 #include "threadagg.h"
 
 #include "access/table.h"
@@ -66,6 +65,7 @@
 #include "optimizer/tlist.h"
 #include "parser/parse_oper.h"
 #include "parser/parsetree.h"
+#include "rewrite/rewriteManip.h"
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
 #include "utils/formatting.h"
@@ -73,6 +73,8 @@
 #include "utils/pg_locale.h"
 #include "utils/ruleutils.h"
 #include "utils/selfuncs.h"
+
+#include "compat.h"
 
 /* GUC: push grouping and aggregates to the shards. */
 bool		shard_aggregate_pushdown = true;
@@ -410,6 +412,34 @@ add_output(ShardUpperInfo *info, Expr *expr, int op)
 }
 
 /*
+ * add_column_need
+ *		Note that a column must be declared to hold its type's storage
+ *		class: TEXT affinity for text (in a UTF-8 database if SQLite orders
+ *		it), numeric for numbers.
+ */
+static void
+add_column_need(ShardUpperInfo *info, Var *var, bool ordered)
+{
+	char		need;
+	RangeTblEntry *rte;
+	char	   *entry;
+	ListCell   *lc;
+
+	if (var->vartype == TEXTOID || var->vartype == VARCHAROID)
+		need = ordered ? SHARD_NEEDS_TEXT_ORDER : SHARD_NEEDS_TEXT;
+	else if (var->vartype == FLOAT8OID)
+		need = SHARD_NEEDS_NUMBER;
+	else
+		need = SHARD_NEEDS_INTEGER;
+	rte = planner_rt_fetch(var->varno, info->root);
+	entry = psprintf("%c%s", need, shard_column_name(rte->relid, var->varattno));
+	foreach(lc, info->needs)
+		if (strcmp(strVal(lfirst(lc)), entry) == 0)
+			return;
+	info->needs = lappend(info->needs, makeString(entry));
+}
+
+/*
  * add_need
  *		Note what an aggregate assumes of its column's declared affinity:
  *		sums read integers or numbers, min and max compare them, and text
@@ -419,29 +449,11 @@ add_output(ShardUpperInfo *info, Expr *expr, int op)
 static void
 add_need(ShardUpperInfo *info, Aggref *agg, int op)
 {
-	Var		   *arg;
-	char		need = 0;
-	RangeTblEntry *rte;
-	char	   *entry;
-	ListCell   *lc;
-
 	if (op == AGGOP_COUNT_STAR || op == AGGOP_COUNT ||
 		op == AGGOP_COUNT_DISTINCT || op == AGGOP_BOOL_AND ||
 		op == AGGOP_BOOL_OR)
 		return;
-	arg = agg_arg(agg, info->baserel);
-	if (arg->vartype == TEXTOID || arg->vartype == VARCHAROID)
-		need = SHARD_NEEDS_TEXT;
-	else if (arg->vartype == FLOAT8OID)
-		need = SHARD_NEEDS_NUMBER;
-	else
-		need = SHARD_NEEDS_INTEGER;
-	rte = planner_rt_fetch(arg->varno, info->root);
-	entry = psprintf("%c%s", need, shard_column_name(rte->relid, arg->varattno));
-	foreach(lc, info->needs)
-		if (strcmp(strVal(lfirst(lc)), entry) == 0)
-			return;
-	info->needs = lappend(info->needs, makeString(entry));
+	add_column_need(info, agg_arg(agg, info->baserel), true);
 }
 
 /*
@@ -510,6 +522,20 @@ needs_query_state(Node *node, void *context)
 		IsA(node, SubPlan) || IsA(node, Aggref) || IsA(node, WindowFunc))
 		return true;
 	return expression_tree_walker(node, needs_query_state, context);
+}
+
+/*
+ * first_shard_meets
+ *		Does the fleet's first shard declare its columns as needs says?
+ *		(Every shard is checked again when it is read.)
+ */
+static bool
+first_shard_meets(PlannerInfo *root, RelOptInfo *baserel, List *needs)
+{
+	Oid			relid = planner_rt_fetch(baserel->relid, root)->relid;
+
+	return shard_schema_meets(shard_server_options(GetForeignTable(relid)->serverid),
+							  shard_rel_table(baserel), needs);
 }
 
 /*
@@ -603,6 +629,7 @@ add_final_path(PlannerInfo *root, RelOptInfo *input_rel,
 	ShardUpperInfo *final;
 	Path	   *gpath;
 	ListCell   *lc;
+	ListCell   *lc_op;
 	double		rows;
 	Cost		startup;
 
@@ -626,6 +653,26 @@ add_final_path(PlannerInfo *root, RelOptInfo *input_rel,
 	final = palloc(sizeof(ShardUpperInfo));
 	*final = *info;
 	final->final = true;
+	final->needs = list_copy(info->needs);
+
+	/*
+	 * A shard's bound ranks its groups one by one, so no group may reach
+	 * the merge in pieces: key columns must be declared to hold their
+	 * type's storage class (so that 5 and '5' are one group), and float
+	 * keys (1 and 1.0, 0 and -0) are left to PostgreSQL.  Time buckets are
+	 * text SQLite computes, one form per bucket.
+	 */
+	forboth(lc, info->tlist, lc_op, info->ops)
+	{
+		Var		   *var = own_var(((TargetEntry *) lfirst(lc))->expr,
+								  info->baserel);
+
+		if (lfirst_int(lc_op) != AGGOP_KEY || var == NULL)
+			continue;
+		if (var->vartype == FLOAT8OID)
+			return;
+		add_column_need(final, var, false);
+	}
 	final->sort_clauses = NIL;
 	final->sort_pos = NIL;
 	final->sort_desc = NIL;
@@ -650,18 +697,31 @@ add_final_path(PlannerInfo *root, RelOptInfo *input_rel,
 		final->sort_pos = lappend_int(final->sort_pos, pos);
 		final->sort_desc = lappend_int(final->sort_desc, desc);
 		final->sort_colls = lappend_oid(final->sort_colls, coll);
+
+		/* SQLite orders a text key right in UTF-8 databases only. */
+		if (list_nth_int(info->ops, pos) == AGGOP_KEY &&
+			own_var(((TargetEntry *) list_nth(info->tlist, pos))->expr,
+					info->baserel) != NULL)
+			add_column_need(final,
+							own_var(((TargetEntry *) list_nth(info->tlist, pos))->expr,
+									info->baserel), true);
 	}
+	if (list_length(final->needs) > list_length(info->needs) &&
+		!first_shard_meets(root, info->baserel, final->needs))
+		return;
 	final->limit_offset = parse->limitOffset;
 	final->limit_count = parse->limitCount;
 
 	/*
 	 * The grouping's cost, less the merging of the groups the shards' bound
-	 * keeps back; sorting a shard's groups is cheap next to its scan.
+	 * keeps back (gpath's startup counts one operator per group); sorting a
+	 * shard's groups is cheap next to its scan.
 	 */
 	rows = gpath->rows;
 	if (extra->count_est > 0 && extra->count_est < rows)
 		rows = extra->count_est;
 	startup = gpath->startup_cost - (gpath->rows - rows) * cpu_operator_cost;
+	Assert(startup >= 0);
 	output_rel->fdw_private = final;
 	add_path(output_rel, (Path *)
 			 create_foreign_upper_path_compat(root, output_rel,
@@ -776,28 +836,25 @@ shardGetForeignUpperPaths(PlannerInfo *root, UpperRelationKind stage,
 	info->needs = shard_text_columns(root,
 									 extract_actual_clauses(shard_rel_remote_conds(input_rel), false),
 									 info->needs);
-	{
-		Oid			relid = planner_rt_fetch(input_rel->relid, root)->relid;
-
-		if (!shard_schema_meets(shard_server_options(GetForeignTable(relid)->serverid),
-								shard_rel_table(input_rel), info->needs))
-			return;
-	}
+	if (!first_shard_meets(root, input_rel, info->needs))
+		return;
 
 	input_rows = input_rel->rows;
 	groups = keys ? estimate_num_groups(root, keys, input_rows, NULL, NULL) : 1;
 
 	/*
-	 * The shards scan and group; the backend sees one row per group and
-	 * shard.  Cheaper than fetching every row, which is the point.
+	 * The shards scan and group; the backend merges one row per group and
+	 * shard before it returns the first.  Cheaper than fetching every row,
+	 * which is the point.
 	 */
-	startup = 25.0 + input_rel->tuples * cpu_operator_cost * 0.25;
+	startup = 25.0 + input_rel->tuples * cpu_operator_cost * 0.25 +
+		groups * cpu_operator_cost;
 	total = startup + groups * cpu_tuple_cost;
 
 	output_rel->fdw_private = info;
 	add_path(output_rel, (Path *)
 			 create_foreign_upper_path_compat(root, output_rel, target, groups,
-									   startup, total, NIL, NULL, NIL));
+											  startup, total, NIL, NULL, NIL));
 }
 
 /*
@@ -1038,13 +1095,24 @@ partial_cols(SelectList *sl, PlannerInfo *root, Aggref *agg, int op,
 }
 
 /*
+ * append_failing
+ *		Add a condition to the "group the merge rejects" term of a shard's
+ *		ORDER BY (a NULL condition counts as false).
+ */
+static void
+append_failing(StringInfo sql, const char *cond)
+{
+	appendStringInfo(sql, "%sifnull(%s, 0)", sql->len > 0 ? " OR " : "(", cond);
+}
+
+/*
  * final_order
  *		What a final path's scan needs to sort and limit (the
  *		FdwScanOrder* list, see sqlite_shard_fdw.h): the merge's sort keys,
  *		the ORDER BY each shard runs, the same order for thread
  *		aggregation, the LIMIT and OFFSET values, and the order as EXPLAIN
- *		shows it.  Groups that make the query fail (guard_col) come first in
- *		each shard, so that no bound hides them.
+ *		shows it.  Groups the merge rejects come first in each shard, so
+ *		that no bound hides the error.
  */
 static List *
 final_order(ShardUpperInfo *info, SelectList *sl, List *cols, int guard_col)
@@ -1066,9 +1134,30 @@ final_order(ShardUpperInfo *info, SelectList *sl, List *cols, int guard_col)
 
 	initStringInfo(&sql);
 	initStringInfo(&text);
+
+	/*
+	 * First the groups the merge rejects: values of the wrong storage class
+	 * (the guard), unreadable booleans, finite double precision values
+	 * adding up to infinity.
+	 */
 	if (guard_col >= 0)
-		appendStringInfo(&sql, "ifnull((%s) > 0, 0) DESC",
-						 (char *) list_nth(sl->exprs, guard_col));
+		append_failing(&sql, psprintf("(%s) > 0",
+									  (char *) list_nth(sl->exprs, guard_col)));
+	forboth(lc1, info->ops, lc2, cols)
+	{
+		List	   *c = lfirst(lc2);
+
+		if (lfirst_int(lc1) == AGGOP_BOOL_AND || lfirst_int(lc1) == AGGOP_BOOL_OR)
+			append_failing(&sql, psprintf("(%s) > 0",
+										  (char *) list_nth(sl->exprs, lsecond_int(c))));
+		else if (lfirst_int(lc1) == AGGOP_SUM_FLOAT ||
+				 lfirst_int(lc1) == AGGOP_AVG_FLOAT)
+			append_failing(&sql, psprintf("abs(%s) = 9e999 AND (%s) = 0",
+										  (char *) list_nth(sl->exprs, linitial_int(c)),
+										  (char *) list_nth(sl->exprs, lthird_int(c))));
+	}
+	if (sql.len > 0)
+		appendStringInfoString(&sql, ") DESC");
 	forfour(lc1, info->sort_clauses, lc2, info->sort_pos, lc3, info->sort_desc,
 			lc4, info->sort_colls)
 	{
@@ -1082,6 +1171,7 @@ final_order(ShardUpperInfo *info, SelectList *sl, List *cols, int guard_col)
 		const char *dir = psprintf("%s%s", desc ? " DESC" : "",
 								   sgc->nulls_first ? " NULLS FIRST" : " NULLS LAST");
 		Oid			type = exprType((Node *) tle->expr);
+		Node	   *expr;
 
 		attnos = lappend_int(attnos, pos + 1);
 		sortops = lappend_oid(sortops, sgc->sortop);
@@ -1114,10 +1204,11 @@ final_order(ShardUpperInfo *info, SelectList *sl, List *cols, int guard_col)
 		ta_sorts = lappend_int(ta_sorts, desc);
 		ta_sorts = lappend_int(ta_sorts, sgc->nulls_first);
 
-		/* As EXPLAIN shows a Sort node's keys. */
+		/* As EXPLAIN shows a Sort node's keys; the context knows one table. */
+		expr = copyObject((Node *) tle->expr);
+		ChangeVarNodes(expr, info->baserel->relid, 1, 0);
 		appendStringInfo(&text, "%s%s%s%s%s", text.len > 0 ? ", " : "",
-						 deparse_expression((Node *) tle->expr, dpcontext,
-											false, false),
+						 deparse_expression(expr, dpcontext, false, false),
 						 coll != exprCollation((Node *) tle->expr) ?
 						 psprintf(" COLLATE %s", generate_collation_name(coll)) : "",
 						 desc ? " DESC" : "",
@@ -1190,6 +1281,15 @@ shard_upper_plan(PlannerInfo *root, RelOptInfo *upperrel, List *tlist,
 										 own_var(lsecond(((FuncExpr *) tle->expr)->args),
 												 baserel));
 				guard_timestamp(&sl, ts.data);
+			}
+			else if (info->final)
+			{
+				/* a shard's bound must not hide a key the merge rejects */
+				StringInfoData kc;
+
+				initStringInfo(&kc);
+				shard_deparse_column_ref(&kc, root, own_var(tle->expr, baserel));
+				guard_column(&sl, kc.data, exprType((Node *) tle->expr));
 			}
 			cols = lappend(cols, list_make1_int(select_col(&sl, key.data,
 														   TA_KEY, key.data,
