@@ -45,6 +45,7 @@ typedef struct TaGroup
 	uint32_t	hash;
 	ShardValue *keys;			/* nkeys values, text and blobs copied */
 	TaAcc	   *accs;			/* ncols */
+	int			key_bad;		/* guards on key columns the keys fail */
 	struct TaGroup *next_in_order;
 } TaGroup;
 
@@ -53,6 +54,9 @@ struct ThreadAgg
 	const ThreadAggSpec *spec;
 	int			nkeys;
 	int		   *key_raw;		/* raw column of each key */
+	char	   *key_guard;		/* per guard: it checks a key column, whose
+								 * value is the same in every row of a
+								 * group, so it runs once per group */
 	TaGroup   **slots;
 	long		nslots;
 	long		ngroups;
@@ -195,6 +199,26 @@ value_cmp(const ShardValue *a, const ShardValue *b)
 }
 
 /*
+ * guard_passes
+ *		Is a value of a storage class (and range) the guard allows?
+ */
+static int
+guard_passes(const ThreadAggGuard *gd, const ShardValue *gv)
+{
+	int			t = gv->type;
+
+	if (gd->ok & TA_OK_TRUE)
+		return t == SQLITE_INTEGER && gv->u.i == 1;
+	if (t == SQLITE_NULL ||
+		(t == SQLITE_FLOAT && (gd->ok & TA_OK_FLOAT)) ||
+		(t == SQLITE_TEXT && (gd->ok & TA_OK_TEXT) &&
+		 shardio_utf8_ok((const unsigned char *) gv->u.p, gv->len)))
+		return 1;
+	return t == SQLITE_INTEGER && (gd->ok & TA_OK_INTEGER) &&
+		(gd->lo > gd->hi || (gv->u.i >= gd->lo && gv->u.i <= gd->hi));
+}
+
+/*
  * threadagg_create
  *		An empty aggregation; NULL when memory runs out.  A spec without
  *		keys has its one group from the start, as an aggregate without
@@ -230,10 +254,19 @@ threadagg_create(const ThreadAggSpec *spec)
 		if (spec->guards[c].raw + 1 > ta->nraw)
 			ta->nraw = spec->guards[c].raw + 1;
 	ta->rawrow = calloc(ta->nraw + 1, sizeof(ShardValue));
-	if (ta->rawrow == NULL)
+	ta->key_guard = calloc(spec->nguards + 1, 1);
+	if (ta->rawrow == NULL || ta->key_guard == NULL)
 	{
 		threadagg_free(ta);
 		return NULL;
+	}
+	for (c = 0; c < spec->nguards; c++)
+	{
+		int			k;
+
+		for (k = 0; k < ta->nkeys; k++)
+			if (spec->guards[c].raw == ta->key_raw[k])
+				ta->key_guard[c] = 1;
 	}
 	return ta;
 }
@@ -263,6 +296,11 @@ new_group(ThreadAgg *ta, uint32_t hash)
 	for (k = 0; k < ta->nkeys; k++)
 		if (!value_copy(&g->keys[k], &ta->rawrow[ta->key_raw[k]]))
 			return NULL;
+	for (k = 0; k < ta->spec->nguards; k++)
+		if (ta->key_guard[k] &&
+			!guard_passes(&ta->spec->guards[k],
+						  &ta->rawrow[ta->spec->guards[k].raw]))
+			g->key_bad++;
 	if (ta->last)
 		ta->last->next_in_order = g;
 	else
@@ -438,29 +476,11 @@ add_row(ThreadAgg *ta, TaGroup *g)
 					int			gi;
 
 					for (gi = 0; gi < spec->nguards; gi++)
-					{
-						const ThreadAggGuard *gd = &spec->guards[gi];
-						const ShardValue *gv = &ta->rawrow[gd->raw];
-						int			t = gv->type;
-
-						if (gd->ok & TA_OK_TRUE)
-						{
-							if (t != SQLITE_INTEGER || gv->u.i != 1)
-								acc->i++;
-							continue;
-						}
-						if (t == SQLITE_NULL ||
-							(t == SQLITE_FLOAT && (gd->ok & TA_OK_FLOAT)) ||
-							(t == SQLITE_TEXT && (gd->ok & TA_OK_TEXT) &&
-							 shardio_utf8_ok((const unsigned char *) gv->u.p,
-											 gv->len)))
-							continue;
-						if (t == SQLITE_INTEGER && (gd->ok & TA_OK_INTEGER) &&
-							(gd->lo > gd->hi ||
-							 (gv->u.i >= gd->lo && gv->u.i <= gd->hi)))
-							continue;
-						acc->i++;
-					}
+						if (!ta->key_guard[gi] &&
+							!guard_passes(&spec->guards[gi],
+										  &ta->rawrow[spec->guards[gi].raw]))
+							acc->i++;
+					acc->i += g->key_bad;
 					acc->has = 1;
 					break;
 				}
@@ -847,6 +867,7 @@ threadagg_free(ThreadAgg *ta)
 		g = next;
 	}
 	free(ta->kept);
+	free(ta->key_guard);
 	free(ta->slots);
 	free(ta->key_raw);
 	free(ta->rawrow);
