@@ -156,10 +156,14 @@ typedef struct ShardScanState
 	bool		limit_zero;		/* LIMIT 0: nothing to read */
 	int64		shard_bound;	/* OFFSET + LIMIT for each shard; -1: none */
 
-	MemoryContext row_cxt;		/* reset for every row */
+	MemoryContext row_cxt;		/* converted rows, reset every
+								 * ROW_MEMORY_LIMIT bytes */
 	int			cur_col;		/* column being converted, for errors */
 	sqlite3_int64 cur_rowid;
 } ShardScanState;
+
+/* Bytes converted rows may hold before the row context is reset. */
+#define ROW_MEMORY_LIMIT	(256 * 1024)
 
 /*
  * scan_error_callback
@@ -1345,7 +1349,14 @@ shardIterateForeignScan(ForeignScanState *node)
 			int			i = 0;
 
 			s->batch_row++;
-			MemoryContextReset(s->row_cxt);
+
+			/*
+			 * The previous row is dead now; resetting for every row costs
+			 * more than the few bytes each leaves, so reset once they add
+			 * up.
+			 */
+			if (MemoryContextMemAllocated(s->row_cxt, false) > ROW_MEMORY_LIMIT)
+				MemoryContextReset(s->row_cxt);
 			oldcxt = MemoryContextSwitchTo(s->row_cxt);
 			ExecClearTuple(slot);
 			memset(slot->tts_isnull, true,
