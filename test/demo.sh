@@ -65,9 +65,14 @@ EXPLAIN (VERBOSE, COSTS OFF)
 SELECT status, count(*), sum(amount_cents) FROM orders
 GROUP BY status ORDER BY status;
 
--- The biggest tenants, and one tenant's customers by country.
+-- The biggest tenants: each shard returns only its own first five.
 SELECT tenant_id, count(*) AS orders, sum(amount_cents) AS cents
-FROM orders GROUP BY tenant_id ORDER BY orders DESC, tenant_id LIMIT 5;
+FROM orders GROUP BY tenant_id ORDER BY cents DESC LIMIT 5;
+EXPLAIN (VERBOSE, COSTS OFF)
+SELECT tenant_id, count(*) AS orders, sum(amount_cents) AS cents
+FROM orders GROUP BY tenant_id ORDER BY cents DESC LIMIT 5;
+
+-- One tenant's customers by country.
 SELECT country, count(*) FROM customers WHERE tenant_id = :'tenant'
 GROUP BY country ORDER BY country;
 SQL
