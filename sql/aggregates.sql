@@ -597,12 +597,13 @@ SELECT tenant_id, f, count(*) FROM sales GROUP BY tenant_id, f ORDER BY 3 LIMIT 
 -- ===================================================================
 -- What a shard's bound needs of the shards, on a fleet of two: keys
 -- declared with their type's affinity (t.k holds '10', '100' and 7, '9'
--- in an untyped column: ordered as integers only by PostgreSQL), text
--- ordered only in UTF-8 databases (u.db is UTF-16: é sorts before Ā in
--- code points, after it in UTF-16 bytes), and no double precision sum
--- overflowing in a group the bound would drop.
+-- in an untyped column: ordered as integers only by PostgreSQL; u.db
+-- declares kb.tenant_id without a type), text ordered only in UTF-8
+-- databases (u.db is UTF-16: é sorts before Ā in code points, after it in
+-- UTF-16 bytes), no double precision sum overflowing in a group the bound
+-- would drop, no varchar(n) key (vc), no invalid text counted (bt).
 -- ===================================================================
-\! mkdir -p /tmp/ssfdw_regress/aggregates/topn && cd /tmp/ssfdw_regress/aggregates/topn && rm -f *.db && sqlite3 t.db "CREATE TABLE kv(tenant_id TEXT, k); INSERT INTO kv VALUES ('a', '10'), ('a', '100'), ('a', '100'); CREATE TABLE u(tenant_id TEXT, name TEXT); CREATE TABLE fs(tenant_id TEXT, f REAL); INSERT INTO fs VALUES ('a', 1e308), ('a', 1e308), ('c', 1), ('c', 1), ('c', 1)" && sqlite3 u.db "PRAGMA encoding = 'UTF-16le'; CREATE TABLE kv(tenant_id TEXT, k); INSERT INTO kv VALUES ('b', 7), ('b', '9'); CREATE TABLE u(tenant_id TEXT, name TEXT); INSERT INTO u VALUES ('b', 'é1'), ('b', 'é2'), ('b', 'Ā1'), ('b', 'Ā2'); CREATE TABLE fs(tenant_id TEXT, f REAL); INSERT INTO fs VALUES ('b', 1)" && sqlite3 directory.db "CREATE TABLE shards(shard_id TEXT PRIMARY KEY, path TEXT NOT NULL UNIQUE); CREATE TABLE shard_map(tenant_id TEXT PRIMARY KEY, shard_id TEXT NOT NULL, status TEXT NOT NULL DEFAULT 'ACTIVE', target_shard_id TEXT, updated_at INTEGER NOT NULL); INSERT INTO shards VALUES ('t1', 't.db'), ('u16', 'u.db'); INSERT INTO shard_map VALUES ('a', 't1', 'ACTIVE', NULL, 0), ('b', 'u16', 'ACTIVE', NULL, 0), ('c', 't1', 'ACTIVE', NULL, 0)" && chown -R postgres:postgres /tmp/ssfdw_regress/aggregates/topn
+\! mkdir -p /tmp/ssfdw_regress/aggregates/topn && cd /tmp/ssfdw_regress/aggregates/topn && rm -f *.db && sqlite3 t.db "CREATE TABLE kv(tenant_id TEXT, k); INSERT INTO kv VALUES ('a', '10'), ('a', '100'), ('a', '100'); CREATE TABLE u(tenant_id TEXT, name TEXT); CREATE TABLE fs(tenant_id TEXT, f REAL); INSERT INTO fs VALUES ('a', 1e308), ('a', 1e308), ('c', 1), ('c', 1), ('c', 1); CREATE TABLE kb(tenant_id TEXT, n INTEGER); INSERT INTO kb VALUES ('a', 5), ('c', 7); CREATE TABLE vc(tenant_id TEXT, name TEXT); INSERT INTO vc VALUES ('a', 'n0'), ('a', 'n0 '), ('a', 'n0  '), ('c', 'n0'), ('c', 'n0'); CREATE TABLE bt(tenant_id TEXT, name TEXT); INSERT INTO bt VALUES ('a', 'ok'), ('c', CAST(x'ff' AS TEXT))" && sqlite3 u.db "PRAGMA encoding = 'UTF-16le'; CREATE TABLE kv(tenant_id TEXT, k); INSERT INTO kv VALUES ('b', 7), ('b', '9'); CREATE TABLE u(tenant_id TEXT, name TEXT); INSERT INTO u VALUES ('b', 'é1'), ('b', 'é2'), ('b', 'Ā1'), ('b', 'Ā2'); CREATE TABLE fs(tenant_id TEXT, f REAL); INSERT INTO fs VALUES ('b', 1); CREATE TABLE kb(tenant_id, n INTEGER); INSERT INTO kb VALUES ('b', 6), ('d', 1); CREATE TABLE vc(tenant_id TEXT, name TEXT); CREATE TABLE bt(tenant_id TEXT, name TEXT)" && sqlite3 directory.db "CREATE TABLE shards(shard_id TEXT PRIMARY KEY, path TEXT NOT NULL UNIQUE); CREATE TABLE shard_map(tenant_id TEXT PRIMARY KEY, shard_id TEXT NOT NULL, status TEXT NOT NULL DEFAULT 'ACTIVE', target_shard_id TEXT, updated_at INTEGER NOT NULL); INSERT INTO shards VALUES ('t1', 't.db'), ('u16', 'u.db'); INSERT INTO shard_map VALUES ('a', 't1', 'ACTIVE', NULL, 0), ('b', 'u16', 'ACTIVE', NULL, 0), ('c', 't1', 'ACTIVE', NULL, 0), ('d', 'u16', 'ACTIVE', NULL, 0)" && chown -R postgres:postgres /tmp/ssfdw_regress/aggregates/topn
 CREATE SERVER agg_topn FOREIGN DATA WRAPPER sqlite_shard_fdw
   OPTIONS (directory '/tmp/ssfdw_regress/aggregates/topn/directory.db');
 CREATE FOREIGN TABLE topn_kv (tenant_id text, k int) SERVER agg_topn
@@ -619,6 +620,37 @@ SELECT * FROM regress_modes($$SELECT tenant_id, k, count(*) FROM topn_kv GROUP B
 SELECT * FROM regress_modes($$SELECT name COLLATE "C" FROM topn_u WHERE name > 'é1' COLLATE "C"$$);
 SELECT * FROM regress_modes($$SELECT max(name COLLATE "C"), min(name COLLATE "C") FROM topn_u$$);
 SELECT * FROM regress_modes($$SELECT tenant_id, max(name COLLATE "C") FROM topn_u GROUP BY tenant_id ORDER BY 2 DESC LIMIT 1$$);
+-- equality needs no UTF-8: these stay pushed on the UTF-16 shard
+SELECT * FROM regress_modes($$SELECT count(*) FROM topn_u WHERE name = 'é1'$$);
+SELECT * FROM regress_modes($$SELECT count(*), count(name) FROM topn_u WHERE tenant_id = 'b'$$);
+SELECT * FROM regress_modes($$SELECT name, count(*) FROM topn_u WHERE tenant_id = 'b' GROUP BY name$$);
+-- a shard that cannot be bounded (text order on u16, an untyped key there)
+-- returns all its groups; the others are bounded
+SELECT * FROM regress_modes($$SELECT tenant_id, count(*) FROM topn_u GROUP BY tenant_id ORDER BY 2 DESC, tenant_id COLLATE "C" LIMIT 1$$);
+CREATE FOREIGN TABLE topn_kb (tenant_id text, n int) SERVER agg_topn
+  OPTIONS (table 'kb');
+EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF)
+SELECT tenant_id, sum(n) FROM topn_kb GROUP BY tenant_id ORDER BY 2 DESC LIMIT 1;
+SELECT * FROM regress_modes($$SELECT tenant_id, sum(n) FROM topn_kb GROUP BY tenant_id ORDER BY 2 DESC LIMIT 1$$);
+SELECT * FROM regress_modes($$SELECT tenant_id, sum(n) FROM topn_kb GROUP BY tenant_id ORDER BY 2 LIMIT 1$$);
+-- an output computed from the groups (here failing on b, with one row) is
+-- computed by PostgreSQL for every group
+EXPLAIN (COSTS OFF)
+SELECT tenant_id, 100 / (count(*) - 1) FROM topn_fs GROUP BY tenant_id ORDER BY count(*) DESC LIMIT 1;
+SELECT * FROM regress_modes($$SELECT tenant_id, 100 / (count(*) - 1) FROM topn_fs GROUP BY tenant_id ORDER BY count(*) DESC LIMIT 1$$);
+-- varchar(n) drops trailing spaces beyond n: 'n0', 'n0 ', 'n0  ' are one
+-- value, so no pushed grouping or min/max of it
+CREATE FOREIGN TABLE topn_vc (tenant_id text, name varchar(2)) SERVER agg_topn
+  OPTIONS (table 'vc');
+SELECT * FROM regress_modes($$SELECT tenant_id, name, count(*) FROM topn_vc GROUP BY tenant_id, name ORDER BY 3 DESC LIMIT 1$$);
+SELECT * FROM regress_modes($$SELECT count(DISTINCT name), max(name COLLATE "C") FROM topn_vc$$);
+EXPLAIN (COSTS OFF)
+SELECT tenant_id, name, count(*) FROM topn_vc GROUP BY tenant_id, name;
+-- count() of text reads it: invalid UTF-8 is an error, as in the rows
+CREATE FOREIGN TABLE topn_bt (tenant_id text, name text) SERVER agg_topn
+  OPTIONS (table 'bt');
+SELECT * FROM regress_modes($$SELECT count(name) FROM topn_bt$$);
+SELECT * FROM regress_modes($$SELECT count(*) FROM topn_bt$$);
 -- the overflowing group (a) comes back, whatever the order
 SELECT * FROM regress_modes($$SELECT tenant_id, sum(f), count(*) FROM topn_fs GROUP BY tenant_id ORDER BY count(*) LIMIT 1$$);
 SELECT * FROM regress_modes($$SELECT tenant_id, sum(f), count(*) FROM topn_fs GROUP BY tenant_id ORDER BY count(*) DESC LIMIT 1$$);

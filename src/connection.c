@@ -37,6 +37,8 @@ struct ShardConn
 	int			refcount;		/* scans using the handle now */
 	bool		in_xact;		/* a read transaction is open */
 	bool		xact_scoped;	/* ... and lasts for the transaction */
+	int			utf8;			/* the database is UTF-8: 1, 0, or -1 not
+								 * asked yet */
 	TimestampTz xact_stmt;		/* start of the statement that began it */
 	int			lent;			/* fan-out workers reading through it */
 	int			open_stmts;		/* statements of live scans: never close */
@@ -376,6 +378,7 @@ shard_conn_get(ShardServerOptions *opts, ShardInfo *shard, bool missing_ok)
 		conn->open_stmts = 0;
 		conn->in_xact = false;
 		conn->xact_scoped = false;
+		conn->utf8 = -1;
 		{
 			struct stat st;
 
@@ -576,26 +579,28 @@ affinity_satisfies(char need, char have)
 }
 
 /*
- * conn_is_utf8
- *		Is the shard's database encoded in UTF-8?
+ * shard_conn_is_utf8
+ *		Is the shard's database encoded in UTF-8?  Asked once per handle.
  */
-static bool
-conn_is_utf8(ShardConn *conn)
+bool
+shard_conn_is_utf8(ShardConn *conn)
 {
 	sqlite3_stmt *stmt;
-	bool		utf8 = false;
 
+	if (conn->utf8 >= 0)
+		return conn->utf8 == 1;
 	if (sqlite3_prepare_v2(conn->db, "PRAGMA encoding", -1, &stmt,
 						   NULL) != SQLITE_OK)
 		return false;
+	conn->utf8 = 0;
 	if (sqlite3_step(stmt) == SQLITE_ROW)
 	{
 		const char *enc = (const char *) sqlite3_column_text(stmt, 0);
 
-		utf8 = (enc != NULL && strcmp(enc, "UTF-8") == 0);
+		conn->utf8 = (enc != NULL && strcmp(enc, "UTF-8") == 0);
 	}
 	sqlite3_finalize(stmt);
-	return utf8;
+	return conn->utf8 == 1;
 }
 
 /*
@@ -628,7 +633,7 @@ conn_column_affinity(ShardConn *conn, const char *table, const char *col)
 	sqlite3_finalize(stmt);
 
 	/* 'U': TEXT in a UTF-16 database (see affinity_satisfies) */
-	if (aff == 'T' && !conn_is_utf8(conn))
+	if (aff == 'T' && !shard_conn_is_utf8(conn))
 		aff = 'U';
 	if (aff != 0)
 	{

@@ -601,15 +601,8 @@ parse_sqlite_datetime(const char *str, int len, int64 *usecs)
 			break;
 	}
 
-	/*
-	 * Four-digit years keep every result far inside the int64 range (and
-	 * inside timestamp's), so plain arithmetic is safe here.
-	 */
-	*usecs = (int64) (date2j(dt.year, dt.month, dt.day) - POSTGRES_EPOCH_JDATE) *
-		USECS_PER_DAY +
-		((int64) (dt.hour * MINS_PER_HOUR + dt.minute) * SECS_PER_MINUTE +
-		 dt.second - dt.offset) * USECS_PER_SEC +
-		dt.fraction;
+	/* the same arithmetic as the reading threads' (shardio.c) */
+	*usecs = shardio_datetime_usecs(&dt);
 	return SQLITE_DT_OK;
 }
 

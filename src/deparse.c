@@ -499,42 +499,77 @@ shard_deparse_column_ref(StringInfo buf, PlannerInfo *root, Var *var)
 	shard_quote_identifier(buf, shard_column_name(rte->relid, var->varattno));
 }
 
+/* What text_columns_walker collects. */
+typedef struct TextColumnsContext
+{
+	PlannerInfo *root;
+	List	   *needs;
+	bool		ordered;		/* under an ordering comparison */
+} TextColumnsContext;
+
+/*
+ * text_columns_walker
+ *		Note each text column, as ordered when an ordering comparison (<,
+ *		<=, >, >=) reads it.
+ */
+static bool
+text_columns_walker(Node *node, TextColumnsContext *cxt)
+{
+	if (node == NULL)
+		return false;
+	if (IsA(node, OpExpr))
+	{
+		char	   *name = get_opname(((OpExpr *) node)->opno);
+		bool		saved = cxt->ordered;
+		bool		result;
+
+		if (name && (strcmp(name, "<") == 0 || strcmp(name, "<=") == 0 ||
+					 strcmp(name, ">") == 0 || strcmp(name, ">=") == 0))
+			cxt->ordered = true;
+		result = expression_tree_walker(node, text_columns_walker, cxt);
+		cxt->ordered = saved;
+		return result;
+	}
+	if (IsA(node, Var))
+	{
+		Var		   *var = (Var *) node;
+		RangeTblEntry *rte;
+		char	   *name;
+		ListCell   *lc;
+
+		if (var->varattno <= 0 ||
+			(var->vartype != TEXTOID && var->vartype != VARCHAROID))
+			return false;
+		rte = planner_rt_fetch(var->varno, cxt->root);
+		name = psprintf("%c%s",
+						cxt->ordered ? SHARD_NEEDS_TEXT_ORDER : SHARD_NEEDS_TEXT,
+						shard_column_name(rte->relid, var->varattno));
+		foreach(lc, cxt->needs)
+			if (strcmp(strVal(lfirst(lc)), name) == 0)
+				return false;
+		cxt->needs = lappend(cxt->needs, makeString(name));
+		return false;
+	}
+	return expression_tree_walker(node, text_columns_walker, cxt);
+}
+
 /*
  * shard_text_columns
- *		Add to needs (a List of String) a SHARD_NEEDS_TEXT_ORDER entry for
- *		each text column that expressions use: a shard must declare them
- *		with TEXT affinity, in a UTF-8 database, for SQLite to compare them
- *		as PostgreSQL does (equality alone would not need UTF-8; this is
- *		the simpler rule).
+ *		Add to needs (a List of String) an entry for each text column that
+ *		expressions use: a shard must declare them with TEXT affinity for
+ *		SQLite to compare them as PostgreSQL does (SHARD_NEEDS_TEXT), in a
+ *		UTF-8 database where it orders them (SHARD_NEEDS_TEXT_ORDER).
  */
 List *
 shard_text_columns(PlannerInfo *root, List *exprs, List *needs)
 {
-	List	   *vars = pull_var_clause((Node *) exprs, PVC_RECURSE_AGGREGATES |
-									   PVC_RECURSE_PLACEHOLDERS);
-	ListCell   *lc;
+	TextColumnsContext cxt;
 
-	foreach(lc, vars)
-	{
-		Var		   *var = (Var *) lfirst(lc);
-		RangeTblEntry *rte;
-		char	   *name;
-		ListCell   *lc2;
-		bool		found = false;
-
-		if (!IsA(var, Var) || var->varattno <= 0 ||
-			(var->vartype != TEXTOID && var->vartype != VARCHAROID))
-			continue;
-		rte = planner_rt_fetch(var->varno, root);
-		name = psprintf("%c%s", SHARD_NEEDS_TEXT_ORDER,
-						shard_column_name(rte->relid, var->varattno));
-		foreach(lc2, needs)
-			if (strcmp(strVal(lfirst(lc2)), name) == 0)
-				found = true;
-		if (!found)
-			needs = lappend(needs, makeString(name));
-	}
-	return needs;
+	cxt.root = root;
+	cxt.needs = needs;
+	cxt.ordered = false;
+	(void) text_columns_walker((Node *) exprs, &cxt);
+	return cxt.needs;
 }
 
 /*

@@ -246,7 +246,7 @@ shard_reader_start(const FanoutJob *job)
 	r->job = job;
 	if (job->agg)
 	{
-		r->agg = threadagg_create(job->agg);
+		r->agg = threadagg_create(job->agg, job->agg_bound);
 		if (r->agg == NULL)
 		{
 			free(r);

@@ -31,6 +31,7 @@ typedef struct FanoutJob
 {
 	sqlite3_stmt *stmt;
 	const ThreadAggSpec *agg;
+	long long	agg_bound;		/* groups agg returns, or -1 (threadagg.c) */
 	const char *fallback_sql;
 	const ShardValue *binds;
 	int			nbinds;

@@ -70,6 +70,8 @@ typedef struct ShardTarget
 	sqlite3_stmt *stmt;
 	bool		with_rowid;		/* the query's first column is rowid */
 	bool		degraded;		/* conditions evaluated by PostgreSQL */
+	bool		unbounded;		/* returns all its groups: it does not
+								 * declare columns as the bound needs */
 	bool		lent;			/* a fan-out worker reads it */
 	FanoutJob	job;			/* what the reader runs */
 	ShardValue *binds;			/* the values bound, planned and run-time */
@@ -293,7 +295,6 @@ init_thread_agg(ShardScanState *s, List *priv)
 		spec->guards[i].hi = list_nth_int(guards, 4 * i + 3);
 	}
 	spec->max_groups = THREAD_AGG_MAX_GROUPS;
-	spec->bound = -1;
 	s->agg_spec = spec;
 }
 
@@ -401,8 +402,6 @@ eval_limit(ForeignScanState *node)
 	shard_merge_set_limit(s->merge, offset, count);
 	s->shard_bound = (count >= 0 && offset <= PG_INT64_MAX - count) ?
 		offset + count : -1;
-	if (s->agg_spec)
-		s->agg_spec->bound = s->shard_bound;
 	s->limit_zero = (count == 0);
 	s->limit_ready = true;
 }
@@ -879,13 +878,14 @@ append_tenant_list(ShardScanState *s, StringInfo sql, List *ids, bool negate,
 /*
  * append_group_sql
  *		The GROUP BY of an aggregate scan's shard query, and the ORDER BY
- *		and LIMIT that bound each shard's groups when the scan limits.
+ *		and LIMIT that bound each shard's groups when the scan limits (t:
+ *		unless that shard cannot be bounded; NULL: as EXPLAIN shows it).
  */
 static void
-append_group_sql(StringInfo sql, ShardScanState *s)
+append_group_sql(StringInfo sql, ShardScanState *s, ShardTarget *t)
 {
 	appendStringInfoString(sql, s->group_sql);
-	if (s->shard_bound >= 0)
+	if (s->shard_bound >= 0 && (t == NULL || !t->unbounded))
 		appendStringInfo(sql, "%s%s LIMIT " INT64_FORMAT,
 						 s->order_sql[0] ? " ORDER BY " : "",
 						 s->order_sql, s->shard_bound);
@@ -929,7 +929,7 @@ build_shard_sql(ShardScanState *s, ShardTarget *t, bool raw, List **extra)
 	if (where.len > 0)
 		appendStringInfo(&sql, " WHERE %s", where.data);
 	if (!raw)
-		append_group_sql(&sql, s);
+		append_group_sql(&sql, s, t);
 	return sql.data;
 }
 
@@ -1013,9 +1013,18 @@ start_shard(ForeignScanState *node, ShardTarget *t)
 					(errcode(ERRCODE_FDW_INVALID_DATA_TYPE),
 					 errmsg("cannot aggregate table \"%s\" inside shard \"%s\"",
 							s->topts->table, t->info.shard_id),
+					 shard_conn_is_utf8(t->conn) ?
 					 errdetail("The shard declares column \"%s\" with another type than the first shard, so SQLite would not compute the aggregate as PostgreSQL does.",
+							   bad) :
+					 errdetail("The shard's database is UTF-16, where SQLite orders text in column \"%s\" otherwise than PostgreSQL does.",
 							   bad),
 					 errhint("Declare the column alike in every shard, or set \"sqlite_shard_fdw.aggregate_pushdown\" to off.")));
+
+		/* A shard the bound cannot rely on returns all its groups. */
+		t->unbounded = (s->order != NIL &&
+						shard_conn_affinity_mismatch(t->conn, s->topts->table,
+													 list_nth(s->order,
+															  FdwScanOrderBoundNeeds)) != NULL);
 	}
 
 	for (;;)
@@ -1067,6 +1076,7 @@ start_shard(ForeignScanState *node, ShardTarget *t)
 		List	   *ignored;
 
 		t->job.agg = s->agg_spec;
+		t->job.agg_bound = t->unbounded ? -1 : s->shard_bound;
 		t->job.fallback_sql = build_shard_sql(s, t, false, &ignored);
 		t->job.binds = t->binds;
 		t->job.nbinds = t->nbinds;
@@ -1574,7 +1584,7 @@ shardExplainForeignScan(ForeignScanState *node, ExplainState *es)
 		if (s->where_sql[0] != '\0')
 			appendStringInfo(&sql, " WHERE %s", s->where_sql);
 		if (s->agg_spec == NULL)
-			append_group_sql(&sql, s);
+			append_group_sql(&sql, s, NULL);
 		ExplainPropertyText("SQLite query", sql.data, es);
 	}
 

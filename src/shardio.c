@@ -581,6 +581,23 @@ days_from_civil(int y, int m, int d)
 }
 
 /*
+ * shardio_datetime_usecs
+ *		A date and time read by shardio_parse_datetime, as microseconds
+ *		since 2000-01-01 UTC (PostgreSQL's timestamp).  Four-digit years
+ *		keep every result far inside the int64 range.
+ */
+long long
+shardio_datetime_usecs(const ShardDatetime *dt)
+{
+	/* days since 2000-01-01, the PostgreSQL epoch */
+	long long	days = days_from_civil(dt->year, dt->month, dt->day) - 10957;
+
+	return days * 86400000000LL +
+		((long long) (dt->hour * 60 + dt->minute) * 60 + dt->second -
+		 dt->offset) * 1000000LL + dt->fraction;
+}
+
+/*
  * prepare_value
  *		Do on the reading thread the checks and parsing the backend would do
  *		to a fetched value (convert.c), so that it only takes the result:
@@ -597,14 +614,9 @@ prepare_value(ShardValue *v, int prep)
 	if (prep == SHARDIO_PREP_TIME &&
 		shardio_parse_datetime(v->u.p, v->len, &dt) == SHARDIO_DT_OK)
 	{
-		/* days since 2000-01-01, the PostgreSQL epoch */
-		long long	days = days_from_civil(dt.year, dt.month, dt.day) - 10957;
-
 		v->type = SHARDIO_TIME;
 		v->len = 0;
-		v->u.i = days * 86400000000LL +
-			((long long) (dt.hour * 60 + dt.minute) * 60 + dt.second -
-			 dt.offset) * 1000000LL + dt.fraction;
+		v->u.i = shardio_datetime_usecs(&dt);
 		return;
 	}
 	if (shardio_utf8_ok((const unsigned char *) v->u.p, v->len))

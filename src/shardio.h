@@ -112,6 +112,7 @@ typedef struct ShardDatetime
 
 extern int	shardio_utf8_ok(const unsigned char *p, int len);
 extern int	shardio_parse_datetime(const char *str, int len, ShardDatetime *dt);
+extern long long shardio_datetime_usecs(const ShardDatetime *dt);
 
 /* Results of shardio_file_state. */
 #define SHARDIO_FILE_OK			0

@@ -103,6 +103,7 @@ extern void shard_conn_check_table(ShardConn *conn, const char *relname,
 								   int ncols);
 extern bool shard_schema_meets(ShardServerOptions *opts, const char *table,
 							   List *needs);
+extern bool shard_conn_is_utf8(ShardConn *conn);
 
 /* What a pushed-down query assumes of a shard column's declared affinity. */
 #define SHARD_NEEDS_TEXT	'T'	/* TEXT affinity */
@@ -202,7 +203,10 @@ enum FdwScanOrderIndex
 								 * descending, nulls_first per key */
 	FdwScanOrderLimit,			/* List: OFFSET, LIMIT (Const, Param or
 								 * NULL) */
-	FdwScanOrderText			/* String: the order, for EXPLAIN */
+	FdwScanOrderText,			/* String: the order, for EXPLAIN */
+	FdwScanOrderBoundNeeds		/* List of String: what each shard's bound
+								 * needs besides FdwScanPrivateNeeds; a
+								 * shard that misses it is not bounded */
 };
 
 /* What a scan returns (FdwScanPrivateMode). */

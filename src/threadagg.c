@@ -64,6 +64,9 @@ struct ThreadAgg
 	TaGroup    *last;
 	TaGroup    *emit_next;
 	TaGroup    *recent;			/* the group of the previous row */
+	long long	bound;			/* return only the first bound groups in the
+								 * spec's order (and those that must raise an
+								 * error); -1: every group */
 	TaGroup   **kept;			/* a bounded aggregation's groups, in order */
 	long		nkept;
 	long		kept_next;
@@ -225,7 +228,7 @@ guard_passes(const ThreadAggGuard *gd, const ShardValue *gv)
  *		GROUP BY returns one row over no rows.
  */
 ThreadAgg *
-threadagg_create(const ThreadAggSpec *spec)
+threadagg_create(const ThreadAggSpec *spec, long long bound)
 {
 	ThreadAgg  *ta = calloc(1, sizeof(ThreadAgg));
 	int			c;
@@ -233,6 +236,7 @@ threadagg_create(const ThreadAggSpec *spec)
 	if (ta == NULL)
 		return NULL;
 	ta->spec = spec;
+	ta->bound = bound;
 	ta->key_raw = malloc(sizeof(int) * (spec->ncols + 1));
 	ta->nslots = 64;
 	ta->slots = calloc(ta->nslots, sizeof(TaGroup *));
@@ -679,28 +683,33 @@ must_keep(ThreadAgg *ta, TaGroup *g)
 	return 0;
 }
 
-/* The aggregation keep_first_groups sorts, for compare_groups. */
-static __thread ThreadAgg *sorting;
+/* A group as keep_first_groups sorts it. */
+typedef struct SortItem
+{
+	ThreadAgg  *ta;
+	TaGroup    *g;
+	int			keep;			/* must_keep */
+} SortItem;
 
 /*
  * compare_groups
- *		qsort comparator: groups that must be kept first, then the spec's
- *		order (numbers by value, text byte-wise as the C collation and
- *		SQLite's BINARY compare).
+ *		qsort comparator of SortItems: groups that must be kept first, then
+ *		the spec's order (numbers by value, text byte-wise as the C
+ *		collation and SQLite's BINARY compare).
  */
 static int
 compare_groups(const void *pa, const void *pb)
 {
-	ThreadAgg  *ta = sorting;
-	TaGroup    *a = *(TaGroup *const *) pa;
-	TaGroup    *b = *(TaGroup *const *) pb;
-	int			ka = must_keep(ta, a);
-	int			kb = must_keep(ta, b);
+	const SortItem *ia = pa;
+	const SortItem *ib = pb;
+	ThreadAgg  *ta = ia->ta;
+	TaGroup    *a = ia->g;
+	TaGroup    *b = ib->g;
 	int			s;
 
-	if (ka != kb)
-		return ka ? -1 : 1;
-	if (ka)
+	if (ia->keep != ib->keep)
+		return ia->keep ? -1 : 1;
+	if (ia->keep)
 		return 0;
 	for (s = 0; s < ta->spec->nsorts; s++)
 	{
@@ -755,22 +764,30 @@ compare_groups(const void *pa, const void *pb)
 static int
 keep_first_groups(ThreadAgg *ta)
 {
-	long long	bound = ta->spec->bound;
+	SortItem   *items;
 	TaGroup    *g;
 	long		n = 0;
+	long		i;
 
+	items = malloc(sizeof(SortItem) * (ta->ngroups + 1));
 	ta->kept = malloc(sizeof(TaGroup *) * (ta->ngroups + 1));
-	if (ta->kept == NULL)
+	if (items == NULL || ta->kept == NULL)
+	{
+		free(items);
 		return 0;
+	}
 	for (g = ta->first; g; g = g->next_in_order)
-		ta->kept[n++] = g;
-	sorting = ta;
-	qsort(ta->kept, n, sizeof(TaGroup *), compare_groups);
-	sorting = NULL;
+	{
+		items[n].ta = ta;
+		items[n].g = g;
+		items[n].keep = must_keep(ta, g);
+		n++;
+	}
+	qsort(items, n, sizeof(SortItem), compare_groups);
 	ta->nkept = 0;
-	while (ta->nkept < n &&
-		   (ta->nkept < bound || must_keep(ta, ta->kept[ta->nkept])))
-		ta->nkept++;
+	for (i = 0; i < n && (i < ta->bound || items[i].keep); i++)
+		ta->kept[ta->nkept++] = items[i].g;
+	free(items);
 	return 1;
 }
 
@@ -809,7 +826,7 @@ threadagg_emit(ThreadAgg *ta, ShardBatch *batch, char *errbuf)
 	{
 		ta->emit_next = ta->first;
 		ta->emit_started = 1;
-		if (spec->bound >= 0 && ta->ngroups > spec->bound &&
+		if (ta->bound >= 0 && ta->ngroups > ta->bound &&
 			!keep_first_groups(ta))
 		{
 			snprintf(errbuf, SHARDIO_ERRLEN, "out of memory");

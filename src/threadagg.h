@@ -69,16 +69,14 @@ typedef struct ThreadAggSpec
 	int			nguards;
 	ThreadAggGuard *guards;
 	long		max_groups;		/* more than this: give up (SQLITE_FULL) */
-	int			nsorts;			/* with bound >= 0, return only ... */
+	int			nsorts;			/* the order of a bounded aggregation */
 	ThreadAggSort *sorts;
-	long long	bound;			/* ... the first bound groups in this order
-								 * (and any that must raise an error); -1:
-								 * every group */
 } ThreadAggSpec;
 
 typedef struct ThreadAgg ThreadAgg;
 
-extern ThreadAgg *threadagg_create(const ThreadAggSpec *spec);
+extern ThreadAgg *threadagg_create(const ThreadAggSpec *spec,
+								   long long bound);
 extern int	threadagg_consume(ThreadAgg *ta, sqlite3_stmt *stmt,
 							  char *errbuf);
 extern int	threadagg_emit(ThreadAgg *ta, ShardBatch *batch, char *errbuf);

@@ -102,6 +102,9 @@ typedef struct ShardUpperInfo
 	List	   *sort_colls;		/* OidList: the collation each sorts by */
 	Node	   *limit_offset;	/* Const or external Param, or NULL */
 	Node	   *limit_count;
+	List	   *bound_needs;	/* what the shards' bound needs besides
+								 * needs (shards that miss it are read
+								 * without it) */
 } ShardUpperInfo;
 
 /*
@@ -123,10 +126,12 @@ own_var(Expr *expr, RelOptInfo *baserel)
 /*
  * groupable_type
  *		Do SQLite's groups of this type's stored values match PostgreSQL's
- *		equality?  Text needs a deterministic collation and a UTF-8 database.
+ *		equality?  Text needs a deterministic collation and a UTF-8 database;
+ *		not varchar(n), whose input drops trailing spaces beyond n (so that
+ *		'a' and 'a ' are one value) and rejects longer text.
  */
 static bool
-groupable_type(Oid typid, Oid collid)
+groupable_type(Oid typid, int32 typmod, Oid collid)
 {
 	switch (typid)
 	{
@@ -135,8 +140,11 @@ groupable_type(Oid typid, Oid collid)
 		case INT8OID:
 		case FLOAT8OID:
 			return true;
-		case TEXTOID:
 		case VARCHAROID:
+			if (typmod >= 0)
+				return false;
+			/* FALLTHROUGH */
+		case TEXTOID:
 			return GetDatabaseEncoding() == PG_UTF8 &&
 				(collid == DEFAULT_COLLATION_OID ||
 				 (OidIsValid(collid) && get_collation_isdeterministic(collid)));
@@ -281,6 +289,7 @@ group_key_ok(PlannerInfo *root, Expr *expr, RelOptInfo *baserel)
 
 	if (var)
 		return groupable_type(exprType((Node *) expr),
+							  exprTypmod((Node *) expr),
 							  exprCollation((Node *) expr));
 	if (IsA(expr, FuncExpr))
 		return deparse_time_bucket(NULL, root, (FuncExpr *) expr, baserel);
@@ -343,7 +352,7 @@ classify_aggregate(Aggref *agg, RelOptInfo *baserel)
 	if (agg->aggdistinct != NIL)
 	{
 		if (strcmp(name, "count") == 0 &&
-			groupable_type(argtype, agg->inputcollid))
+			groupable_type(argtype, arg->vartypmod, agg->inputcollid))
 			return AGGOP_COUNT_DISTINCT;
 		return -1;
 	}
@@ -365,7 +374,8 @@ classify_aggregate(Aggref *agg, RelOptInfo *baserel)
 	{
 		bool		ok;
 
-		if (argtype == TEXTOID || argtype == VARCHAROID)
+		if (argtype == TEXTOID ||
+			(argtype == VARCHAROID && arg->vartypmod < 0))
 			ok = GetDatabaseEncoding() == PG_UTF8 &&
 				OidIsValid(agg->inputcollid) &&
 				lc_collate_is_c(agg->inputcollid);
@@ -418,7 +428,7 @@ add_output(ShardUpperInfo *info, Expr *expr, int op)
  *		it), numeric for numbers.
  */
 static void
-add_column_need(ShardUpperInfo *info, Var *var, bool ordered)
+add_column_need(List **needs, PlannerInfo *root, Var *var, bool ordered)
 {
 	char		need;
 	RangeTblEntry *rte;
@@ -431,12 +441,12 @@ add_column_need(ShardUpperInfo *info, Var *var, bool ordered)
 		need = SHARD_NEEDS_NUMBER;
 	else
 		need = SHARD_NEEDS_INTEGER;
-	rte = planner_rt_fetch(var->varno, info->root);
+	rte = planner_rt_fetch(var->varno, root);
 	entry = psprintf("%c%s", need, shard_column_name(rte->relid, var->varattno));
-	foreach(lc, info->needs)
+	foreach(lc, *needs)
 		if (strcmp(strVal(lfirst(lc)), entry) == 0)
 			return;
-	info->needs = lappend(info->needs, makeString(entry));
+	*needs = lappend(*needs, makeString(entry));
 }
 
 /*
@@ -453,7 +463,8 @@ add_need(ShardUpperInfo *info, Aggref *agg, int op)
 		op == AGGOP_COUNT_DISTINCT || op == AGGOP_BOOL_AND ||
 		op == AGGOP_BOOL_OR)
 		return;
-	add_column_need(info, agg_arg(agg, info->baserel), true);
+	add_column_need(&info->needs, info->root, agg_arg(agg, info->baserel),
+					true);
 }
 
 /*
@@ -613,6 +624,49 @@ grouped_foreign_path(RelOptInfo *grouped)
 }
 
 /*
+ * strip_relabel
+ *		An expression without the binary-compatible casts on top.
+ */
+static Node *
+strip_relabel(Node *expr)
+{
+	while (expr && IsA(expr, RelabelType))
+		expr = (Node *) ((RelabelType *) expr)->arg;
+	return expr;
+}
+
+/*
+ * final_target_plain
+ *		Is every output of the query a grouping key or aggregate as the
+ *		scan returns it?  The scan computes its outputs only for the groups
+ *		it returns, where PostgreSQL computes them for every group: an
+ *		expression that fails on a group past the limit (a division by
+ *		zero) must not be hidden.
+ */
+static bool
+final_target_plain(PlannerInfo *root, ShardUpperInfo *info)
+{
+	ListCell   *lc;
+
+	foreach(lc, root->upper_targets[UPPERREL_FINAL]->exprs)
+	{
+		Node	   *expr = lfirst(lc);
+		ListCell   *lc2;
+		bool		found = false;
+
+		if (IsA(strip_relabel(expr), Const))
+			continue;
+		foreach(lc2, info->tlist)
+			if (equal(strip_relabel((Node *) ((TargetEntry *) lfirst(lc2))->expr),
+					  strip_relabel(expr)))
+				found = true;
+		if (!found)
+			return false;
+	}
+	return true;
+}
+
+/*
  * add_final_path
  *		When each group lives in one shard and nothing filters groups after
  *		the shards, offer a path that also does ORDER BY and LIMIT: every
@@ -647,20 +701,21 @@ add_final_path(PlannerInfo *root, RelOptInfo *input_rel,
 					  fetch_upper_rel(root, UPPERREL_ORDERED, NULL) : grouped))
 		return;
 	gpath = grouped_foreign_path(grouped);
-	if (gpath == NULL)
+	if (gpath == NULL || !final_target_plain(root, info))
 		return;
 
 	final = palloc(sizeof(ShardUpperInfo));
 	*final = *info;
 	final->final = true;
-	final->needs = list_copy(info->needs);
+	final->bound_needs = NIL;
 
 	/*
 	 * A shard's bound ranks its groups one by one, so no group may reach
 	 * the merge in pieces: key columns must be declared to hold their
-	 * type's storage class (so that 5 and '5' are one group), and float
-	 * keys (1 and 1.0, 0 and -0) are left to PostgreSQL.  Time buckets are
-	 * text SQLite computes, one form per bucket.
+	 * type's storage class (so that 5 and '5' are one group; a shard that
+	 * does not declare them so is read without its bound), and float keys
+	 * (1 and 1.0, 0 and -0) are left to PostgreSQL.  Time buckets are text
+	 * SQLite computes, one form per bucket.
 	 */
 	forboth(lc, info->tlist, lc_op, info->ops)
 	{
@@ -671,7 +726,7 @@ add_final_path(PlannerInfo *root, RelOptInfo *input_rel,
 			continue;
 		if (var->vartype == FLOAT8OID)
 			return;
-		add_column_need(final, var, false);
+		add_column_need(&final->bound_needs, root, var, false);
 	}
 	final->sort_clauses = NIL;
 	final->sort_pos = NIL;
@@ -685,11 +740,11 @@ add_final_path(PlannerInfo *root, RelOptInfo *input_rel,
 		int			pos = -1;
 		Oid			coll = exprCollation(expr);
 		bool		desc;
+		Var		   *var;
 
-		while (expr && IsA(expr, RelabelType))
-			expr = (Node *) ((RelabelType *) expr)->arg;
 		foreach(lc2, info->tlist)
-			if (equal(((TargetEntry *) lfirst(lc2))->expr, expr))
+			if (equal(strip_relabel((Node *) ((TargetEntry *) lfirst(lc2))->expr),
+					  strip_relabel(expr)))
 				pos = foreach_current_index(lc2);
 		if (pos < 0 || !sort_key_ok(info, pos, sgc, coll, &desc))
 			return;
@@ -699,15 +754,14 @@ add_final_path(PlannerInfo *root, RelOptInfo *input_rel,
 		final->sort_colls = lappend_oid(final->sort_colls, coll);
 
 		/* SQLite orders a text key right in UTF-8 databases only. */
-		if (list_nth_int(info->ops, pos) == AGGOP_KEY &&
-			own_var(((TargetEntry *) list_nth(info->tlist, pos))->expr,
-					info->baserel) != NULL)
-			add_column_need(final,
-							own_var(((TargetEntry *) list_nth(info->tlist, pos))->expr,
-									info->baserel), true);
+		var = own_var(((TargetEntry *) list_nth(info->tlist, pos))->expr,
+					  info->baserel);
+		if (list_nth_int(info->ops, pos) == AGGOP_KEY && var != NULL)
+			add_column_need(&final->bound_needs, root, var, true);
 	}
-	if (list_length(final->needs) > list_length(info->needs) &&
-		!first_shard_meets(root, info->baserel, final->needs))
+	if (final->bound_needs != NIL &&
+		!first_shard_meets(root, info->baserel,
+						   list_concat_copy(info->needs, final->bound_needs)))
 		return;
 	final->limit_offset = parse->limitOffset;
 	final->limit_count = parse->limitCount;
@@ -1026,7 +1080,14 @@ partial_cols(SelectList *sl, PlannerInfo *root, Aggref *agg, int op,
 		case AGGOP_COUNT:
 			if (!is_text)
 				guard_column(sl, c, arg->vartype);
-			return list_make1_int(select_col(sl, psprintf("count(%s)", c), TA_COUNT, c, NULL));
+			else
+			{
+				/* numbers read as text; blobs and invalid text do not */
+				add_guard(sl, c, "'text', 'integer', 'real'",
+						  TA_OK_TEXT | TA_OK_INTEGER | TA_OK_FLOAT, 1, 0);
+			}
+			return list_make1_int(select_col(sl, psprintf("count(%s)", c),
+											 TA_COUNT, c, NULL));
 		case AGGOP_SUM_INT:
 			guard_column(sl, c, arg->vartype);
 			return list_make1_int(select_col(sl, psprintf("sum(%s)", c), TA_SUM, c, NULL));
@@ -1216,11 +1277,12 @@ final_order(ShardUpperInfo *info, SelectList *sl, List *cols, int guard_col)
 						 (sgc->nulls_first ? " NULLS FIRST" : " NULLS LAST") : "");
 	}
 
-	return list_make5(list_make4(attnos, sortops, colls, nulls),
-					  makeString(sql.data),
-					  ta_sorts,
-					  list_make2(info->limit_offset, info->limit_count),
-					  makeString(text.data));
+	return lappend(list_make5(list_make4(attnos, sortops, colls, nulls),
+							  makeString(sql.data),
+							  ta_sorts,
+							  list_make2(info->limit_offset, info->limit_count),
+							  makeString(text.data)),
+				   info->bound_needs);
 }
 
 /*
