@@ -592,12 +592,12 @@ shard_conn_is_utf8(ShardConn *conn)
 	if (sqlite3_prepare_v2(conn->db, "PRAGMA encoding", -1, &stmt,
 						   NULL) != SQLITE_OK)
 		return false;
-	conn->utf8 = 0;
 	if (sqlite3_step(stmt) == SQLITE_ROW)
 	{
 		const char *enc = (const char *) sqlite3_column_text(stmt, 0);
 
-		conn->utf8 = (enc != NULL && strcmp(enc, "UTF-8") == 0);
+		if (enc != NULL)
+			conn->utf8 = (strcmp(enc, "UTF-8") == 0);
 	}
 	sqlite3_finalize(stmt);
 	return conn->utf8 == 1;
@@ -647,9 +647,9 @@ conn_column_affinity(ShardConn *conn, const char *table, const char *col)
 
 /*
  * shard_conn_affinity_mismatch
- *		The first column whose declared affinity on this shard does not
- *		meet its need, or NULL.  needs is a List of String, each a need
- *		letter followed by the SQLite column name.
+ *		The first need this shard's declared affinities do not meet, or
+ *		NULL.  needs is a List of String, each a need letter followed by
+ *		the SQLite column name.
  */
 char *
 shard_conn_affinity_mismatch(ShardConn *conn, const char *table, List *needs)
@@ -662,7 +662,7 @@ shard_conn_affinity_mismatch(ShardConn *conn, const char *table, List *needs)
 		char		have = conn_column_affinity(conn, table, need + 1);
 
 		if (have != 0 && !affinity_satisfies(need[0], have))
-			return pstrdup(need + 1);
+			return pstrdup(need);
 	}
 	return NULL;
 }

@@ -239,12 +239,18 @@ column_vs_value(List *args, RelOptInfo *baserel, Expr **col, Expr **val,
 
 /*
  * column_category
- *		The comparison category of a column, or PUSH_NONE.
+ *		The comparison category of a column, or PUSH_NONE.  Not varchar(n):
+ *		its input drops trailing spaces beyond n, so PostgreSQL reads 'a '
+ *		and 'a' in a varchar(1) column as one value where SQLite does not.
  */
 static PushCategory
 column_category(Expr *col)
 {
-	return type_category(exprType((Node *) strip_relabel(col)));
+	Node	   *c = (Node *) strip_relabel(col);
+
+	if (exprType(c) == VARCHAROID && exprTypmod(c) >= 0)
+		return PUSH_NONE;
+	return type_category(exprType(c));
 }
 
 /*
@@ -650,6 +656,13 @@ deparse_expr(Expr *expr, DeparseContext *ctx)
 						appendStringInfoString(ctx->buf, "NOT ");
 					deparse_column(col, ctx);
 					appendStringInfoString(ctx->buf, " GLOB ");
+
+					/*
+					 * Bound as CAST(? AS TEXT): SQLite 3.40's LIKE optimization
+					 * builds its index range in UTF-8 and loses rows of an
+					 * indexed column in a UTF-16 database when the pattern
+					 * is a bare parameter or literal.
+					 */
 					add_param((Expr *) makeConst(TEXTOID, -1, DEFAULT_COLLATION_OID,
 												 -1, CStringGetTextDatum(glob),
 												 false, false),

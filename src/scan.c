@@ -285,14 +285,15 @@ init_thread_agg(ShardScanState *s, List *priv)
 		spec->cols[i].raw = list_nth_int(ops, 3 * i + 1);
 		spec->cols[i].arg = list_nth_int(ops, 3 * i + 2);
 	}
-	spec->nguards = list_length(guards) / 4;
+	spec->nguards = list_length(guards) / 5;
 	spec->guards = palloc0(sizeof(ThreadAggGuard) * (spec->nguards + 1));
 	for (i = 0; i < spec->nguards; i++)
 	{
-		spec->guards[i].raw = list_nth_int(guards, 4 * i);
-		spec->guards[i].ok = list_nth_int(guards, 4 * i + 1);
-		spec->guards[i].lo = list_nth_int(guards, 4 * i + 2);
-		spec->guards[i].hi = list_nth_int(guards, 4 * i + 3);
+		spec->guards[i].raw = list_nth_int(guards, 5 * i);
+		spec->guards[i].ok = list_nth_int(guards, 5 * i + 1);
+		spec->guards[i].lo = list_nth_int(guards, 5 * i + 2);
+		spec->guards[i].hi = list_nth_int(guards, 5 * i + 3);
+		spec->guards[i].keycheck = list_nth_int(guards, 5 * i + 4);
 	}
 	spec->max_groups = THREAD_AGG_MAX_GROUPS;
 	s->agg_spec = spec;
@@ -553,6 +554,9 @@ shardBeginForeignScan(ForeignScanState *node, int eflags)
 		if (distinct != NIL)
 			s->batch_cols = Max(s->batch_cols, linitial_int(distinct) + 1);
 		s->batch_cols = Max(s->batch_cols, s->guard_col + 1);
+		/* and the key checks of a scan that limits: every column */
+		s->batch_cols = Max(s->batch_cols,
+							list_length(list_nth(priv, FdwScanPrivateThreadAgg)) / 3);
 	}
 	/*
 	 * An aggregate scan sees no rows, so the run-time tenant filters must
@@ -1013,11 +1017,12 @@ start_shard(ForeignScanState *node, ShardTarget *t)
 					(errcode(ERRCODE_FDW_INVALID_DATA_TYPE),
 					 errmsg("cannot aggregate table \"%s\" inside shard \"%s\"",
 							s->topts->table, t->info.shard_id),
-					 shard_conn_is_utf8(t->conn) ?
-					 errdetail("The shard declares column \"%s\" with another type than the first shard, so SQLite would not compute the aggregate as PostgreSQL does.",
-							   bad) :
+					 (bad[0] == SHARD_NEEDS_TEXT_ORDER &&
+					  !shard_conn_is_utf8(t->conn)) ?
 					 errdetail("The shard's database is UTF-16, where SQLite orders text in column \"%s\" otherwise than PostgreSQL does.",
-							   bad),
+							   bad + 1) :
+					 errdetail("The shard declares column \"%s\" with another type than the first shard, so SQLite would not compute the aggregate as PostgreSQL does.",
+							   bad + 1),
 					 errhint("Declare the column alike in every shard, or set \"sqlite_shard_fdw.aggregate_pushdown\" to off.")));
 
 		/* A shard the bound cannot rely on returns all its groups. */
@@ -1537,6 +1542,30 @@ explain_shard_times(ShardScanState *s, ExplainState *es)
 }
 
 /*
+ * explain_unbounded
+ *		Name the shards that returned all their groups, not declaring their
+ *		columns as the bound needs.
+ */
+static void
+explain_unbounded(ShardScanState *s, ExplainState *es)
+{
+	StringInfoData names;
+	ListCell   *lc;
+
+	initStringInfo(&names);
+	foreach(lc, s->targets)
+	{
+		ShardTarget *t = lfirst(lc);
+
+		if (t->read && t->unbounded)
+			appendStringInfo(&names, "%s%s", names.len > 0 ? ", " : "",
+							 t->info.shard_id);
+	}
+	if (names.len > 0)
+		ExplainPropertyText("Unbounded Shards", names.data, es);
+}
+
+/*
  * shardExplainForeignScan
  *		Show which shards the scan reads and, with VERBOSE, the SQLite
  *		query.  A plain EXPLAIN routes without opening a shard.
@@ -1573,6 +1602,8 @@ shardExplainForeignScan(ForeignScanState *node, ExplainState *es)
 			ExplainPropertyInteger("Groups Per Shard", NULL, s->shard_bound, es);
 		else if (!s->limit_ready)
 			ExplainPropertyText("Groups Per Shard", "chosen at run time", es);
+		if (es->analyze && s->shard_bound >= 0)
+			explain_unbounded(s, es);
 	}
 
 	if (es->verbose)

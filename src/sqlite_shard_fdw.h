@@ -187,7 +187,7 @@ enum FdwScanPrivateIndex
 	FdwScanPrivateThreadAgg,	/* IntList: ThreadAggOp, raw, arg per shard
 								 * column */
 	FdwScanPrivateThreadGuards,	/* IntList: raw column, TA_OK_ mask, low,
-								 * high per storage-class check */
+								 * high, key check per storage-class check */
 	FdwScanPrivateOrder			/* List (FdwScanOrderIndex) when the scan
 								 * also sorts and limits, or NIL */
 };

@@ -46,6 +46,7 @@ typedef struct TaGroup
 	ShardValue *keys;			/* nkeys values, text and blobs copied */
 	TaAcc	   *accs;			/* ncols */
 	int			key_bad;		/* guards on key columns the keys fail */
+	int			keycheck_bad;	/* keycheck guards the keys fail */
 	struct TaGroup *next_in_order;
 } TaGroup;
 
@@ -304,7 +305,12 @@ new_group(ThreadAgg *ta, uint32_t hash)
 		if (ta->key_guard[k] &&
 			!guard_passes(&ta->spec->guards[k],
 						  &ta->rawrow[ta->spec->guards[k].raw]))
-			g->key_bad++;
+		{
+			if (ta->spec->guards[k].keycheck)
+				g->keycheck_bad++;
+			else
+				g->key_bad++;
+		}
 	if (ta->last)
 		ta->last->next_in_order = g;
 	else
@@ -480,7 +486,7 @@ add_row(ThreadAgg *ta, TaGroup *g)
 					int			gi;
 
 					for (gi = 0; gi < spec->nguards; gi++)
-						if (!ta->key_guard[gi] &&
+						if (!ta->key_guard[gi] && !spec->guards[gi].keycheck &&
 							!guard_passes(&spec->guards[gi],
 										  &ta->rawrow[spec->guards[gi].raw]))
 							acc->i++;
@@ -488,6 +494,10 @@ add_row(ThreadAgg *ta, TaGroup *g)
 					acc->has = 1;
 					break;
 				}
+			case TA_KEYCHECK:
+				acc->i += g->keycheck_bad;
+				acc->has = 1;
+				break;
 			default:
 				break;
 		}
@@ -657,6 +667,7 @@ must_keep(ThreadAgg *ta, TaGroup *g)
 		switch (spec->cols[c].op)
 		{
 			case TA_GUARD:
+			case TA_KEYCHECK:
 			case TA_COUNT_DIFF:
 				if (acc->i > 0)
 					return 1;

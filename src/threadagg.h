@@ -24,7 +24,10 @@ typedef enum ThreadAggOp
 	TA_MAX,						/* max(raw) */
 	TA_COUNT_DIFF,				/* count(raw) - count(arg) */
 	TA_COUNT_INF,				/* sum(abs(raw) = 9e999): infinite inputs */
-	TA_GUARD					/* values of a storage class not allowed */
+	TA_GUARD,					/* values of a storage class not allowed */
+	TA_KEYCHECK					/* the same, of key columns (keycheck
+								 * guards): not an error, a reason to keep
+								 * the group under a bound */
 } ThreadAggOp;
 
 /* Storage classes a guarded column may hold (bits of ThreadAggGuard.ok). */
@@ -46,6 +49,7 @@ typedef struct ThreadAggGuard
 	int			ok;				/* TA_OK_ bits */
 	long long	lo;				/* integers must lie in [lo, hi] ... */
 	long long	hi;				/* ... unless lo > hi */
+	int			keycheck;		/* counted by TA_KEYCHECK, not TA_GUARD */
 } ThreadAggGuard;
 
 /*

@@ -288,8 +288,7 @@ group_key_ok(PlannerInfo *root, Expr *expr, RelOptInfo *baserel)
 	Var		   *var = own_var(expr, baserel);
 
 	if (var)
-		return groupable_type(exprType((Node *) expr),
-							  exprTypmod((Node *) expr),
+		return groupable_type(var->vartype, var->vartypmod,
 							  exprCollation((Node *) expr));
 	if (IsA(expr, FuncExpr))
 		return deparse_time_bucket(NULL, root, (FuncExpr *) expr, baserel);
@@ -357,7 +356,19 @@ classify_aggregate(Aggref *agg, RelOptInfo *baserel)
 		return -1;
 	}
 	if (strcmp(name, "count") == 0)
-		return AGGOP_COUNT;
+	{
+		/*
+		 * count(x) counts what the rows would read without error: only
+		 * types whose stored values the guards check (partial_cols).
+		 */
+		if (argtype == INT2OID || argtype == INT4OID ||
+			argtype == INT8OID || argtype == FLOAT8OID ||
+			((argtype == TEXTOID ||
+			  (argtype == VARCHAROID && arg->vartypmod < 0)) &&
+			 GetDatabaseEncoding() == PG_UTF8))
+			return AGGOP_COUNT;
+		return -1;
+	}
 	if (strcmp(name, "sum") == 0 || strcmp(name, "avg") == 0)
 	{
 		bool		sum = (name[0] == 's');
@@ -922,7 +933,9 @@ typedef struct SelectList
 	List	   *ta;				/* per column: ThreadAggOp, raw, arg */
 	List	   *raws;			/* SQL text of each raw column */
 	List	   *guards;			/* storage-class checks, each once */
-	List	   *ta_guards;		/* per check: raw column, TA_OK_ mask */
+	List	   *keychecks;		/* the same, of keys, counted apart */
+	List	   *ta_guards;		/* per check: raw column, TA_OK_ mask, low,
+								 * high, key check */
 } SelectList;
 
 /*
@@ -966,13 +979,17 @@ select_col(SelectList *sl, char *expr, int op, const char *input,
 /*
  * add_guard
  *		Count the values of a column whose storage class is not one of
- *		ok_types (SQL) or ok_mask (thread aggregation).
+ *		ok_types (SQL) or ok_mask (thread aggregation).  A key check counts
+ *		apart from the guards: what it counts is not an error, since the
+ *		merge converts keys as the rows would, but a reason for a bounded
+ *		shard to return the group (final_order).
  */
 static void
 add_guard(SelectList *sl, const char *col, const char *ok_types, int ok_mask,
-		  int32 lo, int32 hi)
+		  int32 lo, int32 hi, bool keycheck)
 {
 	char	   *check;
+	List	  **list = keycheck ? &sl->keychecks : &sl->guards;
 	ListCell   *lc;
 
 	if (lo <= hi)
@@ -983,14 +1000,15 @@ add_guard(SelectList *sl, const char *col, const char *ok_types, int ok_mask,
 						 col, ok_types, col);
 	else
 		check = psprintf("(typeof(%s) NOT IN (%s, 'null'))", col, ok_types);
-	foreach(lc, sl->guards)
+	foreach(lc, *list)
 		if (strcmp((char *) lfirst(lc), check) == 0)
 			return;
-	sl->guards = lappend(sl->guards, check);
+	*list = lappend(*list, check);
 	sl->ta_guards = lappend_int(sl->ta_guards, raw_col(sl, col));
 	sl->ta_guards = lappend_int(sl->ta_guards, ok_mask);
 	sl->ta_guards = lappend_int(sl->ta_guards, lo);
 	sl->ta_guards = lappend_int(sl->ta_guards, hi);
+	sl->ta_guards = lappend_int(sl->ta_guards, keycheck);
 }
 
 /*
@@ -1015,6 +1033,7 @@ guard_timestamp(SelectList *sl, const char *col)
 	sl->ta_guards = lappend_int(sl->ta_guards, TA_OK_TRUE);
 	sl->ta_guards = lappend_int(sl->ta_guards, 1);
 	sl->ta_guards = lappend_int(sl->ta_guards, 0);
+	sl->ta_guards = lappend_int(sl->ta_guards, false);
 }
 
 /*
@@ -1024,25 +1043,28 @@ guard_timestamp(SelectList *sl, const char *col)
  *		double precision, text for text) may reach SQLite's arithmetic.
  */
 static void
-guard_column(SelectList *sl, const char *c, Oid type)
+guard_column(SelectList *sl, const char *c, Oid type, bool keycheck)
 {
 	switch (type)
 	{
 		case INT2OID:
-			add_guard(sl, c, "'integer'", TA_OK_INTEGER, PG_INT16_MIN, PG_INT16_MAX);
+			add_guard(sl, c, "'integer'", TA_OK_INTEGER, PG_INT16_MIN,
+					  PG_INT16_MAX, keycheck);
 			break;
 		case INT4OID:
-			add_guard(sl, c, "'integer'", TA_OK_INTEGER, PG_INT32_MIN, PG_INT32_MAX);
+			add_guard(sl, c, "'integer'", TA_OK_INTEGER, PG_INT32_MIN,
+					  PG_INT32_MAX, keycheck);
 			break;
 		case INT8OID:
-			add_guard(sl, c, "'integer'", TA_OK_INTEGER, 1, 0);
+			add_guard(sl, c, "'integer'", TA_OK_INTEGER, 1, 0, keycheck);
 			break;
 		case FLOAT8OID:
-			add_guard(sl, c, "'integer', 'real'", TA_OK_INTEGER | TA_OK_FLOAT, 1, 0);
+			add_guard(sl, c, "'integer', 'real'", TA_OK_INTEGER | TA_OK_FLOAT,
+					  1, 0, keycheck);
 			break;
 		case TEXTOID:
 		case VARCHAROID:
-			add_guard(sl, c, "'text'", TA_OK_TEXT, 1, 0);
+			add_guard(sl, c, "'text'", TA_OK_TEXT, 1, 0, keycheck);
 			break;
 		default:
 			break;
@@ -1079,20 +1101,20 @@ partial_cols(SelectList *sl, PlannerInfo *root, Aggref *agg, int op,
 	{
 		case AGGOP_COUNT:
 			if (!is_text)
-				guard_column(sl, c, arg->vartype);
+				guard_column(sl, c, arg->vartype, false);
 			else
 			{
 				/* numbers read as text; blobs and invalid text do not */
 				add_guard(sl, c, "'text', 'integer', 'real'",
-						  TA_OK_TEXT | TA_OK_INTEGER | TA_OK_FLOAT, 1, 0);
+						  TA_OK_TEXT | TA_OK_INTEGER | TA_OK_FLOAT, 1, 0, false);
 			}
 			return list_make1_int(select_col(sl, psprintf("count(%s)", c),
 											 TA_COUNT, c, NULL));
 		case AGGOP_SUM_INT:
-			guard_column(sl, c, arg->vartype);
+			guard_column(sl, c, arg->vartype, false);
 			return list_make1_int(select_col(sl, psprintf("sum(%s)", c), TA_SUM, c, NULL));
 		case AGGOP_AVG_INT:
-			guard_column(sl, c, arg->vartype);
+			guard_column(sl, c, arg->vartype, false);
 			first = select_col(sl, psprintf("sum(%s)", c), TA_SUM, c, NULL);
 			return list_make2_int(first, select_col(sl, psprintf("count(%s)", c),
 													TA_COUNT, c, NULL));
@@ -1101,7 +1123,7 @@ partial_cols(SelectList *sl, PlannerInfo *root, Aggref *agg, int op,
 			{
 				List	   *cols;
 
-				guard_column(sl, c, arg->vartype);
+				guard_column(sl, c, arg->vartype, false);
 				first = select_col(sl, psprintf("sum(%s >> 32)", c),
 								   TA_SUM_HI, c, NULL);
 				cols = list_make2_int(first,
@@ -1118,7 +1140,7 @@ partial_cols(SelectList *sl, PlannerInfo *root, Aggref *agg, int op,
 			{
 				int			second;
 
-				guard_column(sl, c, arg->vartype);
+				guard_column(sl, c, arg->vartype, false);
 				first = select_col(sl, psprintf("total(%s)", c), TA_TOTAL, c, NULL);
 				second = select_col(sl, psprintf("count(%s)", c), TA_COUNT, c, NULL);
 
@@ -1129,7 +1151,7 @@ partial_cols(SelectList *sl, PlannerInfo *root, Aggref *agg, int op,
 			}
 		case AGGOP_MIN:
 		case AGGOP_MAX:
-			guard_column(sl, c, arg->vartype);
+			guard_column(sl, c, arg->vartype, false);
 			return list_make1_int(select_col(sl, psprintf("%s(%s%s)",
 														  op == AGGOP_MIN ? "min" : "max",
 														  c, is_text ? " COLLATE BINARY" : ""),
@@ -1172,11 +1194,12 @@ append_failing(StringInfo sql, const char *cond)
  *		FdwScanOrder* list, see sqlite_shard_fdw.h): the merge's sort keys,
  *		the ORDER BY each shard runs, the same order for thread
  *		aggregation, the LIMIT and OFFSET values, and the order as EXPLAIN
- *		shows it.  Groups the merge rejects come first in each shard, so
- *		that no bound hides the error.
+ *		shows it.  Groups the merge rejects (or whose keys it may: the key
+ *		checks) come first in each shard, so that no bound hides the error.
  */
 static List *
-final_order(ShardUpperInfo *info, SelectList *sl, List *cols, int guard_col)
+final_order(ShardUpperInfo *info, SelectList *sl, List *cols, int guard_col,
+			int keycheck_col)
 {
 	RangeTblEntry *rte = planner_rt_fetch(info->baserel->relid, info->root);
 	List	   *dpcontext = deparse_context_for(get_rel_name(rte->relid),
@@ -1204,6 +1227,9 @@ final_order(ShardUpperInfo *info, SelectList *sl, List *cols, int guard_col)
 	if (guard_col >= 0)
 		append_failing(&sql, psprintf("(%s) > 0",
 									  (char *) list_nth(sl->exprs, guard_col)));
+	if (keycheck_col >= 0)
+		append_failing(&sql, psprintf("(%s) > 0",
+									  (char *) list_nth(sl->exprs, keycheck_col)));
 	forboth(lc1, info->ops, lc2, cols)
 	{
 		List	   *c = lfirst(lc2);
@@ -1297,7 +1323,7 @@ shard_upper_plan(PlannerInfo *root, RelOptInfo *upperrel, List *tlist,
 	ShardUpperInfo *info = (ShardUpperInfo *) upperrel->fdw_private;
 	RelOptInfo *baserel = info->baserel;
 	PathTarget *target = root->upper_targets[UPPERREL_GROUP_AGG];
-	SelectList	sl = {NIL, NIL, NIL, NIL, NIL};
+	SelectList	sl = {NIL, NIL, NIL, NIL, NIL, NIL};
 	StringInfoData raw_sql;
 	StringInfoData select_sql;
 	StringInfoData where_sql;
@@ -1315,6 +1341,7 @@ shard_upper_plan(PlannerInfo *root, RelOptInfo *upperrel, List *tlist,
 	ShardPruneKind prune_kind;
 	Expr	   *prune_expr;
 	int			guard_col = -1;
+	int			keycheck_col = -1;
 
 	initStringInfo(&select_sql);
 	initStringInfo(&where_sql);
@@ -1351,7 +1378,7 @@ shard_upper_plan(PlannerInfo *root, RelOptInfo *upperrel, List *tlist,
 
 				initStringInfo(&kc);
 				shard_deparse_column_ref(&kc, root, own_var(tle->expr, baserel));
-				guard_column(&sl, kc.data, exprType((Node *) tle->expr));
+				guard_column(&sl, kc.data, exprType((Node *) tle->expr), true);
 			}
 			cols = lappend(cols, list_make1_int(select_col(&sl, key.data,
 														   TA_KEY, key.data,
@@ -1418,6 +1445,17 @@ shard_upper_plan(PlannerInfo *root, RelOptInfo *upperrel, List *tlist,
 		guard_col = select_col(&sl, psprintf("sum(%s)", g.data), TA_GUARD,
 							   NULL, NULL);
 	}
+	if (sl.keychecks != NIL)
+	{
+		StringInfoData k;
+
+		initStringInfo(&k);
+		foreach(lc, sl.keychecks)
+			appendStringInfo(&k, "%s%s", k.len > 0 ? " + " : "",
+							 (char *) lfirst(lc));
+		keycheck_col = select_col(&sl, psprintf("sum(%s)", k.data),
+								  TA_KEYCHECK, NULL, NULL);
+	}
 
 	appendStringInfoString(&select_sql, "SELECT ");
 	foreach(lc, sl.exprs)
@@ -1480,7 +1518,9 @@ shard_upper_plan(PlannerInfo *root, RelOptInfo *upperrel, List *tlist,
 	fdw_private = lappend(fdw_private, sl.ta);
 	fdw_private = lappend(fdw_private, sl.ta_guards);
 	fdw_private = lappend(fdw_private,
-						  info->final ? final_order(info, &sl, cols, guard_col) : NIL);
+						  info->final ?
+						  final_order(info, &sl, cols, guard_col, keycheck_col) :
+						  NIL);
 
 	return make_foreignscan(tlist, info->having, 0, params, fdw_private,
 							info->tlist, NIL, outer_plan);
