@@ -1312,6 +1312,26 @@ final_order(ShardUpperInfo *info, SelectList *sl, List *cols, int guard_col,
 }
 
 /*
+ * count_column
+ *		The shard column counting the values that fail checks, or -1 when
+ *		there are none.
+ */
+static int
+count_column(SelectList *sl, List *checks, int op)
+{
+	StringInfoData sum;
+	ListCell   *lc;
+
+	if (checks == NIL)
+		return -1;
+	initStringInfo(&sum);
+	foreach(lc, checks)
+		appendStringInfo(&sum, "%s%s", sum.len > 0 ? " + " : "",
+						 (char *) lfirst(lc));
+	return select_col(sl, psprintf("sum(%s)", sum.data), op, NULL, NULL);
+}
+
+/*
  * shard_upper_plan
  *		The ForeignScan of a pushed-down aggregation: the shard query, how
  *		to merge its rows, and HAVING for PostgreSQL to apply.
@@ -1434,28 +1454,8 @@ shard_upper_plan(PlannerInfo *root, RelOptInfo *upperrel, List *tlist,
 								  x->vartype, eqop,
 								  info->distinct->inputcollid);
 	}
-	if (sl.guards != NIL)
-	{
-		StringInfoData g;
-
-		initStringInfo(&g);
-		foreach(lc, sl.guards)
-			appendStringInfo(&g, "%s%s", g.len > 0 ? " + " : "",
-							 (char *) lfirst(lc));
-		guard_col = select_col(&sl, psprintf("sum(%s)", g.data), TA_GUARD,
-							   NULL, NULL);
-	}
-	if (sl.keychecks != NIL)
-	{
-		StringInfoData k;
-
-		initStringInfo(&k);
-		foreach(lc, sl.keychecks)
-			appendStringInfo(&k, "%s%s", k.len > 0 ? " + " : "",
-							 (char *) lfirst(lc));
-		keycheck_col = select_col(&sl, psprintf("sum(%s)", k.data),
-								  TA_KEYCHECK, NULL, NULL);
-	}
+	guard_col = count_column(&sl, sl.guards, TA_GUARD);
+	keycheck_col = count_column(&sl, sl.keychecks, TA_KEYCHECK);
 
 	appendStringInfoString(&select_sql, "SELECT ");
 	foreach(lc, sl.exprs)
