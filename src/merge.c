@@ -72,6 +72,7 @@ struct ShardMerge
 	int			dcol;			/* shard column of x */
 	ShardColumnConv dconv;
 	int			guard_col;
+	int			keycheck_col;	/* key checks, or -1 (shard_merge_set_order) */
 
 	AggAcc	   *nokeys;			/* the one group of a query without keys */
 	bool		emitting;
@@ -152,6 +153,7 @@ shard_merge_create(PlanState *ps, List *ops, List *cols, List *types,
 	m->convs = palloc0(sizeof(ShardColumnConv) * m->nout);
 	m->key_out = palloc(sizeof(int) * (m->nout + 1));
 	m->guard_col = guard_col;
+	m->keycheck_col = -1;
 	m->table = table;
 	m->count = -1;
 	m->cxt = CurrentMemoryContext;
@@ -249,14 +251,16 @@ shard_merge_end(ShardMerge *m)
  * shard_merge_set_order
  *		Return the groups sorted by the given keys (the plan's
  *		FdwScanOrderMergeKeys list: output attnos, sort operators,
- *		collations, nulls_first flags).
+ *		collations, nulls_first flags); keycheck_col is the shard column of
+ *		the key checks, or -1.
  */
 void
-shard_merge_set_order(ShardMerge *m, List *keys)
+shard_merge_set_order(ShardMerge *m, List *keys, int keycheck_col)
 {
 	List	   *attnos = linitial(keys);
 	int			i;
 
+	m->keycheck_col = keycheck_col;
 	m->nsort = list_length(attnos);
 	m->sort_attnos = palloc(sizeof(AttrNumber) * (m->nsort + 1));
 	m->sort_ops = palloc(sizeof(Oid) * (m->nsort + 1));
@@ -531,10 +535,15 @@ group_accs(ShardMerge *m, const ShardValue *row)
 
 /*
  * shard_merge_add_batch
- *		Merge every row of a batch from one shard.
+ *		Merge every row of a batch from one shard.  From a shard that
+ *		returned only its first groups (bounded), a key the key checks
+ *		flag is an error too: the group may stand for others the bound cut
+ *		(5 and '5', one PostgreSQL key), so the answer cannot be trusted.
+ *		Elsewhere the merge converts such keys as reading the rows would.
  */
 void
-shard_merge_add_batch(ShardMerge *m, ShardBatch *batch, const char *shard_id)
+shard_merge_add_batch(ShardMerge *m, ShardBatch *batch, const char *shard_id,
+					  bool bounded)
 {
 	int			r;
 
@@ -545,7 +554,10 @@ shard_merge_add_batch(ShardMerge *m, ShardBatch *batch, const char *shard_id)
 		AggAcc	   *accs;
 		int64		bad;
 
-		if (m->guard_col >= 0 && value_int(&row[m->guard_col], &bad) && bad > 0)
+		if ((m->guard_col >= 0 && value_int(&row[m->guard_col], &bad) &&
+			 bad > 0) ||
+			(bounded && m->keycheck_col >= 0 &&
+			 value_int(&row[m->keycheck_col], &bad) && bad > 0))
 			ereport(ERROR,
 					(errcode(ERRCODE_FDW_INVALID_DATA_TYPE),
 					 errmsg("table \"%s\" on shard \"%s\" holds values the aggregates cannot read",

@@ -15,10 +15,11 @@ extern ShardMerge *shard_merge_create(PlanState *ps, List *ops, List *cols,
 									  List *distinct, int guard_col,
 									  const char *table);
 extern void shard_merge_add_batch(ShardMerge *m, ShardBatch *batch,
-								  const char *shard_id);
+								  const char *shard_id, bool bounded);
 extern void shard_merge_reset(ShardMerge *m);
 extern bool shard_merge_next(ShardMerge *m, TupleTableSlot *slot);
-extern void shard_merge_set_order(ShardMerge *m, List *keys);
+extern void shard_merge_set_order(ShardMerge *m, List *keys,
+								  int keycheck_col);
 extern void shard_merge_set_limit(ShardMerge *m, int64 offset, int64 count);
 extern void shard_merge_end(ShardMerge *m);
 

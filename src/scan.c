@@ -314,7 +314,8 @@ init_order(ForeignScanState *node, List *order)
 	s->order_sql = strVal(list_nth(order, FdwScanOrderSql));
 	s->limit_states = ExecInitExprList(list_nth(order, FdwScanOrderLimit),
 									   (PlanState *) node);
-	shard_merge_set_order(s->merge, list_nth(order, FdwScanOrderMergeKeys));
+	shard_merge_set_order(s->merge, list_nth(order, FdwScanOrderMergeKeys),
+						  intVal(list_nth(order, FdwScanOrderKeyCheckCol)));
 	if (s->agg_spec)
 	{
 		ThreadAggSpec *spec = s->agg_spec;
@@ -1332,7 +1333,8 @@ shardIterateForeignScan(ForeignScanState *node)
 	{
 		if (s->batch)
 		{
-			shard_merge_add_batch(s->merge, s->batch, s->cur->info.shard_id);
+			shard_merge_add_batch(s->merge, s->batch, s->cur->info.shard_id,
+								  s->shard_bound >= 0 && !s->cur->unbounded);
 			if (s->fanout && s->batch != s->own_batch)
 				fanout_release_batch(s->fanout, s->batch);
 			s->batch = NULL;

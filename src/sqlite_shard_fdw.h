@@ -204,9 +204,11 @@ enum FdwScanOrderIndex
 	FdwScanOrderLimit,			/* List: OFFSET, LIMIT (Const, Param or
 								 * NULL) */
 	FdwScanOrderText,			/* String: the order, for EXPLAIN */
-	FdwScanOrderBoundNeeds		/* List of String: what each shard's bound
+	FdwScanOrderBoundNeeds,		/* List of String: what each shard's bound
 								 * needs besides FdwScanPrivateNeeds; a
 								 * shard that misses it is not bounded */
+	FdwScanOrderKeyCheckCol		/* Integer: shard column counting keys the
+								 * merge may not convert, or -1 */
 };
 
 /* What a scan returns (FdwScanPrivateMode). */

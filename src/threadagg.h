@@ -26,8 +26,8 @@ typedef enum ThreadAggOp
 	TA_COUNT_INF,				/* sum(abs(raw) = 9e999): infinite inputs */
 	TA_GUARD,					/* values of a storage class not allowed */
 	TA_KEYCHECK					/* the same, of key columns (keycheck
-								 * guards): not an error, a reason to keep
-								 * the group under a bound */
+								 * guards): keeps the group under a bound;
+								 * the merge decides if it is an error */
 } ThreadAggOp;
 
 /* Storage classes a guarded column may hold (bits of ThreadAggGuard.ok). */

@@ -287,9 +287,11 @@ group_key_ok(PlannerInfo *root, Expr *expr, RelOptInfo *baserel)
 {
 	Var		   *var = own_var(expr, baserel);
 
+	/* no cast that changes the type: SQLite groups the column's values */
 	if (var)
-		return groupable_type(var->vartype, var->vartypmod,
-							  exprCollation((Node *) expr));
+		return exprType((Node *) expr) == var->vartype &&
+			groupable_type(var->vartype, var->vartypmod,
+						   exprCollation((Node *) expr));
 	if (IsA(expr, FuncExpr))
 		return deparse_time_bucket(NULL, root, (FuncExpr *) expr, baserel);
 	return false;
@@ -980,9 +982,10 @@ select_col(SelectList *sl, char *expr, int op, const char *input,
  * add_guard
  *		Count the values of a column whose storage class is not one of
  *		ok_types (SQL) or ok_mask (thread aggregation).  A key check counts
- *		apart from the guards: what it counts is not an error, since the
- *		merge converts keys as the rows would, but a reason for a bounded
- *		shard to return the group (final_order).
+ *		apart from the guards: a bounded shard returns the group first
+ *		(final_order) and the merge reports it, since the key may stand for
+ *		a group the bound split (5 and '5'); from a shard read without a
+ *		bound the merge converts such keys as reading the rows would.
  */
 static void
 add_guard(SelectList *sl, const char *col, const char *ok_types, int ok_mask,
@@ -1303,12 +1306,14 @@ final_order(ShardUpperInfo *info, SelectList *sl, List *cols, int guard_col,
 						 (sgc->nulls_first ? " NULLS FIRST" : " NULLS LAST") : "");
 	}
 
-	return lappend(list_make5(list_make4(attnos, sortops, colls, nulls),
-							  makeString(sql.data),
-							  ta_sorts,
-							  list_make2(info->limit_offset, info->limit_count),
-							  makeString(text.data)),
-				   info->bound_needs);
+	return lappend(lappend(list_make5(list_make4(attnos, sortops, colls, nulls),
+									  makeString(sql.data),
+									  ta_sorts,
+									  list_make2(info->limit_offset,
+												 info->limit_count),
+									  makeString(text.data)),
+						   info->bound_needs),
+				   makeInteger(keycheck_col));
 }
 
 /*
