@@ -648,8 +648,9 @@ conn_column_affinity(ShardConn *conn, const char *table, const char *col)
 /*
  * shard_conn_affinity_mismatch
  *		The first need this shard's declared affinities do not meet, or
- *		NULL.  needs is a List of String, each a need letter followed by
- *		the SQLite column name.
+ *		NULL: its need letter, or 'U' when only the shard's UTF-16 encoding
+ *		fails it, followed by the SQLite column name.  needs is a List of
+ *		String, each a need letter followed by the SQLite column name.
  */
 char *
 shard_conn_affinity_mismatch(ShardConn *conn, const char *table, List *needs)
@@ -662,7 +663,8 @@ shard_conn_affinity_mismatch(ShardConn *conn, const char *table, List *needs)
 		char		have = conn_column_affinity(conn, table, need + 1);
 
 		if (have != 0 && !affinity_satisfies(need[0], have))
-			return pstrdup(need);
+			return have == 'U' && affinity_satisfies(need[0], 'T') ?
+				psprintf("U%s", need + 1) : pstrdup(need);
 	}
 	return NULL;
 }

@@ -1018,12 +1018,13 @@ start_shard(ForeignScanState *node, ShardTarget *t)
 					(errcode(ERRCODE_FDW_INVALID_DATA_TYPE),
 					 errmsg("cannot aggregate table \"%s\" inside shard \"%s\"",
 							s->topts->table, t->info.shard_id),
-					 (bad[0] == SHARD_NEEDS_TEXT_ORDER &&
-					  !shard_conn_is_utf8(t->conn)) ?
+					 bad[0] == 'U' ?
 					 errdetail("The shard's database is UTF-16, where SQLite orders text in column \"%s\" otherwise than PostgreSQL does.",
 							   bad + 1) :
 					 errdetail("The shard declares column \"%s\" with another type than the first shard, so SQLite would not compute the aggregate as PostgreSQL does.",
 							   bad + 1),
+					 bad[0] == 'U' ?
+					 errhint("Set \"sqlite_shard_fdw.aggregate_pushdown\" to off to aggregate in PostgreSQL.") :
 					 errhint("Declare the column alike in every shard, or set \"sqlite_shard_fdw.aggregate_pushdown\" to off.")));
 
 		/* A shard the bound cannot rely on returns all its groups. */
