@@ -568,6 +568,7 @@ affinity_satisfies(char need, char have)
 		case SHARD_NEEDS_TEXT:
 			return have == 'T' || have == 'U';
 		case SHARD_NEEDS_TEXT_ORDER:
+		case SHARD_NEEDS_TEXT_EXTREMA:
 			return have == 'T';
 		case SHARD_NEEDS_INTEGER:
 			return have == 'I' || have == 'N';

@@ -283,6 +283,12 @@ shard_reader_next(ShardReader *r, ShardBatch *batch, char *errbuf)
 	if (!r->consumed)
 	{
 		rc = threadagg_consume(r->agg, r->job->stmt, errbuf);
+		if (rc == SQLITE_FULL && r->job->fallback_sql == NULL)
+		{
+			snprintf(errbuf, SHARDIO_ERRLEN,
+					 "too many groups to aggregate outside SQLite, which orders this UTF-16 database's text otherwise than PostgreSQL");
+			return SQLITE_ERROR;
+		}
 		if (rc == SQLITE_FULL)
 		{
 			sqlite3	   *db = sqlite3_db_handle(r->job->stmt);

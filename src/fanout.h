@@ -24,7 +24,8 @@ typedef struct Fanout Fanout;
 /*
  * What to read from one shard: a prepared, bound statement, and for an
  * aggregate scan read by thread aggregation (agg set), the partial-aggregate
- * SQL to prepare and bind instead when the shard has too many groups.
+ * SQL to prepare and bind instead when the shard has too many groups (NULL:
+ * an error then).
  * Everything here stays valid and unchanged until the job ends.
  */
 typedef struct FanoutJob

@@ -72,6 +72,8 @@ typedef struct ShardTarget
 	bool		degraded;		/* conditions evaluated by PostgreSQL */
 	bool		unbounded;		/* returns all its groups: it does not
 								 * declare columns as the bound needs */
+	bool		no_sql_groups;	/* thread aggregation may not fall back to
+								 * SQLite's GROUP BY (UTF-16 text extrema) */
 	bool		lent;			/* a fan-out worker reads it */
 	FanoutJob	job;			/* what the reader runs */
 	ShardValue *binds;			/* the values bound, planned and run-time */
@@ -140,6 +142,7 @@ typedef struct ShardScanState
 	char	   *raw_sql;		/* thread aggregation's input query, or NULL */
 	ThreadAggSpec *agg_spec;	/* and how it computes the shard columns */
 	List	   *needs;			/* what the query assumes of shard columns */
+	List	   *needs_but_extrema;	/* the same, without text min/max */
 	List	   *recheck_quals;	/* the pushed conditions, for degraded shards */
 	ExprState  *recheck;		/* ... compiled when first needed */
 
@@ -479,6 +482,9 @@ shardBeginForeignScan(ForeignScanState *node, int eflags)
 	s->guard_col = intVal(list_nth(priv, FdwScanPrivateGuardCol));
 	s->with_rowid = (s->mode == SCAN_ROWS);
 	s->needs = list_nth(priv, FdwScanPrivateNeeds);
+	foreach(lc, s->needs)
+		if (strVal(lfirst(lc))[0] != SHARD_NEEDS_TEXT_EXTREMA)
+			s->needs_but_extrema = lappend(s->needs_but_extrema, lfirst(lc));
 	s->rel = rel;
 	if (s->mode != SCAN_ROWS && shard_thread_aggregation)
 		init_thread_agg(s, priv);
@@ -1012,6 +1018,19 @@ start_shard(ForeignScanState *node, ShardTarget *t)
 		char	   *bad = shard_conn_affinity_mismatch(t->conn, s->topts->table,
 													   s->needs);
 
+		/*
+		 * Text extrema on a UTF-16 shard: the reading thread computes them
+		 * right (it reads text as UTF-8), as long as it never hands the
+		 * grouping to SQLite.
+		 */
+		t->no_sql_groups = false;
+		if (bad && bad[0] == 'U' && s->agg_spec != NULL &&
+			shard_conn_affinity_mismatch(t->conn, s->topts->table,
+										 s->needs_but_extrema) == NULL)
+		{
+			bad = NULL;
+			t->no_sql_groups = true;
+		}
 		t->degraded = (bad != NULL);
 		if (bad && s->mode != SCAN_ROWS)
 			ereport(ERROR,
@@ -1084,7 +1103,8 @@ start_shard(ForeignScanState *node, ShardTarget *t)
 
 		t->job.agg = s->agg_spec;
 		t->job.agg_bound = t->unbounded ? -1 : s->shard_bound;
-		t->job.fallback_sql = build_shard_sql(s, t, false, &ignored);
+		t->job.fallback_sql = t->no_sql_groups ? NULL :
+			build_shard_sql(s, t, false, &ignored);
 		t->job.binds = t->binds;
 		t->job.nbinds = t->nbinds;
 	}

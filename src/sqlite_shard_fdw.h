@@ -108,6 +108,8 @@ extern bool shard_conn_is_utf8(ShardConn *conn);
 /* What a pushed-down query assumes of a shard column's declared affinity. */
 #define SHARD_NEEDS_TEXT	'T'	/* TEXT affinity */
 #define SHARD_NEEDS_TEXT_ORDER 'O'	/* TEXT affinity, UTF-8 database */
+#define SHARD_NEEDS_TEXT_EXTREMA 'X'	/* the same, unless min/max are
+										 * computed by the reading thread */
 #define SHARD_NEEDS_INTEGER 'I'
 #define SHARD_NEEDS_NUMBER	'N'
 extern void shard_conn_release(ShardConn *conn);

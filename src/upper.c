@@ -437,11 +437,11 @@ add_output(ShardUpperInfo *info, Expr *expr, int op)
 /*
  * add_column_need
  *		Note that a column must be declared to hold its type's storage
- *		class: TEXT affinity for text (in a UTF-8 database if SQLite orders
- *		it), numeric for numbers.
+ *		class: numeric for numbers, TEXT affinity for text with text_need
+ *		saying what else (SHARD_NEEDS_TEXT, _TEXT_ORDER or _TEXT_EXTREMA).
  */
 static void
-add_column_need(List **needs, PlannerInfo *root, Var *var, bool ordered)
+add_column_need(List **needs, PlannerInfo *root, Var *var, char text_need)
 {
 	char		need;
 	RangeTblEntry *rte;
@@ -449,7 +449,7 @@ add_column_need(List **needs, PlannerInfo *root, Var *var, bool ordered)
 	ListCell   *lc;
 
 	if (var->vartype == TEXTOID || var->vartype == VARCHAROID)
-		need = ordered ? SHARD_NEEDS_TEXT_ORDER : SHARD_NEEDS_TEXT;
+		need = text_need;
 	else if (var->vartype == FLOAT8OID)
 		need = SHARD_NEEDS_NUMBER;
 	else
@@ -477,7 +477,7 @@ add_need(ShardUpperInfo *info, Aggref *agg, int op)
 		op == AGGOP_BOOL_OR)
 		return;
 	add_column_need(&info->needs, info->root, agg_arg(agg, info->baserel),
-					true);
+					SHARD_NEEDS_TEXT_EXTREMA);
 }
 
 /*
@@ -739,7 +739,7 @@ add_final_path(PlannerInfo *root, RelOptInfo *input_rel,
 			continue;
 		if (var->vartype == FLOAT8OID)
 			return;
-		add_column_need(&final->bound_needs, root, var, false);
+		add_column_need(&final->bound_needs, root, var, SHARD_NEEDS_TEXT);
 	}
 	final->sort_clauses = NIL;
 	final->sort_pos = NIL;
@@ -770,7 +770,8 @@ add_final_path(PlannerInfo *root, RelOptInfo *input_rel,
 		var = own_var(((TargetEntry *) list_nth(info->tlist, pos))->expr,
 					  info->baserel);
 		if (list_nth_int(info->ops, pos) == AGGOP_KEY && var != NULL)
-			add_column_need(&final->bound_needs, root, var, true);
+			add_column_need(&final->bound_needs, root, var,
+							SHARD_NEEDS_TEXT_ORDER);
 	}
 	if (final->bound_needs != NIL &&
 		!first_shard_meets(root, info->baserel,
