@@ -554,10 +554,10 @@ declared_affinity(const char *decl)
  * affinity_satisfies
  *		Does a column of this affinity hold only what the need assumes?
  *		SHARD_NEEDS_TEXT: numbers are stored as text, so text compares as
- *		PostgreSQL reads it.  SHARD_NEEDS_TEXT_ORDER: the same, in a UTF-8
- *		database, since a UTF-16 one ('U') orders text by UTF-16 bytes
- *		(COLLATE BINARY), not in code point order as PostgreSQL's C
- *		collation does.  SHARD_NEEDS_INTEGER: text that looks like an
+ *		PostgreSQL reads it.  SHARD_NEEDS_TEXT_ORDER and _TEXT_EXTREMA: the
+ *		same, in a UTF-8 database, since a UTF-16 one ('U') orders text by
+ *		UTF-16 bytes (COLLATE BINARY), not in code point order as
+ *		PostgreSQL's C collation does.  SHARD_NEEDS_INTEGER: text that looks like an
  *		integer is stored as one.  SHARD_NEEDS_NUMBER: the same for numbers.
  */
 static bool

@@ -285,9 +285,9 @@ shard_reader_next(ShardReader *r, ShardBatch *batch, char *errbuf)
 		rc = threadagg_consume(r->agg, r->job->stmt, errbuf);
 		if (rc == SQLITE_FULL && r->job->fallback_sql == NULL)
 		{
-			snprintf(errbuf, SHARDIO_ERRLEN,
-					 "too many groups to aggregate outside SQLite, which orders this UTF-16 database's text otherwise than PostgreSQL");
-			return SQLITE_ERROR;
+			/* too many groups, and no GROUP BY query to hand them to */
+			errbuf[0] = '\0';
+			return SQLITE_FULL;
 		}
 		if (rc == SQLITE_FULL)
 		{

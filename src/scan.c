@@ -977,6 +977,27 @@ diagnose_prepare_failure(ShardScanState *s, ShardTarget *t, int rc,
 }
 
 /*
+ * report_read_error
+ *		Raise the error a shard's read ended with.
+ */
+static void
+report_read_error(ShardScanState *s, ShardTarget *t, int rc,
+				  const char *errbuf)
+{
+	if (rc == SQLITE_FULL && t->no_sql_groups)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("cannot aggregate table \"%s\" inside shard \"%s\"",
+						s->topts->table, t->info.shard_id),
+				 errdetail("The shard has more than %d groups, too many to group outside SQLite, which orders the text of this UTF-16 database otherwise than PostgreSQL does.",
+						   THREAD_AGG_MAX_GROUPS),
+				 errhint("Set \"sqlite_shard_fdw.aggregate_pushdown\" to off to aggregate in PostgreSQL.")));
+	shard_report_sqlite_error(ERROR, rc, t->info.shard_id,
+							  psprintf("read table \"%s\"", s->topts->table),
+							  errbuf);
+}
+
+/*
  * start_shard
  *		Open a shard and prepare and bind its statement.  Returns false when
  *		the shard is missing and the server skips missing shards.
@@ -1024,12 +1045,11 @@ start_shard(ForeignScanState *node, ShardTarget *t)
 		 * grouping to SQLite.
 		 */
 		t->no_sql_groups = false;
-		if (bad && bad[0] == 'U' && s->agg_spec != NULL &&
-			shard_conn_affinity_mismatch(t->conn, s->topts->table,
-										 s->needs_but_extrema) == NULL)
+		if (bad && bad[0] == 'U' && s->agg_spec != NULL)
 		{
-			bad = NULL;
-			t->no_sql_groups = true;
+			bad = shard_conn_affinity_mismatch(t->conn, s->topts->table,
+											   s->needs_but_extrema);
+			t->no_sql_groups = (bad == NULL);
 		}
 		t->degraded = (bad != NULL);
 		if (bad && s->mode != SCAN_ROWS)
@@ -1194,9 +1214,7 @@ next_batch_serial(ForeignScanState *node)
 		}
 		rc = shard_reader_next(t->reader, s->own_batch, errbuf);
 		if (rc != SQLITE_ROW && rc != SQLITE_DONE)
-			shard_report_sqlite_error(ERROR, rc, t->info.shard_id,
-									  psprintf("read table \"%s\"", s->topts->table),
-									  errbuf);
+			report_read_error(s, t, rc, errbuf);
 		t->done = (rc == SQLITE_DONE);
 		t->rows += s->own_batch->nrows;
 		s->batch = s->own_batch;
@@ -1276,9 +1294,7 @@ next_batch_parallel(ForeignScanState *node)
 			case FANOUT_FAILED:
 				t = list_nth(s->targets, ev.task);
 				s->cur = NULL;
-				shard_report_sqlite_error(ERROR, ev.rc, t->info.shard_id,
-										  psprintf("read table \"%s\"", s->topts->table),
-										  ev.errmsg);
+				report_read_error(s, t, ev.rc, ev.errmsg);
 				break;
 			case FANOUT_NOMEM:
 				ereport(ERROR,
