@@ -1318,6 +1318,25 @@ final_order(ShardUpperInfo *info, SelectList *sl, List *cols, int guard_col,
 }
 
 /*
+ * append_select
+ *		"SELECT exprs FROM table" (SELECT NULL without expressions).
+ */
+static void
+append_select(StringInfo buf, List *exprs, const char *table)
+{
+	ListCell   *lc;
+
+	appendStringInfoString(buf, "SELECT ");
+	foreach(lc, exprs)
+		appendStringInfo(buf, "%s%s", foreach_current_index(lc) > 0 ? ", " : "",
+						 (char *) lfirst(lc));
+	if (exprs == NIL)
+		appendStringInfoString(buf, "NULL");
+	appendStringInfoString(buf, " FROM ");
+	shard_quote_identifier(buf, table);
+}
+
+/*
  * count_column
  *		The shard column counting the values that fail checks, or -1 when
  *		there are none.
@@ -1463,28 +1482,11 @@ shard_upper_plan(PlannerInfo *root, RelOptInfo *upperrel, List *tlist,
 	guard_col = count_column(&sl, sl.guards, TA_GUARD);
 	keycheck_col = count_column(&sl, sl.keychecks, TA_KEYCHECK);
 
-	appendStringInfoString(&select_sql, "SELECT ");
-	foreach(lc, sl.exprs)
-		appendStringInfo(&select_sql, "%s%s",
-						 foreach_current_index(lc) > 0 ? ", " : "",
-						 (char *) lfirst(lc));
-	if (sl.exprs == NIL)
-		appendStringInfoString(&select_sql, "NULL");
-
-	appendStringInfoString(&select_sql, " FROM ");
-	shard_quote_identifier(&select_sql, shard_rel_table(baserel));
+	append_select(&select_sql, sl.exprs, shard_rel_table(baserel));
 
 	/* The raw inputs, for thread aggregation. */
 	initStringInfo(&raw_sql);
-	appendStringInfoString(&raw_sql, "SELECT ");
-	foreach(lc, sl.raws)
-		appendStringInfo(&raw_sql, "%s%s",
-						 foreach_current_index(lc) > 0 ? ", " : "",
-						 (char *) lfirst(lc));
-	if (sl.raws == NIL)
-		appendStringInfoString(&raw_sql, "NULL");
-	appendStringInfoString(&raw_sql, " FROM ");
-	shard_quote_identifier(&raw_sql, shard_rel_table(baserel));
+	append_select(&raw_sql, sl.raws, shard_rel_table(baserel));
 	if (group_sql.len > 0)
 	{
 		char	   *g = pstrdup(group_sql.data);
