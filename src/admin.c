@@ -127,7 +127,7 @@ finish_write(ShardServerOptions *opts, sqlite3 *db)
 	shardio_close(db);
 	if (rc != SQLITE_OK)
 		ereport(ERROR,
-				(errcode(ERRCODE_FDW_ERROR),
+				(errcode(shard_sqlite_sqlstate(rc)),
 				 errmsg("could not commit to directory \"%s\"", opts->directory),
 				 errdetail_internal("%s", errbuf)));
 }
@@ -140,7 +140,7 @@ static void
 write_failed(ShardServerOptions *opts, sqlite3 *db, const char *what)
 {
 	ereport(ERROR,
-			(errcode(ERRCODE_FDW_ERROR),
+			(errcode(shard_sqlite_sqlstate(sqlite3_errcode(db))),
 			 errmsg("could not %s in directory \"%s\"", what, opts->directory),
 			 errdetail_internal("%s", sqlite3_errmsg(db))));
 }
@@ -449,11 +449,13 @@ shard_list(PG_FUNCTION_ARGS)
 
 /*
  * place_tenant
- *		The shard with the most free room under max_shard_bytes, fewest
- *		tenants on a tie; shards whose file is missing are never chosen.
+ *		The shard to take tenant: the most free room under max_shard_bytes,
+ *		fewest tenants on a tie; shards whose file is missing are never
+ *		chosen.
  */
 static ShardInfo *
-place_tenant(ShardServerOptions *opts, ShardLoad *loads, int n)
+place_tenant(ShardServerOptions *opts, ShardLoad *loads, int n,
+			 const char *tenant)
 {
 	ShardLoad  *best = NULL;
 	int			i;
@@ -471,9 +473,9 @@ place_tenant(ShardServerOptions *opts, ShardLoad *loads, int n)
 	}
 	if (best == NULL)
 		ereport(ERROR,
-				(errcode(ERRCODE_FDW_UNABLE_TO_ESTABLISH_CONNECTION),
-				 errmsg("no shard of server \"%s\" can take a new tenant",
-						opts->servername),
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("no shard of server \"%s\" can take tenant \"%s\"",
+						opts->servername, tenant),
 				 errdetail("The directory lists no shard whose file exists."),
 				 errhint("Add a shard with shard_add().")));
 	if (best->bytes >= opts->max_shard_bytes)
@@ -481,6 +483,7 @@ place_tenant(ShardServerOptions *opts, ShardLoad *loads, int n)
 				(errcode(ERRCODE_DISK_FULL),
 				 errmsg("every shard of server \"%s\" is at or over \"max_shard_bytes\"",
 						opts->servername),
+				 errdetail("Tenant \"%s\" was not added.", tenant),
 				 errhint("Add a shard with shard_add(), or raise the server option \"max_shard_bytes\".")));
 	return best->info;
 }
@@ -566,7 +569,7 @@ shard_tenant_add(PG_FUNCTION_ARGS)
 			int			n;
 
 			loads = shard_loads(opts, dir, db, &n);
-			shard_id = place_tenant(opts, loads, n)->shard_id;
+			shard_id = place_tenant(opts, loads, n, tenant)->shard_id;
 		}
 		vals[1] = shard_id;
 		if (run_stmt(db, "INSERT INTO shard_map (tenant_id, shard_id, status, updated_at) "

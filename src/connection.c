@@ -130,6 +130,36 @@ shard_conn_unlend(ShardConn *conn)
 }
 
 /*
+ * shard_sqlite_sqlstate
+ *		The SQLSTATE that matches an SQLite result code's cause.
+ */
+int
+shard_sqlite_sqlstate(int rc)
+{
+	switch (rc & 0xff)
+	{
+		case SQLITE_BUSY:
+		case SQLITE_LOCKED:
+			return ERRCODE_LOCK_NOT_AVAILABLE;
+		case SQLITE_CORRUPT:
+		case SQLITE_NOTADB:
+			return ERRCODE_DATA_CORRUPTED;
+		case SQLITE_FULL:
+			return ERRCODE_DISK_FULL;
+		case SQLITE_NOMEM:
+			return ERRCODE_OUT_OF_MEMORY;
+		case SQLITE_INTERRUPT:
+			return ERRCODE_QUERY_CANCELED;
+		case SQLITE_CANTOPEN:
+		case SQLITE_PERM:
+		case SQLITE_AUTH:
+			return ERRCODE_FDW_UNABLE_TO_ESTABLISH_CONNECTION;
+		default:
+			return ERRCODE_FDW_ERROR;
+	}
+}
+
+/*
  * shard_report_sqlite_error
  *		Raise an SQLite failure on a shard with the SQLSTATE that matches
  *		its cause.
@@ -138,42 +168,12 @@ void
 shard_report_sqlite_error(int elevel, int rc, const char *shard_id,
 						  const char *what, const char *msg)
 {
-	int			sqlstate;
-
 	/* An interrupt for a cancel or timeout: raise that, as PostgreSQL does. */
 	if ((rc & 0xff) == SQLITE_INTERRUPT)
 		CHECK_FOR_INTERRUPTS();
 
-	switch (rc & 0xff)
-	{
-		case SQLITE_BUSY:
-		case SQLITE_LOCKED:
-			sqlstate = ERRCODE_LOCK_NOT_AVAILABLE;
-			break;
-		case SQLITE_CORRUPT:
-		case SQLITE_NOTADB:
-			sqlstate = ERRCODE_DATA_CORRUPTED;
-			break;
-		case SQLITE_FULL:
-			sqlstate = ERRCODE_DISK_FULL;
-			break;
-		case SQLITE_NOMEM:
-			sqlstate = ERRCODE_OUT_OF_MEMORY;
-			break;
-		case SQLITE_INTERRUPT:
-			sqlstate = ERRCODE_QUERY_CANCELED;
-			break;
-		case SQLITE_CANTOPEN:
-		case SQLITE_PERM:
-		case SQLITE_AUTH:
-			sqlstate = ERRCODE_FDW_UNABLE_TO_ESTABLISH_CONNECTION;
-			break;
-		default:
-			sqlstate = ERRCODE_FDW_ERROR;
-			break;
-	}
 	ereport(elevel,
-			(errcode(sqlstate),
+			(errcode(shard_sqlite_sqlstate(rc)),
 			 errmsg("could not %s on shard \"%s\"", what, shard_id),
 			 errdetail_internal("%s", msg)));
 }

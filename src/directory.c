@@ -83,7 +83,7 @@ static void
 dir_error(ShardDirectory *dir, const char *what)
 {
 	ereport(ERROR,
-			(errcode(ERRCODE_FDW_ERROR),
+			(errcode(shard_sqlite_sqlstate(sqlite3_errcode(dir->db))),
 			 errmsg("could not %s in directory \"%s\"", what, dir->path),
 			 errdetail_internal("%s", sqlite3_errmsg(dir->db))));
 }

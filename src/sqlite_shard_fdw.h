@@ -113,6 +113,7 @@ extern bool shard_conn_is_utf8(ShardConn *conn);
 #define SHARD_NEEDS_INTEGER 'I'
 #define SHARD_NEEDS_NUMBER	'N'
 extern void shard_conn_release(ShardConn *conn);
+extern int	shard_sqlite_sqlstate(int rc);
 extern void shard_report_sqlite_error(int elevel, int rc, const char *shard_id,
 									  const char *what, const char *msg);
 
