@@ -336,6 +336,13 @@ EXPLAIN (VERBOSE, COSTS OFF) EXECUTE i8_all('{5}');
 EXECUTE i8_all('{5,100,8,9,10,11,12,13,14,15}');
 EXECUTE i8_all('{5,NULL}');
 EXECUTE i8_all('{}');
+-- a NULL array makes the condition NULL, also under NOT: no row
+EXECUTE i8_all(NULL);
+PREPARE i8_not_any(bigint[]) AS
+  SELECT id FROM items WHERE NOT (i8 = ANY ($1)) ORDER BY id;
+EXPLAIN (VERBOSE, COSTS OFF) EXECUTE i8_not_any('{5}');
+EXECUTE i8_not_any(NULL);
+DEALLOCATE i8_not_any;
 PREPARE t_any(text[]) AS SELECT id FROM items WHERE t = ANY ($1) ORDER BY id;
 EXPLAIN (VERBOSE, COSTS OFF) EXECUTE t_any('{abc}');
 EXECUTE t_any(ARRAY['abc', 'x\y', 'é', '"', '', NULL]);

@@ -302,6 +302,24 @@ array_elements_ok(Expr *arr, PushCategory cat)
 }
 
 /*
+ * has_array_param
+ *		Does an expression compare with an array parameter?  A NULL array
+ *		makes "x = ANY ($1)" NULL in PostgreSQL but false in SQLite (json_each
+ *		of NULL has no rows): the same where a WHERE keeps no row either way,
+ *		not under NOT or in "<> ALL", which would turn it into true.
+ */
+static bool
+has_array_param(Node *node, void *context)
+{
+	if (node == NULL)
+		return false;
+	if (IsA(node, ScalarArrayOpExpr) &&
+		IsA(lsecond(((ScalarArrayOpExpr *) node)->args), Param))
+		return true;
+	return expression_tree_walker(node, has_array_param, context);
+}
+
+/*
  * shard_is_pushable_expr
  *		May this condition be evaluated inside the shards?  See the file
  *		header for what SQLite computes exactly as PostgreSQL does.
@@ -318,6 +336,9 @@ shard_is_pushable_expr(PlannerInfo *root, RelOptInfo *baserel, Expr *expr)
 			{
 				ListCell   *lc;
 
+				if (((BoolExpr *) expr)->boolop == NOT_EXPR &&
+					has_array_param((Node *) expr, NULL))
+					return false;
 				foreach(lc, ((BoolExpr *) expr)->args)
 					if (!shard_is_pushable_expr(root, baserel, lfirst(lc)))
 						return false;
@@ -377,6 +398,8 @@ shard_is_pushable_expr(PlannerInfo *root, RelOptInfo *baserel, Expr *expr)
 					return false;
 				if (cat == PUSH_TEXT &&
 					!text_collation_ok(saop->inputcollid, false))
+					return false;
+				if (!saop->useOr && has_array_param((Node *) saop, NULL))
 					return false;
 				return array_elements_ok(lsecond(saop->args), cat);
 			}
