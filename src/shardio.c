@@ -17,6 +17,7 @@
  *-------------------------------------------------------------------------
  */
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -228,33 +229,100 @@ utf8_ok_func(sqlite3_context *ctx, int argc, sqlite3_value **argv)
 	sqlite3_result_int(ctx, ok);
 }
 
+static void civil_from_days(long long z, int *y, int *m, int *d);
+
+/* Microseconds since 2000-01-01 of 0001-01-01 and of 10000-01-01. */
+#define USECS_YEAR_1		(-63082281600LL * 1000000LL)
+#define USECS_YEAR_10000	(252455616000LL * 1000000LL)
+
+/*
+ * value_time
+ *		The wrapper's reading of a value as a timestamp (convert.c): text in
+ *		its forms, or a number of Unix seconds; microseconds since
+ *		2000-01-01 UTC in *usecs.  0 when it reads none, and outside years 1
+ *		to 9999, where SQLite's date functions count years otherwise than
+ *		PostgreSQL (year 0 is PostgreSQL's 1 BC) or not at all.
+ */
+static int
+value_time(sqlite3_value *v, long long *usecs)
+{
+	ShardDatetime dt;
+	double		d;
+
+	switch (sqlite3_value_type(v))
+	{
+		case SQLITE_TEXT:
+			if (shardio_parse_datetime((const char *) sqlite3_value_text(v),
+									   sqlite3_value_bytes(v), &dt) != SHARDIO_DT_OK)
+				return 0;
+			*usecs = shardio_datetime_usecs(&dt);
+			break;
+		case SQLITE_INTEGER:
+		case SQLITE_FLOAT:
+			d = sqlite3_value_double(v);
+			if (!(d > -7e10 && d < 3e11))	/* also NaN */
+				return 0;
+			if (sqlite3_value_type(v) == SQLITE_INTEGER)
+				*usecs = (sqlite3_value_int64(v) - 946684800LL) * 1000000LL;
+			else
+				*usecs = (long long) rint((d - 946684800.0) * 1000000.0);
+			break;
+		default:
+			return 0;
+	}
+	return *usecs >= USECS_YEAR_1 && *usecs < USECS_YEAR_10000;
+}
+
 /*
  * datetime_ok_func
- *		SQL function ssfdw_datetime_ok(x): 1 when the wrapper reads x as a
- *		timestamp (NULL, a number of Unix seconds, or text that
- *		shardio_parse_datetime accepts), 0 otherwise.
+ *		SQL function ssfdw_datetime_ok(x): 1 when x is NULL or a time that
+ *		ssfdw_time reads, 0 otherwise.
  */
 static void
 datetime_ok_func(sqlite3_context *ctx, int argc, sqlite3_value **argv)
 {
-	ShardDatetime dt;
-	int			ok;
+	long long	usecs;
 
-	switch (sqlite3_value_type(argv[0]))
+	sqlite3_result_int(ctx, sqlite3_value_type(argv[0]) == SQLITE_NULL ||
+					   value_time(argv[0], &usecs));
+}
+
+/*
+ * time_func
+ *		SQL function ssfdw_time(x): the time the wrapper reads in x as UTC
+ *		text 'YYYY-MM-DD HH:MM:SS.SSS', cut (not rounded) to milliseconds,
+ *		for SQLite's date functions, which would round a finer fraction
+ *		into the next second, minute or day; NULL when it reads no time.
+ */
+static void
+time_func(sqlite3_context *ctx, int argc, sqlite3_value **argv)
+{
+	long long	usecs;
+	long long	days;
+	long long	rem;
+	int			y,
+				m,
+				d;
+	char		buf[32];
+
+	if (!value_time(argv[0], &usecs))
 	{
-		case SQLITE_TEXT:
-			ok = shardio_parse_datetime((const char *) sqlite3_value_text(argv[0]),
-										sqlite3_value_bytes(argv[0]),
-										&dt) == SHARDIO_DT_OK;
-			break;
-		case SQLITE_BLOB:
-			ok = 0;
-			break;
-		default:
-			ok = 1;
-			break;
+		sqlite3_result_null(ctx);
+		return;
 	}
-	sqlite3_result_int(ctx, ok);
+	days = usecs / 86400000000LL;
+	rem = usecs % 86400000000LL;
+	if (rem < 0)
+	{
+		days--;
+		rem += 86400000000LL;
+	}
+	civil_from_days(days + 10957, &y, &m, &d);
+	snprintf(buf, sizeof(buf), "%04d-%02d-%02d %02d:%02d:%02d.%03d",
+			 y, m, d, (int) (rem / 3600000000LL),
+			 (int) (rem / 60000000LL % 60), (int) (rem / 1000000LL % 60),
+			 (int) (rem / 1000 % 1000));
+	sqlite3_result_text(ctx, buf, -1, SQLITE_TRANSIENT);
 }
 
 /*
@@ -316,6 +384,10 @@ shardio_open(const char *path, int flags, int busy_timeout_ms,
 							   SQLITE_UTF8 | SQLITE_DETERMINISTIC |
 							   SQLITE_INNOCUOUS,
 							   NULL, datetime_ok_func, NULL, NULL, NULL);
+	sqlite3_create_function_v2(*db, "ssfdw_time", 1,
+							   SQLITE_UTF8 | SQLITE_DETERMINISTIC |
+							   SQLITE_INNOCUOUS,
+							   NULL, time_func, NULL, NULL, NULL);
 	sqlite3_busy_timeout(*db, busy_timeout_ms);
 
 	/*
@@ -578,6 +650,30 @@ days_from_civil(int y, int m, int d)
 	doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
 	doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
 	return era * 146097 + doe - 719468;
+}
+
+/*
+ * civil_from_days
+ *		The proleptic Gregorian date of a day counted from 1970-01-01.
+ */
+static void
+civil_from_days(long long z, int *y, int *m, int *d)
+{
+	long long	era;
+	long long	doe;
+	long long	yoe;
+	long long	doy;
+	long long	mp;
+
+	z += 719468;
+	era = (z >= 0 ? z : z - 146096) / 146097;
+	doe = z - era * 146097;
+	yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+	doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+	mp = (5 * doy + 2) / 153;
+	*d = (int) (doy - (153 * mp + 2) / 5 + 1);
+	*m = (int) (mp < 10 ? mp + 3 : mp - 9);
+	*y = (int) (yoe + era * 400 + (*m <= 2));
 }
 
 /*

@@ -170,8 +170,10 @@ const_text(Expr *expr)
 
 /*
  * deparse_strftime
- *		strftime(fmt, ts, modifiers) for every stored form of a timestamp:
- *		text as it is, numbers as Unix seconds.
+ *		strftime(fmt, ts, modifiers) for every stored form of a timestamp,
+ *		read by ssfdw_time (shardio.c) as the wrapper reads it: SQLite's own
+ *		reading would round a fraction finer than milliseconds into the next
+ *		bucket, and count years before 1 otherwise than PostgreSQL.
  */
 static void
 deparse_strftime(StringInfo buf, PlannerInfo *root, Var *var,
@@ -181,12 +183,7 @@ deparse_strftime(StringInfo buf, PlannerInfo *root, Var *var,
 
 	initStringInfo(&col);
 	shard_deparse_column_ref(&col, root, var);
-	appendStringInfo(buf,
-					 "CASE typeof(%s) WHEN 'text' THEN strftime('%s', %s%s) "
-					 "WHEN 'integer' THEN strftime('%s', %s, 'unixepoch'%s) "
-					 "WHEN 'real' THEN strftime('%s', %s, 'unixepoch'%s) END",
-					 col.data, fmt, col.data, modifiers,
-					 fmt, col.data, modifiers,
+	appendStringInfo(buf, "strftime('%s', ssfdw_time(%s)%s)",
 					 fmt, col.data, modifiers);
 }
 
