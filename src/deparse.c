@@ -96,15 +96,31 @@ type_category(Oid typid)
 }
 
 /*
- * strip_relabel
+ * shard_strip_relabel
  *		Look through binary-compatible coercions such as varchar -> text.
  */
-static Expr *
-strip_relabel(Expr *expr)
+Expr *
+shard_strip_relabel(Expr *expr)
 {
 	while (expr && IsA(expr, RelabelType))
 		expr = ((RelabelType *) expr)->arg;
 	return expr;
+}
+
+/*
+ * shard_own_column
+ *		The user column of the scanned foreign table that expr is (through
+ *		relabeling), or NULL.
+ */
+Var *
+shard_own_column(Expr *expr, RelOptInfo *baserel)
+{
+	Var		   *var = (Var *) shard_strip_relabel(expr);
+
+	if (var && IsA(var, Var) && var->varno == baserel->relid &&
+		var->varlevelsup == 0 && var->varattno > 0)
+		return var;
+	return NULL;
 }
 
 /*
@@ -114,10 +130,7 @@ strip_relabel(Expr *expr)
 static bool
 is_own_column(Expr *expr, RelOptInfo *baserel)
 {
-	Var		   *var = (Var *) strip_relabel(expr);
-
-	return var && IsA(var, Var) && var->varno == baserel->relid &&
-		var->varlevelsup == 0 && var->varattno > 0;
+	return shard_own_column(expr, baserel) != NULL;
 }
 
 /*
@@ -128,7 +141,7 @@ is_own_column(Expr *expr, RelOptInfo *baserel)
 static bool
 is_value(Expr *expr, PushCategory cat)
 {
-	expr = strip_relabel(expr);
+	expr = shard_strip_relabel(expr);
 	if (expr == NULL)
 		return false;
 	if (IsA(expr, Const))
@@ -246,7 +259,7 @@ column_vs_value(List *args, RelOptInfo *baserel, Expr **col, Expr **val,
 static PushCategory
 column_category(Expr *col)
 {
-	Node	   *c = (Node *) strip_relabel(col);
+	Node	   *c = (Node *) shard_strip_relabel(col);
 
 	if (exprType(c) == VARCHAROID && exprTypmod(c) >= 0)
 		return PUSH_NONE;
@@ -260,7 +273,7 @@ column_category(Expr *col)
 static bool
 like_pattern_ok(Expr *val)
 {
-	Const	   *c = (Const *) strip_relabel(val);
+	Const	   *c = (Const *) shard_strip_relabel(val);
 	text	   *t;
 
 	if (c == NULL || !IsA(c, Const) || c->constisnull ||
@@ -281,7 +294,7 @@ array_elements_ok(Expr *arr, PushCategory cat)
 {
 	ListCell   *lc;
 
-	arr = strip_relabel(arr);
+	arr = shard_strip_relabel(arr);
 	if (type_category(get_element_type(exprType((Node *) arr))) != cat)
 		return false;
 	if (IsA(arr, Const))
@@ -608,7 +621,7 @@ shard_text_columns(PlannerInfo *root, List *exprs, List *needs)
 static void
 deparse_column(Expr *expr, DeparseContext *ctx)
 {
-	shard_deparse_column_ref(ctx->buf, ctx->root, (Var *) strip_relabel(expr));
+	shard_deparse_column_ref(ctx->buf, ctx->root, (Var *) shard_strip_relabel(expr));
 }
 
 /*
@@ -670,7 +683,7 @@ deparse_expr(Expr *expr, DeparseContext *ctx)
 				appendStringInfoChar(ctx->buf, '(');
 				if (is_like_operator(op->opno, &negated))
 				{
-					Const	   *c = (Const *) strip_relabel(val);
+					Const	   *c = (Const *) shard_strip_relabel(val);
 					text	   *t = DatumGetTextPP(c->constvalue);
 					char	   *glob = shard_like_to_glob(VARDATA_ANY(t),
 														  VARSIZE_ANY_EXHDR(t));

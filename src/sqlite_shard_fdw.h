@@ -126,6 +126,8 @@ typedef enum ShardParamKind
 	SHARD_PARAM_JSON_ARRAY		/* an array, bound as JSON for json_each() */
 } ShardParamKind;
 
+extern Expr *shard_strip_relabel(Expr *expr);
+extern Var *shard_own_column(Expr *expr, RelOptInfo *baserel);
 extern bool shard_is_pushable_expr(PlannerInfo *root, RelOptInfo *baserel,
 								   Expr *expr);
 extern void shard_deparse_select(StringInfo buf, PlannerInfo *root,

@@ -108,22 +108,6 @@ typedef struct ShardUpperInfo
 } ShardUpperInfo;
 
 /*
- * own_var
- *		The column of the scanned table that expr is (through relabeling),
- *		or NULL.
- */
-static Var *
-own_var(Expr *expr, RelOptInfo *baserel)
-{
-	while (expr && IsA(expr, RelabelType))
-		expr = ((RelabelType *) expr)->arg;
-	if (expr && IsA(expr, Var) && ((Var *) expr)->varno == baserel->relid &&
-		((Var *) expr)->varlevelsup == 0 && ((Var *) expr)->varattno > 0)
-		return (Var *) expr;
-	return NULL;
-}
-
-/*
  * groupable_type
  *		Do SQLite's groups of this type's stored values match PostgreSQL's
  *		equality?  Text needs a deterministic collation and a UTF-8 database;
@@ -204,7 +188,7 @@ deparse_time_bucket(StringInfo buf, PlannerInfo *root, FuncExpr *func,
 	if (list_length(func->args) != 2)
 		return false;
 	unit = const_text(linitial(func->args));
-	var = own_var(lsecond(func->args), baserel);
+	var = shard_own_column(lsecond(func->args), baserel);
 	if (unit == NULL || var == NULL || var->vartype != TIMESTAMPOID)
 		return false;
 	unit = asc_tolower(unit, strlen(unit));
@@ -282,7 +266,7 @@ deparse_time_bucket(StringInfo buf, PlannerInfo *root, FuncExpr *func,
 static bool
 group_key_ok(PlannerInfo *root, Expr *expr, RelOptInfo *baserel)
 {
-	Var		   *var = own_var(expr, baserel);
+	Var		   *var = shard_own_column(expr, baserel);
 
 	/* no cast that changes the type: SQLite groups the column's values */
 	if (var)
@@ -303,7 +287,7 @@ static void
 deparse_group_key(StringInfo buf, PlannerInfo *root, Expr *expr,
 				  RelOptInfo *baserel, bool for_group_by)
 {
-	Var		   *var = own_var(expr, baserel);
+	Var		   *var = shard_own_column(expr, baserel);
 
 	if (var)
 	{
@@ -342,7 +326,7 @@ classify_aggregate(Aggref *agg, RelOptInfo *baserel)
 			AGGOP_COUNT_STAR : -1;
 	if (list_length(agg->args) != 1)
 		return -1;
-	arg = own_var(((TargetEntry *) linitial(agg->args))->expr, baserel);
+	arg = shard_own_column(((TargetEntry *) linitial(agg->args))->expr, baserel);
 	if (arg == NULL)
 		return -1;
 	argtype = arg->vartype;
@@ -410,7 +394,7 @@ classify_aggregate(Aggref *agg, RelOptInfo *baserel)
 static Var *
 agg_arg(Aggref *agg, RelOptInfo *baserel)
 {
-	return own_var(((TargetEntry *) linitial(agg->args))->expr, baserel);
+	return shard_own_column(((TargetEntry *) linitial(agg->args))->expr, baserel);
 }
 
 /*
@@ -602,7 +586,7 @@ sort_key_ok(ShardUpperInfo *info, int pos, SortGroupClause *sgc, Oid coll,
 		case AGGOP_SUM_INT8:
 			return true;
 		case AGGOP_KEY:
-			if (own_var(tle->expr, info->baserel) == NULL)
+			if (shard_own_column(tle->expr, info->baserel) == NULL)
 				return false;	/* a time bucket */
 			/* FALLTHROUGH */
 		case AGGOP_MIN:
@@ -634,18 +618,6 @@ grouped_foreign_path(RelOptInfo *grouped)
 }
 
 /*
- * strip_relabel
- *		An expression without the binary-compatible casts on top.
- */
-static Node *
-strip_relabel(Node *expr)
-{
-	while (expr && IsA(expr, RelabelType))
-		expr = (Node *) ((RelabelType *) expr)->arg;
-	return expr;
-}
-
-/*
  * final_target_plain
  *		Is every output of the query a grouping key or aggregate as the
  *		scan returns it?  The scan computes its outputs only for the groups
@@ -664,11 +636,11 @@ final_target_plain(PlannerInfo *root, ShardUpperInfo *info)
 		ListCell   *lc2;
 		bool		found = false;
 
-		if (IsA(strip_relabel(expr), Const))
+		if (IsA(shard_strip_relabel((Expr *) expr), Const))
 			continue;
 		foreach(lc2, info->tlist)
-			if (equal(strip_relabel((Node *) ((TargetEntry *) lfirst(lc2))->expr),
-					  strip_relabel(expr)))
+			if (equal(shard_strip_relabel(((TargetEntry *) lfirst(lc2))->expr),
+					  shard_strip_relabel((Expr *) expr)))
 				found = true;
 		if (!found)
 			return false;
@@ -729,7 +701,7 @@ add_final_path(PlannerInfo *root, RelOptInfo *input_rel,
 	 */
 	forboth(lc, info->tlist, lc_op, info->ops)
 	{
-		Var		   *var = own_var(((TargetEntry *) lfirst(lc))->expr,
+		Var		   *var = shard_own_column(((TargetEntry *) lfirst(lc))->expr,
 								  info->baserel);
 
 		if (lfirst_int(lc_op) != AGGOP_KEY || var == NULL)
@@ -753,8 +725,8 @@ add_final_path(PlannerInfo *root, RelOptInfo *input_rel,
 		Var		   *var;
 
 		foreach(lc2, info->tlist)
-			if (equal(strip_relabel((Node *) ((TargetEntry *) lfirst(lc2))->expr),
-					  strip_relabel(expr)))
+			if (equal(shard_strip_relabel(((TargetEntry *) lfirst(lc2))->expr),
+					  shard_strip_relabel((Expr *) expr)))
 				pos = foreach_current_index(lc2);
 		if (pos < 0 || !sort_key_ok(info, pos, sgc, coll, &desc))
 			return;
@@ -764,7 +736,7 @@ add_final_path(PlannerInfo *root, RelOptInfo *input_rel,
 		final->sort_colls = lappend_oid(final->sort_colls, coll);
 
 		/* SQLite orders a text key right in UTF-8 databases only. */
-		var = own_var(((TargetEntry *) list_nth(info->tlist, pos))->expr,
+		var = shard_own_column(((TargetEntry *) list_nth(info->tlist, pos))->expr,
 					  info->baserel);
 		if (list_nth_int(info->ops, pos) == AGGOP_KEY && var != NULL)
 			add_column_need(&final->bound_needs, root, var,
@@ -865,8 +837,8 @@ shardGetForeignUpperPaths(PlannerInfo *root, UpperRelationKind stage,
 			return;
 		add_output(info, expr, AGGOP_KEY);
 		keys = lappend(keys, expr);
-		if (own_var(expr, input_rel) &&
-			own_var(expr, input_rel)->varattno == tenant_attnum)
+		if (shard_own_column(expr, input_rel) &&
+			shard_own_column(expr, input_rel)->varattno == tenant_attnum)
 			info->by_tenant = true;
 	}
 	if (list_length(keys) != list_length(parse->groupClause))
@@ -1409,7 +1381,7 @@ shard_upper_plan(PlannerInfo *root, RelOptInfo *upperrel, List *tlist,
 
 				initStringInfo(&ts);
 				shard_deparse_column_ref(&ts, root,
-										 own_var(lsecond(((FuncExpr *) tle->expr)->args),
+										 shard_own_column(lsecond(((FuncExpr *) tle->expr)->args),
 												 baserel));
 				guard_timestamp(&sl, ts.data);
 			}
@@ -1419,7 +1391,7 @@ shard_upper_plan(PlannerInfo *root, RelOptInfo *upperrel, List *tlist,
 				StringInfoData kc;
 
 				initStringInfo(&kc);
-				shard_deparse_column_ref(&kc, root, own_var(tle->expr, baserel));
+				shard_deparse_column_ref(&kc, root, shard_own_column(tle->expr, baserel));
 				guard_column(&sl, kc.data, exprType((Node *) tle->expr), true);
 			}
 			cols = lappend(cols, list_make1_int(select_col(&sl, key.data,
