@@ -972,7 +972,9 @@ diagnose_prepare_failure(ShardScanState *s, ShardTarget *t, int rc,
 
 	if (t->with_rowid && strstr(errbuf, "rowid") != NULL)
 		return;
-	shard_report_sqlite_error(ERROR, rc, t->info.shard_id, "prepare the query",
+	shard_report_sqlite_error(ERROR, rc, t->info.shard_id,
+							  psprintf("prepare the query of table \"%s\"",
+									   s->topts->table),
 							  errbuf);
 }
 
@@ -1108,7 +1110,9 @@ start_shard(ForeignScanState *node, ShardTarget *t)
 		rc = shardio_bind(t->stmt, 1, t->binds, t->nbinds, errbuf);
 	if (rc != SQLITE_OK)
 		shard_report_sqlite_error(ERROR, rc, t->info.shard_id,
-								  "bind the query's values", errbuf);
+								  psprintf("bind the values of the query of table \"%s\"",
+										   s->topts->table),
+								  errbuf);
 
 	memset(&t->job, 0, sizeof(t->job));
 	t->job.stmt = t->stmt;
@@ -1265,7 +1269,9 @@ next_batch_parallel(ForeignScanState *node)
 			if (fanout_submit(s->fanout, &t->job, task) != 0)
 				ereport(ERROR,
 						(errcode(ERRCODE_INSUFFICIENT_RESOURCES),
-						 errmsg("could not start a fan-out worker thread")));
+						 errmsg("could not start a fan-out worker thread"),
+						 errdetail("The thread was to read table \"%s\" on shard \"%s\".",
+								   s->topts->table, t->info.shard_id)));
 			s->inflight++;
 		}
 
@@ -1299,7 +1305,9 @@ next_batch_parallel(ForeignScanState *node)
 			case FANOUT_NOMEM:
 				ereport(ERROR,
 						(errcode(ERRCODE_OUT_OF_MEMORY),
-						 errmsg("out of memory in a fan-out worker")));
+						 errmsg("out of memory"),
+						 errdetail("A thread reading table \"%s\" for a fan-out ran out of memory.",
+								   s->topts->table)));
 				break;
 		}
 	}
