@@ -358,7 +358,11 @@ merge_minmax(ShardMerge *m, AggAcc *acc, int op, Oid type, const ShardValue *v)
 
 		take = !acc->has || (op == AGGOP_MIN ? cmp < 0 : cmp > 0);
 		if (take)
+		{
+			if (acc->tmm)
+				pfree(acc->tmm);
 			acc->tmm = MemoryContextStrdup(m->tablecxt, p);
+		}
 	}
 	else if (type == FLOAT8OID)
 	{

@@ -55,6 +55,7 @@ struct ThreadAgg
 	const ThreadAggSpec *spec;
 	int			nkeys;
 	int		   *key_raw;		/* raw column of each key */
+	int		   *key_of_col;		/* per column: its key's index, or -1 */
 	char	   *key_guard;		/* per guard: it checks a key column, whose
 								 * value is the same in every row of a
 								 * group, so it runs once per group */
@@ -239,17 +240,22 @@ threadagg_create(const ThreadAggSpec *spec, long long bound)
 	ta->spec = spec;
 	ta->bound = bound;
 	ta->key_raw = malloc(sizeof(int) * (spec->ncols + 1));
+	ta->key_of_col = malloc(sizeof(int) * (spec->ncols + 1));
 	ta->nslots = 64;
 	ta->slots = calloc(ta->nslots, sizeof(TaGroup *));
-	if (ta->key_raw == NULL || ta->slots == NULL)
+	if (ta->key_raw == NULL || ta->key_of_col == NULL || ta->slots == NULL)
 	{
 		threadagg_free(ta);
 		return NULL;
 	}
 	for (c = 0; c < spec->ncols; c++)
 	{
+		ta->key_of_col[c] = -1;
 		if (spec->cols[c].op == TA_KEY)
+		{
+			ta->key_of_col[c] = ta->nkeys;
 			ta->key_raw[ta->nkeys++] = spec->cols[c].raw;
+		}
 		if (spec->cols[c].raw + 1 > ta->nraw)
 			ta->nraw = spec->cols[c].raw + 1;
 		if (spec->cols[c].arg + 1 > ta->nraw)
@@ -597,18 +603,13 @@ static int
 group_value(ThreadAgg *ta, TaGroup *g, int c, ShardValue *v, char *errbuf)
 {
 	const TaAcc *acc = &g->accs[c];
-	int			k = 0;
-	int			i;
 
 	memset(v, 0, sizeof(*v));
 	v->type = SQLITE_INTEGER;
 	switch (ta->spec->cols[c].op)
 	{
 		case TA_KEY:
-			for (i = 0; i < c; i++)
-				if (ta->spec->cols[i].op == TA_KEY)
-					k++;
-			*v = g->keys[k];
+			*v = g->keys[ta->key_of_col[c]];
 			break;
 		case TA_COUNT_INF:
 			if (!acc->has)
@@ -898,6 +899,7 @@ threadagg_free(ThreadAgg *ta)
 	free(ta->key_guard);
 	free(ta->slots);
 	free(ta->key_raw);
+	free(ta->key_of_col);
 	free(ta->rawrow);
 	free(ta);
 }
