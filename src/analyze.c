@@ -181,9 +181,8 @@ shard_acquire_sample_rows(Relation relation, int elevel,
 						  double *totalrows, double *totaldeadrows)
 {
 	ShardAnalyzeState astate;
-	ForeignTable *table = GetForeignTable(RelationGetRelid(relation));
-	ShardServerOptions *opts = shard_server_options(table->serverid);
 	ShardTableOptions *topts = shard_table_options(relation);
+	ShardServerOptions *opts = shard_server_options(topts->serverid);
 	ShardDirectory *dir;
 	List	   *shards;
 	StringInfoData query;
@@ -280,7 +279,7 @@ shard_acquire_sample_rows(Relation relation, int elevel,
 	 * ANALYZE runs as the table owner, so GetUserId() is the role whose
 	 * user mapping decides which tenants the sample may contain.
 	 */
-	astate.allowed = shard_user_tenants(table->serverid, GetUserId());
+	astate.allowed = shard_user_tenants(topts->serverid, GetUserId());
 
 	dir = shard_directory_get(opts);
 	shards = copy_shard_list(shard_directory_shards(dir));

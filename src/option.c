@@ -484,6 +484,7 @@ shard_table_options(Relation rel)
 
 	opts->table = RelationGetRelationName(rel);
 	opts->tenant_column = "tenant_id";
+	opts->serverid = table->serverid;
 	foreach(lc, table->options)
 	{
 		DefElem    *def = (DefElem *) lfirst(lc);

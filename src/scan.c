@@ -469,8 +469,8 @@ shardBeginForeignScan(ForeignScanState *node, int eflags)
 	s = palloc0(sizeof(ShardScanState));
 	node->fdw_state = s;
 
-	s->opts = shard_server_options(GetForeignTable(RelationGetRelid(rel))->serverid);
 	s->topts = shard_table_options(rel);
+	s->opts = shard_server_options(s->topts->serverid);
 	s->table_name = RelationGetRelationName(rel);
 	s->select_sql = strVal(list_nth(fsplan->fdw_private, FdwScanPrivateSelectSql));
 	s->where_sql = strVal(list_nth(fsplan->fdw_private, FdwScanPrivateWhereSql));

@@ -39,6 +39,7 @@ typedef struct ShardTableOptions
 	char	   *table;			/* SQLite table name */
 	char	   *tenant_column;	/* SQLite name of the tenant column */
 	AttrNumber	tenant_attnum;	/* its foreign table column, or 0 */
+	Oid			serverid;		/* the table's server */
 } ShardTableOptions;
 
 extern int	shard_max_open_shards;
