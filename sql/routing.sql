@@ -488,6 +488,32 @@ RESET ROLE;
 EXECUTE all_tenants;
 
 -- ===================================================================
+-- The directory in WAL mode: the change check reads the WAL-index header
+-- instead of taking a read transaction, and must still see every commit
+-- of another process, however many came in between.
+-- ===================================================================
+\! sqlite3 /tmp/ssfdw_regress/routing/directory.db "PRAGMA journal_mode = WAL" >/dev/null
+PREPARE mover_kinds(text) AS
+  SELECT kind, count(*) FROM events WHERE tenant_id = $1 GROUP BY kind;
+EXECUTE mover_kinds('mover');
+EXECUTE mover_kinds('mover');
+\! sqlite3 /tmp/ssfdw_regress/routing/directory.db "UPDATE shard_map SET shard_id = 's4' WHERE tenant_id = 'mover'"
+EXECUTE mover_kinds('mover');
+EXECUTE mover_kinds('mover');
+\! sqlite3 /tmp/ssfdw_regress/routing/directory.db "UPDATE shard_map SET shard_id = 's1' WHERE tenant_id = 'mover'"
+\! sqlite3 /tmp/ssfdw_regress/routing/directory.db "UPDATE shard_map SET shard_id = 's4' WHERE tenant_id = 'mover'"
+\! sqlite3 /tmp/ssfdw_regress/routing/directory.db "UPDATE shard_map SET shard_id = 's1' WHERE tenant_id = 'mover'"
+EXECUTE mover_kinds('mover');
+-- a checkpoint that empties the WAL is not a change, the commit after it is
+\! sqlite3 /tmp/ssfdw_regress/routing/directory.db "PRAGMA wal_checkpoint(TRUNCATE)" >/dev/null
+EXECUTE mover_kinds('mover');
+\! sqlite3 /tmp/ssfdw_regress/routing/directory.db "UPDATE shard_map SET shard_id = 's4' WHERE tenant_id = 'mover'"
+EXECUTE mover_kinds('mover');
+\! sqlite3 /tmp/ssfdw_regress/routing/directory.db "UPDATE shard_map SET shard_id = 's1' WHERE tenant_id = 'mover'"
+EXECUTE mover_kinds('mover');
+DEALLOCATE mover_kinds;
+
+-- ===================================================================
 -- Clean up
 -- ===================================================================
 RESET plan_cache_mode;

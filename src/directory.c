@@ -15,6 +15,9 @@
  * admin function of this extension) commits to the file, every time a scan
  * starts: a statement therefore always routes by the directory as it was
  * when the statement started, however long the backend has been running.
+ * In WAL mode a stamp of the files (shardio_change_stamp) taken without a
+ * lock tells first whether anything was committed since the last check, so
+ * the common case reads no data version at all.
  * Tenants are looked up one at a time through shard_map's primary key and
  * cached individually, so a lookup costs the same for a thousand tenants
  * or a million.
@@ -56,6 +59,8 @@ struct ShardDirectory
 	sqlite3_stmt *locate_stmt;
 	sqlite3_stmt *shard_stmt;	/* NULL without a shards table */
 	sqlite3_int64 data_version;
+	ShardioStamp stamp;			/* the files when data_version was read */
+	bool		stamp_valid;
 	bool		has_shards_table;
 	dev_t		dev;			/* the file opened, to notice a replacement */
 	ino_t		ino;
@@ -325,6 +330,8 @@ shard_directory_get(ShardServerOptions *opts)
 	ShardDirectory *dir = NULL;
 	ListCell   *lc;
 	sqlite3_int64 version;
+	ShardioStamp stamp;
+	bool		stamp_ok;
 
 	if (DirectoryCacheContext == NULL)
 		DirectoryCacheContext = AllocSetContextCreate(TopMemoryContext,
@@ -358,6 +365,18 @@ shard_directory_get(ShardServerOptions *opts)
 	if (dir == NULL)
 		dir = open_directory(opts);
 
+	/*
+	 * Reading the data version takes a read transaction, a few file locks.
+	 * When the files' stamp is what it was then, no commit has become
+	 * visible since, and the version cannot have moved.  The stamp is taken
+	 * before the version is read: a commit in between changes the next
+	 * stamp, and the version is read again then.
+	 */
+	stamp_ok = shardio_change_stamp(dir->db, &stamp);
+	if (stamp_ok && dir->stamp_valid &&
+		memcmp(&stamp, &dir->stamp, sizeof(stamp)) == 0)
+		return dir;
+
 	if (sqlite3_step(dir->version_stmt) != SQLITE_ROW)
 	{
 		sqlite3_reset(dir->version_stmt);
@@ -370,6 +389,8 @@ shard_directory_get(ShardServerOptions *opts)
 		reset_cache(dir);
 		dir->data_version = version;
 	}
+	dir->stamp = stamp;
+	dir->stamp_valid = stamp_ok;
 	return dir;
 }
 
@@ -383,6 +404,7 @@ shard_directory_changed(ShardDirectory *dir)
 {
 	reset_cache(dir);
 	dir->data_version = -1;
+	dir->stamp_valid = false;
 }
 
 /*

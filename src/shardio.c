@@ -832,3 +832,54 @@ shardio_file_state(const char *path)
 		return SHARDIO_FILE_UNREADABLE;
 	return SHARDIO_FILE_OK;
 }
+
+/*
+ * shardio_change_stamp
+ *		Take a stamp of the main database of a handle that changes with every
+ *		commit to it, without a lock or a transaction: equal stamps taken at
+ *		two moments mean no commit became visible in between.  Returns 0
+ *		when no stamp can be had (not a WAL database, no shared memory yet),
+ *		and the caller must check another way.
+ *
+ * In WAL mode a commit becomes visible to readers when the writer rewrites
+ * the WAL-index header at the start of the -shm file (SQLite's documented
+ * file format: two 48-byte copies, the second written first; a reader that
+ * finds them unequal retries).  The handle's own mapping of that file is
+ * reached through the VFS, so the stamp reads memory only, besides 28
+ * bytes of the database header: those tell WAL mode from rollback mode
+ * (where a commit changes the change counter instead), so a database that
+ * left WAL mode, took commits and came back cannot look unchanged.
+ */
+int
+shardio_change_stamp(sqlite3 *db, ShardioStamp *stamp)
+{
+	sqlite3_file *file = NULL;
+	unsigned char hdr[32];
+	unsigned char second[48];
+	void volatile *shm = NULL;
+
+	memset(stamp, 0, sizeof(ShardioStamp));
+	if (sqlite3_file_control(db, "main", SQLITE_FCNTL_FILE_POINTER,
+							 &file) != SQLITE_OK ||
+		file == NULL || file->pMethods == NULL ||
+		file->pMethods->iVersion < 2 || file->pMethods->xShmMap == NULL)
+		return 0;
+
+	/* read and write versions 2: WAL mode */
+	if (file->pMethods->xRead(file, hdr, sizeof(hdr), 0) != SQLITE_OK ||
+		hdr[18] != 2 || hdr[19] != 2)
+		return 0;
+	memcpy(stamp->db, hdr + 16, sizeof(stamp->db));
+
+	if (file->pMethods->xShmMap(file, 0, 32768, 0, &shm) != SQLITE_OK ||
+		shm == NULL)
+		return 0;
+	memcpy(stamp->wal, (const void *) shm, sizeof(stamp->wal));
+	__sync_synchronize();
+	memcpy(second, (const char *) shm + sizeof(stamp->wal), sizeof(second));
+
+	/* a header being rewritten, or not yet initialized (isInit) */
+	if (memcmp(stamp->wal, second, sizeof(second)) != 0 || stamp->wal[12] != 1)
+		return 0;
+	return 1;
+}

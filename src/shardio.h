@@ -93,6 +93,18 @@ extern void shardio_batch_fix_pointers(ShardBatch *batch);
 
 extern int	shardio_file_state(const char *path);
 
+/*
+ * What of a WAL database's files changes with every commit: the database
+ * header's mode, change counter and size, and the WAL-index header.
+ */
+typedef struct ShardioStamp
+{
+	unsigned char db[16];
+	unsigned char wal[48];
+} ShardioStamp;
+
+extern int	shardio_change_stamp(sqlite3 *db, ShardioStamp *stamp);
+
 /* A date and time in one of the text forms SQLite's date functions use. */
 typedef struct ShardDatetime
 {
