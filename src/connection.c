@@ -150,6 +150,9 @@ shard_sqlite_sqlstate(int rc)
 			return ERRCODE_OUT_OF_MEMORY;
 		case SQLITE_INTERRUPT:
 			return ERRCODE_QUERY_CANCELED;
+		case SQLITE_TOOBIG:
+			/* also ssfdw_varchar's error for a value too long */
+			return ERRCODE_STRING_DATA_RIGHT_TRUNCATION;
 		case SQLITE_CANTOPEN:
 		case SQLITE_PERM:
 		case SQLITE_AUTH:

@@ -33,6 +33,11 @@
  *   matches characters as PostgreSQL's LIKE does; ILIKE and regular
  *   expressions stay local.
  * - IS [NOT] NULL on any column, AND, OR, NOT, and IN lists of the above.
+ * - A varchar(n) column is compared as ssfdw_varchar(column, n), the value
+ *   PostgreSQL's input makes of it (spaces beyond n characters dropped,
+ *   other text beyond them an error), since 'a ' and 'a' are one value in
+ *   a varchar(1) column.  Equality adds a range on the stored column, so
+ *   that SQLite can still search an index.
  *
  * Everything else is evaluated by PostgreSQL on the fetched rows.
  *
@@ -252,18 +257,26 @@ column_vs_value(List *args, RelOptInfo *baserel, Expr **col, Expr **val,
 
 /*
  * column_category
- *		The comparison category of a column, or PUSH_NONE.  Not varchar(n):
- *		its input drops trailing spaces beyond n, so PostgreSQL reads 'a '
- *		and 'a' in a varchar(1) column as one value where SQLite does not.
+ *		The comparison category of a column, or PUSH_NONE.
  */
 static PushCategory
 column_category(Expr *col)
 {
+	return type_category(exprType((Node *) shard_strip_relabel(col)));
+}
+
+/*
+ * varchar_length
+ *		n of a varchar(n) column, or -1 for any other column.
+ */
+static int
+varchar_length(Expr *col)
+{
 	Node	   *c = (Node *) shard_strip_relabel(col);
 
-	if (exprType(c) == VARCHAROID && exprTypmod(c) >= 0)
-		return PUSH_NONE;
-	return type_category(exprType(c));
+	if (exprType(c) == VARCHAROID && exprTypmod(c) >= (int32) VARHDRSZ)
+		return exprTypmod(c) - VARHDRSZ;
+	return -1;
 }
 
 /*
@@ -621,7 +634,18 @@ shard_text_columns(PlannerInfo *root, List *exprs, List *needs)
 static void
 deparse_column(Expr *expr, DeparseContext *ctx)
 {
-	shard_deparse_column_ref(ctx->buf, ctx->root, (Var *) shard_strip_relabel(expr));
+	int			n = varchar_length(expr);
+
+	if (n < 0)
+	{
+		shard_deparse_column_ref(ctx->buf, ctx->root,
+								 (Var *) shard_strip_relabel(expr));
+		return;
+	}
+	appendStringInfoString(ctx->buf, "ssfdw_varchar(");
+	shard_deparse_column_ref(ctx->buf, ctx->root,
+							 (Var *) shard_strip_relabel(expr));
+	appendStringInfo(ctx->buf, ", %d)", n);
 }
 
 /*
@@ -725,6 +749,26 @@ deparse_expr(Expr *expr, DeparseContext *ctx)
 					appendStringInfoString(ctx->buf, " COLLATE BINARY");
 				appendStringInfo(ctx->buf, " %s ", name);
 				add_param(val, SHARD_PARAM_SCALAR, cat, ctx);
+
+				/*
+				 * A varchar(n) value equal to x is stored as x, perhaps with
+				 * spaces after it: a range on the stored column says so, and
+				 * lets SQLite search an index on it.
+				 */
+				if (strcmp(name, "=") == 0 && varchar_length(col) >= 0)
+				{
+					appendStringInfoString(ctx->buf, " AND ");
+					shard_deparse_column_ref(ctx->buf, ctx->root,
+											 (Var *) shard_strip_relabel(col));
+					appendStringInfoString(ctx->buf, " COLLATE BINARY >= ");
+					add_param(val, SHARD_PARAM_SCALAR, cat, ctx);
+					appendStringInfoString(ctx->buf, " AND ");
+					shard_deparse_column_ref(ctx->buf, ctx->root,
+											 (Var *) shard_strip_relabel(col));
+					appendStringInfoString(ctx->buf, " COLLATE BINARY < ");
+					add_param(val, SHARD_PARAM_SCALAR, cat, ctx);
+					appendStringInfoString(ctx->buf, " || '!'");
+				}
 				appendStringInfoChar(ctx->buf, ')');
 				break;
 			}

@@ -326,6 +326,71 @@ time_func(sqlite3_context *ctx, int argc, sqlite3_value **argv)
 }
 
 /*
+ * varchar_func
+ *		SQL function ssfdw_varchar(x, n): text x as PostgreSQL's varchar(n)
+ *		reads it, so that pushed-down conditions compare what PostgreSQL
+ *		would: text of at most n characters as it is, longer text cut to n
+ *		characters when only spaces follow, and otherwise PostgreSQL's
+ *		error (with SQLITE_TOOBIG).  Other values pass unchanged.
+ */
+static void
+varchar_func(sqlite3_context *ctx, int argc, sqlite3_value **argv)
+{
+	const unsigned char *p;
+	int			len;
+	sqlite3_int64 n = sqlite3_value_int64(argv[1]);
+	sqlite3_int64 chars = 0;
+	int			cut = -1;
+	int			i;
+
+	if (sqlite3_value_type(argv[0]) != SQLITE_TEXT)
+	{
+		sqlite3_result_value(ctx, argv[0]);
+		return;
+	}
+	p = sqlite3_value_text(argv[0]);
+	len = sqlite3_value_bytes(argv[0]);
+	if (p == NULL)
+	{
+		sqlite3_result_error_nomem(ctx);
+		return;
+	}
+
+	/* characters are counted by their lead bytes, as for valid UTF-8 */
+	for (i = 0; i < len; i++)
+	{
+		if ((p[i] & 0xC0) == 0x80)
+			continue;
+		if (chars == n)
+		{
+			cut = i;
+			break;
+		}
+		chars++;
+	}
+	if (cut < 0)
+	{
+		sqlite3_result_value(ctx, argv[0]);
+		return;
+	}
+	for (i = cut; i < len; i++)
+	{
+		if (p[i] != ' ')
+		{
+			char		msg[80];
+
+			snprintf(msg, sizeof(msg),
+					 "value too long for type character varying(%lld)",
+					 (long long) n);
+			sqlite3_result_error(ctx, msg, -1);
+			sqlite3_result_error_code(ctx, SQLITE_TOOBIG);
+			return;
+		}
+	}
+	sqlite3_result_text(ctx, (const char *) p, cut, SQLITE_TRANSIENT);
+}
+
+/*
  * shardio_open
  *		Open an SQLite file with the hardening every shard gets.
  *
@@ -388,6 +453,11 @@ shardio_open(const char *path, int flags, int busy_timeout_ms,
 							   SQLITE_UTF8 | SQLITE_DETERMINISTIC |
 							   SQLITE_INNOCUOUS,
 							   NULL, time_func, NULL, NULL, NULL);
+	/* What pushed-down conditions on varchar(n) columns read them with. */
+	sqlite3_create_function_v2(*db, "ssfdw_varchar", 2,
+							   SQLITE_UTF8 | SQLITE_DETERMINISTIC |
+							   SQLITE_INNOCUOUS,
+							   NULL, varchar_func, NULL, NULL, NULL);
 	sqlite3_busy_timeout(*db, busy_timeout_ms);
 
 	/*
