@@ -667,7 +667,8 @@ EXPLAIN (COSTS OFF)
 SELECT tenant_id, 100 / (count(*) - 1) FROM topn_fs GROUP BY tenant_id ORDER BY count(*) DESC LIMIT 1;
 SELECT * FROM regress_modes($$SELECT tenant_id, 100 / (count(*) - 1) FROM topn_fs GROUP BY tenant_id ORDER BY count(*) DESC LIMIT 1$$);
 -- varchar(n) drops trailing spaces beyond n: 'n0', 'n0 ', 'n0  ' are one
--- value, so no pushed grouping or min/max of it
+-- value, so shards group ssfdw_varchar(name, 2), the value PostgreSQL
+-- reads, and no min/max or count(DISTINCT) of it is pushed
 CREATE FOREIGN TABLE topn_vc (tenant_id text, name varchar(2)) SERVER agg_topn
   OPTIONS (table 'vc');
 SELECT * FROM regress_modes($$SELECT tenant_id, name, count(*) FROM topn_vc GROUP BY tenant_id, name ORDER BY 3 DESC LIMIT 1$$);
@@ -677,6 +678,14 @@ SELECT * FROM regress_modes($$SELECT count(*) FROM topn_vc WHERE name = 'n0'$$);
 CREATE FOREIGN TABLE topn_vl (tenant_id text, name varchar(2)) SERVER agg_topn
   OPTIONS (table 'vl');
 SELECT * FROM regress_modes($$SELECT count(name) FROM topn_vl$$);
+SELECT * FROM regress_modes($$SELECT name, count(*) FROM topn_vc GROUP BY name$$);
+SELECT * FROM regress_modes($$SELECT tenant_id, name, count(*) FROM topn_vc GROUP BY 1, 2 ORDER BY 2, 1 LIMIT 1$$);
+SELECT * FROM regress_modes($$SELECT tenant_id, name, count(*) FROM topn_vc GROUP BY 1, 2 ORDER BY 2 DESC, 1 DESC LIMIT 1$$);
+-- text varchar's input rejects is its error, pushed or not
+SELECT * FROM regress_modes($$SELECT name, count(*) FROM topn_vl GROUP BY name$$);
+SELECT * FROM regress_modes($$SELECT tenant_id, name FROM topn_vl GROUP BY 1, 2 ORDER BY 1 LIMIT 1$$);
+EXPLAIN (COSTS OFF)
+SELECT name, count(*) FROM topn_vc GROUP BY name;
 EXPLAIN (COSTS OFF)
 SELECT tenant_id, name, count(*) FROM topn_vc GROUP BY tenant_id, name;
 -- count() of text reads it: invalid UTF-8 is an error, as in the rows

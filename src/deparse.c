@@ -634,18 +634,29 @@ shard_text_columns(PlannerInfo *root, List *exprs, List *needs)
 static void
 deparse_column(Expr *expr, DeparseContext *ctx)
 {
-	int			n = varchar_length(expr);
+	shard_deparse_column_value(ctx->buf, ctx->root,
+							   (Var *) shard_strip_relabel(expr));
+}
+
+/*
+ * shard_deparse_column_value
+ *		Write a column as PostgreSQL reads its values, for SQLite to compare
+ *		or group them: a varchar(n) column through ssfdw_varchar, which
+ *		drops spaces beyond n characters as varchar's input does.
+ */
+void
+shard_deparse_column_value(StringInfo buf, PlannerInfo *root, Var *var)
+{
+	int			n = varchar_length((Expr *) var);
 
 	if (n < 0)
 	{
-		shard_deparse_column_ref(ctx->buf, ctx->root,
-								 (Var *) shard_strip_relabel(expr));
+		shard_deparse_column_ref(buf, root, var);
 		return;
 	}
-	appendStringInfoString(ctx->buf, "ssfdw_varchar(");
-	shard_deparse_column_ref(ctx->buf, ctx->root,
-							 (Var *) shard_strip_relabel(expr));
-	appendStringInfo(ctx->buf, ", %d)", n);
+	appendStringInfoString(buf, "ssfdw_varchar(");
+	shard_deparse_column_ref(buf, root, var);
+	appendStringInfo(buf, ", %d)", n);
 }
 
 /*

@@ -142,6 +142,8 @@ extern void shard_quote_identifier(StringInfo buf, const char *ident);
 extern bool shard_tenant_list_pushable(Oid typid);
 extern void shard_deparse_column_ref(StringInfo buf, PlannerInfo *root,
 									 Var *var);
+extern void shard_deparse_column_value(StringInfo buf, PlannerInfo *root,
+									   Var *var);
 extern List *shard_text_columns(PlannerInfo *root, List *exprs, List *needs);
 extern char *shard_like_to_glob(const char *pattern, int len);
 

@@ -112,7 +112,8 @@ typedef struct ShardUpperInfo
  *		Do SQLite's groups of this type's stored values match PostgreSQL's
  *		equality?  Text needs a deterministic collation and a UTF-8 database;
  *		not varchar(n), whose input drops trailing spaces beyond n (so that
- *		'a' and 'a ' are one value) and rejects longer text.
+ *		'a' and 'a ' are one value) and rejects longer text: grouping keys
+ *		read such a column through ssfdw_varchar instead (group_key_ok).
  */
 static bool
 groupable_type(Oid typid, int32 typmod, Oid collid)
@@ -268,11 +269,14 @@ group_key_ok(PlannerInfo *root, Expr *expr, RelOptInfo *baserel)
 {
 	Var		   *var = shard_own_column(expr, baserel);
 
-	/* no cast that changes the type: SQLite groups the column's values */
+	/*
+	 * No cast that changes the type: SQLite groups the column's values (a
+	 * varchar(n) column's as varchar's input reads them, so as text).
+	 */
 	if (var)
 		return exprType((Node *) expr) == var->vartype &&
-			groupable_type(var->vartype, var->vartypmod,
-						   exprCollation((Node *) expr));
+			groupable_type(var->vartype == VARCHAROID ? TEXTOID : var->vartype,
+						   -1, exprCollation((Node *) expr));
 	if (IsA(expr, FuncExpr))
 		return deparse_time_bucket(NULL, root, (FuncExpr *) expr, baserel);
 	return false;
@@ -291,7 +295,7 @@ deparse_group_key(StringInfo buf, PlannerInfo *root, Expr *expr,
 
 	if (var)
 	{
-		shard_deparse_column_ref(buf, root, var);
+		shard_deparse_column_value(buf, root, var);
 		if (for_group_by && (var->vartype == TEXTOID ||
 							 var->vartype == VARCHAROID))
 			appendStringInfoString(buf, " COLLATE BINARY");
