@@ -908,38 +908,39 @@ shardio_file_state(const char *path)
  *		Take a stamp of the main database of a handle that changes with every
  *		commit to it, without a lock or a transaction: equal stamps taken at
  *		two moments mean no commit became visible in between.  Returns 0
- *		when no stamp can be had (not a WAL database, no shared memory yet),
- *		and the caller must check another way.
+ *		when no stamp can be had (the handle has no WAL open), and the
+ *		caller must check another way.
  *
  * In WAL mode a commit becomes visible to readers when the writer rewrites
  * the WAL-index header at the start of the -shm file (SQLite's documented
  * file format: two 48-byte copies, the second written first; a reader that
- * finds them unequal retries).  The handle's own mapping of that file is
- * reached through the VFS, so the stamp reads memory only, besides 28
- * bytes of the database header: those tell WAL mode from rollback mode
- * (where a commit changes the change counter instead), so a database that
- * left WAL mode, took commits and came back cannot look unchanged.
+ * finds them unequal retries).  Only a handle whose pager has the WAL open
+ * is stamped: SQLite then holds a shared lock on the database file for as
+ * long as the handle stays open, so no other connection can take the
+ * database out of WAL mode or remove its -shm file, and the handle's own
+ * mapping of that file, reached through the VFS, is already there.  The
+ * stamp then reads memory only.
  */
 int
 shardio_change_stamp(sqlite3 *db, ShardioStamp *stamp)
 {
 	sqlite3_file *file = NULL;
-	unsigned char hdr[32];
+	sqlite3_file *journal = NULL;
 	unsigned char second[48];
 	void volatile *shm = NULL;
 
 	memset(stamp, 0, sizeof(ShardioStamp));
+
+	/* the journal of a handle in WAL mode is its open WAL file */
+	if (sqlite3_file_control(db, "main", SQLITE_FCNTL_JOURNAL_POINTER,
+							 &journal) != SQLITE_OK ||
+		journal == NULL || journal->pMethods == NULL)
+		return 0;
 	if (sqlite3_file_control(db, "main", SQLITE_FCNTL_FILE_POINTER,
 							 &file) != SQLITE_OK ||
 		file == NULL || file->pMethods == NULL ||
 		file->pMethods->iVersion < 2 || file->pMethods->xShmMap == NULL)
 		return 0;
-
-	/* read and write versions 2: WAL mode */
-	if (file->pMethods->xRead(file, hdr, sizeof(hdr), 0) != SQLITE_OK ||
-		hdr[18] != 2 || hdr[19] != 2)
-		return 0;
-	memcpy(stamp->db, hdr + 16, sizeof(stamp->db));
 
 	if (file->pMethods->xShmMap(file, 0, 32768, 0, &shm) != SQLITE_OK ||
 		shm == NULL)

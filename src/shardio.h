@@ -93,14 +93,10 @@ extern void shardio_batch_fix_pointers(ShardBatch *batch);
 
 extern int	shardio_file_state(const char *path);
 
-/*
- * What of a WAL database's files changes with every commit: the database
- * header's mode, change counter and size, and the WAL-index header.
- */
+/* What of a WAL database's files changes with every commit. */
 typedef struct ShardioStamp
 {
-	unsigned char db[16];
-	unsigned char wal[48];
+	unsigned char wal[48];		/* the WAL-index header */
 } ShardioStamp;
 
 extern int	shardio_change_stamp(sqlite3 *db, ShardioStamp *stamp);
