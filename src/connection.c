@@ -153,6 +153,14 @@ shard_sqlite_sqlstate(int rc)
 		case SQLITE_TOOBIG:
 			/* also ssfdw_varchar's error for a value too long */
 			return ERRCODE_STRING_DATA_RIGHT_TRUNCATION;
+		case SQLITE_FORMAT:
+			/* only ssfdw_usecs's error: text that is no date and time */
+			return ERRCODE_INVALID_DATETIME_FORMAT;
+		case SQLITE_RANGE:
+			/* in a step, only ssfdw_usecs's: a time out of range */
+			return ERRCODE_DATETIME_VALUE_OUT_OF_RANGE;
+		case SQLITE_MISMATCH:
+			return ERRCODE_FDW_INVALID_DATA_TYPE;
 		case SQLITE_CANTOPEN:
 		case SQLITE_PERM:
 		case SQLITE_AUTH:

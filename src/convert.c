@@ -862,6 +862,12 @@ shard_datum_to_value(Datum value, Oid typid, ShardValue *out)
 			out->type = SQLITE_INTEGER;
 			out->u.i = DatumGetBool(value) ? 1 : 0;
 			break;
+		case TIMESTAMPOID:
+		case TIMESTAMPTZOID:
+			/* compared with ssfdw_usecs(): microseconds since 2000 */
+			out->type = SQLITE_INTEGER;
+			out->u.i = DatumGetTimestamp(value);
+			break;
 		case TEXTOID:
 		case VARCHAROID:
 			{
@@ -908,6 +914,8 @@ shard_type_is_bindable(Oid typid)
 		case FLOAT4OID:
 		case FLOAT8OID:
 		case BOOLOID:
+		case TIMESTAMPOID:
+		case TIMESTAMPTZOID:
 		case TEXTOID:
 		case VARCHAROID:
 			return true;

@@ -6,11 +6,14 @@
  * A condition is pushed to the shards only when SQLite gives exactly the
  * answer PostgreSQL would.  That rules out far more than it allows:
  *
- * - Only comparisons of one column with one constant or parameter, on
- *   integers and text.  Parameters are bound, never spliced, and wrapped in
- *   CAST(? AS INTEGER|TEXT) so that SQLite's affinity rules compare numbers
- *   as numbers even where a shard declared the column loosely (text '042'
- *   in an untyped column equals 42, as PostgreSQL reads it).
+ * - Only comparisons of one column with one value, on integers, text and
+ *   timestamps.  A value is a constant, a parameter, or an expression of
+ *   no column and no volatile function (now() - interval '30 days'), which
+ *   the scan computes once as it starts.  Values are bound, never spliced,
+ *   and wrapped in CAST(? AS INTEGER|TEXT) so that SQLite's affinity rules
+ *   compare numbers as numbers even where a shard declared the column
+ *   loosely (text '042' in an untyped column equals 42, as PostgreSQL
+ *   reads it).
  * - Text equality only under a deterministic collation (PostgreSQL then
  *   compares bytes), text ordering only under the C collation (SQLite's
  *   BINARY order is byte order).  The column carries COLLATE BINARY, so a
@@ -22,10 +25,16 @@
  *   conditions in PostgreSQL for a shard that declares the column otherwise.
  * - No arithmetic: SQLite turns integer overflow into floating point and
  *   division by zero into NULL, where PostgreSQL raises an error.
- * - No real, double precision, numeric, boolean, date or time comparisons:
- *   REAL rounding, NaN and infinities stored as text, numeric exactness,
- *   boolean text forms and the several stored time formats would make
- *   SQLite's comparison differ from PostgreSQL's.
+ * - timestamp and timestamptz columns are compared as ssfdw_usecs(column,
+ *   p): the microseconds the wrapper reads from whichever form is stored
+ *   (text, Unix seconds), rounded as timestamp(p) rounds, or PostgreSQL's
+ *   error for a value it cannot read; the value is bound as microseconds.
+ *   Only against a value of the same type: timestamp against timestamptz
+ *   depends on the TimeZone.
+ * - No real, double precision, numeric, boolean or date comparisons: REAL
+ *   rounding, NaN and infinities stored as text, numeric exactness and
+ *   boolean text forms would make SQLite's comparison differ from
+ *   PostgreSQL's.
  * - IN lists and = ANY / <> ALL bind the array as JSON and compare with
  *   "IN (SELECT CAST(value AS ...) FROM json_each(?))", which applies the
  *   same affinity as "=" (a plain IN list would not).
@@ -52,6 +61,7 @@
 #include "mb/pg_wchar.h"
 #include "nodes/makefuncs.h"
 #include "nodes/nodeFuncs.h"
+#include "optimizer/clauses.h"
 #include "optimizer/optimizer.h"
 #include "parser/parsetree.h"
 #include "utils/array.h"
@@ -64,7 +74,8 @@ typedef enum PushCategory
 {
 	PUSH_NONE,
 	PUSH_INT,
-	PUSH_TEXT
+	PUSH_TEXT,
+	PUSH_TIME						/* bound as microseconds since 2000 */
 } PushCategory;
 
 /* State of one deparse: the relation and the parameters collected. */
@@ -95,6 +106,9 @@ type_category(Oid typid)
 		case TEXTOID:
 		case VARCHAROID:
 			return GetDatabaseEncoding() == PG_UTF8 ? PUSH_TEXT : PUSH_NONE;
+		case TIMESTAMPOID:
+		case TIMESTAMPTZOID:
+			return PUSH_TIME;
 		default:
 			return PUSH_NONE;
 	}
@@ -140,8 +154,8 @@ is_own_column(Expr *expr, RelOptInfo *baserel)
 
 /*
  * is_value
- *		Is expr a constant or a parameter whose value may be bound for this
- *		category?
+ *		Is expr a constant, a parameter or an expression computed once per
+ *		scan whose value may be bound for this category?
  */
 static bool
 is_value(Expr *expr, PushCategory cat)
@@ -162,7 +176,18 @@ is_value(Expr *expr, PushCategory cat)
 		return (p->paramkind == PARAM_EXTERN || p->paramkind == PARAM_EXEC) &&
 			type_category(p->paramtype) == cat;
 	}
-	return false;
+
+	/*
+	 * An expression of no column and no volatile function, such as now() -
+	 * interval '30 days': the scan computes it once when it starts, as an
+	 * index scan computes its run-time keys, and binds the value.
+	 */
+	return type_category(exprType((Node *) expr)) == cat &&
+		!contain_var_clause((Node *) expr) &&
+		!contain_volatile_functions((Node *) expr) &&
+		!contain_subplans((Node *) expr) &&
+		!contain_agg_clause((Node *) expr) &&
+		!contain_window_function((Node *) expr);
 }
 
 /*
@@ -307,8 +332,10 @@ array_elements_ok(Expr *arr, PushCategory cat)
 {
 	ListCell   *lc;
 
+	/* JSON arrays carry timestamps as text: not those */
 	arr = shard_strip_relabel(arr);
-	if (type_category(get_element_type(exprType((Node *) arr))) != cat)
+	if (cat == PUSH_TIME ||
+		type_category(get_element_type(exprType((Node *) arr))) != cat)
 		return false;
 	if (IsA(arr, Const))
 		return !((Const *) arr)->constisnull;
@@ -399,6 +426,11 @@ shard_is_pushable_expr(PlannerInfo *root, RelOptInfo *baserel, Expr *expr)
 
 				name = comparison_name(op->opno);
 				if (name == NULL || !is_value(val, cat))
+					return false;
+				/* timestamp against timestamptz depends on the TimeZone */
+				if (cat == PUSH_TIME &&
+					exprType((Node *) shard_strip_relabel(val)) !=
+					exprType((Node *) shard_strip_relabel(col)))
 					return false;
 				if (cat == PUSH_TEXT &&
 					!text_collation_ok(op->inputcollid,
@@ -530,7 +562,7 @@ static void
 add_param(Expr *val, ShardParamKind kind, PushCategory cat,
 		  DeparseContext *ctx)
 {
-	static const char *const casts[] = {NULL, "INTEGER", "TEXT"};
+	static const char *const casts[] = {NULL, "INTEGER", "TEXT", "INTEGER"};
 
 	*ctx->params = lappend(*ctx->params, val);
 	*ctx->param_kinds = lappend_int(*ctx->param_kinds, kind);
@@ -649,6 +681,13 @@ shard_deparse_column_value(StringInfo buf, PlannerInfo *root, Var *var)
 {
 	int			n = varchar_length((Expr *) var);
 
+	if (var->vartype == TIMESTAMPOID || var->vartype == TIMESTAMPTZOID)
+	{
+		appendStringInfoString(buf, "ssfdw_usecs(");
+		shard_deparse_column_ref(buf, root, var);
+		appendStringInfo(buf, ", %d)", var->vartypmod);
+		return;
+	}
 	if (n < 0)
 	{
 		shard_deparse_column_ref(buf, root, var);

@@ -914,16 +914,36 @@ build_shard_sql(ShardScanState *s, ShardTarget *t, bool raw, List **extra)
 {
 	StringInfoData sql;
 	StringInfoData where;
+	StringInfoData tenants;
+	const char *conds = t->degraded ? s->safe_where_sql : s->where_sql;
 
-	initStringInfo(&where);
+	initStringInfo(&tenants);
 	*extra = NIL;
-	appendStringInfoString(&where, t->degraded ? s->safe_where_sql : s->where_sql);
 	if (shard_tenant_list_pushable(s->tenant_type) && !t->degraded)
 	{
 		if (s->allowed != NIL)
-			append_tenant_list(s, &where, s->allowed, false, extra);
+			append_tenant_list(s, &tenants, s->allowed, false, extra);
 		if (t->excluded != NIL)
-			append_tenant_list(s, &where, t->excluded, true, extra);
+			append_tenant_list(s, &tenants, t->excluded, true, extra);
+	}
+
+	/*
+	 * Conditions that read a column as PostgreSQL does raise its error for
+	 * a value it cannot read; rows the tenant filters hide must not, so
+	 * those conditions are evaluated only on rows that pass the filters
+	 * (SQLite evaluates a CASE in order, an AND in any).
+	 */
+	initStringInfo(&where);
+	if (conds[0] != '\0' && tenants.len > 0 &&
+		(strstr(conds, "ssfdw_varchar(") || strstr(conds, "ssfdw_usecs(")))
+		appendStringInfo(&where, "%s AND CASE WHEN %s THEN %s END",
+						 tenants.data, tenants.data, conds);
+	else
+	{
+		appendStringInfoString(&where, conds);
+		if (where.len > 0 && tenants.len > 0)
+			appendStringInfoString(&where, " AND ");
+		appendStringInfoString(&where, tenants.data);
 	}
 
 	initStringInfo(&sql);

@@ -326,6 +326,125 @@ time_func(sqlite3_context *ctx, int argc, sqlite3_value **argv)
 }
 
 /*
+ * function_error
+ *		Fail an SQL function of the wrapper's with an error code of its own,
+ *		which the backend maps to PostgreSQL's SQLSTATE, and a message made
+ *		of fmt and one string.
+ */
+static void
+function_error(sqlite3_context *ctx, int code, const char *fmt, const char *arg)
+{
+	char		msg[160];
+
+	snprintf(msg, sizeof(msg), fmt, arg);
+	sqlite3_result_error(ctx, msg, -1);
+	sqlite3_result_error_code(ctx, code);
+}
+
+/* PostgreSQL's timestamp range, in microseconds since 2000-01-01. */
+#define PG_MIN_TIMESTAMP	(-211813488000000000LL)	/* 4714-11-24 BC */
+#define PG_END_TIMESTAMP	9223371331200000000LL	/* 294277-01-01 */
+
+/*
+ * usecs_func
+ *		SQL function ssfdw_usecs(x, p): the timestamp the wrapper reads in x
+ *		(convert.c's to_datetime), as microseconds since 2000-01-01 UTC,
+ *		rounded to p fractional digits as timestamp(p) rounds (p < 0: none),
+ *		so that pushed-down comparisons compare what PostgreSQL would.  A
+ *		value the wrapper cannot read is an error: SQLITE_FORMAT for text in
+ *		no date and time form, SQLITE_RANGE for impossible fields and times
+ *		out of PostgreSQL's range, SQLITE_MISMATCH for a blob.
+ */
+static void
+usecs_func(sqlite3_context *ctx, int argc, sqlite3_value **argv)
+{
+	static const long long scales[] = {1000000, 100000, 10000, 1000, 100, 10};
+	sqlite3_value *v = argv[0];
+	int			p = sqlite3_value_int(argv[1]);
+	long long	usecs = 0;
+	int			ok = 1;
+
+	switch (sqlite3_value_type(v))
+	{
+		case SQLITE_NULL:
+			sqlite3_result_null(ctx);
+			return;
+		case SQLITE_INTEGER:
+			{
+				sqlite3_int64 secs = sqlite3_value_int64(v);
+
+				/* beyond this, the product overflows: out of range anyway */
+				ok = (secs > -9223372036854LL + 946684800LL &&
+					  secs < 9223372036854LL + 946684800LL);
+				usecs = (secs - 946684800LL) * 1000000LL;
+				break;
+			}
+		case SQLITE_FLOAT:
+			{
+				double		us = rint((sqlite3_value_double(v) - 946684800.0) *
+									  1000000.0);
+
+				/* as FLOAT8_FITS_IN_INT64; NaN fails too */
+				ok = (us >= -9223372036854775808.0 && us < 9223372036854775808.0);
+				if (ok)
+					usecs = (long long) us;
+				break;
+			}
+		case SQLITE_TEXT:
+			{
+				ShardDatetime dt;
+				const char *str = (const char *) sqlite3_value_text(v);
+				int			len = sqlite3_value_bytes(v);
+
+				if (str == NULL)
+				{
+					sqlite3_result_error_nomem(ctx);
+					return;
+				}
+				switch (shardio_parse_datetime(str, len, &dt))
+				{
+					case SHARDIO_DT_BAD_FORMAT:
+						function_error(ctx, SQLITE_FORMAT,
+									   "text \"%.40s\" is not a date and time of SQLite",
+									   str);
+						return;
+					case SHARDIO_DT_BAD_FIELD:
+						function_error(ctx, SQLITE_RANGE,
+									   "date/time field value out of range: \"%.40s\"",
+									   str);
+						return;
+					default:
+						usecs = shardio_datetime_usecs(&dt);
+						break;
+				}
+				break;
+			}
+		default:
+			function_error(ctx, SQLITE_MISMATCH,
+						   "cannot convert SQLite %s to a timestamp", "blob");
+			return;
+	}
+
+	/* the range is checked before the rounding too, as the wrapper does */
+	ok = ok && usecs >= PG_MIN_TIMESTAMP && usecs < PG_END_TIMESTAMP;
+
+	/* timestamp(p): round half away from zero, as PostgreSQL does */
+	if (ok && p >= 0 && p < 6)
+	{
+		if (usecs >= 0)
+			usecs = ((usecs + scales[p] / 2) / scales[p]) * scales[p];
+		else
+			usecs = -(((-usecs + scales[p] / 2) / scales[p]) * scales[p]);
+	}
+	if (!ok || usecs < PG_MIN_TIMESTAMP || usecs >= PG_END_TIMESTAMP)
+	{
+		function_error(ctx, SQLITE_RANGE, "%s out of range", "timestamp");
+		return;
+	}
+	sqlite3_result_int64(ctx, usecs);
+}
+
+/*
  * varchar_func
  *		SQL function ssfdw_varchar(x, n): text x as PostgreSQL's varchar(n)
  *		reads it, so that pushed-down conditions compare what PostgreSQL
@@ -377,13 +496,11 @@ varchar_func(sqlite3_context *ctx, int argc, sqlite3_value **argv)
 	{
 		if (p[i] != ' ')
 		{
-			char		msg[80];
+			char		num[24];
 
-			snprintf(msg, sizeof(msg),
-					 "value too long for type character varying(%lld)",
-					 (long long) n);
-			sqlite3_result_error(ctx, msg, -1);
-			sqlite3_result_error_code(ctx, SQLITE_TOOBIG);
+			snprintf(num, sizeof(num), "%lld", (long long) n);
+			function_error(ctx, SQLITE_TOOBIG,
+						   "value too long for type character varying(%s)", num);
 			return;
 		}
 	}
@@ -453,6 +570,11 @@ shardio_open(const char *path, int flags, int busy_timeout_ms,
 							   SQLITE_UTF8 | SQLITE_DETERMINISTIC |
 							   SQLITE_INNOCUOUS,
 							   NULL, time_func, NULL, NULL, NULL);
+	/* What pushed-down conditions on timestamps read them with. */
+	sqlite3_create_function_v2(*db, "ssfdw_usecs", 2,
+							   SQLITE_UTF8 | SQLITE_DETERMINISTIC |
+							   SQLITE_INNOCUOUS,
+							   NULL, usecs_func, NULL, NULL, NULL);
 	/* What pushed-down conditions on varchar(n) columns read them with. */
 	sqlite3_create_function_v2(*db, "ssfdw_varchar", 2,
 							   SQLITE_UTF8 | SQLITE_DETERMINISTIC |
