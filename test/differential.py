@@ -1400,6 +1400,17 @@ def compare(cases, results):
                 problems.append("%sforeign table fails, native table does "
                                 "not (%d rows): %s" % (label, len(nrows), ferr))
                 continue
+            if nerr and nerr.split()[0] == "22025":
+                # An invalid LIKE pattern fails on the first row the LIKE
+                # reads, and such a pattern is never pushed: the foreign
+                # side succeeds only where no row reached its LIKE, since
+                # PostgreSQL evaluates the conditions of an AND in no set
+                # order and a condition pushed into the shards kept every
+                # row away (as an index on it would in the native table).
+                notes.append("case %d: %snative table fails (%s), a pushed "
+                             "condition left the LIKE no row to read\n  "
+                             "query: %s" % (idx, label, nerr, case.describe()))
+                continue
             if nerr:
                 problems.append("%snative table fails, foreign table does "
                                 "not (%d rows): %s" % (label, len(frows), nerr))
