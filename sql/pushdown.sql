@@ -509,6 +509,9 @@ SELECT * FROM regress_check($$ts0 >= '2024-01-15 10:00:01'$$, 'times');
 SELECT * FROM regress_check($$ts0 = '2024-01-14 23:59:59'$$, 'times');
 SELECT * FROM regress_check($$ts0 < '1970-01-01'$$, 'times');
 SELECT * FROM regress_check($$ts0 > '9999-01-01'$$, 'times');
+-- (row 11: a time a quarter second before PostgreSQL's last, which
+-- timestamp(0) rounds up to it without a range error, as PostgreSQL does)
+SELECT * FROM regress_check($$ts0 > '1900-01-01'$$, 'times');
 SELECT * FROM regress_check('ts IS NULL OR tz IS NULL', 'times');
 SELECT * FROM regress_check($$NOT (ts < '2024-01-15') OR ts0 IS NULL$$, 'times');
 -- a value computed once per scan is bound too: what "last 30 days"
@@ -529,6 +532,22 @@ SELECT id FROM times WHERE tz >= clock_timestamp() - interval '100 years';
 EXPLAIN (VERBOSE, COSTS OFF)
 SELECT id FROM times WHERE ts IN ('2024-01-15 10:00:00', '2024-03-01 12:00');
 SELECT * FROM regress_check($$ts IN ('2024-01-15 10:00:00', '2024-03-01 12:00')$$, 'times');
+-- a value PostgreSQL might never compute (under OR or AND, which stop at
+-- their first deciding argument) stays local, and a scan that reads no
+-- shard computes none
+PREPARE times_or(text) AS
+  SELECT count(*) FROM times WHERE id > 0 OR ts > $1::timestamp;
+EXPLAIN (VERBOSE, COSTS OFF) EXECUTE times_or('garbage');
+EXECUTE times_or('garbage');
+PREPARE times_none(text) AS
+  SELECT count(*) FROM times WHERE tenant_id = 'nobody' AND ts > $1::timestamp;
+EXECUTE times_none('garbage');
+PREPARE times_top(text) AS
+  SELECT count(*) FROM times WHERE ts > $1::timestamp;
+EXECUTE times_top('garbage');
+DEALLOCATE times_or;
+DEALLOCATE times_none;
+DEALLOCATE times_top;
 -- a parameter
 PREPARE times_since(timestamp) AS SELECT id FROM times WHERE ts >= $1 ORDER BY id;
 EXPLAIN (VERBOSE, COSTS OFF) EXECUTE times_since('2024-01-15 10:00:00');
@@ -541,10 +560,31 @@ EXPLAIN (VERBOSE, COSTS OFF)
 SELECT count(*) FROM times WHERE ts >= '2024-01-15' AND ts < '2024-01-16';
 SELECT count(*) FROM times WHERE ts >= '2024-01-15' AND ts < '2024-01-16';
 SELECT count(*) FROM times_native WHERE ts >= '2024-01-15' AND ts < '2024-01-16';
+-- date columns compare ssfdw_days(col), the date the wrapper reads (the
+-- UTC day of a time; Unix seconds before 1970 fall on the day before)
+CREATE FOREIGN TABLE dates (tenant_id text, id int, ts date, tz date, ts0 date)
+  SERVER pushdown_srv OPTIONS (table 'times');
+CREATE TABLE dates_native AS SELECT * FROM dates;
+SELECT * FROM dates ORDER BY id;
+EXPLAIN (VERBOSE, COSTS OFF) SELECT id FROM dates WHERE ts = '2024-01-15';
+SELECT * FROM regress_check($$ts = '2024-01-15'$$, 'dates');
+SELECT * FROM regress_check($$tz = '2024-01-15'$$, 'dates');
+SELECT * FROM regress_check($$ts0 < '2024-01-15'$$, 'dates');
+SELECT * FROM regress_check($$ts <= '1969-12-31'$$, 'dates');
+SELECT * FROM regress_check($$tz >= '1969-12-31' AND tz < '2000-01-01'$$, 'dates');
+SELECT * FROM regress_check($$ts0 > '5000-01-01'$$, 'dates');
+SELECT * FROM regress_check($$ts >= current_date - 100000$$, 'dates');
+SELECT * FROM regress_check($$ts <> 'infinity'$$, 'dates');
+-- date against timestamp is not pushed
+EXPLAIN (VERBOSE, COSTS OFF)
+SELECT id FROM dates WHERE ts >= '2024-01-15 12:00'::timestamp;
+SELECT * FROM regress_check($$ts >= '2024-01-15 12:00'::timestamp$$, 'dates');
 -- what the wrapper cannot read is PostgreSQL's error, from the shard, when
 -- the condition reads it, as when the column is fetched
 CREATE FOREIGN TABLE timesbad (tenant_id text, id int, ts timestamp)
   SERVER pushdown_srv;
+CREATE FOREIGN TABLE datesbad (tenant_id text, id int, ts date)
+  SERVER pushdown_srv OPTIONS (table 'timesbad');
 \set VERBOSITY sqlstate
 SELECT id FROM timesbad WHERE id = 1 AND ts > '2000-01-01';
 SELECT ts FROM timesbad WHERE id = 1;
@@ -554,6 +594,14 @@ SELECT id FROM timesbad WHERE id = 3 AND ts > '2000-01-01';
 SELECT ts FROM timesbad WHERE id = 3;
 SELECT id FROM timesbad WHERE id = 4 AND ts > '2000-01-01';
 SELECT ts FROM timesbad WHERE id = 4;
+SELECT id FROM datesbad WHERE id = 1 AND ts > '2000-01-01';
+SELECT ts FROM datesbad WHERE id = 1;
+SELECT id FROM datesbad WHERE id = 2 AND ts > '2000-01-01';
+SELECT ts FROM datesbad WHERE id = 2;
+SELECT id FROM datesbad WHERE id = 3 AND ts > '2000-01-01';
+SELECT ts FROM datesbad WHERE id = 3;
+SELECT id FROM datesbad WHERE id = 4 AND ts > '2000-01-01';
+SELECT ts FROM datesbad WHERE id = 4;
 \set VERBOSITY default
 SELECT id FROM timesbad WHERE ts > '2000-01-01';
 SELECT id FROM timesbad WHERE id = 5 AND ts > '2000-01-01';
@@ -579,6 +627,6 @@ DROP ROLE regress_ta_only;
 -- ===================================================================
 RESET plan_cache_mode;
 DROP FUNCTION regress_check(text, text);
-DROP TABLE items_native, mixed_native, vc_native, times_native;
+DROP TABLE items_native, mixed_native, vc_native, times_native, dates_native;
 DROP COLLATION regress_ci;
 DROP SERVER pushdown_srv CASCADE;

@@ -868,6 +868,11 @@ shard_datum_to_value(Datum value, Oid typid, ShardValue *out)
 			out->type = SQLITE_INTEGER;
 			out->u.i = DatumGetTimestamp(value);
 			break;
+		case DATEOID:
+			/* compared with ssfdw_days(): days since 2000 */
+			out->type = SQLITE_INTEGER;
+			out->u.i = DatumGetDateADT(value);
+			break;
 		case TEXTOID:
 		case VARCHAROID:
 			{
@@ -916,6 +921,7 @@ shard_type_is_bindable(Oid typid)
 		case BOOLOID:
 		case TIMESTAMPOID:
 		case TIMESTAMPTZOID:
+		case DATEOID:
 		case TEXTOID:
 		case VARCHAROID:
 			return true;

@@ -29,9 +29,10 @@
  *   p): the microseconds the wrapper reads from whichever form is stored
  *   (text, Unix seconds), rounded as timestamp(p) rounds, or PostgreSQL's
  *   error for a value it cannot read; the value is bound as microseconds.
- *   Only against a value of the same type: timestamp against timestamptz
- *   depends on the TimeZone.
- * - No real, double precision, numeric, boolean or date comparisons: REAL
+ *   date columns likewise as ssfdw_days(column), in days.  Only against a
+ *   value of the same type: timestamp against timestamptz depends on the
+ *   TimeZone.
+ * - No real, double precision, numeric or boolean comparisons: REAL
  *   rounding, NaN and infinities stored as text, numeric exactness and
  *   boolean text forms would make SQLite's comparison differ from
  *   PostgreSQL's.
@@ -75,7 +76,8 @@ typedef enum PushCategory
 	PUSH_NONE,
 	PUSH_INT,
 	PUSH_TEXT,
-	PUSH_TIME						/* bound as microseconds since 2000 */
+	PUSH_TIME						/* bound as microseconds or days since
+									 * 2000 */
 } PushCategory;
 
 /* State of one deparse: the relation and the parameters collected. */
@@ -89,6 +91,8 @@ typedef struct DeparseContext
 } DeparseContext;
 
 static void deparse_expr(Expr *expr, DeparseContext *ctx);
+static bool pushable(PlannerInfo *root, RelOptInfo *baserel, Expr *expr,
+					 bool computed_ok);
 
 /*
  * type_category
@@ -108,6 +112,7 @@ type_category(Oid typid)
 			return GetDatabaseEncoding() == PG_UTF8 ? PUSH_TEXT : PUSH_NONE;
 		case TIMESTAMPOID:
 		case TIMESTAMPTZOID:
+		case DATEOID:
 			return PUSH_TIME;
 		default:
 			return PUSH_NONE;
@@ -154,11 +159,11 @@ is_own_column(Expr *expr, RelOptInfo *baserel)
 
 /*
  * is_value
- *		Is expr a constant, a parameter or an expression computed once per
- *		scan whose value may be bound for this category?
+ *		Is expr a constant, a parameter or (with computed_ok) an expression
+ *		computed once per scan whose value may be bound for this category?
  */
 static bool
-is_value(Expr *expr, PushCategory cat)
+is_value(Expr *expr, PushCategory cat, bool computed_ok)
 {
 	expr = shard_strip_relabel(expr);
 	if (expr == NULL)
@@ -180,9 +185,13 @@ is_value(Expr *expr, PushCategory cat)
 	/*
 	 * An expression of no column and no volatile function, such as now() -
 	 * interval '30 days': the scan computes it once when it starts, as an
-	 * index scan computes its run-time keys, and binds the value.
+	 * index scan computes its run-time keys, and binds the value.  Not
+	 * where PostgreSQL might never compute it (computed_ok false: under an
+	 * AND or OR, which stop at their first deciding argument), since
+	 * computing it may fail.
 	 */
-	return type_category(exprType((Node *) expr)) == cat &&
+	return computed_ok &&
+		type_category(exprType((Node *) expr)) == cat &&
 		!contain_var_clause((Node *) expr) &&
 		!contain_volatile_functions((Node *) expr) &&
 		!contain_subplans((Node *) expr) &&
@@ -328,7 +337,7 @@ like_pattern_ok(Expr *val)
  *		is bound as one JSON array.
  */
 static bool
-array_elements_ok(Expr *arr, PushCategory cat)
+array_elements_ok(Expr *arr, PushCategory cat, bool computed_ok)
 {
 	ListCell   *lc;
 
@@ -344,7 +353,7 @@ array_elements_ok(Expr *arr, PushCategory cat)
 		if (((ArrayExpr *) arr)->multidims)
 			return false;
 		foreach(lc, ((ArrayExpr *) arr)->elements)
-			if (!is_value((Expr *) lfirst(lc), cat))
+			if (!is_value((Expr *) lfirst(lc), cat, computed_ok))
 				return false;
 		return true;
 	}
@@ -380,6 +389,17 @@ has_array_param(Node *node, void *context)
 bool
 shard_is_pushable_expr(PlannerInfo *root, RelOptInfo *baserel, Expr *expr)
 {
+	return pushable(root, baserel, expr, true);
+}
+
+/*
+ * pushable
+ *		shard_is_pushable_expr's work; computed_ok says whether PostgreSQL
+ *		surely computes the values of expr whenever it evaluates a row.
+ */
+static bool
+pushable(PlannerInfo *root, RelOptInfo *baserel, Expr *expr, bool computed_ok)
+{
 	if (expr == NULL)
 		return false;
 
@@ -393,7 +413,9 @@ shard_is_pushable_expr(PlannerInfo *root, RelOptInfo *baserel, Expr *expr)
 					has_array_param((Node *) expr, NULL))
 					return false;
 				foreach(lc, ((BoolExpr *) expr)->args)
-					if (!shard_is_pushable_expr(root, baserel, lfirst(lc)))
+					if (!pushable(root, baserel, lfirst(lc),
+								  computed_ok &&
+								  ((BoolExpr *) expr)->boolop == NOT_EXPR))
 						return false;
 				return true;
 			}
@@ -425,7 +447,7 @@ shard_is_pushable_expr(PlannerInfo *root, RelOptInfo *baserel, Expr *expr)
 						like_pattern_ok(val);
 
 				name = comparison_name(op->opno);
-				if (name == NULL || !is_value(val, cat))
+				if (name == NULL || !is_value(val, cat, computed_ok))
 					return false;
 				/* timestamp against timestamptz depends on the TimeZone */
 				if (cat == PUSH_TIME &&
@@ -459,7 +481,7 @@ shard_is_pushable_expr(PlannerInfo *root, RelOptInfo *baserel, Expr *expr)
 					return false;
 				if (!saop->useOr && has_array_param((Node *) saop, NULL))
 					return false;
-				return array_elements_ok(lsecond(saop->args), cat);
+				return array_elements_ok(lsecond(saop->args), cat, computed_ok);
 			}
 		default:
 			return false;
@@ -686,6 +708,13 @@ shard_deparse_column_value(StringInfo buf, PlannerInfo *root, Var *var)
 		appendStringInfoString(buf, "ssfdw_usecs(");
 		shard_deparse_column_ref(buf, root, var);
 		appendStringInfo(buf, ", %d)", var->vartypmod);
+		return;
+	}
+	if (var->vartype == DATEOID)
+	{
+		appendStringInfoString(buf, "ssfdw_days(");
+		shard_deparse_column_ref(buf, root, var);
+		appendStringInfoChar(buf, ')');
 		return;
 	}
 	if (n < 0)

@@ -1380,7 +1380,9 @@ shardIterateForeignScan(ForeignScanState *node)
 	{
 		MemoryContext oldcxt = MemoryContextSwitchTo(s->resolve_cxt);
 
-		eval_params(s, node->ss.ps.ps_ExprContext);
+		/* no shard to read: nothing may be computed for one */
+		if (s->targets != NIL)
+			eval_params(s, node->ss.ps.ps_ExprContext);
 		MemoryContextSwitchTo(oldcxt);
 		eval_limit(node);
 		s->params_ready = true;

@@ -341,42 +341,47 @@ function_error(sqlite3_context *ctx, int code, const char *fmt, const char *arg)
 	sqlite3_result_error_code(ctx, code);
 }
 
-/* PostgreSQL's timestamp range, in microseconds since 2000-01-01. */
+/*
+ * PostgreSQL's timestamp range, in microseconds since 2000-01-01, and its
+ * date range, in days since then.
+ */
 #define PG_MIN_TIMESTAMP	(-211813488000000000LL)	/* 4714-11-24 BC */
 #define PG_END_TIMESTAMP	9223371331200000000LL	/* 294277-01-01 */
+#define PG_MIN_DATE			(-2451545LL)	/* 4714-11-24 BC */
+#define PG_END_DATE			(2147483494LL - 2451545LL)	/* 5874898-01-01 */
 
 /*
- * usecs_func
- *		SQL function ssfdw_usecs(x, p): the timestamp the wrapper reads in x
- *		(convert.c's to_datetime), as microseconds since 2000-01-01 UTC,
- *		rounded to p fractional digits as timestamp(p) rounds (p < 0: none),
- *		so that pushed-down comparisons compare what PostgreSQL would.  A
- *		value the wrapper cannot read is an error: SQLITE_FORMAT for text in
- *		no date and time form, SQLITE_RANGE for impossible fields and times
- *		out of PostgreSQL's range, SQLITE_MISMATCH for a blob.
+ * wrapper_time
+ *		The timestamp the wrapper reads in v (convert.c's to_datetime), in
+ *		microseconds since 2000-01-01 UTC in *usecs, or with as_date the date
+ *		it falls on, in days since 2000-01-01 in *usecs.  Returns 1, or 0
+ *		after failing the function with the wrapper's error: SQLITE_FORMAT
+ *		for text in no date and time form, SQLITE_RANGE for impossible
+ *		fields and values out of PostgreSQL's range, SQLITE_MISMATCH for a
+ *		blob.  v must not be NULL.
  */
-static void
-usecs_func(sqlite3_context *ctx, int argc, sqlite3_value **argv)
+static int
+wrapper_time(sqlite3_context *ctx, sqlite3_value *v, int as_date,
+			 long long *usecs)
 {
-	static const long long scales[] = {1000000, 100000, 10000, 1000, 100, 10};
-	sqlite3_value *v = argv[0];
-	int			p = sqlite3_value_int(argv[1]);
-	long long	usecs = 0;
 	int			ok = 1;
 
 	switch (sqlite3_value_type(v))
 	{
-		case SQLITE_NULL:
-			sqlite3_result_null(ctx);
-			return;
 		case SQLITE_INTEGER:
 			{
 				sqlite3_int64 secs = sqlite3_value_int64(v);
 
+				if (as_date)
+				{
+					/* floor division: times before 1970 are the day before */
+					*usecs = secs / 86400 - (secs % 86400 < 0 ? 1 : 0) - 10957;
+					break;
+				}
 				/* beyond this, the product overflows: out of range anyway */
 				ok = (secs > -9223372036854LL + 946684800LL &&
 					  secs < 9223372036854LL + 946684800LL);
-				usecs = (secs - 946684800LL) * 1000000LL;
+				*usecs = (secs - 946684800LL) * 1000000LL;
 				break;
 			}
 		case SQLITE_FLOAT:
@@ -384,10 +389,12 @@ usecs_func(sqlite3_context *ctx, int argc, sqlite3_value **argv)
 				double		us = rint((sqlite3_value_double(v) - 946684800.0) *
 									  1000000.0);
 
+				if (as_date)
+					us = floor(us / 86400000000.0);
 				/* as FLOAT8_FITS_IN_INT64; NaN fails too */
 				ok = (us >= -9223372036854775808.0 && us < 9223372036854775808.0);
 				if (ok)
-					usecs = (long long) us;
+					*usecs = (long long) us;
 				break;
 			}
 		case SQLITE_TEXT:
@@ -399,7 +406,7 @@ usecs_func(sqlite3_context *ctx, int argc, sqlite3_value **argv)
 				if (str == NULL)
 				{
 					sqlite3_result_error_nomem(ctx);
-					return;
+					return 0;
 				}
 				switch (shardio_parse_datetime(str, len, &dt))
 				{
@@ -407,41 +414,87 @@ usecs_func(sqlite3_context *ctx, int argc, sqlite3_value **argv)
 						function_error(ctx, SQLITE_FORMAT,
 									   "text \"%.40s\" is not a date and time of SQLite",
 									   str);
-						return;
+						return 0;
 					case SHARDIO_DT_BAD_FIELD:
 						function_error(ctx, SQLITE_RANGE,
 									   "date/time field value out of range: \"%.40s\"",
 									   str);
-						return;
+						return 0;
 					default:
-						usecs = shardio_datetime_usecs(&dt);
+						*usecs = shardio_datetime_usecs(&dt);
+						if (as_date)
+							*usecs = *usecs / 86400000000LL -
+								(*usecs % 86400000000LL < 0 ? 1 : 0);
 						break;
 				}
 				break;
 			}
 		default:
 			function_error(ctx, SQLITE_MISMATCH,
-						   "cannot convert SQLite %s to a timestamp", "blob");
-			return;
+						   "cannot convert SQLite %s to a date or timestamp",
+						   "blob");
+			return 0;
 	}
 
-	/* the range is checked before the rounding too, as the wrapper does */
-	ok = ok && usecs >= PG_MIN_TIMESTAMP && usecs < PG_END_TIMESTAMP;
+	if (ok && as_date)
+		ok = (*usecs >= PG_MIN_DATE && *usecs < PG_END_DATE);
+	else if (ok)
+		ok = (*usecs >= PG_MIN_TIMESTAMP && *usecs < PG_END_TIMESTAMP);
+	if (!ok)
+		function_error(ctx, SQLITE_RANGE, "%s out of range",
+					   as_date ? "date" : "timestamp");
+	return ok;
+}
+
+/*
+ * usecs_func
+ *		SQL function ssfdw_usecs(x, p): the timestamp the wrapper reads in x,
+ *		as microseconds since 2000-01-01 UTC, rounded to p fractional digits
+ *		as timestamp(p) rounds (p < 0: not; like PostgreSQL 15, the rounded
+ *		value is not range-checked again), so that pushed-down comparisons
+ *		compare what PostgreSQL would; NULL for NULL, and the wrapper's error
+ *		for what it cannot read (wrapper_time).
+ */
+static void
+usecs_func(sqlite3_context *ctx, int argc, sqlite3_value **argv)
+{
+	static const long long scales[] = {1000000, 100000, 10000, 1000, 100, 10};
+	int			p = sqlite3_value_int(argv[1]);
+	long long	usecs;
+
+	if (sqlite3_value_type(argv[0]) == SQLITE_NULL)
+	{
+		sqlite3_result_null(ctx);
+		return;
+	}
+	if (!wrapper_time(ctx, argv[0], 0, &usecs))
+		return;
 
 	/* timestamp(p): round half away from zero, as PostgreSQL does */
-	if (ok && p >= 0 && p < 6)
+	if (p >= 0 && p < 6)
 	{
 		if (usecs >= 0)
 			usecs = ((usecs + scales[p] / 2) / scales[p]) * scales[p];
 		else
 			usecs = -(((-usecs + scales[p] / 2) / scales[p]) * scales[p]);
 	}
-	if (!ok || usecs < PG_MIN_TIMESTAMP || usecs >= PG_END_TIMESTAMP)
-	{
-		function_error(ctx, SQLITE_RANGE, "%s out of range", "timestamp");
-		return;
-	}
 	sqlite3_result_int64(ctx, usecs);
+}
+
+/*
+ * days_func
+ *		SQL function ssfdw_days(x): the date the wrapper reads in x, as days
+ *		since 2000-01-01, for pushed-down comparisons of date columns.
+ */
+static void
+days_func(sqlite3_context *ctx, int argc, sqlite3_value **argv)
+{
+	long long	days;
+
+	if (sqlite3_value_type(argv[0]) == SQLITE_NULL)
+		sqlite3_result_null(ctx);
+	else if (wrapper_time(ctx, argv[0], 1, &days))
+		sqlite3_result_int64(ctx, days);
 }
 
 /*
@@ -575,6 +628,10 @@ shardio_open(const char *path, int flags, int busy_timeout_ms,
 							   SQLITE_UTF8 | SQLITE_DETERMINISTIC |
 							   SQLITE_INNOCUOUS,
 							   NULL, usecs_func, NULL, NULL, NULL);
+	sqlite3_create_function_v2(*db, "ssfdw_days", 1,
+							   SQLITE_UTF8 | SQLITE_DETERMINISTIC |
+							   SQLITE_INNOCUOUS,
+							   NULL, days_func, NULL, NULL, NULL);
 	/* What pushed-down conditions on varchar(n) columns read them with. */
 	sqlite3_create_function_v2(*db, "ssfdw_varchar", 2,
 							   SQLITE_UTF8 | SQLITE_DETERMINISTIC |
