@@ -532,6 +532,24 @@ SELECT id FROM times WHERE tz >= clock_timestamp() - interval '100 years';
 EXPLAIN (VERBOSE, COSTS OFF)
 SELECT id FROM times WHERE ts IN ('2024-01-15 10:00:00', '2024-03-01 12:00');
 SELECT * FROM regress_check($$ts IN ('2024-01-15 10:00:00', '2024-03-01 12:00')$$, 'times');
+-- a date value against a timestamp or timestamptz column is its midnight
+-- (in the session's TimeZone for timestamptz), as PostgreSQL compares them;
+-- BI tools send such bounds (CAST(now() + interval '-30 day' AS date))
+EXPLAIN (VERBOSE, COSTS OFF)
+SELECT id FROM times WHERE ts >= '2024-01-15'::date AND tz < '2024-01-16'::date;
+SELECT * FROM regress_check($$ts >= '2024-01-15'::date$$, 'times');
+SELECT * FROM regress_check($$ts < '2024-01-15'::date$$, 'times');
+SELECT * FROM regress_check($$'2024-01-15'::date <= ts0$$, 'times');
+SELECT * FROM regress_check($$tz >= '2024-01-15'::date$$, 'times');
+SELECT * FROM regress_check($$tz = '2024-01-14'::date$$, 'times');
+SELECT * FROM regress_check($$ts < 'infinity'::date$$, 'times');
+SELECT * FROM regress_check($$ts0 < '294277-01-02'::date$$, 'times');
+SELECT * FROM regress_check($$ts > '-infinity'::date$$, 'times');
+SELECT * FROM regress_check($$ts >= CAST(now() + interval '-100000 day' AS date)$$, 'times');
+SET TimeZone = 'Asia/Kolkata';
+SELECT * FROM regress_check($$tz >= '2024-01-15'::date$$, 'times');
+SELECT * FROM regress_check($$tz < '2000-01-01'::date$$, 'times');
+RESET TimeZone;
 -- a value PostgreSQL might never compute (under OR or AND, which stop at
 -- their first deciding argument) stays local, and a scan that reads no
 -- shard computes none
@@ -545,9 +563,22 @@ EXECUTE times_none('garbage');
 PREPARE times_top(text) AS
   SELECT count(*) FROM times WHERE ts > $1::timestamp;
 EXECUTE times_top('garbage');
+-- nor does a scan that limits its groups to none (LIMIT 0)
+PREPARE times_lim(text, int) AS
+  SELECT tenant_id, count(*) FROM times WHERE ts > $1::timestamp
+  GROUP BY tenant_id ORDER BY tenant_id COLLATE "C" LIMIT $2;
+EXPLAIN (COSTS OFF) EXECUTE times_lim('garbage', 0);
+EXECUTE times_lim('garbage', 0);
+-- a subquery's value under OR stays local too, as PostgreSQL runs it only
+-- when a row needs it
+PREPARE times_sub(text) AS
+  SELECT count(*) FROM times WHERE id > 0 OR ts > (SELECT $1::timestamp);
+EXECUTE times_sub('garbage');
 DEALLOCATE times_or;
 DEALLOCATE times_none;
 DEALLOCATE times_top;
+DEALLOCATE times_lim;
+DEALLOCATE times_sub;
 -- a parameter
 PREPARE times_since(timestamp) AS SELECT id FROM times WHERE ts >= $1 ORDER BY id;
 EXPLAIN (VERBOSE, COSTS OFF) EXECUTE times_since('2024-01-15 10:00:00');
@@ -602,13 +633,17 @@ SELECT id FROM datesbad WHERE id = 3 AND ts > '2000-01-01';
 SELECT ts FROM datesbad WHERE id = 3;
 SELECT id FROM datesbad WHERE id = 4 AND ts > '2000-01-01';
 SELECT ts FROM datesbad WHERE id = 4;
+SELECT id FROM timesbad WHERE id = 6 AND ts > '2000-01-01';
+SELECT ts FROM timesbad WHERE id = 6;
+SELECT id FROM datesbad WHERE id = 6 AND ts > '2000-01-01';
+SELECT ts FROM datesbad WHERE id = 6;
 \set VERBOSITY default
 SELECT id FROM timesbad WHERE ts > '2000-01-01';
 SELECT id FROM timesbad WHERE id = 5 AND ts > '2000-01-01';
 -- rows of tenants a user mapping hides are not read by the conditions
 -- either: no error from them (tenant tc's rows, on tb's shard)
 CREATE ROLE regress_ta_only;
-GRANT SELECT ON vcbad, timesbad TO regress_ta_only;
+GRANT SELECT ON vcbad, timesbad, datesbad TO regress_ta_only;
 CREATE USER MAPPING FOR regress_ta_only SERVER pushdown_srv
   OPTIONS (tenants 'ta, tb');
 SET ROLE regress_ta_only;
@@ -617,9 +652,10 @@ SELECT id FROM vcbad WHERE v LIKE 'a%';
 SELECT count(*) FROM vcbad WHERE v <> 'zz';
 SELECT id FROM timesbad WHERE ts > '2000-01-01';
 SELECT count(*) FROM timesbad WHERE ts > '2000-01-01';
+SELECT id FROM datesbad WHERE ts > '2000-01-01';
 RESET ROLE;
 DROP USER MAPPING FOR regress_ta_only SERVER pushdown_srv;
-REVOKE ALL ON vcbad, timesbad FROM regress_ta_only;
+REVOKE ALL ON vcbad, timesbad, datesbad FROM regress_ta_only;
 DROP ROLE regress_ta_only;
 
 -- ===================================================================

@@ -161,6 +161,9 @@ shard_sqlite_sqlstate(int rc)
 			return ERRCODE_DATETIME_VALUE_OUT_OF_RANGE;
 		case SQLITE_MISMATCH:
 			return ERRCODE_FDW_INVALID_DATA_TYPE;
+		case SQLITE_EMPTY:
+			/* only ssfdw_usecs's and ssfdw_days's: text that is not UTF-8 */
+			return ERRCODE_CHARACTER_NOT_IN_REPERTOIRE;
 		case SQLITE_CANTOPEN:
 		case SQLITE_PERM:
 		case SQLITE_AUTH:

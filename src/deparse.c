@@ -178,7 +178,9 @@ is_value(Expr *expr, PushCategory cat, bool computed_ok)
 	{
 		Param	   *p = (Param *) expr;
 
-		return (p->paramkind == PARAM_EXTERN || p->paramkind == PARAM_EXEC) &&
+		/* a subquery's value may fail to compute, like an expression */
+		return (p->paramkind == PARAM_EXTERN ||
+				(p->paramkind == PARAM_EXEC && computed_ok)) &&
 			type_category(p->paramtype) == cat;
 	}
 
@@ -197,6 +199,27 @@ is_value(Expr *expr, PushCategory cat, bool computed_ok)
 		!contain_subplans((Node *) expr) &&
 		!contain_agg_clause((Node *) expr) &&
 		!contain_window_function((Node *) expr);
+}
+
+/*
+ * time_param_kind
+ *		How a value compared with a date or time column is bound: as itself
+ *		when of the column's type, as the timestamp or timestamptz of its
+ *		midnight when a date compared with such a column; -1 otherwise.
+ */
+static int
+time_param_kind(Expr *col, Expr *val)
+{
+	Oid			coltype = exprType((Node *) shard_strip_relabel(col));
+	Oid			valtype = exprType((Node *) shard_strip_relabel(val));
+
+	if (coltype == valtype)
+		return SHARD_PARAM_SCALAR;
+	if (valtype == DATEOID && coltype == TIMESTAMPOID)
+		return SHARD_PARAM_DATE_AS_TIMESTAMP;
+	if (valtype == DATEOID && coltype == TIMESTAMPTZOID)
+		return SHARD_PARAM_DATE_AS_TIMESTAMPTZ;
+	return -1;
 }
 
 /*
@@ -449,10 +472,13 @@ pushable(PlannerInfo *root, RelOptInfo *baserel, Expr *expr, bool computed_ok)
 				name = comparison_name(op->opno);
 				if (name == NULL || !is_value(val, cat, computed_ok))
 					return false;
-				/* timestamp against timestamptz depends on the TimeZone */
+				/*
+				 * timestamp against timestamptz depends on the TimeZone; a
+				 * date value is compared with a timestamp as the midnight
+				 * that starts it, which scan.c computes as PostgreSQL does.
+				 */
 				if (cat == PUSH_TIME &&
-					exprType((Node *) shard_strip_relabel(val)) !=
-					exprType((Node *) shard_strip_relabel(col)))
+					time_param_kind(col, val) < 0)
 					return false;
 				if (cat == PUSH_TEXT &&
 					!text_collation_ok(op->inputcollid,
@@ -693,6 +719,20 @@ deparse_column(Expr *expr, DeparseContext *ctx)
 }
 
 /*
+ * shard_sql_may_fail
+ *		Does pushed SQL read a column through one of the functions that
+ *		raise PostgreSQL's error for a value it cannot read (as
+ *		shard_deparse_column_value writes them)?
+ */
+bool
+shard_sql_may_fail(const char *sql)
+{
+	return strstr(sql, "ssfdw_varchar(") != NULL ||
+		strstr(sql, "ssfdw_usecs(") != NULL ||
+		strstr(sql, "ssfdw_days(") != NULL;
+}
+
+/*
  * shard_deparse_column_value
  *		Write a column as PostgreSQL reads its values, for SQLite to compare
  *		or group them: a varchar(n) column through ssfdw_varchar, which
@@ -827,7 +867,8 @@ deparse_expr(Expr *expr, DeparseContext *ctx)
 				if (cat == PUSH_TEXT)
 					appendStringInfoString(ctx->buf, " COLLATE BINARY");
 				appendStringInfo(ctx->buf, " %s ", name);
-				add_param(val, SHARD_PARAM_SCALAR, cat, ctx);
+				add_param(val, cat == PUSH_TIME ? time_param_kind(col, val) :
+						  SHARD_PARAM_SCALAR, cat, ctx);
 
 				/*
 				 * A varchar(n) value equal to x is stored as x, perhaps with

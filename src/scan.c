@@ -33,6 +33,7 @@
 #include "portability/instr_time.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
+#include "utils/date.h"
 #include "utils/json.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
@@ -734,6 +735,31 @@ bind_array_as_json(Datum value, ShardValue *out)
 }
 
 /*
+ * bind_date_as_timestamp
+ *		A date compared with a timestamp (tz: timestamptz) column, as the
+ *		microseconds of the midnight that starts it, which is what
+ *		PostgreSQL's cross-type comparisons compare.  A date past the last
+ *		timestamp sorts after every finite one (and one before the first,
+ *		in a TimeZone west of UTC, before), as PostgreSQL sorts it.
+ */
+static void
+bind_date_as_timestamp(DateADT date, bool tz, ShardValue *out)
+{
+	int			overflow = 0;
+	Timestamp	ts;
+
+	ts = tz ? date2timestamptz_opt_overflow(date, &overflow) :
+		date2timestamp_opt_overflow(date, &overflow);
+	if (overflow > 0)
+		ts = PG_INT64_MAX - 1;	/* after every finite time, before infinity */
+	else if (overflow < 0)
+		ts = PG_INT64_MIN + 1;
+	out->type = SQLITE_INTEGER;
+	out->u.i = ts;
+	out->len = 0;
+}
+
+/*
  * eval_params
  *		Compute the values bound to the shard query.
  */
@@ -758,6 +784,11 @@ eval_params(ShardScanState *s, ExprContext *econtext)
 			v->type = SQLITE_NULL;
 		else if (lfirst_int(lc_kind) == SHARD_PARAM_JSON_ARRAY)
 			bind_array_as_json(value, v);
+		else if (lfirst_int(lc_kind) == SHARD_PARAM_DATE_AS_TIMESTAMP ||
+				 lfirst_int(lc_kind) == SHARD_PARAM_DATE_AS_TIMESTAMPTZ)
+			bind_date_as_timestamp(DatumGetDateADT(value),
+								   lfirst_int(lc_kind) == SHARD_PARAM_DATE_AS_TIMESTAMPTZ,
+								   v);
 		else if (!shard_datum_to_value(value, lfirst_oid(lc_type), v))
 			elog(ERROR, "cannot bind a value of type %u to a shard query",
 				 lfirst_oid(lc_type));
@@ -934,8 +965,7 @@ build_shard_sql(ShardScanState *s, ShardTarget *t, bool raw, List **extra)
 	 * (SQLite evaluates a CASE in order, an AND in any).
 	 */
 	initStringInfo(&where);
-	if (conds[0] != '\0' && tenants.len > 0 &&
-		(strstr(conds, "ssfdw_varchar(") || strstr(conds, "ssfdw_usecs(")))
+	if (conds[0] != '\0' && tenants.len > 0 && shard_sql_may_fail(conds))
 		appendStringInfo(&where, "%s AND CASE WHEN %s THEN %s END",
 						 tenants.data, tenants.data, conds);
 	else
@@ -1049,6 +1079,17 @@ start_shard(ForeignScanState *node, ShardTarget *t)
 
 	oldcxt = MemoryContextSwitchTo(s->resolve_cxt);
 	s->cur = t;					/* for messages */
+
+	/*
+	 * The values to bind, computed when the first shard is read: a scan
+	 * that reads none (no shard, a missing one skipped, LIMIT 0) computes
+	 * nothing that could fail.
+	 */
+	if (!s->params_ready)
+	{
+		eval_params(s, node->ss.ps.ps_ExprContext);
+		s->params_ready = true;
+	}
 
 	/*
 	 * Pushed-down SQL is exact only where the shard declares columns as
@@ -1376,17 +1417,7 @@ shardIterateForeignScan(ForeignScanState *node)
 
 	if (!s->resolved)
 		resolve_targets(node);
-	if (!s->params_ready)
-	{
-		MemoryContext oldcxt = MemoryContextSwitchTo(s->resolve_cxt);
-
-		/* no shard to read: nothing may be computed for one */
-		if (s->targets != NIL)
-			eval_params(s, node->ss.ps.ps_ExprContext);
-		MemoryContextSwitchTo(oldcxt);
-		eval_limit(node);
-		s->params_ready = true;
-	}
+	eval_limit(node);
 	if (s->limit_zero)
 		return ExecClearTuple(slot);
 

@@ -355,10 +355,10 @@ function_error(sqlite3_context *ctx, int code, const char *fmt, const char *arg)
  *		The timestamp the wrapper reads in v (convert.c's to_datetime), in
  *		microseconds since 2000-01-01 UTC in *usecs, or with as_date the date
  *		it falls on, in days since 2000-01-01 in *usecs.  Returns 1, or 0
- *		after failing the function with the wrapper's error: SQLITE_FORMAT
- *		for text in no date and time form, SQLITE_RANGE for impossible
- *		fields and values out of PostgreSQL's range, SQLITE_MISMATCH for a
- *		blob.  v must not be NULL.
+ *		after failing the function with the wrapper's error: SQLITE_EMPTY
+ *		for text that is not UTF-8, SQLITE_FORMAT for text in no date and
+ *		time form, SQLITE_RANGE for impossible fields and values out of
+ *		PostgreSQL's range, SQLITE_MISMATCH for a blob.  v must not be NULL.
  */
 static int
 wrapper_time(sqlite3_context *ctx, sqlite3_value *v, int as_date,
@@ -406,6 +406,13 @@ wrapper_time(sqlite3_context *ctx, sqlite3_value *v, int as_date,
 				if (str == NULL)
 				{
 					sqlite3_result_error_nomem(ctx);
+					return 0;
+				}
+				if (!shardio_utf8_ok((const unsigned char *) str, len))
+				{
+					function_error(ctx, SQLITE_EMPTY,
+								   "invalid byte sequence for encoding \"%s\"",
+								   "UTF8");
 					return 0;
 				}
 				switch (shardio_parse_datetime(str, len, &dt))

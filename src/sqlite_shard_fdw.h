@@ -124,7 +124,9 @@ extern void shard_report_sqlite_error(int elevel, int rc, const char *shard_id,
 typedef enum ShardParamKind
 {
 	SHARD_PARAM_SCALAR,			/* one value */
-	SHARD_PARAM_JSON_ARRAY		/* an array, bound as JSON for json_each() */
+	SHARD_PARAM_JSON_ARRAY,		/* an array, bound as JSON for json_each() */
+	SHARD_PARAM_DATE_AS_TIMESTAMP,	/* a date compared with a timestamp: */
+	SHARD_PARAM_DATE_AS_TIMESTAMPTZ /* bound as that type's value */
 } ShardParamKind;
 
 extern Expr *shard_strip_relabel(Expr *expr);
@@ -144,6 +146,7 @@ extern void shard_deparse_column_ref(StringInfo buf, PlannerInfo *root,
 									 Var *var);
 extern void shard_deparse_column_value(StringInfo buf, PlannerInfo *root,
 									   Var *var);
+extern bool shard_sql_may_fail(const char *sql);
 extern List *shard_text_columns(PlannerInfo *root, List *exprs, List *needs);
 extern char *shard_like_to_glob(const char *pattern, int len);
 
