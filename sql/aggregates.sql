@@ -701,6 +701,22 @@ CREATE FOREIGN TABLE topn_tb (tenant_id text, ts timestamp) SERVER agg_topn
 SELECT * FROM regress_modes($$SELECT date_trunc('week', ts), date_trunc('minute', ts), extract(year FROM ts), count(*) FROM topn_tb WHERE tenant_id = 'a' GROUP BY 1, 2, 3$$);
 SELECT * FROM regress_modes($$SELECT extract(year FROM ts), count(*) FROM topn_tb WHERE tenant_id = 'c' GROUP BY 1$$);
 SELECT * FROM regress_modes($$SELECT extract(year FROM ts), count(*) FROM topn_tb WHERE tenant_id = 'd' GROUP BY 1$$);
+-- min and max of times are pushed, as the microseconds (days) the wrapper
+-- reads (ssfdw_usecs, ssfdw_days), rounded as timestamp(p) rounds; a time
+-- it cannot read (tenant d's 1e17 seconds) is its error
+EXPLAIN (VERBOSE, COSTS OFF)
+SELECT tenant_id, min(ts), max(ts) FROM topn_tb GROUP BY tenant_id;
+SELECT * FROM regress_modes($$SELECT tenant_id, min(ts), max(ts), count(*) FROM topn_tb WHERE tenant_id IN ('a', 'c') GROUP BY tenant_id$$);
+SELECT * FROM regress_modes($$SELECT min(ts), max(ts) FROM topn_tb WHERE tenant_id <> 'd'$$);
+SELECT * FROM regress_modes($$SELECT max(ts) FROM topn_tb$$);
+SELECT * FROM regress_modes($$SELECT tenant_id, max(ts) FROM topn_tb WHERE tenant_id <> 'd' GROUP BY 1 ORDER BY 2 DESC LIMIT 1$$);
+SELECT * FROM regress_modes($$SELECT tenant_id, min(ts) FROM topn_tb WHERE tenant_id <> 'd' GROUP BY 1 ORDER BY 2 LIMIT 1$$);
+CREATE FOREIGN TABLE topn_tb0 (tenant_id text, ts timestamp(0), tz timestamptz(2),
+                               d date) SERVER agg_topn OPTIONS (table 'tb');
+ALTER FOREIGN TABLE topn_tb0 ALTER COLUMN tz OPTIONS (column 'ts'),
+  ALTER COLUMN d OPTIONS (column 'ts');
+SELECT * FROM regress_modes($$SELECT tenant_id, min(ts), max(ts), min(tz), max(tz), min(d), max(d) FROM topn_tb0 WHERE tenant_id <> 'd' GROUP BY tenant_id$$);
+SELECT * FROM regress_modes($$SELECT max(d) FROM topn_tb0$$);
 -- the overflowing group (a) comes back, whatever the order
 SELECT * FROM regress_modes($$SELECT tenant_id, sum(f), count(*) FROM topn_fs GROUP BY tenant_id ORDER BY count(*) LIMIT 1$$);
 SELECT * FROM regress_modes($$SELECT tenant_id, sum(f), count(*) FROM topn_fs GROUP BY tenant_id ORDER BY count(*) DESC LIMIT 1$$);

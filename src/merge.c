@@ -30,6 +30,7 @@
 #include "executor/tuptable.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
+#include "utils/date.h"
 #include "utils/float.h"
 #include "utils/fmgrprotos.h"
 #include "utils/memutils.h"
@@ -667,7 +668,9 @@ finalize(ShardMerge *m, int i, AggAcc *acc, bool *isnull)
 				return Int16GetDatum((int16) acc->imm);
 			if (type == INT4OID)
 				return Int32GetDatum((int32) acc->imm);
-			return Int64GetDatum(acc->imm);
+			if (type == DATEOID)
+				return DateADTGetDatum((DateADT) acc->imm);
+			return Int64GetDatum(acc->imm);	/* also timestamps */
 		case AGGOP_BOOL_AND:
 		case AGGOP_BOOL_OR:
 			*isnull = !acc->has;

@@ -108,6 +108,18 @@ typedef struct ShardUpperInfo
 } ShardUpperInfo;
 
 /*
+ * is_time_type
+ *		A date or time type whose extremes shards compute as integers
+ *		(ssfdw_usecs, ssfdw_days), ordered as PostgreSQL orders the values.
+ */
+static bool
+is_time_type(Oid typid)
+{
+	return typid == TIMESTAMPOID || typid == TIMESTAMPTZOID ||
+		typid == DATEOID;
+}
+
+/*
  * groupable_type
  *		Do SQLite's groups of this type's stored values match PostgreSQL's
  *		equality?  Text needs a deterministic collation and a UTF-8 database;
@@ -379,7 +391,8 @@ classify_aggregate(Aggref *agg, RelOptInfo *baserel)
 				lc_collate_is_c(agg->inputcollid);
 		else
 			ok = (argtype == INT2OID || argtype == INT4OID ||
-				  argtype == INT8OID || argtype == FLOAT8OID);
+				  argtype == INT8OID || argtype == FLOAT8OID ||
+				  is_time_type(argtype));
 		if (!ok)
 			return -1;
 		return name[1] == 'i' ? AGGOP_MIN : AGGOP_MAX;
@@ -452,14 +465,17 @@ add_column_need(List **needs, PlannerInfo *root, Var *var, char text_need)
  *		Note what an aggregate assumes of its column's declared affinity:
  *		sums read integers or numbers, min and max compare them, and text
  *		only in TEXT columns.  Counts and keys assume nothing, since the
- *		merge regroups converted keys with PostgreSQL's equality.
+ *		merge regroups converted keys with PostgreSQL's equality, and the
+ *		extremes of times nothing, since ssfdw_usecs and ssfdw_days read
+ *		every stored form as the wrapper does.
  */
 static void
 add_need(ShardUpperInfo *info, Aggref *agg, int op)
 {
 	if (op == AGGOP_COUNT_STAR || op == AGGOP_COUNT ||
 		op == AGGOP_COUNT_DISTINCT || op == AGGOP_BOOL_AND ||
-		op == AGGOP_BOOL_OR)
+		op == AGGOP_BOOL_OR ||
+		is_time_type(agg_arg(agg, info->baserel)->vartype))
 		return;
 	add_column_need(&info->needs, info->root, agg_arg(agg, info->baserel),
 					SHARD_NEEDS_TEXT_EXTREMA);
@@ -595,7 +611,8 @@ sort_key_ok(ShardUpperInfo *info, int pos, SortGroupClause *sgc, Oid coll,
 			/* FALLTHROUGH */
 		case AGGOP_MIN:
 		case AGGOP_MAX:
-			if (type == INT2OID || type == INT4OID || type == INT8OID)
+			if (type == INT2OID || type == INT4OID || type == INT8OID ||
+				is_time_type(type))
 				return true;
 			if (type == TEXTOID || type == VARCHAROID)
 				return OidIsValid(coll) && lc_collate_is_c(coll);
@@ -1068,9 +1085,10 @@ partial_cols(SelectList *sl, PlannerInfo *root, Aggref *agg, int op,
 		return list_make1_int(select_col(sl, "count(*)", TA_COUNT_STAR, NULL, NULL));
 	if (op == AGGOP_COUNT_DISTINCT)
 		return NIL;
+	/* times as microseconds or days (ssfdw_usecs, ssfdw_days) */
 	arg = agg_arg(agg, baserel);
 	initStringInfo(&cb);
-	shard_deparse_column_ref(&cb, root, arg);
+	shard_deparse_column_value(&cb, root, arg);
 	c = cb.data;
 	is_text = (arg->vartype == TEXTOID || arg->vartype == VARCHAROID);
 
