@@ -204,6 +204,9 @@ deparse_time_bucket(StringInfo buf, PlannerInfo *root, FuncExpr *func,
 	var = shard_own_column(lsecond(func->args), baserel);
 	if (unit == NULL || var == NULL || var->vartype != TIMESTAMPOID)
 		return false;
+	/* timestamp(p) rounds to p digits first, into the next day perhaps */
+	if (var->vartypmod >= 0 && var->vartypmod < 6)
+		return false;
 	unit = asc_tolower(unit, strlen(unit));
 	initStringInfo(&tmp);
 
