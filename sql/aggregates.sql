@@ -720,6 +720,12 @@ SELECT * FROM regress_modes($$SELECT max(d) FROM topn_tb0$$);
 -- timestamp(0) rounds 23:59:59.9996 into the next day before any bucket:
 -- no pushed buckets of timestamp(p)
 SELECT * FROM regress_modes($$SELECT date_trunc('day', ts), extract(day FROM ts), count(*) FROM topn_tb0 WHERE tenant_id = 'a' GROUP BY 1, 2$$);
+SELECT * FROM regress_modes($$SELECT CAST(ts AS date), count(*) FROM topn_tb0 WHERE tenant_id = 'a' GROUP BY 1$$);
+-- the date of a timestamp (CAST(ts AS date)) is a bucket too
+EXPLAIN (VERBOSE, COSTS OFF)
+SELECT CAST(ts AS date), count(*) FROM topn_tb WHERE tenant_id <> 'd' GROUP BY 1;
+SELECT * FROM regress_modes($$SELECT CAST(ts AS date), count(*) FROM topn_tb WHERE tenant_id <> 'd' GROUP BY 1$$);
+SELECT * FROM regress_modes($$SELECT tenant_id, ts::date, max(ts) FROM topn_tb WHERE tenant_id <> 'd' AND ts::date >= '2000-01-01' GROUP BY 1, 2$$);
 -- the overflowing group (a) comes back, whatever the order
 SELECT * FROM regress_modes($$SELECT tenant_id, sum(f), count(*) FROM topn_fs GROUP BY tenant_id ORDER BY count(*) LIMIT 1$$);
 SELECT * FROM regress_modes($$SELECT tenant_id, sum(f), count(*) FROM topn_fs GROUP BY tenant_id ORDER BY count(*) DESC LIMIT 1$$);

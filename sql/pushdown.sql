@@ -606,6 +606,15 @@ SELECT * FROM regress_check($$tz >= '1969-12-31' AND tz < '2000-01-01'$$, 'dates
 SELECT * FROM regress_check($$ts0 > '5000-01-01'$$, 'dates');
 SELECT * FROM regress_check($$ts >= current_date - 100000$$, 'dates');
 SELECT * FROM regress_check($$ts <> 'infinity'$$, 'dates');
+-- the date of a timestamp column (CAST(ts AS date), which BI tools filter
+-- days by) is ssfdw_days(col); not of timestamp(0), which rounds first
+EXPLAIN (VERBOSE, COSTS OFF)
+SELECT id FROM times WHERE CAST(ts AS date) = '2024-01-15' AND ts0::date = '2024-01-15';
+SELECT * FROM regress_check($$CAST(ts AS date) = '2024-01-15'$$, 'times');
+SELECT * FROM regress_check($$ts::date < '2024-01-15'$$, 'times');
+SELECT * FROM regress_check($$'1969-12-31' = ts::date$$, 'times');
+SELECT * FROM regress_check($$ts0::date = '2024-01-15'$$, 'times');
+SELECT * FROM regress_check($$tz::date = '2024-01-15'$$, 'times');
 -- date against timestamp is not pushed
 EXPLAIN (VERBOSE, COSTS OFF)
 SELECT id FROM dates WHERE ts >= '2024-01-15 12:00'::timestamp;

@@ -67,6 +67,7 @@
 #include "parser/parsetree.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
+#include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
 #include "utils/pg_locale.h"
 #include "utils/syscache.h"
@@ -280,6 +281,40 @@ text_collation_ok(Oid collid, bool ordering)
 }
 
 /*
+ * date_of_timestamp
+ *		The timestamp column of this table whose date expr is (CAST(ts AS
+ *		date), which BI tools filter days by), or NULL.  Not of timestamp(p)
+ *		with p < 6, which rounds the time, perhaps into the next day, first.
+ */
+static Var *
+date_of_timestamp(Expr *expr, RelOptInfo *baserel)
+{
+	FuncExpr   *f = (FuncExpr *) expr;
+	Var		   *var;
+
+	if (expr == NULL || !IsA(expr, FuncExpr) ||
+		f->funcid != F_DATE_TIMESTAMP || list_length(f->args) != 1)
+		return NULL;
+	var = shard_own_column(linitial(f->args), baserel);
+	if (var == NULL || var->vartype != TIMESTAMPOID ||
+		(var->vartypmod >= 0 && var->vartypmod < 6))
+		return NULL;
+	return var;
+}
+
+/*
+ * column_side
+ *		Is expr what a pushed comparison reads on its column side: a column
+ *		of this table, or the date of a timestamp column?
+ */
+static bool
+column_side(Expr *expr, RelOptInfo *baserel)
+{
+	return is_own_column(expr, baserel) ||
+		date_of_timestamp(expr, baserel) != NULL;
+}
+
+/*
  * column_vs_value
  *		Split a two-argument operator into the column and the value side.
  *		Returns false unless exactly one side is a column of this table.
@@ -295,14 +330,14 @@ column_vs_value(List *args, RelOptInfo *baserel, Expr **col, Expr **val,
 		return false;
 	l = linitial(args);
 	r = lsecond(args);
-	if (is_own_column(l, baserel) && !is_own_column(r, baserel))
+	if (column_side(l, baserel) && !column_side(r, baserel))
 	{
 		*col = l;
 		*val = r;
 		*swapped = false;
 		return true;
 	}
-	if (is_own_column(r, baserel) && !is_own_column(l, baserel))
+	if (column_side(r, baserel) && !column_side(l, baserel))
 	{
 		*col = r;
 		*val = l;
@@ -714,6 +749,16 @@ shard_text_columns(PlannerInfo *root, List *exprs, List *needs)
 static void
 deparse_column(Expr *expr, DeparseContext *ctx)
 {
+	Var		   *ts = date_of_timestamp(expr, ctx->baserel);
+
+	/* the date of the time the wrapper reads: ssfdw_days */
+	if (ts)
+	{
+		appendStringInfoString(ctx->buf, "ssfdw_days(");
+		shard_deparse_column_ref(ctx->buf, ctx->root, ts);
+		appendStringInfoChar(ctx->buf, ')');
+		return;
+	}
 	shard_deparse_column_value(ctx->buf, ctx->root,
 							   (Var *) shard_strip_relabel(expr));
 }

@@ -186,9 +186,9 @@ deparse_strftime(StringInfo buf, PlannerInfo *root, Var *var,
 
 /*
  * deparse_time_bucket
- *		The SQLite expression for date_trunc or extract/date_part of a
- *		timestamp column; false when the unit or field is not supported.
- *		With buf NULL, only checks.
+ *		The SQLite expression for date_trunc, extract/date_part or the date
+ *		of a timestamp column; false when the unit or field is not
+ *		supported.  With buf NULL, only checks.
  */
 static bool
 deparse_time_bucket(StringInfo buf, PlannerInfo *root, FuncExpr *func,
@@ -198,14 +198,25 @@ deparse_time_bucket(StringInfo buf, PlannerInfo *root, FuncExpr *func,
 	char	   *unit;
 	StringInfoData tmp;
 
-	if (list_length(func->args) != 2)
-		return false;
-	unit = const_text(linitial(func->args));
-	var = shard_own_column(lsecond(func->args), baserel);
-	if (unit == NULL || var == NULL || var->vartype != TIMESTAMPOID)
+	var = shard_own_column(llast(func->args), baserel);
+	if (var == NULL || var->vartype != TIMESTAMPOID)
 		return false;
 	/* timestamp(p) rounds to p digits first, into the next day perhaps */
 	if (var->vartypmod >= 0 && var->vartypmod < 6)
+		return false;
+
+	/* CAST(ts AS date), the day BI tools group by */
+	if (func->funcid == F_DATE_TIMESTAMP && list_length(func->args) == 1)
+	{
+		if (buf)
+			deparse_strftime(buf, root, var, "%Y-%m-%d", "");
+		return true;
+	}
+
+	if (list_length(func->args) != 2)
+		return false;
+	unit = const_text(linitial(func->args));
+	if (unit == NULL)
 		return false;
 	unit = asc_tolower(unit, strlen(unit));
 	initStringInfo(&tmp);
@@ -1406,7 +1417,7 @@ shard_upper_plan(PlannerInfo *root, RelOptInfo *upperrel, List *tlist,
 
 				initStringInfo(&ts);
 				shard_deparse_column_ref(&ts, root,
-										 shard_own_column(lsecond(((FuncExpr *) tle->expr)->args),
+										 shard_own_column(llast(((FuncExpr *) tle->expr)->args),
 												 baserel));
 				guard_timestamp(&sl, ts.data);
 			}
