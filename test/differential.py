@@ -883,7 +883,11 @@ class Gen:
                                   "extract(year from ts) > 2010",
                                   "te > ts - interval '1 year'",
                                   "d = '2024-02-29'", "ts::date = d",
-                                  "extract(microseconds from ts) > 500000"])
+                                  "extract(microseconds from ts) > 500000",
+                                  "ts::date >= '2024-01-01'",
+                                  "CAST(te AS date) = '2024-02-29'",
+                                  "ts >= CAST(now() - interval '5000 days' AS date)",
+                                  "tz < '2020-01-01'::date"])
             if k == "num":
                 return self.pick(["n = i", "n > j", "n::float8 > f",
                                   "n = 2.5", "n < 0", "n = round(n)",
