@@ -649,6 +649,13 @@ SELECT ts FROM datesbad WHERE id = 6;
 \set VERBOSITY default
 SELECT id FROM timesbad WHERE ts > '2000-01-01';
 SELECT id FROM timesbad WHERE id = 5 AND ts > '2000-01-01';
+-- conditions that can fail run after the others, on the rows those keep:
+-- tenant tb's query does not read tenant tc's rows on the same shard
+EXPLAIN (VERBOSE, COSTS OFF)
+SELECT id FROM timesbad WHERE tenant_id = 'tb' AND ts > '2000-01-01';
+SELECT id FROM timesbad WHERE tenant_id = 'tb' AND ts > '2000-01-01';
+SELECT id FROM vcbad WHERE tenant_id = 'tb' AND v LIKE 'a%';
+SELECT count(*) FROM datesbad WHERE ts > '2000-01-01' AND id = 5;
 -- rows of tenants a user mapping hides are not read by the conditions
 -- either: no error from them (tenant tc's rows, on tb's shard)
 CREATE ROLE regress_ta_only;

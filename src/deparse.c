@@ -850,8 +850,10 @@ deparse_expr(Expr *expr, DeparseContext *ctx)
 			{
 				NullTest   *nt = (NullTest *) expr;
 
+				/* the stored NULLs are PostgreSQL's: test the column as is */
 				appendStringInfoChar(ctx->buf, '(');
-				deparse_column(nt->arg, ctx);
+				shard_deparse_column_ref(ctx->buf, ctx->root,
+										 shard_own_column(nt->arg, ctx->baserel));
 				appendStringInfoString(ctx->buf, nt->nulltesttype == IS_NULL ?
 									   " IS NULL)" : " IS NOT NULL)");
 				break;
@@ -960,35 +962,88 @@ deparse_expr(Expr *expr, DeparseContext *ctx)
 
 /*
  * shard_deparse_conditions
- *		Write pushable conditions (RestrictInfos or bare expressions) joined
- *		by AND, collecting the values to bind in *params with their kinds.
+ *		Deparse pushable conditions (RestrictInfos or bare expressions), one
+ *		String each, collecting the values to bind in *params with their
+ *		kinds; shard_join_conditions makes them one WHERE clause.
  */
-void
-shard_deparse_conditions(StringInfo buf, PlannerInfo *root,
-						 RelOptInfo *baserel, List *conds,
+List *
+shard_deparse_conditions(PlannerInfo *root, RelOptInfo *baserel, List *conds,
 						 List **params, List **param_kinds)
 {
 	DeparseContext ctx;
 	ListCell   *lc;
-	bool		first = true;
+	List	   *sqls = NIL;
 
 	ctx.root = root;
 	ctx.baserel = baserel;
-	ctx.buf = buf;
 	ctx.params = params;
 	ctx.param_kinds = param_kinds;
 
 	foreach(lc, conds)
 	{
 		Expr	   *expr = (Expr *) lfirst(lc);
+		StringInfoData one;
 
 		if (IsA(expr, RestrictInfo))
 			expr = ((RestrictInfo *) expr)->clause;
-		if (!first)
-			appendStringInfoString(buf, " AND ");
-		first = false;
+		initStringInfo(&one);
+		ctx.buf = &one;
 		deparse_expr(expr, &ctx);
+		sqls = lappend(sqls, makeString(one.data));
 	}
+	return sqls;
+}
+
+/*
+ * append_and
+ *		Append String nodes joined by AND.
+ */
+static void
+append_and(StringInfo buf, List *sqls)
+{
+	ListCell   *lc;
+
+	foreach(lc, sqls)
+		appendStringInfo(buf, "%s%s", foreach_current_index(lc) > 0 ? " AND " : "",
+						 strVal(lfirst(lc)));
+}
+
+/*
+ * shard_join_conditions
+ *		Join deparsed conditions (String nodes) by AND: those that may raise
+ *		PostgreSQL's error for a value it cannot read (shard_sql_may_fail)
+ *		last, and evaluated only on rows the others keep ("safe AND CASE
+ *		WHEN safe THEN failing END"), since SQLite evaluates an AND in any
+ *		order but a CASE in order.  A row the other conditions drop, which
+ *		PostgreSQL would not read either, raises nothing.
+ */
+void
+shard_join_conditions(StringInfo buf, List *sqls)
+{
+	List	   *safe = NIL;
+	List	   *failing = NIL;
+	ListCell   *lc;
+
+	foreach(lc, sqls)
+	{
+		if (shard_sql_may_fail(strVal(lfirst(lc))))
+			failing = lappend(failing, lfirst(lc));
+		else
+			safe = lappend(safe, lfirst(lc));
+	}
+	append_and(buf, safe);
+	if (failing == NIL)
+		return;
+	if (safe == NIL)
+	{
+		append_and(buf, failing);
+		return;
+	}
+	appendStringInfoString(buf, " AND CASE WHEN ");
+	append_and(buf, safe);
+	appendStringInfoString(buf, " THEN ");
+	append_and(buf, failing);
+	appendStringInfoString(buf, " END");
 }
 
 /*

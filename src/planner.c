@@ -334,8 +334,8 @@ shardGetForeignPlan(PlannerInfo *root, RelOptInfo *baserel,
 	List	   *retrieved_attrs;
 	List	   *fdw_private;
 	StringInfoData select_sql;
-	StringInfoData where_sql;
-	StringInfoData safe_sql;
+	List	   *all_sqls = NIL;
+	List	   *safe_sqls = NIL;
 	Relation	rel;
 	ShardPruneKind prune_kind;
 	Expr	   *prune_expr;
@@ -358,7 +358,6 @@ shardGetForeignPlan(PlannerInfo *root, RelOptInfo *baserel,
 	}
 
 	initStringInfo(&select_sql);
-	initStringInfo(&where_sql);
 	rel = table_open(foreigntableid, NoLock);
 	shard_deparse_select(&select_sql, root, baserel, rel, fpinfo->topts->table,
 						 fpinfo->attrs_used,
@@ -369,20 +368,16 @@ shardGetForeignPlan(PlannerInfo *root, RelOptInfo *baserel,
 	 * conditions that compare no text column also make up the query for a
 	 * shard whose text columns SQLite would compare differently (scan.c).
 	 */
-	initStringInfo(&safe_sql);
 	foreach(lc, fpinfo->remote_conds)
 	{
 		RestrictInfo *ri = lfirst_node(RestrictInfo, lc);
-		StringInfoData one;
+		List	   *one = shard_deparse_conditions(root, baserel,
+												   list_make1(ri),
+												   &params, &param_kinds);
 
-		initStringInfo(&one);
-		shard_deparse_conditions(&one, root, baserel, list_make1(ri),
-								 &params, &param_kinds);
-		appendStringInfo(&where_sql, "%s%s", where_sql.len ? " AND " : "",
-						 one.data);
+		all_sqls = list_concat(all_sqls, one);
 		if (shard_text_columns(root, list_make1(ri->clause), NIL) == NIL)
-			appendStringInfo(&safe_sql, "%s%s", safe_sql.len ? " AND " : "",
-							 one.data);
+			safe_sqls = list_concat(safe_sqls, one);
 	}
 
 	prune_expr = shard_find_tenant_condition(baserel, fpinfo->tenant_attnum,
@@ -391,7 +386,7 @@ shardGetForeignPlan(PlannerInfo *root, RelOptInfo *baserel,
 		params = lappend(params, prune_expr);
 
 	fdw_private = list_make5(makeString(select_sql.data),
-							 makeString(where_sql.data),
+							 all_sqls,
 							 retrieved_attrs,
 							 param_kinds,
 							 makeInteger(prune_kind));
@@ -405,7 +400,7 @@ shardGetForeignPlan(PlannerInfo *root, RelOptInfo *baserel,
 						  shard_text_columns(root,
 											 extract_actual_clauses(fpinfo->remote_conds, false),
 											 NIL));
-	fdw_private = lappend(fdw_private, makeString(safe_sql.data));
+	fdw_private = lappend(fdw_private, safe_sqls);
 	fdw_private = lappend(fdw_private, makeString(""));
 	fdw_private = lappend(fdw_private, NIL);
 	fdw_private = lappend(fdw_private, NIL);

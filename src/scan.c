@@ -96,8 +96,8 @@ typedef struct ShardScanState
 	ShardTableOptions *topts;
 	char	   *table_name;		/* foreign table, for messages */
 	char	   *select_sql;
-	char	   *where_sql;
-	char	   *safe_where_sql;	/* the conditions on no text column */
+	List	   *where_sqls;		/* pushed conditions (String) */
+	List	   *safe_where_sqls;	/* those on no text column */
 	List	   *retrieved_attrs;
 	int			nretrieved;
 	char	  **colnames;		/* SQLite names of the retrieved columns */
@@ -474,7 +474,7 @@ shardBeginForeignScan(ForeignScanState *node, int eflags)
 	s->opts = shard_server_options(s->topts->serverid);
 	s->table_name = RelationGetRelationName(rel);
 	s->select_sql = strVal(list_nth(fsplan->fdw_private, FdwScanPrivateSelectSql));
-	s->where_sql = strVal(list_nth(fsplan->fdw_private, FdwScanPrivateWhereSql));
+	s->where_sqls = list_nth(fsplan->fdw_private, FdwScanPrivateWhereSql);
 	s->retrieved_attrs = list_nth(fsplan->fdw_private, FdwScanPrivateRetrievedAttrs);
 	s->param_kinds = list_nth(fsplan->fdw_private, FdwScanPrivateParamKinds);
 	s->prune_kind = intVal(list_nth(fsplan->fdw_private, FdwScanPrivatePruneKind));
@@ -489,7 +489,7 @@ shardBeginForeignScan(ForeignScanState *node, int eflags)
 	s->rel = rel;
 	if (s->mode != SCAN_ROWS && shard_thread_aggregation)
 		init_thread_agg(s, priv);
-	s->safe_where_sql = strVal(list_nth(priv, FdwScanPrivateSafeWhereSql));
+	s->safe_where_sqls = list_nth(priv, FdwScanPrivateSafeWhereSql);
 	s->recheck_quals = fsplan->fdw_recheck_quals;
 	s->cur_col = -1;
 
@@ -883,38 +883,39 @@ resolve_targets(ForeignScanState *node)
 }
 
 /*
- * append_tenant_list
- *		Add "AND tenant [NOT] IN (?, ...)" with the ids bound after the
- *		planned parameters; *extra collects the values.
+ * tenant_list_sql
+ *		The condition "tenant [NOT] IN (?, ...)", with the ids bound after
+ *		the planned parameters; *extra collects the values.
  */
-static void
-append_tenant_list(ShardScanState *s, StringInfo sql, List *ids, bool negate,
-				   List **extra)
+static char *
+tenant_list_sql(ShardScanState *s, List *ids, bool negate, List **extra)
 {
+	StringInfoData sql;
 	ListCell   *lc;
 	bool		first = true;
 
-	appendStringInfoString(sql, sql->len > 0 ? " AND " : "");
+	initStringInfo(&sql);
 	if (s->tenant_type == TEXTOID || s->tenant_type == VARCHAROID)
 	{
-		shard_quote_identifier(sql, s->topts->tenant_column);
-		appendStringInfoString(sql, " COLLATE BINARY");
+		shard_quote_identifier(&sql, s->topts->tenant_column);
+		appendStringInfoString(&sql, " COLLATE BINARY");
 	}
 	else
 	{
-		appendStringInfoString(sql, "CAST(");
-		shard_quote_identifier(sql, s->topts->tenant_column);
-		appendStringInfoString(sql, " AS TEXT)");
+		appendStringInfoString(&sql, "CAST(");
+		shard_quote_identifier(&sql, s->topts->tenant_column);
+		appendStringInfoString(&sql, " AS TEXT)");
 	}
-	appendStringInfoString(sql, negate ? " NOT IN (" : " IN (");
+	appendStringInfoString(&sql, negate ? " NOT IN (" : " IN (");
 	foreach(lc, ids)
 	{
 		*extra = lappend(*extra, lfirst(lc));
-		appendStringInfo(sql, "%s?%d", first ? "" : ", ",
+		appendStringInfo(&sql, "%s?%d", first ? "" : ", ",
 						 s->nparams + list_length(*extra));
 		first = false;
 	}
-	appendStringInfoChar(sql, ')');
+	appendStringInfoChar(&sql, ')');
+	return sql.data;
 }
 
 /*
@@ -945,36 +946,23 @@ build_shard_sql(ShardScanState *s, ShardTarget *t, bool raw, List **extra)
 {
 	StringInfoData sql;
 	StringInfoData where;
-	StringInfoData tenants;
-	const char *conds = t->degraded ? s->safe_where_sql : s->where_sql;
+	List	   *conds = t->degraded ? s->safe_where_sqls : s->where_sqls;
 
-	initStringInfo(&tenants);
+	/* the tenant filters join the conditions that cannot fail */
 	*extra = NIL;
 	if (shard_tenant_list_pushable(s->tenant_type) && !t->degraded)
 	{
 		if (s->allowed != NIL)
-			append_tenant_list(s, &tenants, s->allowed, false, extra);
+			conds = lappend(list_copy(conds),
+							makeString(tenant_list_sql(s, s->allowed, false,
+													   extra)));
 		if (t->excluded != NIL)
-			append_tenant_list(s, &tenants, t->excluded, true, extra);
+			conds = lappend(list_copy(conds),
+							makeString(tenant_list_sql(s, t->excluded, true,
+													   extra)));
 	}
-
-	/*
-	 * Conditions that read a column as PostgreSQL does raise its error for
-	 * a value it cannot read; rows the tenant filters hide must not, so
-	 * those conditions are evaluated only on rows that pass the filters
-	 * (SQLite evaluates a CASE in order, an AND in any).
-	 */
 	initStringInfo(&where);
-	if (conds[0] != '\0' && tenants.len > 0 && shard_sql_may_fail(conds))
-		appendStringInfo(&where, "%s AND CASE WHEN %s THEN %s END",
-						 tenants.data, tenants.data, conds);
-	else
-	{
-		appendStringInfoString(&where, conds);
-		if (where.len > 0 && tenants.len > 0)
-			appendStringInfoString(&where, " AND ");
-		appendStringInfoString(&where, tenants.data);
-	}
+	shard_join_conditions(&where, conds);
 
 	initStringInfo(&sql);
 	if (raw)
@@ -1712,8 +1700,11 @@ shardExplainForeignScan(ForeignScanState *node, ExplainState *es)
 
 		initStringInfo(&sql);
 		appendStringInfoString(&sql, s->agg_spec ? s->raw_sql : s->select_sql);
-		if (s->where_sql[0] != '\0')
-			appendStringInfo(&sql, " WHERE %s", s->where_sql);
+		if (s->where_sqls != NIL)
+		{
+			appendStringInfoString(&sql, " WHERE ");
+			shard_join_conditions(&sql, s->where_sqls);
+		}
 		if (s->agg_spec == NULL)
 			append_group_sql(&sql, s, NULL);
 		ExplainPropertyText("SQLite query", sql.data, es);

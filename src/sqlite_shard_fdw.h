@@ -137,9 +137,9 @@ extern void shard_deparse_select(StringInfo buf, PlannerInfo *root,
 								 RelOptInfo *baserel, Relation rel,
 								 const char *table, Bitmapset *attrs_used,
 								 List **retrieved_attrs);
-extern void shard_deparse_conditions(StringInfo buf, PlannerInfo *root,
-									 RelOptInfo *baserel, List *conds,
-									 List **params, List **param_kinds);
+extern List *shard_deparse_conditions(PlannerInfo *root, RelOptInfo *baserel,
+									  List *conds, List **params,
+									  List **param_kinds);
 extern void shard_quote_identifier(StringInfo buf, const char *ident);
 extern bool shard_tenant_list_pushable(Oid typid);
 extern void shard_deparse_column_ref(StringInfo buf, PlannerInfo *root,
@@ -147,6 +147,7 @@ extern void shard_deparse_column_ref(StringInfo buf, PlannerInfo *root,
 extern void shard_deparse_column_value(StringInfo buf, PlannerInfo *root,
 									   Var *var);
 extern bool shard_sql_may_fail(const char *sql);
+extern void shard_join_conditions(StringInfo buf, List *sqls);
 extern List *shard_text_columns(PlannerInfo *root, List *exprs, List *needs);
 extern char *shard_like_to_glob(const char *pattern, int len);
 
@@ -174,7 +175,7 @@ extern bool shard_type_is_bindable(Oid typid);
 enum FdwScanPrivateIndex
 {
 	FdwScanPrivateSelectSql,	/* String: SELECT columns FROM table */
-	FdwScanPrivateWhereSql,		/* String: pushed conditions, or "" */
+	FdwScanPrivateWhereSql,		/* List of String: pushed conditions */
 	FdwScanPrivateRetrievedAttrs,	/* IntList of fetched attribute numbers */
 	FdwScanPrivateParamKinds,	/* IntList of ShardParamKind */
 	FdwScanPrivatePruneKind,	/* Integer: ShardPruneKind */
@@ -191,8 +192,8 @@ enum FdwScanPrivateIndex
 								 * the wrong storage class, or -1 */
 	FdwScanPrivateNeeds,		/* List of String: a SHARD_NEEDS_ letter and
 								 * a column, what the query assumes of each */
-	FdwScanPrivateSafeWhereSql,	/* String: the pushed conditions that use no
-								 * text column, or "" */
+	FdwScanPrivateSafeWhereSql,	/* List of String: the pushed conditions
+								 * that use no text column */
 	FdwScanPrivateRawSql,		/* String: SELECT of the aggregates' inputs,
 								 * for thread aggregation, or "" */
 	FdwScanPrivateThreadAgg,	/* IntList: ThreadAggOp, raw, arg per shard

@@ -1376,7 +1376,7 @@ shard_upper_plan(PlannerInfo *root, RelOptInfo *upperrel, List *tlist,
 	SelectList	sl = {NIL, NIL, NIL, NIL, NIL, NIL};
 	StringInfoData raw_sql;
 	StringInfoData select_sql;
-	StringInfoData where_sql;
+	List	   *where_sqls;
 	StringInfoData group_sql;
 	List	   *params = NIL;
 	List	   *param_kinds = NIL;
@@ -1394,7 +1394,6 @@ shard_upper_plan(PlannerInfo *root, RelOptInfo *upperrel, List *tlist,
 	int			keycheck_col = -1;
 
 	initStringInfo(&select_sql);
-	initStringInfo(&where_sql);
 	initStringInfo(&group_sql);
 
 	forboth(lc, info->tlist, lc_op, info->ops)
@@ -1500,9 +1499,9 @@ shard_upper_plan(PlannerInfo *root, RelOptInfo *upperrel, List *tlist,
 		appendStringInfo(&group_sql, " GROUP BY %s", g);
 	}
 
-	shard_deparse_conditions(&where_sql, root, baserel,
-							 shard_rel_remote_conds(baserel),
-							 &params, &param_kinds);
+	where_sqls = shard_deparse_conditions(root, baserel,
+										  shard_rel_remote_conds(baserel),
+										  &params, &param_kinds);
 	prune_expr = shard_find_tenant_condition(baserel,
 											 shard_rel_tenant_attnum(baserel),
 											 &prune_kind);
@@ -1510,7 +1509,7 @@ shard_upper_plan(PlannerInfo *root, RelOptInfo *upperrel, List *tlist,
 		params = lappend(params, prune_expr);
 
 	fdw_private = list_make5(makeString(select_sql.data),
-							 makeString(where_sql.data),
+							 where_sqls,
 							 NIL,
 							 param_kinds,
 							 makeInteger(prune_kind));
@@ -1526,7 +1525,7 @@ shard_upper_plan(PlannerInfo *root, RelOptInfo *upperrel, List *tlist,
 	fdw_private = lappend(fdw_private, distinct);
 	fdw_private = lappend(fdw_private, makeInteger(guard_col));
 	fdw_private = lappend(fdw_private, info->needs);
-	fdw_private = lappend(fdw_private, makeString(""));
+	fdw_private = lappend(fdw_private, NIL);
 	fdw_private = lappend(fdw_private, makeString(raw_sql.data));
 	fdw_private = lappend(fdw_private, sl.ta);
 	fdw_private = lappend(fdw_private, sl.ta_guards);
