@@ -721,6 +721,9 @@ SELECT * FROM regress_modes($$SELECT max(d) FROM topn_tb0$$);
 -- no pushed buckets of timestamp(p)
 SELECT * FROM regress_modes($$SELECT date_trunc('day', ts), extract(day FROM ts), count(*) FROM topn_tb0 WHERE tenant_id = 'a' GROUP BY 1, 2$$);
 SELECT * FROM regress_modes($$SELECT CAST(ts AS date), count(*) FROM topn_tb0 WHERE tenant_id = 'a' GROUP BY 1$$);
+-- a grouping by a function of no column is PostgreSQL's
+SELECT count(*) FROM topn_tb WHERE tenant_id = 'a' GROUP BY now();
+SELECT count(*) FROM topn_tb WHERE tenant_id = 'a' GROUP BY pg_backend_pid() > 0;
 -- the date of a timestamp (CAST(ts AS date)) is a bucket too
 EXPLAIN (VERBOSE, COSTS OFF)
 SELECT CAST(ts AS date), count(*) FROM topn_tb WHERE tenant_id <> 'd' GROUP BY 1;

@@ -444,6 +444,8 @@ INSERT INTO vc_native VALUES
   ('tb', 13, 'ab!'), ('tb', 14, 'éé ');
 SELECT * FROM regress_check('true', 'vc');
 EXPLAIN (VERBOSE, COSTS OFF) SELECT id FROM vc WHERE v = 'ab ';
+-- the range stays a condition of its own beside others, for the index
+EXPLAIN (VERBOSE, COSTS OFF) SELECT id FROM vc WHERE v = 'ab ' AND id > 0;
 SELECT * FROM regress_check($$v = 'ab '$$, 'vc');
 SELECT * FROM regress_check($$v = 'ab'$$, 'vc');
 SELECT * FROM regress_check($$v = 'abc'$$, 'vc');
@@ -646,6 +648,11 @@ SELECT id FROM timesbad WHERE id = 6 AND ts > '2000-01-01';
 SELECT ts FROM timesbad WHERE id = 6;
 SELECT id FROM datesbad WHERE id = 6 AND ts > '2000-01-01';
 SELECT ts FROM datesbad WHERE id = 6;
+-- a time a timestamp cannot hold (in year 318857) has no date as a
+-- timestamp either, though a date column reads it
+SELECT id FROM timesbad WHERE id = 7 AND ts::date > '2000-01-01';
+SELECT ts FROM timesbad WHERE id = 7;
+SELECT ts FROM datesbad WHERE id = 7;
 \set VERBOSITY default
 SELECT id FROM timesbad WHERE ts > '2000-01-01';
 SELECT id FROM timesbad WHERE id = 5 AND ts > '2000-01-01';

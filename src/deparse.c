@@ -89,6 +89,9 @@ typedef struct DeparseContext
 	StringInfo	buf;
 	List	  **params;
 	List	  **param_kinds;
+	StringInfo	range;			/* where a top-level varchar(n) equality
+								 * writes its index range, or NULL: in the
+								 * condition itself */
 } DeparseContext;
 
 static void deparse_expr(Expr *expr, DeparseContext *ctx);
@@ -756,7 +759,7 @@ deparse_column(Expr *expr, DeparseContext *ctx)
 	{
 		appendStringInfoString(ctx->buf, "ssfdw_days(");
 		shard_deparse_column_ref(ctx->buf, ctx->root, ts);
-		appendStringInfoChar(ctx->buf, ')');
+		appendStringInfoString(ctx->buf, ", 1)");
 		return;
 	}
 	shard_deparse_column_value(ctx->buf, ctx->root,
@@ -799,7 +802,7 @@ shard_deparse_column_value(StringInfo buf, PlannerInfo *root, Var *var)
 	{
 		appendStringInfoString(buf, "ssfdw_days(");
 		shard_deparse_column_ref(buf, root, var);
-		appendStringInfoChar(buf, ')');
+		appendStringInfoString(buf, ", 0)");
 		return;
 	}
 	if (n < 0)
@@ -819,6 +822,9 @@ shard_deparse_column_value(StringInfo buf, PlannerInfo *root, Var *var)
 static void
 deparse_expr(Expr *expr, DeparseContext *ctx)
 {
+	StringInfo	range = ctx->range;
+
+	ctx->range = NULL;			/* for this node only, not its arguments */
 	switch (nodeTag(expr))
 	{
 		case T_BoolExpr:
@@ -917,26 +923,42 @@ deparse_expr(Expr *expr, DeparseContext *ctx)
 				add_param(val, cat == PUSH_TIME ? time_param_kind(col, val) :
 						  SHARD_PARAM_SCALAR, cat, ctx);
 
+				appendStringInfoChar(ctx->buf, ')');
+
 				/*
 				 * A varchar(n) value equal to x is stored as x, perhaps with
 				 * spaces after it: a range on the stored column says so, and
-				 * lets SQLite search an index on it.
+				 * lets SQLite search an index on it.  At the top level it
+				 * is a condition of its own, which cannot fail, so that it
+				 * stays where SQLite looks for index terms.
 				 */
 				if (strcmp(name, "=") == 0 && varchar_length(col) >= 0)
 				{
-					appendStringInfoString(ctx->buf, " AND ");
-					shard_deparse_column_ref(ctx->buf, ctx->root,
+					StringInfo	out = range ? range : ctx->buf;
+					StringInfo	save = ctx->buf;
+
+					ctx->buf = out;
+					if (range == NULL)
+					{
+						/* inside the condition: "(... AND range)" */
+						out->len--;
+						out->data[out->len] = '\0';
+						appendStringInfoString(out, " AND ");
+					}
+					else
+						appendStringInfoChar(out, '(');
+					shard_deparse_column_ref(out, ctx->root,
 											 (Var *) shard_strip_relabel(col));
-					appendStringInfoString(ctx->buf, " COLLATE BINARY >= ");
+					appendStringInfoString(out, " COLLATE BINARY >= ");
 					add_param(val, SHARD_PARAM_SCALAR, cat, ctx);
-					appendStringInfoString(ctx->buf, " AND ");
-					shard_deparse_column_ref(ctx->buf, ctx->root,
+					appendStringInfoString(out, " AND ");
+					shard_deparse_column_ref(out, ctx->root,
 											 (Var *) shard_strip_relabel(col));
-					appendStringInfoString(ctx->buf, " COLLATE BINARY < ");
+					appendStringInfoString(out, " COLLATE BINARY < ");
 					add_param(val, SHARD_PARAM_SCALAR, cat, ctx);
-					appendStringInfoString(ctx->buf, " || '!'");
+					appendStringInfoString(out, " || '!')");
+					ctx->buf = save;
 				}
-				appendStringInfoChar(ctx->buf, ')');
 				break;
 			}
 		case T_ScalarArrayOpExpr:
@@ -983,13 +1005,18 @@ shard_deparse_conditions(PlannerInfo *root, RelOptInfo *baserel, List *conds,
 	{
 		Expr	   *expr = (Expr *) lfirst(lc);
 		StringInfoData one;
+		StringInfoData range;
 
 		if (IsA(expr, RestrictInfo))
 			expr = ((RestrictInfo *) expr)->clause;
 		initStringInfo(&one);
+		initStringInfo(&range);
 		ctx.buf = &one;
+		ctx.range = &range;
 		deparse_expr(expr, &ctx);
 		sqls = lappend(sqls, makeString(one.data));
+		if (range.len > 0)
+			sqls = lappend(sqls, makeString(range.data));
 	}
 	return sqls;
 }

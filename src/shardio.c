@@ -490,8 +490,10 @@ usecs_func(sqlite3_context *ctx, int argc, sqlite3_value **argv)
 
 /*
  * days_func
- *		SQL function ssfdw_days(x): the date the wrapper reads in x, as days
- *		since 2000-01-01, for pushed-down comparisons of date columns.
+ *		SQL function ssfdw_days(x, of_timestamp): the date the wrapper reads
+ *		in x, as days since 2000-01-01, for pushed-down comparisons of date
+ *		columns; with of_timestamp 1, the date of the timestamp it reads
+ *		(CAST(ts AS date)), which must be a valid timestamp first.
  */
 static void
 days_func(sqlite3_context *ctx, int argc, sqlite3_value **argv)
@@ -500,8 +502,14 @@ days_func(sqlite3_context *ctx, int argc, sqlite3_value **argv)
 
 	if (sqlite3_value_type(argv[0]) == SQLITE_NULL)
 		sqlite3_result_null(ctx);
-	else if (wrapper_time(ctx, argv[0], 1, &days))
-		sqlite3_result_int64(ctx, days);
+	else if (sqlite3_value_int(argv[1]) == 0)
+	{
+		if (wrapper_time(ctx, argv[0], 1, &days))
+			sqlite3_result_int64(ctx, days);
+	}
+	else if (wrapper_time(ctx, argv[0], 0, &days))
+		sqlite3_result_int64(ctx, days / 86400000000LL -
+							 (days % 86400000000LL < 0 ? 1 : 0));
 }
 
 /*
@@ -635,7 +643,7 @@ shardio_open(const char *path, int flags, int busy_timeout_ms,
 							   SQLITE_UTF8 | SQLITE_DETERMINISTIC |
 							   SQLITE_INNOCUOUS,
 							   NULL, usecs_func, NULL, NULL, NULL);
-	sqlite3_create_function_v2(*db, "ssfdw_days", 1,
+	sqlite3_create_function_v2(*db, "ssfdw_days", 2,
 							   SQLITE_UTF8 | SQLITE_DETERMINISTIC |
 							   SQLITE_INNOCUOUS,
 							   NULL, days_func, NULL, NULL, NULL);

@@ -198,6 +198,8 @@ deparse_time_bucket(StringInfo buf, PlannerInfo *root, FuncExpr *func,
 	char	   *unit;
 	StringInfoData tmp;
 
+	if (func->args == NIL)
+		return false;
 	var = shard_own_column(llast(func->args), baserel);
 	if (var == NULL || var->vartype != TIMESTAMPOID)
 		return false;
