@@ -9,11 +9,12 @@
  * - Only comparisons of one column with one value, on integers, text and
  *   timestamps.  A value is a constant, a parameter, or an expression of
  *   no column and no volatile function (now() - interval '30 days'), which
- *   the scan computes once as it starts.  Values are bound, never spliced,
- *   and wrapped in CAST(? AS INTEGER|TEXT) so that SQLite's affinity rules
- *   compare numbers as numbers even where a shard declared the column
- *   loosely (text '042' in an untyped column equals 42, as PostgreSQL
- *   reads it).
+ *   the scan computes once, when it reads its first shard, and only where
+ *   PostgreSQL surely would (not under AND/OR).  Values are bound, never
+ *   spliced, and wrapped in CAST(? AS INTEGER|TEXT) so that SQLite's
+ *   affinity rules compare numbers as numbers even where a shard declared
+ *   the column loosely (text '042' in an untyped column equals 42, as
+ *   PostgreSQL reads it).
  * - Text equality only under a deterministic collation (PostgreSQL then
  *   compares bytes), text ordering only under the C collation (SQLite's
  *   BINARY order is byte order).  The column carries COLLATE BINARY, so a
@@ -30,8 +31,9 @@
  *   (text, Unix seconds), rounded as timestamp(p) rounds, or PostgreSQL's
  *   error for a value it cannot read; the value is bound as microseconds.
  *   date columns likewise as ssfdw_days(column), in days.  Only against a
- *   value of the same type: timestamp against timestamptz depends on the
- *   TimeZone.
+ *   value of the same type (or a date, as its midnight): timestamp against
+ *   timestamptz depends on the TimeZone.  CAST(ts AS date) of a timestamp
+ *   column compares as ssfdw_days(ts, 1).
  * - No real, double precision, numeric or boolean comparisons: REAL
  *   rounding, NaN and infinities stored as text, numeric exactness and
  *   boolean text forms would make SQLite's comparison differ from
@@ -190,8 +192,8 @@ is_value(Expr *expr, PushCategory cat, bool computed_ok)
 
 	/*
 	 * An expression of no column and no volatile function, such as now() -
-	 * interval '30 days': the scan computes it once when it starts, as an
-	 * index scan computes its run-time keys, and binds the value.  Not
+	 * interval '30 days': the scan computes it once, as an index scan
+	 * computes its run-time keys, and binds the value.  Not
 	 * where PostgreSQL might never compute it (computed_ok false: under an
 	 * AND or OR, which stop at their first deciding argument), since
 	 * computing it may fail.

@@ -739,8 +739,9 @@ bind_array_as_json(Datum value, ShardValue *out)
  *		A date compared with a timestamp (tz: timestamptz) column, as the
  *		microseconds of the midnight that starts it, which is what
  *		PostgreSQL's cross-type comparisons compare.  A date past the last
- *		timestamp sorts after every finite one (and one before the first,
- *		in a TimeZone west of UTC, before), as PostgreSQL sorts it.
+ *		timestamp compares after every finite one, and one before the first
+ *		(possible for timestamptz) before every finite one, as in
+ *		PostgreSQL.
  */
 static void
 bind_date_as_timestamp(DateADT date, bool tz, ShardValue *out)
