@@ -576,6 +576,9 @@ EXECUTE times_lim('garbage', 0);
 PREPARE times_sub(text) AS
   SELECT count(*) FROM times WHERE id > 0 OR ts > (SELECT $1::timestamp);
 EXECUTE times_sub('garbage');
+CREATE TABLE regress_zero AS SELECT 0 AS z;
+SELECT count(*) FROM times WHERE id > 0 OR id = ANY (ARRAY(SELECT 1 / z FROM regress_zero));
+DROP TABLE regress_zero;
 DEALLOCATE times_or;
 DEALLOCATE times_none;
 DEALLOCATE times_top;
@@ -656,6 +659,8 @@ SELECT ts FROM datesbad WHERE id = 7;
 \set VERBOSITY default
 SELECT id FROM timesbad WHERE ts > '2000-01-01';
 SELECT id FROM timesbad WHERE id = 5 AND ts > '2000-01-01';
+-- the message shows the start of the text, cut between characters
+SELECT id FROM timesbad WHERE id = 8 AND ts > '2000-01-01';
 -- conditions that can fail run after the others, on the rows those keep:
 -- tenant tb's query does not read tenant tc's rows on the same shard
 EXPLAIN (VERBOSE, COSTS OFF)

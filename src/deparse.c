@@ -420,9 +420,10 @@ array_elements_ok(Expr *arr, PushCategory cat, bool computed_ok)
 				return false;
 		return true;
 	}
+	/* a subquery's array, like its value (is_value), only where computed */
 	if (IsA(arr, Param))
 		return ((Param *) arr)->paramkind == PARAM_EXTERN ||
-			((Param *) arr)->paramkind == PARAM_EXEC;
+			(((Param *) arr)->paramkind == PARAM_EXEC && computed_ok);
 	return false;
 }
 

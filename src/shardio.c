@@ -351,6 +351,23 @@ function_error(sqlite3_context *ctx, int code, const char *fmt, const char *arg)
 #define PG_END_DATE			(2147483494LL - 2451545LL)	/* 5874898-01-01 */
 
 /*
+ * utf8_prefix
+ *		The first characters of valid UTF-8 text that fit in buf (size at
+ *		least 5), for a message: cut between characters, never inside one.
+ */
+static const char *
+utf8_prefix(const char *str, int len, char *buf, int size)
+{
+	int			n = len < size - 1 ? len : size - 1;
+
+	while (n > 0 && n < len && (((unsigned char) str[n]) & 0xC0) == 0x80)
+		n--;
+	memcpy(buf, str, n);
+	buf[n] = '\0';
+	return buf;
+}
+
+/*
  * wrapper_time
  *		The timestamp the wrapper reads in v (convert.c's to_datetime), in
  *		microseconds since 2000-01-01 UTC in *usecs, or with as_date the date
@@ -402,6 +419,7 @@ wrapper_time(sqlite3_context *ctx, sqlite3_value *v, int as_date,
 				ShardDatetime dt;
 				const char *str = (const char *) sqlite3_value_text(v);
 				int			len = sqlite3_value_bytes(v);
+				char		shown[44];
 
 				if (str == NULL)
 				{
@@ -419,13 +437,13 @@ wrapper_time(sqlite3_context *ctx, sqlite3_value *v, int as_date,
 				{
 					case SHARDIO_DT_BAD_FORMAT:
 						function_error(ctx, SQLITE_FORMAT,
-									   "text \"%.40s\" is not a date and time of SQLite",
-									   str);
+									   "text \"%s\" is not a date and time of SQLite",
+									   utf8_prefix(str, len, shown, sizeof(shown)));
 						return 0;
 					case SHARDIO_DT_BAD_FIELD:
 						function_error(ctx, SQLITE_RANGE,
-									   "date/time field value out of range: \"%.40s\"",
-									   str);
+									   "date/time field value out of range: \"%s\"",
+									   utf8_prefix(str, len, shown, sizeof(shown)));
 						return 0;
 					default:
 						*usecs = shardio_datetime_usecs(&dt);
