@@ -717,6 +717,9 @@ ALTER FOREIGN TABLE topn_tb0 ALTER COLUMN tz OPTIONS (column 'ts'),
   ALTER COLUMN d OPTIONS (column 'ts');
 SELECT * FROM regress_modes($$SELECT tenant_id, min(ts), max(ts), min(tz), max(tz), min(d), max(d) FROM topn_tb0 WHERE tenant_id <> 'd' GROUP BY tenant_id$$);
 SELECT * FROM regress_modes($$SELECT max(d) FROM topn_tb0$$);
+-- count() of times reads them as min and max do
+SELECT * FROM regress_modes($$SELECT tenant_id, count(ts), count(d) FROM topn_tb0 WHERE tenant_id <> 'd' GROUP BY tenant_id$$);
+SELECT * FROM regress_modes($$SELECT count(ts) FROM topn_tb$$);
 -- timestamp(0) rounds 23:59:59.9996 into the next day before any bucket:
 -- no pushed buckets of timestamp(p)
 SELECT * FROM regress_modes($$SELECT date_trunc('day', ts), extract(day FROM ts), count(*) FROM topn_tb0 WHERE tenant_id = 'a' GROUP BY 1, 2$$);

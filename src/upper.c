@@ -374,10 +374,12 @@ classify_aggregate(Aggref *agg, RelOptInfo *baserel)
 	{
 		/*
 		 * count(x) counts what the rows would read without error: only
-		 * types whose stored values the guards check (partial_cols).
+		 * types whose stored values the guards check (partial_cols), or
+		 * that ssfdw_usecs and ssfdw_days read (times).
 		 */
 		if (argtype == INT2OID || argtype == INT4OID ||
 			argtype == INT8OID || argtype == FLOAT8OID ||
+			is_time_type(argtype) ||
 			((argtype == TEXTOID ||
 			  (argtype == VARCHAROID && arg->vartypmod < 0)) &&
 			 GetDatabaseEncoding() == PG_UTF8))
