@@ -41,7 +41,6 @@
 #include <math.h>
 
 #include "catalog/pg_type.h"
-#include "common/int.h"
 #include "common/shortest_dec.h"
 #include "datatype/timestamp.h"
 #include "mb/pg_wchar.h"
@@ -59,10 +58,6 @@
 
 /* Longest piece of a stored value quoted in an error message, in bytes. */
 #define MAX_QUOTED_VALUE	64
-
-/* Unix epoch (1970-01-01) in seconds since the PostgreSQL epoch. */
-#define UNIX_EPOCH_PG_SECS \
-	((int64) (POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE) * SECS_PER_DAY)
 
 /* Results of parse_sqlite_datetime. */
 typedef enum SqliteDatetimeResult
@@ -456,49 +451,24 @@ to_datetime(ShardColumnConv *conv, const ShardValue *v)
 	switch (v->type)
 	{
 		case SQLITE_INTEGER:
-			if (is_date)
-			{
-				/* floor division: times before 1970 belong to the day before */
-				days = v->u.i / SECS_PER_DAY;
-				if (v->u.i % SECS_PER_DAY < 0)
-					days--;
-				days -= POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE;
-			}
-			else
-			{
-				int64		secs;
-
-				overflow = pg_sub_s64_overflow(v->u.i, UNIX_EPOCH_PG_SECS,
-											   &secs) ||
-					pg_mul_s64_overflow(secs, USECS_PER_SEC, &usecs);
-			}
-			break;
 		case SQLITE_FLOAT:
 			{
-				double		us;
+				long long	t;
 
-				us = rint((v->u.d - (double) UNIX_EPOCH_PG_SECS) *
-						  (double) USECS_PER_SEC);
+				/* Unix seconds, read as the SQL functions read them too */
+				overflow = !shardio_unix_time(v->type, v->u.i, v->u.d,
+											  is_date, &t);
 				if (is_date)
-					us = floor(us / (double) USECS_PER_DAY);
-				/* NaN and infinities fail this test too */
-				if (!FLOAT8_FITS_IN_INT64(us))
-					overflow = true;
-				else if (is_date)
-					days = (int64) us;
+					days = t;
 				else
-					usecs = (int64) us;
+					usecs = t;
 				break;
 			}
 		case SHARDIO_TIME:
 			/* text the reading thread read as parse_sqlite_datetime does */
 			usecs = v->u.i;
 			if (is_date)
-			{
-				days = usecs / USECS_PER_DAY;
-				if (usecs % USECS_PER_DAY < 0)
-					days--;
-			}
+				days = shardio_usecs_days(usecs);
 			break;
 		case SQLITE_TEXT:
 			str = server_text(v, &len);
@@ -522,11 +492,7 @@ to_datetime(ShardColumnConv *conv, const ShardValue *v)
 					break;
 			}
 			if (is_date)
-			{
-				days = usecs / USECS_PER_DAY;
-				if (usecs % USECS_PER_DAY < 0)
-					days--;
-			}
+				days = shardio_usecs_days(usecs);
 			break;
 		default:
 			storage_class_error(conv, v);

@@ -229,6 +229,61 @@ utf8_ok_func(sqlite3_context *ctx, int argc, sqlite3_value **argv)
 	sqlite3_result_int(ctx, ok);
 }
 
+/* Seconds from 1970-01-01 to 2000-01-01, and microseconds in a day. */
+#define UNIX_TO_2000_SECS	946684800LL
+#define USECS_PER_DAY_LL	86400000000LL
+
+/*
+ * shardio_unix_time
+ *		Unix seconds stored as an integer (type SQLITE_INTEGER: i) or a real
+ *		(d), as the wrapper reads them in timestamp columns: microseconds
+ *		since 2000-01-01, reals rounded to the microsecond; with as_date,
+ *		the days since then of that time.  Returns 0 when the result does
+ *		not fit in 64 bits (NaN and infinities included).  The one reading
+ *		of numbers as times, for convert.c and the SQL functions here.
+ */
+int
+shardio_unix_time(int type, long long i, double d, int as_date,
+				  long long *out)
+{
+	if (type == SQLITE_INTEGER)
+	{
+		long long	secs;
+
+		if (as_date)
+		{
+			/* floor division: times before 1970 are on the day before */
+			*out = i / 86400 - (i % 86400 < 0 ? 1 : 0) - 10957;
+			return 1;
+		}
+		return !__builtin_sub_overflow(i, UNIX_TO_2000_SECS, &secs) &&
+			!__builtin_mul_overflow(secs, 1000000LL, out);
+	}
+	else
+	{
+		double		us = rint((d - (double) UNIX_TO_2000_SECS) * 1000000.0);
+
+		if (as_date)
+			us = floor(us / (double) USECS_PER_DAY_LL);
+		/* what fits in int64, as PostgreSQL's FLOAT8_FITS_IN_INT64 */
+		if (!(us >= -9223372036854775808.0 && us < 9223372036854775808.0))
+			return 0;
+		*out = (long long) us;
+		return 1;
+	}
+}
+
+/*
+ * shardio_usecs_days
+ *		The day, counted from 2000-01-01, that a time in microseconds since
+ *		then falls on.
+ */
+long long
+shardio_usecs_days(long long usecs)
+{
+	return usecs / USECS_PER_DAY_LL - (usecs % USECS_PER_DAY_LL < 0 ? 1 : 0);
+}
+
 static void civil_from_days(long long z, int *y, int *m, int *d);
 
 /* Microseconds since 2000-01-01 of 0001-01-01 and of 10000-01-01. */
@@ -247,7 +302,6 @@ static int
 value_time(sqlite3_value *v, long long *usecs)
 {
 	ShardDatetime dt;
-	double		d;
 
 	switch (sqlite3_value_type(v))
 	{
@@ -259,13 +313,9 @@ value_time(sqlite3_value *v, long long *usecs)
 			break;
 		case SQLITE_INTEGER:
 		case SQLITE_FLOAT:
-			d = sqlite3_value_double(v);
-			if (!(d > -7e10 && d < 3e11))	/* also NaN */
+			if (!shardio_unix_time(sqlite3_value_type(v), sqlite3_value_int64(v),
+								   sqlite3_value_double(v), 0, usecs))
 				return 0;
-			if (sqlite3_value_type(v) == SQLITE_INTEGER)
-				*usecs = (sqlite3_value_int64(v) - 946684800LL) * 1000000LL;
-			else
-				*usecs = (long long) rint((d - 946684800.0) * 1000000.0);
 			break;
 		default:
 			return 0;
@@ -386,34 +436,10 @@ wrapper_time(sqlite3_context *ctx, sqlite3_value *v, int as_date,
 	switch (sqlite3_value_type(v))
 	{
 		case SQLITE_INTEGER:
-			{
-				sqlite3_int64 secs = sqlite3_value_int64(v);
-
-				if (as_date)
-				{
-					/* floor division: times before 1970 are the day before */
-					*usecs = secs / 86400 - (secs % 86400 < 0 ? 1 : 0) - 10957;
-					break;
-				}
-				/* beyond this, the product overflows: out of range anyway */
-				ok = (secs > -9223372036854LL + 946684800LL &&
-					  secs < 9223372036854LL + 946684800LL);
-				*usecs = (secs - 946684800LL) * 1000000LL;
-				break;
-			}
 		case SQLITE_FLOAT:
-			{
-				double		us = rint((sqlite3_value_double(v) - 946684800.0) *
-									  1000000.0);
-
-				if (as_date)
-					us = floor(us / 86400000000.0);
-				/* as FLOAT8_FITS_IN_INT64; NaN fails too */
-				ok = (us >= -9223372036854775808.0 && us < 9223372036854775808.0);
-				if (ok)
-					*usecs = (long long) us;
-				break;
-			}
+			ok = shardio_unix_time(sqlite3_value_type(v), sqlite3_value_int64(v),
+								   sqlite3_value_double(v), as_date, usecs);
+			break;
 		case SQLITE_TEXT:
 			{
 				ShardDatetime dt;
@@ -448,8 +474,7 @@ wrapper_time(sqlite3_context *ctx, sqlite3_value *v, int as_date,
 					default:
 						*usecs = shardio_datetime_usecs(&dt);
 						if (as_date)
-							*usecs = *usecs / 86400000000LL -
-								(*usecs % 86400000000LL < 0 ? 1 : 0);
+							*usecs = shardio_usecs_days(*usecs);
 						break;
 				}
 				break;
@@ -526,8 +551,7 @@ days_func(sqlite3_context *ctx, int argc, sqlite3_value **argv)
 			sqlite3_result_int64(ctx, days);
 	}
 	else if (wrapper_time(ctx, argv[0], 0, &days))
-		sqlite3_result_int64(ctx, days / 86400000000LL -
-							 (days % 86400000000LL < 0 ? 1 : 0));
+		sqlite3_result_int64(ctx, shardio_usecs_days(days));
 }
 
 /*
@@ -594,6 +618,29 @@ varchar_func(sqlite3_context *ctx, int argc, sqlite3_value **argv)
 }
 
 /*
+ * The SQL functions every handle gets: time buckets check their input with
+ * ssfdw_utf8_ok and ssfdw_datetime_ok and read it with ssfdw_time;
+ * conditions and aggregates read times with ssfdw_usecs and ssfdw_days and
+ * varchar(n) columns with ssfdw_varchar.
+ */
+static const struct
+{
+	const char *name;
+	int			nargs;
+	void		(*func) (sqlite3_context *, int, sqlite3_value **);
+}			sql_functions[] =
+{
+	{"ssfdw_utf8_ok", 1, utf8_ok_func},
+	{"ssfdw_datetime_ok", 1, datetime_ok_func},
+	{"ssfdw_time", 1, time_func},
+	{"ssfdw_usecs", 2, usecs_func},
+	{"ssfdw_days", 2, days_func},
+	{"ssfdw_varchar", 2, varchar_func},
+};
+
+#define NUM_SQL_FUNCTIONS ((int) (sizeof(sql_functions) / sizeof(sql_functions[0])))
+
+/*
  * shardio_open
  *		Open an SQLite file with the hardening every shard gets.
  *
@@ -612,6 +659,7 @@ shardio_open(const char *path, int flags, int busy_timeout_ms,
 {
 	int			oflags = SQLITE_OPEN_FULLMUTEX;
 	int			rc;
+	int			f;
 
 	*db = NULL;
 	if (flags & SHARDIO_OPEN_READWRITE)
@@ -643,33 +691,14 @@ shardio_open(const char *path, int flags, int busy_timeout_ms,
 	sqlite3_db_config(*db, SQLITE_DBCONFIG_DQS_DML, 0, NULL);
 	sqlite3_db_config(*db, SQLITE_DBCONFIG_DQS_DDL, 0, NULL);
 
-	/* What pushed-down time buckets check their input with. */
-	sqlite3_create_function_v2(*db, "ssfdw_utf8_ok", 1,
-							   SQLITE_UTF8 | SQLITE_DETERMINISTIC |
-							   SQLITE_INNOCUOUS,
-							   NULL, utf8_ok_func, NULL, NULL, NULL);
-	sqlite3_create_function_v2(*db, "ssfdw_datetime_ok", 1,
-							   SQLITE_UTF8 | SQLITE_DETERMINISTIC |
-							   SQLITE_INNOCUOUS,
-							   NULL, datetime_ok_func, NULL, NULL, NULL);
-	sqlite3_create_function_v2(*db, "ssfdw_time", 1,
-							   SQLITE_UTF8 | SQLITE_DETERMINISTIC |
-							   SQLITE_INNOCUOUS,
-							   NULL, time_func, NULL, NULL, NULL);
-	/* What pushed-down conditions on timestamps read them with. */
-	sqlite3_create_function_v2(*db, "ssfdw_usecs", 2,
-							   SQLITE_UTF8 | SQLITE_DETERMINISTIC |
-							   SQLITE_INNOCUOUS,
-							   NULL, usecs_func, NULL, NULL, NULL);
-	sqlite3_create_function_v2(*db, "ssfdw_days", 2,
-							   SQLITE_UTF8 | SQLITE_DETERMINISTIC |
-							   SQLITE_INNOCUOUS,
-							   NULL, days_func, NULL, NULL, NULL);
-	/* What pushed-down conditions on varchar(n) columns read them with. */
-	sqlite3_create_function_v2(*db, "ssfdw_varchar", 2,
-							   SQLITE_UTF8 | SQLITE_DETERMINISTIC |
-							   SQLITE_INNOCUOUS,
-							   NULL, varchar_func, NULL, NULL, NULL);
+	/* The functions pushed-down SQL reads values with. */
+	for (f = 0; f < NUM_SQL_FUNCTIONS; f++)
+		sqlite3_create_function_v2(*db, sql_functions[f].name,
+								   sql_functions[f].nargs,
+								   SQLITE_UTF8 | SQLITE_DETERMINISTIC |
+								   SQLITE_INNOCUOUS,
+								   NULL, sql_functions[f].func,
+								   NULL, NULL, NULL);
 	sqlite3_busy_timeout(*db, busy_timeout_ms);
 
 	/*

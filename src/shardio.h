@@ -121,6 +121,9 @@ typedef struct ShardDatetime
 extern int	shardio_utf8_ok(const unsigned char *p, int len);
 extern int	shardio_parse_datetime(const char *str, int len, ShardDatetime *dt);
 extern long long shardio_datetime_usecs(const ShardDatetime *dt);
+extern int	shardio_unix_time(int type, long long i, double d, int as_date,
+							  long long *out);
+extern long long shardio_usecs_days(long long usecs);
 
 /* Results of shardio_file_state. */
 #define SHARDIO_FILE_OK			0
