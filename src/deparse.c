@@ -819,6 +819,31 @@ shard_deparse_column_value(StringInfo buf, PlannerInfo *root, Var *var)
 }
 
 /*
+ * deparse_varchar_range
+ *		Write into out the range of stored values that a varchar(n) column
+ *		equal to val can hold: val itself, and val followed by spaces (which
+ *		sort below '!').
+ */
+static void
+deparse_varchar_range(StringInfo out, Expr *col, Expr *val,
+					  DeparseContext *ctx)
+{
+	StringInfo	save = ctx->buf;
+	Var		   *var = (Var *) shard_strip_relabel(col);
+
+	ctx->buf = out;
+	shard_deparse_column_ref(out, ctx->root, var);
+	appendStringInfoString(out, " COLLATE BINARY >= ");
+	add_param(val, SHARD_PARAM_SCALAR, PUSH_TEXT, ctx);
+	appendStringInfoString(out, " AND ");
+	shard_deparse_column_ref(out, ctx->root, var);
+	appendStringInfoString(out, " COLLATE BINARY < ");
+	add_param(val, SHARD_PARAM_SCALAR, PUSH_TEXT, ctx);
+	appendStringInfoString(out, " || '!'");
+	ctx->buf = save;
+}
+
+/*
  * deparse_expr
  *		Write a condition that shard_is_pushable_expr accepted.
  */
@@ -926,8 +951,6 @@ deparse_expr(Expr *expr, DeparseContext *ctx)
 				add_param(val, cat == PUSH_TIME ? time_param_kind(col, val) :
 						  SHARD_PARAM_SCALAR, cat, ctx);
 
-				appendStringInfoChar(ctx->buf, ')');
-
 				/*
 				 * A varchar(n) value equal to x is stored as x, perhaps with
 				 * spaces after it: a range on the stored column says so, and
@@ -937,31 +960,19 @@ deparse_expr(Expr *expr, DeparseContext *ctx)
 				 */
 				if (strcmp(name, "=") == 0 && varchar_length(col) >= 0)
 				{
-					StringInfo	out = range ? range : ctx->buf;
-					StringInfo	save = ctx->buf;
-
-					ctx->buf = out;
 					if (range == NULL)
 					{
-						/* inside the condition: "(... AND range)" */
-						out->len--;
-						out->data[out->len] = '\0';
-						appendStringInfoString(out, " AND ");
+						appendStringInfoString(ctx->buf, " AND ");
+						deparse_varchar_range(ctx->buf, col, val, ctx);
 					}
 					else
-						appendStringInfoChar(out, '(');
-					shard_deparse_column_ref(out, ctx->root,
-											 (Var *) shard_strip_relabel(col));
-					appendStringInfoString(out, " COLLATE BINARY >= ");
-					add_param(val, SHARD_PARAM_SCALAR, cat, ctx);
-					appendStringInfoString(out, " AND ");
-					shard_deparse_column_ref(out, ctx->root,
-											 (Var *) shard_strip_relabel(col));
-					appendStringInfoString(out, " COLLATE BINARY < ");
-					add_param(val, SHARD_PARAM_SCALAR, cat, ctx);
-					appendStringInfoString(out, " || '!')");
-					ctx->buf = save;
+					{
+						appendStringInfoChar(range, '(');
+						deparse_varchar_range(range, col, val, ctx);
+						appendStringInfoChar(range, ')');
+					}
 				}
+				appendStringInfoChar(ctx->buf, ')');
 				break;
 			}
 		case T_ScalarArrayOpExpr:
