@@ -162,6 +162,12 @@ SELECT status, count(*), count(qty), sum(amount), avg(amount), sum(qty),
 -- no grouping at all: partial aggregates too
 EXPLAIN (VERBOSE, COSTS OFF)
 SELECT count(*), sum(amount) FROM sales;
+-- counting rows, ungrouped: SQLite counts (no "Grouped By" line), unless
+-- values must be checked on the way (qty against int4's range)
+EXPLAIN (VERBOSE, COSTS OFF)
+SELECT count(*) FROM sales WHERE amount > 0;
+EXPLAIN (VERBOSE, COSTS OFF)
+SELECT count(*), count(qty) FROM sales;
 -- count(DISTINCT x): each shard's distinct values, counted once
 EXPLAIN (VERBOSE, COSTS OFF)
 SELECT status, count(DISTINCT name) FROM sales GROUP BY status;
@@ -181,6 +187,8 @@ SELECT status, count(*) FROM sales WHERE tenant_id = 'acme' GROUP BY status;
 -- Without GROUP BY
 -- ===================================================================
 SELECT * FROM regress_agg('SELECT count(*), count(status), count(amount), count(name) FROM {t}');
+SELECT * FROM regress_agg('SELECT count(*), count(qty) FROM {t} WHERE amount > 0');
+SELECT * FROM regress_agg($$SELECT count(*) FROM {t} WHERE tenant_id IN ('acme', 'zeta')$$);
 -- sum(bigint) leaves int8's range inside shard a1 and across the fleet:
 -- PostgreSQL's sum(bigint) is numeric
 SELECT * FROM regress_agg('SELECT sum(amount) FROM {t}');

@@ -487,7 +487,8 @@ shardBeginForeignScan(ForeignScanState *node, int eflags)
 		if (strVal(lfirst(lc))[0] != SHARD_NEEDS_TEXT_EXTREMA)
 			s->needs_but_extrema = lappend(s->needs_but_extrema, lfirst(lc));
 	s->rel = rel;
-	if (s->mode != SCAN_ROWS && shard_thread_aggregation)
+	if (s->mode != SCAN_ROWS && shard_thread_aggregation &&
+		strVal(list_nth(priv, FdwScanPrivateRawSql))[0] != '\0')
 		init_thread_agg(s, priv);
 	s->safe_where_sqls = list_nth(priv, FdwScanPrivateSafeWhereSql);
 	s->recheck_quals = fsplan->fdw_recheck_quals;

@@ -195,7 +195,8 @@ enum FdwScanPrivateIndex
 	FdwScanPrivateSafeWhereSql,	/* List of String: the pushed conditions
 								 * that use no text column */
 	FdwScanPrivateRawSql,		/* String: SELECT of the aggregates' inputs,
-								 * for thread aggregation, or "" */
+								 * for thread aggregation, or "" where
+								 * SQLite aggregates */
 	FdwScanPrivateThreadAgg,	/* IntList: ThreadAggOp, raw, arg per shard
 								 * column */
 	FdwScanPrivateThreadGuards,	/* IntList: raw column, TA_OK_ mask, low,

@@ -1366,6 +1366,21 @@ count_column(SelectList *sl, List *checks, int op)
 }
 
 /*
+ * only_counts
+ *		Are all aggregates of the query count(*) or count(x)?
+ */
+static bool
+only_counts(List *ops)
+{
+	ListCell   *lc;
+
+	foreach(lc, ops)
+		if (lfirst_int(lc) != AGGOP_COUNT_STAR && lfirst_int(lc) != AGGOP_COUNT)
+			return false;
+	return true;
+}
+
+/*
  * shard_upper_plan
  *		The ForeignScan of a pushed-down aggregation: the shard query, how
  *		to merge its rows, and HAVING for PostgreSQL to apply.
@@ -1492,9 +1507,16 @@ shard_upper_plan(PlannerInfo *root, RelOptInfo *upperrel, List *tlist,
 
 	append_select(&select_sql, sl.exprs, shard_rel_table(baserel));
 
-	/* The raw inputs, for thread aggregation. */
+	/*
+	 * The raw inputs, for thread aggregation; none when only counting rows
+	 * without grouping them or checking values.  SQLite then neither sorts
+	 * nor hands each row to a thread, and counts a whole table from its
+	 * smallest b-tree.
+	 */
 	initStringInfo(&raw_sql);
-	append_select(&raw_sql, sl.raws, shard_rel_table(baserel));
+	if (group_sql.len > 0 || guard_col >= 0 || keycheck_col >= 0 ||
+		!only_counts(info->ops))
+		append_select(&raw_sql, sl.raws, shard_rel_table(baserel));
 	if (group_sql.len > 0)
 	{
 		char	   *g = pstrdup(group_sql.data);
