@@ -525,15 +525,38 @@ EXPLAIN (VERBOSE, COSTS OFF)
 SELECT id FROM times WHERE tz >= now() - interval '100 years';
 SELECT * FROM regress_check($$tz >= now() - interval '100 years'$$, 'times');
 -- timestamp against timestamptz depends on the TimeZone, a volatile
--- function's value on the row, IN lists travel as text: all stay local
+-- function's value on the row: both stay local
 EXPLAIN (VERBOSE, COSTS OFF)
 SELECT id FROM times WHERE ts >= now() - interval '100 years';
 SELECT * FROM regress_check($$ts >= now() - interval '100 years'$$, 'times');
 EXPLAIN (VERBOSE, COSTS OFF)
 SELECT id FROM times WHERE tz >= clock_timestamp() - interval '100 years';
+-- IN lists of times of the column's own type travel as JSON arrays of
+-- microseconds; NULL elements, NOT IN and parameters as for integers
 EXPLAIN (VERBOSE, COSTS OFF)
 SELECT id FROM times WHERE ts IN ('2024-01-15 10:00:00', '2024-03-01 12:00');
 SELECT * FROM regress_check($$ts IN ('2024-01-15 10:00:00', '2024-03-01 12:00')$$, 'times');
+SELECT * FROM regress_check($$ts IN ('2024-01-15 10:00:00', NULL)$$, 'times');
+SELECT * FROM regress_check($$ts NOT IN ('2024-01-15 10:00:00', '1969-12-31 23:59:59')$$, 'times');
+SELECT * FROM regress_check($$ts NOT IN ('2024-01-15 10:00:00', NULL)$$, 'times');
+SELECT * FROM regress_check($$tz IN ('2024-01-15 11:00:00+01', 'infinity', '-infinity')$$, 'times');
+SELECT * FROM regress_check($$ts0 IN ('2024-01-15 10:00:00', '2024-01-15 10:00:00.4')$$, 'times');
+SELECT * FROM regress_check($$ts = ANY (ARRAY['2024-01-15 10:00:00'::timestamp, now()::timestamp])$$, 'times');
+PREPARE times_in(timestamptz[]) AS
+  SELECT id FROM times WHERE tz = ANY ($1) ORDER BY id;
+EXPLAIN (VERBOSE, COSTS OFF) EXECUTE times_in('{"2024-01-15 10:00:00+00"}');
+EXECUTE times_in('{"2024-01-15 10:00:00+00", "1969-12-31 23:59:59+00"}');
+EXECUTE times_in('{}');
+EXECUTE times_in(NULL);
+DEALLOCATE times_in;
+-- PostgreSQL casts an IN list of dates to the column's type (midnights,
+-- pushed); an array of the other time type stays local
+EXPLAIN (VERBOSE, COSTS OFF)
+SELECT id FROM times WHERE ts IN ('2024-01-15'::date, '2024-01-16'::date);
+SELECT * FROM regress_check($$ts IN ('2024-01-15'::date, '2024-01-16'::date)$$, 'times');
+EXPLAIN (VERBOSE, COSTS OFF)
+SELECT id FROM times WHERE tz = ANY ('{2024-01-15 10:00:00, 2024-01-16}'::timestamp[]);
+SELECT * FROM regress_check($$tz = ANY ('{2024-01-15 10:00:00, 2024-01-16}'::timestamp[])$$, 'times');
 -- a date value against a timestamp or timestamptz column is its midnight
 -- (in the session's TimeZone for timestamptz), as PostgreSQL compares them;
 -- BI tools send such bounds (CAST(now() + interval '-30 day' AS date))
@@ -611,6 +634,11 @@ SELECT * FROM regress_check($$tz >= '1969-12-31' AND tz < '2000-01-01'$$, 'dates
 SELECT * FROM regress_check($$ts0 > '5000-01-01'$$, 'dates');
 SELECT * FROM regress_check($$ts >= current_date - 100000$$, 'dates');
 SELECT * FROM regress_check($$ts <> 'infinity'$$, 'dates');
+EXPLAIN (VERBOSE, COSTS OFF)
+SELECT id FROM dates WHERE ts IN ('2024-01-15', '1969-12-31');
+SELECT * FROM regress_check($$ts IN ('2024-01-15', '1969-12-31')$$, 'dates');
+SELECT * FROM regress_check($$tz NOT IN ('2024-01-15', 'infinity')$$, 'dates');
+SELECT * FROM regress_check($$ts0 = ANY ('{2024-01-15, NULL}'::date[])$$, 'dates');
 -- the date of a timestamp column (CAST(ts AS date), which BI tools filter
 -- days by) is ssfdw_days(col); not of timestamp(0), which rounds first
 EXPLAIN (VERBOSE, COSTS OFF)
@@ -668,6 +696,11 @@ SELECT id FROM timesbad WHERE tenant_id = 'tb' AND ts > '2000-01-01';
 SELECT id FROM timesbad WHERE tenant_id = 'tb' AND ts > '2000-01-01';
 SELECT id FROM vcbad WHERE tenant_id = 'tb' AND v LIKE 'a%';
 SELECT count(*) FROM datesbad WHERE ts > '2000-01-01' AND id = 5;
+SELECT id FROM timesbad WHERE tenant_id = 'tb' AND ts IN ('2024-01-15', '2000-01-01');
+\set VERBOSITY sqlstate
+SELECT id FROM timesbad WHERE id = 1 AND ts IN ('2024-01-15', '2000-01-01');
+SELECT id FROM datesbad WHERE id = 2 AND ts NOT IN ('2024-01-15');
+\set VERBOSITY default
 -- rows of tenants a user mapping hides are not read by the conditions
 -- either: no error from them (tenant tc's rows, on tb's shard)
 CREATE ROLE regress_ta_only;

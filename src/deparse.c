@@ -396,18 +396,16 @@ like_pattern_ok(Expr *val)
 /*
  * array_elements_ok
  *		The array side of "col = ANY (...)": a constant array, an ARRAY[]
- *		of bindable values or an array parameter, of integers or text; it
- *		is bound as one JSON array.
+ *		of bindable values or an array parameter, of integers, text, dates
+ *		or times; it is bound as one JSON array.
  */
 static bool
 array_elements_ok(Expr *arr, PushCategory cat, bool computed_ok)
 {
 	ListCell   *lc;
 
-	/* JSON arrays carry timestamps as text: not those */
 	arr = shard_strip_relabel(arr);
-	if (cat == PUSH_TIME ||
-		type_category(get_element_type(exprType((Node *) arr))) != cat)
+	if (type_category(get_element_type(exprType((Node *) arr))) != cat)
 		return false;
 	if (IsA(arr, Const))
 		return !((Const *) arr)->constisnull;
@@ -545,6 +543,11 @@ pushable(PlannerInfo *root, RelOptInfo *baserel, Expr *expr, bool computed_ok)
 					return false;
 				if (cat == PUSH_TEXT &&
 					!text_collation_ok(saop->inputcollid, false))
+					return false;
+				/* times only against their own type, as time_param_kind */
+				if (cat == PUSH_TIME &&
+					get_element_type(exprType(lsecond(saop->args))) !=
+					exprType((Node *) shard_strip_relabel(col)))
 					return false;
 				if (!saop->useOr && has_array_param((Node *) saop, NULL))
 					return false;

@@ -704,7 +704,8 @@ add_target(List *targets, ShardInfo *info)
 /*
  * bind_array_as_json
  *		An array parameter as JSON text, for "IN (SELECT value FROM
- *		json_each(?))": integers as numbers, text as strings.
+ *		json_each(?))": text as strings; integers, dates and times as the
+ *		numbers a single value of their type is bound as.
  */
 static void
 bind_array_as_json(Datum value, ShardValue *out)
@@ -727,7 +728,15 @@ bind_array_as_json(Datum value, ShardValue *out)
 		else if (elemtype == TEXTOID || elemtype == VARCHAROID)
 			escape_json(&buf, TextDatumGetCString(elems[i]));
 		else
-			appendStringInfoString(&buf, value_text(elemtype, elems[i]));
+		{
+			ShardValue	v;
+
+			if (!shard_datum_to_value(elems[i], elemtype, &v) ||
+				v.type != SQLITE_INTEGER)
+				elog(ERROR, "cannot bind an array of type %u to a shard query",
+					 elemtype);
+			appendStringInfo(&buf, INT64_FORMAT, (int64) v.u.i);
+		}
 	}
 	appendStringInfoChar(&buf, ']');
 	out->type = SQLITE_TEXT;
