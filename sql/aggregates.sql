@@ -317,6 +317,23 @@ SELECT * FROM regress_agg($$SELECT date_trunc('month', created_at), count(*) FRO
 SELECT * FROM regress_agg($$SELECT date_trunc('quarter', created_at), count(*) FROM {t} GROUP BY 1$$);
 SELECT * FROM regress_agg($$SELECT extract(epoch FROM created_at), count(*) FROM {t} GROUP BY 1$$);
 SELECT * FROM regress_agg($$SELECT extract(week FROM created_unix), count(*) FROM {t} GROUP BY 1$$);
+-- a date column is a grouping key itself: the shards group the days the
+-- wrapper reads, as the Unix seconds of their midnights
+CREATE FOREIGN TABLE sales_days (tenant_id text, id int, status text,
+  amount bigint, created_at date, created_unix date)
+  SERVER agg_srv OPTIONS (table 'sales');
+CREATE TABLE sales_days_native AS
+SELECT tenant_id, id, status, amount, created_at::date AS created_at,
+       created_unix::date AS created_unix
+FROM sales_native;
+EXPLAIN (VERBOSE, COSTS OFF)
+SELECT created_at, count(*), sum(amount) FROM sales_days GROUP BY created_at;
+SELECT * FROM regress_agg('SELECT created_at, count(*), sum(amount) FROM {t} GROUP BY created_at', false, 'sales_days');
+SELECT * FROM regress_agg('SELECT created_unix, status, count(*) FROM {t} GROUP BY 1, 2', false, 'sales_days');
+SELECT * FROM regress_agg('SELECT tenant_id, created_unix, max(amount) FROM {t} GROUP BY 1, 2', false, 'sales_days');
+SELECT * FROM regress_agg('SELECT created_at, count(*) FROM {t} GROUP BY 1 ORDER BY 1 DESC NULLS LAST LIMIT 3', true, 'sales_days');
+SELECT * FROM regress_agg($$SELECT created_unix, count(*) FROM {t} WHERE created_unix >= '1970-01-01' GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT 2$$, true, 'sales_days');
+SELECT * FROM regress_agg('SELECT count(DISTINCT created_unix) FROM {t}', false, 'sales_days');
 
 -- ===================================================================
 -- Not pushed, and still right: FILTER, ORDER BY inside an aggregate,
@@ -443,6 +460,16 @@ SELECT b.id, m.*
          $$SELECT extract(year FROM ts), count(*) FROM badts WHERE id = %s GROUP BY 1$$,
          b.id)) m
   WHERE b.id IN (1, 2, 3, 10, 11)
+  ORDER BY b.id, m.mode;
+-- the same stored values in a date column grouped by: the day the
+-- wrapper reads, or its error
+CREATE FOREIGN TABLE baddays (tenant_id text, id int, ts date)
+  SERVER agg_srv OPTIONS (table 'badts');
+SELECT b.id, m.*
+  FROM generate_series(1, 11) b(id),
+       LATERAL regress_modes(format(
+         $$SELECT ts, count(*) FROM baddays WHERE id = %s GROUP BY 1$$,
+         b.id)) m
   ORDER BY b.id, m.mode;
 
 -- ===================================================================
@@ -774,7 +801,7 @@ DROP SERVER agg_fsum CASCADE;
 DROP FUNCTION regress_agg(text, boolean, text);
 DROP FUNCTION regress_modes(text);
 DROP FUNCTION regress_result(text, boolean);
-DROP TABLE sales_raw, sales_native, measures_native;
+DROP TABLE sales_raw, sales_native, sales_days_native, measures_native;
 DROP COLLATION regress_ci;
 DROP SERVER agg_srv CASCADE;
 RESET DateStyle;

@@ -53,6 +53,7 @@
 #include "catalog/pg_collation.h"
 #include "catalog/pg_namespace.h"
 #include "catalog/pg_type.h"
+#include "datatype/timestamp.h"
 #include "foreign/foreign.h"
 #include "mb/pg_wchar.h"
 #include "nodes/makefuncs.h"
@@ -299,12 +300,14 @@ group_key_ok(PlannerInfo *root, Expr *expr, RelOptInfo *baserel)
 
 	/*
 	 * No cast that changes the type: SQLite groups the column's values (a
-	 * varchar(n) column's as varchar's input reads them, so as text).
+	 * varchar(n) column's as varchar's input reads them, so as text; a date
+	 * column's as the days the wrapper reads).
 	 */
 	if (var)
 		return exprType((Node *) expr) == var->vartype &&
-			groupable_type(var->vartype == VARCHAROID ? TEXTOID : var->vartype,
-						   -1, exprCollation((Node *) expr));
+			(var->vartype == DATEOID ||
+			 groupable_type(var->vartype == VARCHAROID ? TEXTOID : var->vartype,
+							-1, exprCollation((Node *) expr)));
 	if (IsA(expr, FuncExpr))
 		return deparse_time_bucket(NULL, root, (FuncExpr *) expr, baserel);
 	return false;
@@ -321,7 +324,18 @@ deparse_group_key(StringInfo buf, PlannerInfo *root, Expr *expr,
 {
 	Var		   *var = shard_own_column(expr, baserel);
 
-	if (var)
+	if (var && var->vartype == DATEOID)
+	{
+		/*
+		 * The day as the Unix seconds of its midnight, which the merge reads
+		 * back as that date: whole days, in any year a date holds.
+		 */
+		appendStringInfoChar(buf, '(');
+		shard_deparse_column_value(buf, root, var);
+		appendStringInfo(buf, " * %d + %d)", SECS_PER_DAY,
+						 (POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE) * SECS_PER_DAY);
+	}
+	else if (var)
 	{
 		shard_deparse_column_value(buf, root, var);
 		if (for_group_by && (var->vartype == TEXTOID ||
