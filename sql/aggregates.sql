@@ -334,6 +334,24 @@ SELECT * FROM regress_agg('SELECT tenant_id, created_unix, max(amount) FROM {t} 
 SELECT * FROM regress_agg('SELECT created_at, count(*) FROM {t} GROUP BY 1 ORDER BY 1 DESC NULLS LAST LIMIT 3', true, 'sales_days');
 SELECT * FROM regress_agg($$SELECT created_unix, count(*) FROM {t} WHERE created_unix >= '1970-01-01' GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT 2$$, true, 'sales_days');
 SELECT * FROM regress_agg('SELECT count(DISTINCT created_unix) FROM {t}', false, 'sales_days');
+-- and its time buckets: extract of its fields, date_part and date_trunc of
+-- it cast to timestamp (as date_part resolves), for units of a day or more
+EXPLAIN (VERBOSE, COSTS OFF)
+SELECT extract(year FROM created_at), date_trunc('month', created_at::timestamp),
+       date_part('dow', created_unix), count(*)
+  FROM sales_days GROUP BY 1, 2, 3;
+SELECT * FROM regress_agg('SELECT extract(year FROM created_at), extract(quarter FROM created_unix), count(*) FROM {t} GROUP BY 1, 2', false, 'sales_days');
+SELECT * FROM regress_agg('SELECT extract(month FROM created_at), extract(day FROM created_unix), extract(dow FROM created_at), count(*) FROM {t} GROUP BY 1, 2, 3', false, 'sales_days');
+SELECT * FROM regress_agg('SELECT extract(isodow FROM created_unix), extract(doy FROM created_at), count(*) FROM {t} GROUP BY 1, 2', false, 'sales_days');
+SELECT * FROM regress_agg($$SELECT date_part('year', created_at), date_part('dow', created_unix), count(*) FROM {t} GROUP BY 1, 2$$, false, 'sales_days');
+SELECT * FROM regress_agg($$SELECT date_trunc('week', created_at::timestamp), date_trunc('year', CAST(created_unix AS timestamp)), count(*) FROM {t} GROUP BY 1, 2$$, false, 'sales_days');
+SELECT * FROM regress_agg($$SELECT date_trunc('month', created_unix::timestamp), date_trunc('day', created_at::timestamp), sum(amount) FROM {t} GROUP BY 1, 2$$, false, 'sales_days');
+SELECT * FROM regress_agg($$SELECT tenant_id, extract(month FROM created_at), count(*) FROM {t} GROUP BY 1, 2$$, false, 'sales_days');
+-- not pushed: units below a day (extract(hour FROM date) is PostgreSQL's
+-- error), and date_trunc of a date as timestamptz (by the TimeZone)
+SELECT * FROM regress_agg($$SELECT date_trunc('hour', created_at::timestamp), date_part('hour', created_at), count(*) FROM {t} GROUP BY 1, 2$$, false, 'sales_days');
+SELECT * FROM regress_agg($$SELECT extract(hour FROM created_at), count(*) FROM {t} GROUP BY 1$$, false, 'sales_days');
+SELECT * FROM regress_agg($$SELECT date_trunc('month', created_at), count(*) FROM {t} GROUP BY 1$$, false, 'sales_days');
 
 -- ===================================================================
 -- Not pushed, and still right: FILTER, ORDER BY inside an aggregate,
@@ -470,6 +488,13 @@ SELECT b.id, m.*
        LATERAL regress_modes(format(
          $$SELECT ts, count(*) FROM baddays WHERE id = %s GROUP BY 1$$,
          b.id)) m
+  ORDER BY b.id, m.mode;
+SELECT b.id, m.*
+  FROM generate_series(1, 11) b(id),
+       LATERAL regress_modes(format(
+         $$SELECT extract(year FROM ts), count(*) FROM baddays WHERE id = %s GROUP BY 1$$,
+         b.id)) m
+  WHERE b.id IN (1, 2, 3, 8, 10, 11)
   ORDER BY b.id, m.mode;
 
 -- ===================================================================

@@ -186,26 +186,65 @@ deparse_strftime(StringInfo buf, PlannerInfo *root, Var *var,
 }
 
 /*
+ * time_bucket_column
+ *		The column a time bucket reads: a timestamp or date column, or a
+ *		date column cast to timestamp (as date_part('year', d) resolves);
+ *		NULL for anything else.
+ */
+static Var *
+time_bucket_column(FuncExpr *func, RelOptInfo *baserel)
+{
+	Expr	   *arg;
+	Var		   *var;
+
+	if (func->args == NIL)
+		return NULL;
+	arg = llast(func->args);
+	if (IsA(arg, FuncExpr) && ((FuncExpr *) arg)->funcid == F_TIMESTAMP_DATE &&
+		list_length(((FuncExpr *) arg)->args) == 1)
+	{
+		var = shard_own_column(linitial(((FuncExpr *) arg)->args), baserel);
+		return (var && var->vartype == DATEOID) ? var : NULL;
+	}
+	var = shard_own_column(arg, baserel);
+	if (var == NULL ||
+		(var->vartype != TIMESTAMPOID && var->vartype != DATEOID))
+		return NULL;
+	return var;
+}
+
+/*
  * deparse_time_bucket
  *		The SQLite expression for date_trunc, extract/date_part or the date
- *		of a timestamp column; false when the unit or field is not
- *		supported.  With buf NULL, only checks.
+ *		of a timestamp column, or for the buckets of days of a date column;
+ *		false when the unit or field is not supported.  With buf NULL, only
+ *		checks.
  */
 static bool
 deparse_time_bucket(StringInfo buf, PlannerInfo *root, FuncExpr *func,
 					RelOptInfo *baserel)
 {
-	Var		   *var;
+	Var		   *var = time_bucket_column(func, baserel);
+	bool		days;
 	char	   *unit;
 	StringInfoData tmp;
 
-	if (func->args == NIL)
-		return false;
-	var = shard_own_column(llast(func->args), baserel);
-	if (var == NULL || var->vartype != TIMESTAMPOID)
+	if (var == NULL)
 		return false;
 	/* timestamp(p) rounds to p digits first, into the next day perhaps */
-	if (var->vartypmod >= 0 && var->vartypmod < 6)
+	if (var->vartype == TIMESTAMPOID &&
+		var->vartypmod >= 0 && var->vartypmod < 6)
+		return false;
+
+	/*
+	 * A date is the day of the time the wrapper reads: units of a day or
+	 * more only, as its time of day is not the date's midnight.
+	 */
+	days = (var->vartype == DATEOID);
+	if (days && func->funcid != F_EXTRACT_TEXT_DATE &&
+		func->funcid != F_DATE_TRUNC_TEXT_TIMESTAMP &&
+		func->funcid != F_EXTRACT_TEXT_TIMESTAMP &&
+		func->funcid != F_DATE_PART_TEXT_TIMESTAMP)
 		return false;
 
 	/* CAST(ts AS date), the day BI tools group by */
@@ -241,9 +280,9 @@ deparse_time_bucket(StringInfo buf, PlannerInfo *root, FuncExpr *func,
 		}
 		else if (strcmp(unit, "day") == 0)
 			fmt = "%Y-%m-%d 00:00:00";
-		else if (strcmp(unit, "hour") == 0)
+		else if (strcmp(unit, "hour") == 0 && !days)
 			fmt = "%Y-%m-%d %H:00:00";
-		else if (strcmp(unit, "minute") == 0)
+		else if (strcmp(unit, "minute") == 0 && !days)
 			fmt = "%Y-%m-%d %H:%M:00";
 		if (fmt == NULL)
 			return false;
@@ -253,7 +292,8 @@ deparse_time_bucket(StringInfo buf, PlannerInfo *root, FuncExpr *func,
 	}
 
 	if (func->funcid == F_EXTRACT_TEXT_TIMESTAMP ||
-		func->funcid == F_DATE_PART_TEXT_TIMESTAMP)
+		func->funcid == F_DATE_PART_TEXT_TIMESTAMP ||
+		func->funcid == F_EXTRACT_TEXT_DATE)
 	{
 		const char *fmt = NULL;
 
@@ -263,9 +303,9 @@ deparse_time_bucket(StringInfo buf, PlannerInfo *root, FuncExpr *func,
 			fmt = "%m";
 		else if (strcmp(unit, "day") == 0)
 			fmt = "%d";
-		else if (strcmp(unit, "hour") == 0)
+		else if (strcmp(unit, "hour") == 0 && !days)
 			fmt = "%H";
-		else if (strcmp(unit, "minute") == 0)
+		else if (strcmp(unit, "minute") == 0 && !days)
 			fmt = "%M";
 		else if (strcmp(unit, "dow") == 0 || strcmp(unit, "isodow") == 0)
 			fmt = "%w";
@@ -1449,8 +1489,8 @@ shard_upper_plan(PlannerInfo *root, RelOptInfo *upperrel, List *tlist,
 
 				initStringInfo(&ts);
 				shard_deparse_column_ref(&ts, root,
-										 shard_own_column(llast(((FuncExpr *) tle->expr)->args),
-												 baserel));
+										 time_bucket_column((FuncExpr *) tle->expr,
+															baserel));
 				guard_timestamp(&sl, ts.data);
 			}
 			else if (info->final)
