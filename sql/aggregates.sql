@@ -347,11 +347,36 @@ SELECT * FROM regress_agg($$SELECT date_part('year', created_at), date_part('dow
 SELECT * FROM regress_agg($$SELECT date_trunc('week', created_at::timestamp), date_trunc('year', CAST(created_unix AS timestamp)), count(*) FROM {t} GROUP BY 1, 2$$, false, 'sales_days');
 SELECT * FROM regress_agg($$SELECT date_trunc('month', created_unix::timestamp), date_trunc('day', created_at::timestamp), sum(amount) FROM {t} GROUP BY 1, 2$$, false, 'sales_days');
 SELECT * FROM regress_agg($$SELECT tenant_id, extract(month FROM created_at), count(*) FROM {t} GROUP BY 1, 2$$, false, 'sales_days');
+-- date_trunc(unit, d) resolves to the timestamptz version, a time in the
+-- session's TimeZone: the shards group by the unit's first day, and the
+-- merge computes date_trunc of that date as PostgreSQL does
+EXPLAIN (VERBOSE, COSTS OFF)
+SELECT date_trunc('month', created_at), count(*) FROM sales_days GROUP BY 1;
+SET TimeZone = 'America/Sao_Paulo';
+SELECT * FROM regress_agg($$SELECT date_trunc('month', created_at), count(*), sum(amount) FROM {t} GROUP BY 1$$, false, 'sales_days');
+SELECT * FROM regress_agg($$SELECT date_trunc('week', created_unix), date_trunc('YEAR', created_at), count(*) FROM {t} GROUP BY 1, 2$$, false, 'sales_days');
+SELECT * FROM regress_agg($$SELECT tenant_id, date_trunc('day', created_unix), count(*) FROM {t} GROUP BY 1, 2$$, false, 'sales_days');
+SELECT * FROM regress_agg($$SELECT date_trunc('month', created_at), count(*) FROM {t} GROUP BY 1 HAVING date_trunc('month', created_at) > '2024-01-01' ORDER BY 1 LIMIT 3$$, true, 'sales_days');
+SET TimeZone = 'Asia/Kathmandu';
+SELECT * FROM regress_agg($$SELECT date_trunc('month', created_at), count(*) FROM {t} GROUP BY 1$$, false, 'sales_days');
+RESET TimeZone;
+-- a prepared statement reads the TimeZone when it runs, as PostgreSQL does
+PREPARE days_month AS
+  SELECT date_trunc('month', created_at) AS m, count(*) FROM sales_days
+  WHERE created_at >= '2024-05-01' GROUP BY 1 ORDER BY 1;
+SET TimeZone = 'UTC';
+EXECUTE days_month;
+SET TimeZone = 'Pacific/Kiritimati';
+EXECUTE days_month;
+RESET TimeZone;
+DEALLOCATE days_month;
 -- not pushed: units below a day (extract(hour FROM date) is PostgreSQL's
--- error), and date_trunc of a date as timestamptz (by the TimeZone)
+-- error), and date_trunc of a date as timestamptz by a unit whose first
+-- day SQLite does not compute
 SELECT * FROM regress_agg($$SELECT date_trunc('hour', created_at::timestamp), date_part('hour', created_at), count(*) FROM {t} GROUP BY 1, 2$$, false, 'sales_days');
 SELECT * FROM regress_agg($$SELECT extract(hour FROM created_at), count(*) FROM {t} GROUP BY 1$$, false, 'sales_days');
-SELECT * FROM regress_agg($$SELECT date_trunc('month', created_at), count(*) FROM {t} GROUP BY 1$$, false, 'sales_days');
+SELECT * FROM regress_agg($$SELECT date_trunc('quarter', created_at), count(*) FROM {t} GROUP BY 1$$, false, 'sales_days');
+SELECT * FROM regress_agg($$SELECT date_trunc('month', created_at, 'UTC'), count(*) FROM {t} GROUP BY 1$$, false, 'sales_days');
 
 -- ===================================================================
 -- Not pushed, and still right: FILTER, ORDER BY inside an aggregate,

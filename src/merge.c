@@ -62,6 +62,9 @@ struct ShardMerge
 	int		  **cols;			/* shard columns of each */
 	Oid		   *types;			/* key type, or aggregate argument type */
 	ShardColumnConv *convs;		/* for keys */
+	Datum	   *key_truncs;		/* per output column: date_trunc's unit
+								 * (text) of a key the shards return as a
+								 * date, or 0 */
 	int			nkeys;
 	int		   *key_out;		/* output column of each key */
 
@@ -134,8 +137,8 @@ build_table(PlanState *ps, int nkeys, Oid *keytypes, Oid *eqops, Oid *colls,
  */
 ShardMerge *
 shard_merge_create(PlanState *ps, List *ops, List *cols, List *types,
-				   List *eqops, List *colls, List *distinct, int guard_col,
-				   const char *table)
+				   List *eqops, List *colls, List *distinct, List *key_truncs,
+				   int guard_col, const char *table)
 {
 	ShardMerge *m = palloc0(sizeof(ShardMerge));
 	ListCell   *lc1,
@@ -152,6 +155,7 @@ shard_merge_create(PlanState *ps, List *ops, List *cols, List *types,
 	m->cols = palloc(sizeof(int *) * m->nout);
 	m->types = palloc(sizeof(Oid) * m->nout);
 	m->convs = palloc0(sizeof(ShardColumnConv) * m->nout);
+	m->key_truncs = palloc0(sizeof(Datum) * m->nout);
 	m->key_out = palloc(sizeof(int) * (m->nout + 1));
 	m->guard_col = guard_col;
 	m->keycheck_col = -1;
@@ -171,7 +175,15 @@ shard_merge_create(PlanState *ps, List *ops, List *cols, List *types,
 		m->types[i] = lfirst_oid(lc3);
 		if (m->ops[i] == AGGOP_KEY)
 		{
-			shard_conv_init(&m->convs[i], m->types[i], -1);
+			char	   *unit = strVal(list_nth(key_truncs, i));
+
+			if (unit[0] != '\0')
+			{
+				m->key_truncs[i] = CStringGetTextDatum(unit);
+				shard_conv_init(&m->convs[i], DATEOID, -1);
+			}
+			else
+				shard_conv_init(&m->convs[i], m->types[i], -1);
 			m->key_out[m->nkeys++] = i;
 		}
 		i++;
@@ -505,6 +517,12 @@ store_keys(ShardMerge *m, TupleTableSlot *slot, const ShardValue *row,
 		slot->tts_values[k] = shard_value_to_datum(&m->convs[out],
 												   &row[m->cols[out][0]],
 												   &slot->tts_isnull[k]);
+		/* date_trunc(unit, d) of the date that stands for its bucket */
+		if (m->key_truncs[out] != (Datum) 0 && !slot->tts_isnull[k])
+			slot->tts_values[k] =
+				DirectFunctionCall2(timestamptz_trunc, m->key_truncs[out],
+									DirectFunctionCall1(date_timestamptz,
+														slot->tts_values[k]));
 	}
 	if (with_x)
 		slot->tts_values[m->nkeys] = shard_value_to_datum(&m->dconv,

@@ -12,8 +12,8 @@ typedef struct ShardMerge ShardMerge;
 
 extern ShardMerge *shard_merge_create(PlanState *ps, List *ops, List *cols,
 									  List *types, List *eqops, List *colls,
-									  List *distinct, int guard_col,
-									  const char *table);
+									  List *distinct, List *key_truncs,
+									  int guard_col, const char *table);
 extern void shard_merge_add_batch(ShardMerge *m, ShardBatch *batch,
 								  const char *shard_id, bool bounded);
 extern void shard_merge_reset(ShardMerge *m);

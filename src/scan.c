@@ -581,6 +581,7 @@ shardBeginForeignScan(ForeignScanState *node, int eflags)
 									  list_nth(priv, FdwScanPrivateKeyEqops),
 									  list_nth(priv, FdwScanPrivateKeyColls),
 									  list_nth(priv, FdwScanPrivateDistinct),
+									  list_nth(priv, FdwScanPrivateKeyTrunc),
 									  s->guard_col, s->topts->table);
 	s->shard_bound = -1;
 	if (list_nth(priv, FdwScanPrivateOrder) != NIL)

@@ -201,8 +201,11 @@ enum FdwScanPrivateIndex
 								 * column */
 	FdwScanPrivateThreadGuards,	/* IntList: raw column, TA_OK_ mask, low,
 								 * high, key check per storage-class check */
-	FdwScanPrivateOrder			/* List (FdwScanOrderIndex) when the scan
+	FdwScanPrivateOrder,		/* List (FdwScanOrderIndex) when the scan
 								 * also sorts and limits, or NIL */
+	FdwScanPrivateKeyTrunc		/* List of String per output column: the
+								 * date_trunc unit of a key that the shards
+								 * return as a date, or "" */
 };
 
 /* Positions in FdwScanPrivateOrder. */

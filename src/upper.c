@@ -188,7 +188,8 @@ deparse_strftime(StringInfo buf, PlannerInfo *root, Var *var,
 /*
  * time_bucket_column
  *		The column a time bucket reads: a timestamp or date column, or a
- *		date column cast to timestamp (as date_part('year', d) resolves);
+ *		date column cast to timestamp (as date_part('year', d) resolves) or,
+ *		for date_trunc, to timestamptz (as date_trunc('month', d) resolves);
  *		NULL for anything else.
  */
 static Var *
@@ -200,7 +201,10 @@ time_bucket_column(FuncExpr *func, RelOptInfo *baserel)
 	if (func->args == NIL)
 		return NULL;
 	arg = llast(func->args);
-	if (IsA(arg, FuncExpr) && ((FuncExpr *) arg)->funcid == F_TIMESTAMP_DATE &&
+	if (IsA(arg, FuncExpr) &&
+		(((FuncExpr *) arg)->funcid == F_TIMESTAMP_DATE ||
+		 (((FuncExpr *) arg)->funcid == F_TIMESTAMPTZ_DATE &&
+		  func->funcid == F_DATE_TRUNC_TEXT_TIMESTAMPTZ)) &&
 		list_length(((FuncExpr *) arg)->args) == 1)
 	{
 		var = shard_own_column(linitial(((FuncExpr *) arg)->args), baserel);
@@ -211,6 +215,33 @@ time_bucket_column(FuncExpr *func, RelOptInfo *baserel)
 		(var->vartype != TIMESTAMPOID && var->vartype != DATEOID))
 		return NULL;
 	return var;
+}
+
+/*
+ * key_trunc_unit
+ *		The unit of a grouping key date_trunc(unit, d), d a date column
+ *		(cast to timestamptz, as PostgreSQL resolves it), when the shards
+ *		can group by the unit's first day: a day, a week, a month or a
+ *		year, each the same bucket of every date in it.  NULL otherwise.
+ */
+static char *
+key_trunc_unit(FuncExpr *func, RelOptInfo *baserel)
+{
+	Var		   *var;
+	char	   *unit;
+
+	if (func->funcid != F_DATE_TRUNC_TEXT_TIMESTAMPTZ ||
+		list_length(func->args) != 2)
+		return NULL;
+	var = time_bucket_column(func, baserel);
+	unit = const_text(linitial(func->args));
+	if (var == NULL || var->vartype != DATEOID || unit == NULL)
+		return NULL;
+	unit = asc_tolower(unit, strlen(unit));
+	if (strcmp(unit, "year") != 0 && strcmp(unit, "month") != 0 &&
+		strcmp(unit, "week") != 0 && strcmp(unit, "day") != 0)
+		return NULL;
+	return unit;
 }
 
 /*
@@ -243,9 +274,40 @@ deparse_time_bucket(StringInfo buf, PlannerInfo *root, FuncExpr *func,
 	days = (var->vartype == DATEOID);
 	if (days && func->funcid != F_EXTRACT_TEXT_DATE &&
 		func->funcid != F_DATE_TRUNC_TEXT_TIMESTAMP &&
+		func->funcid != F_DATE_TRUNC_TEXT_TIMESTAMPTZ &&
 		func->funcid != F_EXTRACT_TEXT_TIMESTAMP &&
 		func->funcid != F_DATE_PART_TEXT_TIMESTAMP)
 		return false;
+
+	/*
+	 * date_trunc of a date as timestamptz is a time in the session's
+	 * TimeZone, which SQLite does not know; but it depends on the date
+	 * only, so the shards group by the first day of the unit and the merge
+	 * computes PostgreSQL's value from it (key_trunc_unit).
+	 */
+	if (func->funcid == F_DATE_TRUNC_TEXT_TIMESTAMPTZ)
+	{
+		const char *fmt = NULL;
+		const char *mods = "";
+
+		unit = key_trunc_unit(func, baserel);
+		if (unit == NULL)
+			return false;
+		if (strcmp(unit, "year") == 0)
+			fmt = "%Y-01-01";
+		else if (strcmp(unit, "month") == 0)
+			fmt = "%Y-%m-01";
+		else if (strcmp(unit, "week") == 0)
+		{
+			fmt = "%Y-%m-%d";
+			mods = ", 'weekday 0', '-6 days'";
+		}
+		else
+			fmt = "%Y-%m-%d";
+		if (buf)
+			deparse_strftime(buf, root, var, fmt, mods);
+		return true;
+	}
 
 	/* CAST(ts AS date), the day BI tools group by */
 	if (func->funcid == F_DATE_TIMESTAMP && list_length(func->args) == 1)
@@ -1465,6 +1527,7 @@ shard_upper_plan(PlannerInfo *root, RelOptInfo *upperrel, List *tlist,
 	Expr	   *prune_expr;
 	int			guard_col = -1;
 	int			keycheck_col = -1;
+	List	   *key_truncs = NIL;
 
 	initStringInfo(&select_sql);
 	initStringInfo(&group_sql);
@@ -1478,6 +1541,7 @@ shard_upper_plan(PlannerInfo *root, RelOptInfo *upperrel, List *tlist,
 		{
 			SortGroupClause *sgc = NULL;
 			StringInfoData key;
+			char	   *unit;
 			ListCell   *lc2;
 			int			i = 0;
 
@@ -1505,6 +1569,9 @@ shard_upper_plan(PlannerInfo *root, RelOptInfo *upperrel, List *tlist,
 			cols = lappend(cols, list_make1_int(select_col(&sl, key.data,
 														   TA_KEY, key.data,
 														   NULL)));
+			unit = IsA(tle->expr, FuncExpr) ?
+				key_trunc_unit((FuncExpr *) tle->expr, baserel) : NULL;
+			key_truncs = lappend(key_truncs, makeString(unit ? unit : ""));
 			if (group_sql.len > 0)
 				appendStringInfoString(&group_sql, ", ");
 			deparse_group_key(&group_sql, root, tle->expr, baserel, true);
@@ -1530,6 +1597,7 @@ shard_upper_plan(PlannerInfo *root, RelOptInfo *upperrel, List *tlist,
 			Aggref	   *agg = (Aggref *) tle->expr;
 
 			cols = lappend(cols, partial_cols(&sl, root, agg, op, baserel));
+			key_truncs = lappend(key_truncs, makeString(""));
 			types = lappend_oid(types,
 								op == AGGOP_COUNT_STAR ? InvalidOid :
 								agg_arg(agg, baserel)->vartype);
@@ -1613,6 +1681,7 @@ shard_upper_plan(PlannerInfo *root, RelOptInfo *upperrel, List *tlist,
 						  info->final ?
 						  final_order(info, &sl, cols, guard_col, keycheck_col) :
 						  NIL);
+	fdw_private = lappend(fdw_private, key_truncs);
 
 	return make_foreignscan(tlist, info->having, 0, params, fdw_private,
 							info->tlist, NIL, outer_plan);

@@ -1030,7 +1030,10 @@ class Gen:
             return Case("SELECT %s FROM {T} x WHERE %s" % (aggs, where))
         g = self.pick(["tenant_id", "tenant_id", "b", "j % 3", "t", "tc",
                        "d", "(i > 0)", "n IS NULL", "tenant_id, b",
-                       "date_trunc('year', ts)", "lower(t)", "f", "i"])
+                       "date_trunc('year', ts)", "lower(t)", "f", "i",
+                       "extract(month FROM d)", "date_part('dow', d)",
+                       "date_trunc('week', d::timestamp)", "tenant_id, d",
+                       "date_trunc('month', d)"])
         having = self.pick(["", "", " HAVING count(*) > 1",
                             " HAVING min(i) < 0", " HAVING sum(j) > 0",
                             " HAVING max(t) > 'b'"])
