@@ -279,36 +279,6 @@ deparse_time_bucket(StringInfo buf, PlannerInfo *root, FuncExpr *func,
 		func->funcid != F_DATE_PART_TEXT_TIMESTAMP)
 		return false;
 
-	/*
-	 * date_trunc of a date as timestamptz is a time in the session's
-	 * TimeZone, which SQLite does not know; but it depends on the date
-	 * only, so the shards group by the first day of the unit and the merge
-	 * computes PostgreSQL's value from it (key_trunc_unit).
-	 */
-	if (func->funcid == F_DATE_TRUNC_TEXT_TIMESTAMPTZ)
-	{
-		const char *fmt = NULL;
-		const char *mods = "";
-
-		unit = key_trunc_unit(func, baserel);
-		if (unit == NULL)
-			return false;
-		if (strcmp(unit, "year") == 0)
-			fmt = "%Y-01-01";
-		else if (strcmp(unit, "month") == 0)
-			fmt = "%Y-%m-01";
-		else if (strcmp(unit, "week") == 0)
-		{
-			fmt = "%Y-%m-%d";
-			mods = ", 'weekday 0', '-6 days'";
-		}
-		else
-			fmt = "%Y-%m-%d";
-		if (buf)
-			deparse_strftime(buf, root, var, fmt, mods);
-		return true;
-	}
-
 	/* CAST(ts AS date), the day BI tools group by */
 	if (func->funcid == F_DATE_TIMESTAMP && list_length(func->args) == 1)
 	{
@@ -325,7 +295,15 @@ deparse_time_bucket(StringInfo buf, PlannerInfo *root, FuncExpr *func,
 	unit = asc_tolower(unit, strlen(unit));
 	initStringInfo(&tmp);
 
-	if (func->funcid == F_DATE_TRUNC_TEXT_TIMESTAMP)
+	/*
+	 * date_trunc of a date as timestamptz is a time in the session's
+	 * TimeZone, which SQLite does not know; but it depends on the date
+	 * only, so the shards group by the start of the unit, and the merge
+	 * computes PostgreSQL's value from its date (key_trunc_unit).
+	 */
+	if (func->funcid == F_DATE_TRUNC_TEXT_TIMESTAMP ||
+		(func->funcid == F_DATE_TRUNC_TEXT_TIMESTAMPTZ &&
+		 key_trunc_unit(func, baserel) != NULL))
 	{
 		const char *fmt = NULL;
 		const char *mods = "";
