@@ -113,6 +113,24 @@ value_hash(uint32_t h, const ShardValue *v)
 }
 
 /*
+ * hash_mix
+ *		Spread a hash's bits over its low ones, which choose the slot: the
+ *		low bits of FNV-1a depend on the low bits of each byte only, so
+ *		integer keys that step by a power of two (times on a grid of
+ *		seconds) would crowd a few slots.
+ */
+static uint32_t
+hash_mix(uint32_t h)
+{
+	h ^= h >> 16;
+	h *= 0x85ebca6bu;
+	h ^= h >> 13;
+	h *= 0xc2b2ae35u;
+	h ^= h >> 16;
+	return h;
+}
+
+/*
  * value_same
  *		Byte equality of two values, storage class included.
  */
@@ -383,6 +401,7 @@ find_group(ThreadAgg *ta, int *full)
 	}
 	for (k = 0; k < ta->nkeys; k++)
 		h = value_hash(h, &ta->rawrow[ta->key_raw[k]]);
+	h = hash_mix(h);
 	for (i = h & (ta->nslots - 1); ta->slots[i]; i = (i + 1) & (ta->nslots - 1))
 	{
 		TaGroup    *g = ta->slots[i];
