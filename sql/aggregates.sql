@@ -370,6 +370,102 @@ SET TimeZone = 'Pacific/Kiritimati';
 EXECUTE days_month;
 RESET TimeZone;
 DEALLOCATE days_month;
+-- on a timestamptz column, date_trunc(unit, tz) also depends on the
+-- TimeZone: the shards group by the time rounded down to a grid on which
+-- every local boundary of the unit falls (ssfdw_tz_grid, its step and
+-- start bound when the query runs), and the merge adds up the groups of
+-- each bucket
+CREATE FOREIGN TABLE sales_tz (tenant_id text, id int, status text,
+  amount bigint, created_at timestamptz, created_unix timestamptz)
+  SERVER agg_srv OPTIONS (table 'sales');
+CREATE TABLE sales_tz_native AS
+SELECT tenant_id, id, status, amount, created_at AT TIME ZONE 'UTC' AS created_at,
+       created_unix AT TIME ZONE 'UTC' AS created_unix
+FROM sales_native;
+EXPLAIN (VERBOSE, COSTS OFF)
+SELECT date_trunc('day', created_at), count(*) FROM sales_tz GROUP BY 1;
+-- regress_tz_buckets(zone, tbl, query): regress_agg of query, whose %1$L
+-- stands for the unit, for each unit of date_trunc, in TimeZone zone
+CREATE FUNCTION regress_tz_buckets(zone text, tbl text, query text)
+RETURNS TABLE (unit text, pushdown text, threads boolean, sqlite boolean,
+               "rows" boolean)
+LANGUAGE plpgsql AS $$
+BEGIN
+  PERFORM set_config('TimeZone', zone, true);
+  FOREACH unit IN ARRAY ARRAY['minute', 'hour', 'day', 'week', 'month',
+                              'quarter', 'year'] LOOP
+    SELECT r.pushdown, r.threads, r.sqlite, r."rows"
+      INTO pushdown, threads, sqlite, "rows"
+      FROM regress_agg(format(query, unit), false, tbl) r
+      LIMIT 1;
+    RETURN NEXT;
+  END LOOP;
+END
+$$;
+\set sales_q 'SELECT date_trunc(%1$L, created_at), date_trunc(%1$L, created_unix), count(*), sum(amount), max(id) FROM {t} GROUP BY 1, 2'
+BEGIN;
+SELECT * FROM regress_tz_buckets('UTC', 'sales_tz', :'sales_q');
+SELECT * FROM regress_tz_buckets('America/New_York', 'sales_tz', :'sales_q');
+SELECT * FROM regress_tz_buckets('Asia/Kathmandu', 'sales_tz', :'sales_q');
+COMMIT;
+-- times 1799 s apart across the DST changes of 2023-2024, and 800009 s
+-- apart from 1750 on (local mean time, the first standard times)
+CREATE FOREIGN TABLE ticks (tenant_id text, id int, t timestamptz)
+  SERVER agg_srv;
+CREATE TABLE ticks_native AS
+SELECT 'acme' AS tenant_id, k AS id, to_timestamp(1696118400 + k * 1799) AS t
+  FROM generate_series(0, 11999) k
+UNION ALL
+SELECT 'globex', 100000 + k, to_timestamp(-6940713600 + k::bigint * 800009)
+  FROM generate_series(0, 11999) k
+UNION ALL
+SELECT 'initech', 200000 + k, to_timestamp(10036857600 + k::bigint * 259217)
+  FROM generate_series(0, 3999) k;
+SELECT count(*), min(t), max(t) FROM ticks;
+\set ticks_q 'SELECT tenant_id, date_trunc(%1$L, t), count(*), min(id), max(id) FROM {t} GROUP BY 1, 2'
+BEGIN;
+SELECT * FROM regress_tz_buckets('UTC', 'ticks', :'ticks_q');
+SELECT * FROM regress_tz_buckets('America/New_York', 'ticks', :'ticks_q');
+SELECT * FROM regress_tz_buckets('Europe/Amsterdam', 'ticks', :'ticks_q');
+SELECT * FROM regress_tz_buckets('Australia/Lord_Howe', 'ticks', :'ticks_q');
+SELECT * FROM regress_tz_buckets('America/Sao_Paulo', 'ticks', :'ticks_q');
+SELECT * FROM regress_tz_buckets('Asia/Kathmandu', 'ticks', :'ticks_q');
+SELECT * FROM regress_tz_buckets('Pacific/Chatham', 'ticks', :'ticks_q');
+SELECT * FROM regress_tz_buckets('Africa/Monrovia', 'ticks', :'ticks_q');
+SELECT * FROM regress_tz_buckets('Asia/Gaza', 'ticks', :'ticks_q');
+SELECT * FROM regress_tz_buckets('+05:17', 'ticks', :'ticks_q');
+SELECT * FROM regress_tz_buckets('EST5EDT', 'ticks', :'ticks_q');
+-- a POSIX zone whose offsets are no whole quarter hours for ever: every
+-- time to the second
+SELECT * FROM regress_tz_buckets('XXX5:07YYY4:37,M3.2.0,M11.1.0', 'ticks', :'ticks_q');
+COMMIT;
+-- how many groups a shard returns for months of 250 days: one a day in
+-- UTC or any fixed offset, one an hour where DST moves midnight
+SET TimeZone = 'UTC';
+EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF)
+SELECT date_trunc('month', t), count(*) FROM ticks WHERE tenant_id = 'acme' GROUP BY 1;
+SET TimeZone = '+05:30';
+EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF)
+SELECT date_trunc('month', t), count(*) FROM ticks WHERE tenant_id = 'acme' GROUP BY 1;
+SET TimeZone = 'America/New_York';
+EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF)
+SELECT date_trunc('month', t), count(*) FROM ticks WHERE tenant_id = 'acme' GROUP BY 1;
+RESET TimeZone;
+SET TimeZone = 'Asia/Kolkata';
+SELECT * FROM regress_agg($$SELECT tenant_id, date_trunc('day', created_unix), count(*) FROM {t} GROUP BY 1, 2$$, false, 'sales_tz');
+SELECT * FROM regress_agg($$SELECT date_trunc('month', created_at), count(*) FROM {t} WHERE tenant_id <> 'acme' GROUP BY 1 ORDER BY 1 LIMIT 4$$, true, 'sales_tz');
+RESET TimeZone;
+-- timestamptz(p) rounds to p digits first, perhaps into the next bucket:
+-- not pushed
+CREATE FOREIGN TABLE sales_tz0 (tenant_id text, id int,
+  created_at timestamptz(0)) SERVER agg_srv OPTIONS (table 'sales');
+EXPLAIN (VERBOSE, COSTS OFF)
+SELECT date_trunc('day', created_at), count(*) FROM sales_tz0 GROUP BY 1;
+-- grouped by the tenant with a LIMIT, each shard must return whole
+-- buckets: no shard bound
+EXPLAIN (COSTS OFF)
+SELECT tenant_id, date_trunc('day', created_at), count(*) FROM sales_tz
+  GROUP BY 1, 2 LIMIT 3;
 -- not pushed: units below a day (extract(hour FROM date) is PostgreSQL's
 -- error), and date_trunc of a date as timestamptz by a unit whose first
 -- day SQLite does not compute
@@ -851,7 +947,9 @@ DROP SERVER agg_fsum CASCADE;
 DROP FUNCTION regress_agg(text, boolean, text);
 DROP FUNCTION regress_modes(text);
 DROP FUNCTION regress_result(text, boolean);
-DROP TABLE sales_raw, sales_native, sales_days_native, measures_native;
+DROP TABLE sales_raw, sales_native, sales_days_native, sales_tz_native,
+  ticks_native, measures_native;
+DROP FUNCTION regress_tz_buckets(text, text, text);
 DROP COLLATION regress_ci;
 DROP SERVER agg_srv CASCADE;
 RESET DateStyle;

@@ -64,7 +64,9 @@ struct ShardMerge
 	ShardColumnConv *convs;		/* for keys */
 	Datum	   *key_truncs;		/* per output column: date_trunc's unit
 								 * (text) of a key the shards return as a
-								 * date, or 0 */
+								 * date or time standing for its bucket,
+								 * or 0 */
+	bool	   *key_dates;		/* that stand-in is a date */
 	int			nkeys;
 	int		   *key_out;		/* output column of each key */
 
@@ -156,6 +158,7 @@ shard_merge_create(PlanState *ps, List *ops, List *cols, List *types,
 	m->types = palloc(sizeof(Oid) * m->nout);
 	m->convs = palloc0(sizeof(ShardColumnConv) * m->nout);
 	m->key_truncs = palloc0(sizeof(Datum) * m->nout);
+	m->key_dates = palloc0(sizeof(bool) * m->nout);
 	m->key_out = palloc(sizeof(int) * (m->nout + 1));
 	m->guard_col = guard_col;
 	m->keycheck_col = -1;
@@ -177,13 +180,12 @@ shard_merge_create(PlanState *ps, List *ops, List *cols, List *types,
 		{
 			char	   *unit = strVal(list_nth(key_truncs, i));
 
+			/* 'd' + unit: a date; 't' + unit: a time (upper.c) */
 			if (unit[0] != '\0')
-			{
-				m->key_truncs[i] = CStringGetTextDatum(unit);
-				shard_conv_init(&m->convs[i], DATEOID, -1);
-			}
-			else
-				shard_conv_init(&m->convs[i], m->types[i], -1);
+				m->key_truncs[i] = CStringGetTextDatum(unit + 1);
+			shard_conv_init(&m->convs[i],
+							unit[0] == 'd' ? DATEOID : m->types[i], -1);
+			m->key_dates[i] = (unit[0] == 'd');
 			m->key_out[m->nkeys++] = i;
 		}
 		i++;
@@ -517,12 +519,16 @@ store_keys(ShardMerge *m, TupleTableSlot *slot, const ShardValue *row,
 		slot->tts_values[k] = shard_value_to_datum(&m->convs[out],
 												   &row[m->cols[out][0]],
 												   &slot->tts_isnull[k]);
-		/* date_trunc(unit, d) of the date that stands for its bucket */
+		/* date_trunc of the date or time that stands for its bucket */
 		if (m->key_truncs[out] != (Datum) 0 && !slot->tts_isnull[k])
-			slot->tts_values[k] =
-				DirectFunctionCall2(timestamptz_trunc, m->key_truncs[out],
-									DirectFunctionCall1(date_timestamptz,
-														slot->tts_values[k]));
+		{
+			Datum		t = slot->tts_values[k];
+
+			if (m->key_dates[out])
+				t = DirectFunctionCall1(date_timestamptz, t);
+			slot->tts_values[k] = DirectFunctionCall2(timestamptz_trunc,
+													  m->key_truncs[out], t);
+		}
 	}
 	if (with_x)
 		slot->tts_values[m->nkeys] = shard_value_to_datum(&m->dconv,

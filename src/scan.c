@@ -771,6 +771,119 @@ bind_date_as_timestamp(DateADT date, bool tz, ShardValue *out)
 	out->len = 0;
 }
 
+/* Times before 1800 and after 2300 (Unix seconds): see bind_tz_grid. */
+#define TZ_GRID_START	INT64CONST(-5364662400)
+#define TZ_GRID_END		INT64CONST(10413792000)
+
+/*
+ * gcd64
+ *		The greatest common divisor of a and |b|, a > 0.
+ */
+static int64
+gcd64(int64 a, int64 b)
+{
+	if (b < 0)
+		b = -b;
+	while (b != 0)
+	{
+		int64		r = a % b;
+
+		a = b;
+		b = r;
+	}
+	return a;
+}
+
+/*
+ * bind_tz_grid
+ *		The grid that ssfdw_tz_grid rounds times down to for a date_trunc
+ *		key in the session's TimeZone (upper.c, key_trunc_unit): from
+ *		grid[0] (Unix seconds) on, every local boundary of a unit of
+ *		unit_secs seconds (a minute, an hour, or a day for the longer
+ *		units) falls on grid[2] plus a multiple of grid[1] seconds, so that
+ *		date_trunc has one value between two such times; times before
+ *		grid[0] are taken to the second.
+ *
+ * A local boundary is a multiple of unit_secs in local time, so in UTC that
+ * multiple less the offset in force, or the moment a transition skips it:
+ * the step divides unit_secs, the differences between the offsets, and
+ * the transitions' distances from the first.  Offsets of no whole quarter
+ * hour (local mean time, before standard time) would bring it down to
+ * seconds, so the grid starts after the last period with one, and after
+ * 1800.  Transitions are followed to the end of the zone's table, or to
+ * 2300 for a zone whose rules go on; both repeat every 400 years.
+ */
+static void
+bind_tz_grid(int unit_secs, int64 grid[3])
+{
+	static pg_tz *cached_tz = NULL;
+	static int	cached_unit = 0;
+	static int64 cached[3];
+	pg_time_t	t = TZ_GRID_START;
+	int64		cut = TZ_GRID_START;
+	int64		step = unit_secs;
+	int64		phase = 0;
+	bool		have_phase = false;
+	bool		complete = false;
+	int			i;
+
+	if (cached_tz == session_timezone && cached_unit == unit_secs)
+	{
+		memcpy(grid, cached, sizeof(cached));
+		return;
+	}
+	for (i = 0; i < 100000 && !complete; i++)
+	{
+		long		before_off;
+		long		after_off;
+		int			before_dst;
+		int			after_dst;
+		pg_time_t	boundary;
+		int			rc;
+
+		rc = pg_next_dst_boundary(&t, &before_off, &before_dst, &boundary,
+								  &after_off, &after_dst, session_timezone);
+		if (rc < 0)
+			break;
+		if (before_off % 900 != 0)
+		{
+			if (rc == 0)
+				break;			/* for ever */
+			cut = boundary;		/* the grid starts after this period */
+			step = unit_secs;
+			have_phase = false;
+		}
+		else if (!have_phase)
+		{
+			phase = -(int64) before_off;
+			have_phase = true;
+		}
+		else
+			step = gcd64(step, -(int64) before_off - phase);
+		if (rc == 0)
+			complete = true;
+		else
+		{
+			if (have_phase)
+				step = gcd64(step, boundary - phase);
+			complete = (boundary > TZ_GRID_END);
+			t = boundary;
+		}
+	}
+	if (!complete || !have_phase)
+	{
+		cut = PG_INT64_MAX;		/* no grid: every time to the second */
+		step = 1;
+		phase = 0;
+	}
+	grid[0] = cut;
+	grid[1] = step;
+	grid[2] = phase % step;
+	cached_tz = session_timezone;
+	cached_unit = unit_secs;
+	memcpy(cached, grid, sizeof(cached));
+}
+
 /*
  * eval_params
  *		Compute the values bound to the shard query.
@@ -801,6 +914,16 @@ eval_params(ShardScanState *s, ExprContext *econtext)
 			bind_date_as_timestamp(DatumGetDateADT(value),
 								   lfirst_int(lc_kind) == SHARD_PARAM_DATE_AS_TIMESTAMPTZ,
 								   v);
+		else if (lfirst_int(lc_kind) >= SHARD_PARAM_TZ_GRID_CUT &&
+				 lfirst_int(lc_kind) <= SHARD_PARAM_TZ_GRID_PHASE)
+		{
+			int64		grid[3];
+
+			bind_tz_grid(DatumGetInt32(value), grid);
+			v->type = SQLITE_INTEGER;
+			v->u.i = grid[lfirst_int(lc_kind) - SHARD_PARAM_TZ_GRID_CUT];
+			v->len = 0;
+		}
 		else if (!shard_datum_to_value(value, lfirst_oid(lc_type), v))
 			elog(ERROR, "cannot bind a value of type %u to a shard query",
 				 lfirst_oid(lc_type));

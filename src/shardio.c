@@ -555,6 +555,42 @@ days_func(sqlite3_context *ctx, int argc, sqlite3_value **argv)
 }
 
 /*
+ * tz_grid_func
+ *		SQL function ssfdw_tz_grid(x, cut, n, phase): the time the wrapper
+ *		reads in x, as Unix seconds rounded down to phase plus a multiple of
+ *		n (but not below cut), or to the second before cut.  The backend
+ *		chooses the grid (scan.c, bind_tz_grid) so that date_trunc in the
+ *		session's TimeZone has one value all through each of its spans:
+ *		shards group rows by it, and PostgreSQL computes date_trunc of each
+ *		group's time.
+ */
+static void
+tz_grid_func(sqlite3_context *ctx, int argc, sqlite3_value **argv)
+{
+	long long	cut = sqlite3_value_int64(argv[1]);
+	long long	n = sqlite3_value_int64(argv[2]);
+	long long	phase = sqlite3_value_int64(argv[3]);
+	long long	usecs;
+	long long	secs;
+
+	if (sqlite3_value_type(argv[0]) == SQLITE_NULL)
+	{
+		sqlite3_result_null(ctx);
+		return;
+	}
+	if (!wrapper_time(ctx, argv[0], 0, &usecs))
+		return;
+	secs = usecs / 1000000 - (usecs % 1000000 < 0 ? 1 : 0) + UNIX_TO_2000_SECS;
+	if (secs >= cut && n > 1)
+	{
+		secs -= (((secs - phase) % n) + n) % n;
+		if (secs < cut)
+			secs = cut;
+	}
+	sqlite3_result_int64(ctx, secs);
+}
+
+/*
  * varchar_func
  *		SQL function ssfdw_varchar(x, n): text x as PostgreSQL's varchar(n)
  *		reads it, so that pushed-down conditions compare what PostgreSQL
@@ -636,6 +672,7 @@ static const struct
 	{"ssfdw_usecs", 2, usecs_func},
 	{"ssfdw_days", 2, days_func},
 	{"ssfdw_varchar", 2, varchar_func},
+	{"ssfdw_tz_grid", 4, tz_grid_func},
 };
 
 #define NUM_SQL_FUNCTIONS ((int) (sizeof(sql_functions) / sizeof(sql_functions[0])))

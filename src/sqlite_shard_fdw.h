@@ -126,7 +126,10 @@ typedef enum ShardParamKind
 	SHARD_PARAM_SCALAR,			/* one value */
 	SHARD_PARAM_JSON_ARRAY,		/* an array, bound as JSON for json_each() */
 	SHARD_PARAM_DATE_AS_TIMESTAMP,	/* a date compared with a timestamp: */
-	SHARD_PARAM_DATE_AS_TIMESTAMPTZ /* bound as that type's value */
+	SHARD_PARAM_DATE_AS_TIMESTAMPTZ,	/* bound as that type's value */
+	SHARD_PARAM_TZ_GRID_CUT,	/* the session TimeZone's grid for a unit */
+	SHARD_PARAM_TZ_GRID_STEP,	/* of the given seconds (ssfdw_tz_grid): */
+	SHARD_PARAM_TZ_GRID_PHASE	/* where it starts, its step and phase */
 } ShardParamKind;
 
 extern Expr *shard_strip_relabel(Expr *expr);
@@ -203,9 +206,10 @@ enum FdwScanPrivateIndex
 								 * high, key check per storage-class check */
 	FdwScanPrivateOrder,		/* List (FdwScanOrderIndex) when the scan
 								 * also sorts and limits, or NIL */
-	FdwScanPrivateKeyTrunc		/* List of String per output column: the
-								 * date_trunc unit of a key that the shards
-								 * return as a date, or "" */
+	FdwScanPrivateKeyTrunc		/* List of String per output column: 'd'
+								 * or 't' and the date_trunc unit of a key
+								 * the shards return as a date or a time
+								 * standing for its bucket, or "" */
 };
 
 /* Positions in FdwScanPrivateOrder. */

@@ -189,8 +189,9 @@ deparse_strftime(StringInfo buf, PlannerInfo *root, Var *var,
  * time_bucket_column
  *		The column a time bucket reads: a timestamp or date column, or a
  *		date column cast to timestamp (as date_part('year', d) resolves) or,
- *		for date_trunc, to timestamptz (as date_trunc('month', d) resolves);
- *		NULL for anything else.
+ *		for date_trunc, to timestamptz (as date_trunc('month', d) resolves),
+ *		or, for date_trunc too, a timestamptz column; NULL for anything
+ *		else.
  */
 static Var *
 time_bucket_column(FuncExpr *func, RelOptInfo *baserel)
@@ -212,36 +213,66 @@ time_bucket_column(FuncExpr *func, RelOptInfo *baserel)
 	}
 	var = shard_own_column(arg, baserel);
 	if (var == NULL ||
-		(var->vartype != TIMESTAMPOID && var->vartype != DATEOID))
+		(var->vartype != TIMESTAMPOID && var->vartype != DATEOID &&
+		 (var->vartype != TIMESTAMPTZOID ||
+		  func->funcid != F_DATE_TRUNC_TEXT_TIMESTAMPTZ)))
 		return NULL;
 	return var;
 }
 
 /*
  * key_trunc_unit
- *		The unit of a grouping key date_trunc(unit, d), d a date column
- *		(cast to timestamptz, as PostgreSQL resolves it), when the shards
- *		can group by the unit's first day: a day, a week, a month or a
- *		year, each the same bucket of every date in it.  NULL otherwise.
+ *		The unit of a grouping key date_trunc(unit, x) in the session's
+ *		TimeZone (the timestamptz version), which SQLite cannot compute but
+ *		the merge can, from a time that stands for each group; NULL when
+ *		the key is not one.
+ *
+ * For x a date column (cast to timestamptz, as PostgreSQL resolves it) the
+ * shards group by the unit's first day, the same bucket of every date in
+ * it: a day, a week, a month or a year; *grid is 0.  For x a timestamptz
+ * column, by the time rounded down to a grid on which every local boundary
+ * of the unit falls (ssfdw_tz_grid, bind_tz_grid in scan.c), at most one
+ * day: *grid is the unit's longest such step in seconds, and the merge
+ * adds up the groups that fall into one bucket.
  */
 static char *
-key_trunc_unit(FuncExpr *func, RelOptInfo *baserel)
+key_trunc_unit(FuncExpr *func, RelOptInfo *baserel, int *grid)
 {
+	static const struct
+	{
+		const char *unit;
+		int			grid;		/* the longest step, for timestamptz */
+		bool		dates;		/* for dates too */
+	}			units[] =
+	{
+		{"minute", SECS_PER_MINUTE, false}, {"hour", SECS_PER_HOUR, false},
+		{"day", SECS_PER_DAY, true}, {"week", SECS_PER_DAY, true},
+		{"month", SECS_PER_DAY, true}, {"quarter", SECS_PER_DAY, false},
+		{"year", SECS_PER_DAY, true}
+	};
 	Var		   *var;
 	char	   *unit;
+	int			i;
 
 	if (func->funcid != F_DATE_TRUNC_TEXT_TIMESTAMPTZ ||
 		list_length(func->args) != 2)
 		return NULL;
 	var = time_bucket_column(func, baserel);
 	unit = const_text(linitial(func->args));
-	if (var == NULL || var->vartype != DATEOID || unit == NULL)
+	if (var == NULL || unit == NULL)
 		return NULL;
 	unit = asc_tolower(unit, strlen(unit));
-	if (strcmp(unit, "year") != 0 && strcmp(unit, "month") != 0 &&
-		strcmp(unit, "week") != 0 && strcmp(unit, "day") != 0)
-		return NULL;
-	return unit;
+	for (i = 0; i < lengthof(units); i++)
+	{
+		if (strcmp(unit, units[i].unit) != 0)
+			continue;
+		if (var->vartype == DATEOID && !units[i].dates)
+			return NULL;
+		if (grid)
+			*grid = (var->vartype == DATEOID) ? 0 : units[i].grid;
+		return unit;
+	}
+	return NULL;
 }
 
 /*
@@ -253,7 +284,7 @@ key_trunc_unit(FuncExpr *func, RelOptInfo *baserel)
  */
 static bool
 deparse_time_bucket(StringInfo buf, PlannerInfo *root, FuncExpr *func,
-					RelOptInfo *baserel)
+					RelOptInfo *baserel, int tz_param)
 {
 	Var		   *var = time_bucket_column(func, baserel);
 	bool		days;
@@ -263,9 +294,26 @@ deparse_time_bucket(StringInfo buf, PlannerInfo *root, FuncExpr *func,
 	if (var == NULL)
 		return false;
 	/* timestamp(p) rounds to p digits first, into the next day perhaps */
-	if (var->vartype == TIMESTAMPOID &&
+	if ((var->vartype == TIMESTAMPOID || var->vartype == TIMESTAMPTZOID) &&
 		var->vartypmod >= 0 && var->vartypmod < 6)
 		return false;
+
+	/* the time on the session TimeZone's grid (key_trunc_unit) */
+	if (var->vartype == TIMESTAMPTZOID)
+	{
+		if (key_trunc_unit(func, baserel, NULL) == NULL)
+			return false;
+		if (buf)
+		{
+			if (tz_param <= 0)
+				elog(ERROR, "time zone grid of a grouping key has no parameters");
+			appendStringInfoString(buf, "ssfdw_tz_grid(");
+			shard_deparse_column_ref(buf, root, var);
+			appendStringInfo(buf, ", ?%d, ?%d, ?%d)", tz_param, tz_param + 1,
+							 tz_param + 2);
+		}
+		return true;
+	}
 
 	/*
 	 * A date is the day of the time the wrapper reads: units of a day or
@@ -303,7 +351,7 @@ deparse_time_bucket(StringInfo buf, PlannerInfo *root, FuncExpr *func,
 	 */
 	if (func->funcid == F_DATE_TRUNC_TEXT_TIMESTAMP ||
 		(func->funcid == F_DATE_TRUNC_TEXT_TIMESTAMPTZ &&
-		 key_trunc_unit(func, baserel) != NULL))
+		 key_trunc_unit(func, baserel, NULL) != NULL))
 	{
 		const char *fmt = NULL;
 		const char *mods = "";
@@ -389,18 +437,19 @@ group_key_ok(PlannerInfo *root, Expr *expr, RelOptInfo *baserel)
 			 groupable_type(var->vartype == VARCHAROID ? TEXTOID : var->vartype,
 							-1, exprCollation((Node *) expr)));
 	if (IsA(expr, FuncExpr))
-		return deparse_time_bucket(NULL, root, (FuncExpr *) expr, baserel);
+		return deparse_time_bucket(NULL, root, (FuncExpr *) expr, baserel, 0);
 	return false;
 }
 
 /*
  * deparse_group_key
  *		Write a grouping expression; with for_group_by, text keys group
- *		byte-wise whatever collation the shard declared.
+ *		byte-wise whatever collation the shard declared.  tz_param numbers
+ *		the parameters of a time zone grid (key_trunc_unit), if any.
  */
 static void
 deparse_group_key(StringInfo buf, PlannerInfo *root, Expr *expr,
-				  RelOptInfo *baserel, bool for_group_by)
+				  RelOptInfo *baserel, bool for_group_by, int tz_param)
 {
 	Var		   *var = shard_own_column(expr, baserel);
 
@@ -423,7 +472,7 @@ deparse_group_key(StringInfo buf, PlannerInfo *root, Expr *expr,
 			appendStringInfoString(buf, " COLLATE BINARY");
 	}
 	else
-		deparse_time_bucket(buf, root, (FuncExpr *) expr, baserel);
+		deparse_time_bucket(buf, root, (FuncExpr *) expr, baserel, tz_param);
 }
 
 /*
@@ -834,9 +883,15 @@ add_final_path(PlannerInfo *root, RelOptInfo *input_rel,
 	 */
 	forboth(lc, info->tlist, lc_op, info->ops)
 	{
-		Var		   *var = shard_own_column(((TargetEntry *) lfirst(lc))->expr,
-								  info->baserel);
+		Expr	   *expr = ((TargetEntry *) lfirst(lc))->expr;
+		Var		   *var = shard_own_column(expr, info->baserel);
+		int			grid = 0;
 
+		/* a time zone grid's groups reach the merge in pieces */
+		if (lfirst_int(lc_op) == AGGOP_KEY && IsA(expr, FuncExpr) &&
+			key_trunc_unit((FuncExpr *) expr, info->baserel, &grid) != NULL &&
+			grid > 0)
+			return;
 		if (lfirst_int(lc_op) != AGGOP_KEY || var == NULL)
 			continue;
 		if (var->vartype == FLOAT8OID)
@@ -1506,9 +1561,15 @@ shard_upper_plan(PlannerInfo *root, RelOptInfo *upperrel, List *tlist,
 	int			guard_col = -1;
 	int			keycheck_col = -1;
 	List	   *key_truncs = NIL;
+	bool		grid_keys = false;
 
 	initStringInfo(&select_sql);
 	initStringInfo(&group_sql);
+
+	/* The conditions' parameters first; those of the keys follow. */
+	where_sqls = shard_deparse_conditions(root, baserel,
+										  shard_rel_remote_conds(baserel),
+										  &params, &param_kinds);
 
 	forboth(lc, info->tlist, lc_op, info->ops)
 	{
@@ -1519,21 +1580,50 @@ shard_upper_plan(PlannerInfo *root, RelOptInfo *upperrel, List *tlist,
 		{
 			SortGroupClause *sgc = NULL;
 			StringInfoData key;
-			char	   *unit;
+			char	   *unit = NULL;
+			int			grid = 0;
+			int			tz_param = 0;
 			ListCell   *lc2;
 			int			i = 0;
 
+			/*
+			 * A time zone grid's step and start, bound when the scan runs
+			 * (scan.c, bind_tz_grid), as the TimeZone may change until then.
+			 */
+			if (IsA(tle->expr, FuncExpr))
+				unit = key_trunc_unit((FuncExpr *) tle->expr, baserel, &grid);
+			if (grid > 0)
+			{
+				Const	   *g;
+
+				grid_keys = true;	/* its buckets arrive in pieces */
+				g = makeConst(INT4OID, -1, InvalidOid, sizeof(int32),
+										  Int32GetDatum(grid), false, true);
+
+				params = lappend(params, g);
+				param_kinds = lappend_int(param_kinds, SHARD_PARAM_TZ_GRID_CUT);
+				tz_param = list_length(params);
+				params = lappend(params, copyObject(g));
+				param_kinds = lappend_int(param_kinds, SHARD_PARAM_TZ_GRID_STEP);
+				params = lappend(params, copyObject(g));
+				param_kinds = lappend_int(param_kinds, SHARD_PARAM_TZ_GRID_PHASE);
+			}
+
 			initStringInfo(&key);
-			deparse_group_key(&key, root, tle->expr, baserel, false);
+			deparse_group_key(&key, root, tle->expr, baserel, false, tz_param);
 			if (IsA(tle->expr, FuncExpr))
 			{
-				StringInfoData ts;
+				/* a grid's time is read by ssfdw_tz_grid, errors and all */
+				if (grid == 0)
+				{
+					StringInfoData ts;
 
-				initStringInfo(&ts);
-				shard_deparse_column_ref(&ts, root,
-										 time_bucket_column((FuncExpr *) tle->expr,
-															baserel));
-				guard_timestamp(&sl, ts.data);
+					initStringInfo(&ts);
+					shard_deparse_column_ref(&ts, root,
+											 time_bucket_column((FuncExpr *) tle->expr,
+																baserel));
+					guard_timestamp(&sl, ts.data);
+				}
 			}
 			else if (info->final)
 			{
@@ -1547,12 +1637,14 @@ shard_upper_plan(PlannerInfo *root, RelOptInfo *upperrel, List *tlist,
 			cols = lappend(cols, list_make1_int(select_col(&sl, key.data,
 														   TA_KEY, key.data,
 														   NULL)));
-			unit = IsA(tle->expr, FuncExpr) ?
-				key_trunc_unit((FuncExpr *) tle->expr, baserel) : NULL;
-			key_truncs = lappend(key_truncs, makeString(unit ? unit : ""));
+			key_truncs = lappend(key_truncs,
+								 makeString(unit == NULL ? "" :
+											psprintf("%c%s", grid > 0 ? 't' : 'd',
+													 unit)));
 			if (group_sql.len > 0)
 				appendStringInfoString(&group_sql, ", ");
-			deparse_group_key(&group_sql, root, tle->expr, baserel, true);
+			deparse_group_key(&group_sql, root, tle->expr, baserel, true,
+							  tz_param);
 			types = lappend_oid(types, exprType((Node *) tle->expr));
 
 			/* The key's equality: the one its GROUP BY clause uses. */
@@ -1625,9 +1717,6 @@ shard_upper_plan(PlannerInfo *root, RelOptInfo *upperrel, List *tlist,
 		appendStringInfo(&group_sql, " GROUP BY %s", g);
 	}
 
-	where_sqls = shard_deparse_conditions(root, baserel,
-										  shard_rel_remote_conds(baserel),
-										  &params, &param_kinds);
 	prune_expr = shard_find_tenant_condition(baserel,
 											 shard_rel_tenant_attnum(baserel),
 											 &prune_kind);
@@ -1640,7 +1729,8 @@ shard_upper_plan(PlannerInfo *root, RelOptInfo *upperrel, List *tlist,
 							 param_kinds,
 							 makeInteger(prune_kind));
 	fdw_private = lappend(fdw_private,
-						  makeInteger(info->by_tenant && info->distinct == NULL ?
+						  makeInteger(info->by_tenant && info->distinct == NULL &&
+									  !grid_keys ?
 									  SCAN_AGG_FULL : SCAN_AGG_PARTIAL));
 	fdw_private = lappend(fdw_private, makeString(group_sql.data));
 	fdw_private = lappend(fdw_private, info->ops);

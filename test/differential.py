@@ -1033,7 +1033,8 @@ class Gen:
                        "date_trunc('year', ts)", "lower(t)", "f", "i",
                        "extract(month FROM d)", "date_part('dow', d)",
                        "date_trunc('week', d::timestamp)", "tenant_id, d",
-                       "date_trunc('month', d)"])
+                       "date_trunc('month', d)", "date_trunc('day', tz)",
+                       "date_trunc('hour', tz), b", "date_trunc('week', tz)"])
         having = self.pick(["", "", " HAVING count(*) > 1",
                             " HAVING min(i) < 0", " HAVING sum(j) > 0",
                             " HAVING max(t) > 'b'"])
