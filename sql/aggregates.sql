@@ -334,6 +334,13 @@ SELECT * FROM regress_agg('SELECT tenant_id, created_unix, max(amount) FROM {t} 
 SELECT * FROM regress_agg('SELECT created_at, count(*) FROM {t} GROUP BY 1 ORDER BY 1 DESC NULLS LAST LIMIT 3', true, 'sales_days');
 SELECT * FROM regress_agg($$SELECT created_unix, count(*) FROM {t} WHERE created_unix >= '1970-01-01' GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT 2$$, true, 'sales_days');
 SELECT * FROM regress_agg('SELECT count(DISTINCT created_unix) FROM {t}', false, 'sales_days');
+-- a top-N report by tenant and day: each shard returns its first groups,
+-- whatever storage class the dates have (TEXT here)
+EXPLAIN (COSTS OFF)
+SELECT tenant_id, created_at, count(*) FROM sales_days
+  GROUP BY 1, 2 ORDER BY 2, tenant_id COLLATE "C" LIMIT 3;
+SELECT * FROM regress_agg('SELECT tenant_id, created_at, count(*) FROM {t} GROUP BY 1, 2 ORDER BY 2 NULLS FIRST, tenant_id COLLATE "C" LIMIT 3', true, 'sales_days');
+SELECT * FROM regress_agg('SELECT tenant_id, created_unix, sum(amount) FROM {t} GROUP BY 1, 2 ORDER BY 2 DESC NULLS LAST, tenant_id COLLATE "C" LIMIT 4 OFFSET 1', true, 'sales_days');
 -- and its time buckets: extract of its fields, date_part and date_trunc of
 -- it cast to timestamp (as date_part resolves), for units of a day or more
 EXPLAIN (VERBOSE, COSTS OFF)
@@ -370,6 +377,13 @@ SET TimeZone = 'Pacific/Kiritimati';
 EXECUTE days_month;
 RESET TimeZone;
 DEALLOCATE days_month;
+-- where a zone skipped a day (Pacific/Apia, 2011-12-30), two days are one
+-- bucket of date_trunc('day', d): the shards do not rank such groups
+SET TimeZone = 'Pacific/Apia';
+EXPLAIN (COSTS OFF)
+SELECT tenant_id, date_trunc('day', created_at), count(*) FROM sales_days
+  GROUP BY 1, 2 ORDER BY 3 DESC LIMIT 1;
+RESET TimeZone;
 -- on a timestamptz column, date_trunc(unit, tz) also depends on the
 -- TimeZone: the shards group by the time rounded down to a grid on which
 -- every local boundary of the unit falls (ssfdw_tz_grid, its step and

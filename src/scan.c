@@ -704,8 +704,8 @@ add_target(List *targets, ShardInfo *info)
 
 /*
  * bind_array_as_json
- *		An array parameter as JSON text, for "IN (SELECT value FROM
- *		json_each(?))": text as strings; integers, dates and times as the
+ *		An array parameter as JSON text, for "IN (SELECT CAST(value AS ...)
+ *		FROM json_each(?))": text as strings; integers, dates and times as the
  *		numbers a single value of their type is bound as.
  */
 static void

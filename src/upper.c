@@ -32,12 +32,20 @@
  * arithmetic change the answer.
  *
  * Grouping keys are columns of integer, double precision or text type (text
- * grouped byte-wise, as PostgreSQL's deterministic collations compare), and
- * the time buckets BI tools generate on timestamp columns:
+ * grouped byte-wise, as PostgreSQL's deterministic collations compare),
+ * date columns (the day the wrapper reads, as Unix seconds), and the time
+ * buckets BI tools generate on timestamp and date columns:
  * date_trunc('year'|'month'|'week'|'day'|'hour'|'minute', ts) and
  * extract/date_part of year, quarter, month, day, hour, minute, dow, isodow
  * and doy.  SQLite's strftime reads every stored form the wrapper accepts
- * (ISO text with or without offset, Unix seconds).
+ * (ISO text with or without offset, Unix seconds).  date_trunc in the
+ * session's TimeZone (of a date, or of a timestamptz column) SQLite cannot
+ * compute: the shards group by a day or a time that stands for the bucket
+ * (key_trunc_unit), and the merge computes date_trunc of it.
+ *
+ * A query that only counts rows, without GROUP BY, is counted by SQLite;
+ * otherwise the reading threads aggregate the shards' rows (threadagg.c),
+ * or SQLite's GROUP BY does where a shard has too many groups.
  *
  * Anything else (FILTER, ORDER BY inside an aggregate, other aggregates,
  * grouping sets, a condition PostgreSQL must evaluate) is not pushed: the
@@ -878,21 +886,23 @@ add_final_path(PlannerInfo *root, RelOptInfo *input_rel,
 	 * the merge in pieces: key columns must be declared to hold their
 	 * type's storage class (so that 5 and '5' are one group; a shard that
 	 * does not declare them so is read without its bound), and float keys
-	 * (1 and 1.0, 0 and -0) are left to PostgreSQL.  Time buckets are text
-	 * SQLite computes, one form per bucket.
+	 * (1 and 1.0, 0 and -0) are left to PostgreSQL.  Date keys and the time
+	 * buckets SQLite computes have one form per group whatever the column
+	 * holds; but the merge's date_trunc of a time zone grid, or of a date
+	 * (where a zone skipped a day, two days are one bucket), puts several
+	 * shard groups in one.
 	 */
 	forboth(lc, info->tlist, lc_op, info->ops)
 	{
 		Expr	   *expr = ((TargetEntry *) lfirst(lc))->expr;
 		Var		   *var = shard_own_column(expr, info->baserel);
-		int			grid = 0;
 
-		/* a time zone grid's groups reach the merge in pieces */
-		if (lfirst_int(lc_op) == AGGOP_KEY && IsA(expr, FuncExpr) &&
-			key_trunc_unit((FuncExpr *) expr, info->baserel, &grid) != NULL &&
-			grid > 0)
+		if (lfirst_int(lc_op) != AGGOP_KEY)
+			continue;
+		if (IsA(expr, FuncExpr) &&
+			key_trunc_unit((FuncExpr *) expr, info->baserel, NULL) != NULL)
 			return;
-		if (lfirst_int(lc_op) != AGGOP_KEY || var == NULL)
+		if (var == NULL || var->vartype == DATEOID)
 			continue;
 		if (var->vartype == FLOAT8OID)
 			return;
@@ -926,7 +936,8 @@ add_final_path(PlannerInfo *root, RelOptInfo *input_rel,
 		/* SQLite orders a text key right in UTF-8 databases only. */
 		var = shard_own_column(((TargetEntry *) list_nth(info->tlist, pos))->expr,
 					  info->baserel);
-		if (list_nth_int(info->ops, pos) == AGGOP_KEY && var != NULL)
+		if (list_nth_int(info->ops, pos) == AGGOP_KEY && var != NULL &&
+			var->vartype != DATEOID)
 			add_column_need(&final->bound_needs, root, var,
 							SHARD_NEEDS_TEXT_ORDER);
 	}
