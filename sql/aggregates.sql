@@ -449,6 +449,15 @@ SELECT * FROM regress_tz_buckets('Africa/Monrovia', 'ticks', :'ticks_q');
 SELECT * FROM regress_tz_buckets('Asia/Gaza', 'ticks', :'ticks_q');
 SELECT * FROM regress_tz_buckets('+05:17', 'ticks', :'ticks_q');
 SELECT * FROM regress_tz_buckets('EST5EDT', 'ticks', :'ticks_q');
+-- extract and date_part in the TimeZone likewise: the merge computes the
+-- field of each group's time
+\set ticks_x 'SELECT tenant_id, extract(%1$L FROM t), date_part(%1$L, t), count(*), min(id), max(id) FROM {t} GROUP BY 1, 2, 3'
+SELECT * FROM regress_tz_buckets('America/New_York', 'ticks', :'ticks_x');
+SELECT * FROM regress_tz_buckets('Asia/Kathmandu', 'ticks', :'ticks_x');
+SELECT * FROM regress_tz_buckets('Australia/Lord_Howe', 'ticks', :'ticks_x');
+SET LOCAL TimeZone = 'Pacific/Apia';
+SELECT * FROM regress_agg($$SELECT extract(dow FROM t), extract(isodow FROM t), extract(doy FROM t), extract(isoyear FROM t), count(*) FROM {t} GROUP BY 1, 2, 3, 4$$, false, 'ticks') LIMIT 1;
+SELECT * FROM regress_agg($$SELECT tenant_id, date_part('hour', t), count(*) FROM {t} GROUP BY 1, 2 ORDER BY 3 DESC, 2, tenant_id COLLATE "C" LIMIT 5$$, true, 'ticks');
 -- a POSIX zone whose offsets are no whole quarter hours for ever: every
 -- time to the second
 SELECT * FROM regress_tz_buckets('XXX5:07YYY4:37,M3.2.0,M11.1.0', 'ticks', :'ticks_q');

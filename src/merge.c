@@ -62,11 +62,12 @@ struct ShardMerge
 	int		  **cols;			/* shard columns of each */
 	Oid		   *types;			/* key type, or aggregate argument type */
 	ShardColumnConv *convs;		/* for keys */
-	Datum	   *key_truncs;		/* per output column: date_trunc's unit
-								 * (text) of a key the shards return as a
-								 * date or time standing for its bucket,
-								 * or 0 */
-	bool	   *key_dates;		/* that stand-in is a date */
+	FmgrInfo   *key_funcs;		/* per output column: the function of a
+								 * key the shards return as a date or time
+								 * standing for its bucket (date_trunc,
+								 * extract, date_part), or fn_oid invalid */
+	Datum	   *key_units;		/* its unit or field (text) */
+	bool	   *key_dates;		/* the stand-in is a date */
 	int			nkeys;
 	int		   *key_out;		/* output column of each key */
 
@@ -157,7 +158,8 @@ shard_merge_create(PlanState *ps, List *ops, List *cols, List *types,
 	m->cols = palloc(sizeof(int *) * m->nout);
 	m->types = palloc(sizeof(Oid) * m->nout);
 	m->convs = palloc0(sizeof(ShardColumnConv) * m->nout);
-	m->key_truncs = palloc0(sizeof(Datum) * m->nout);
+	m->key_funcs = palloc0(sizeof(FmgrInfo) * m->nout);
+	m->key_units = palloc0(sizeof(Datum) * m->nout);
 	m->key_dates = palloc0(sizeof(bool) * m->nout);
 	m->key_out = palloc(sizeof(int) * (m->nout + 1));
 	m->guard_col = guard_col;
@@ -178,14 +180,17 @@ shard_merge_create(PlanState *ps, List *ops, List *cols, List *types,
 		m->types[i] = lfirst_oid(lc3);
 		if (m->ops[i] == AGGOP_KEY)
 		{
-			char	   *unit = strVal(list_nth(key_truncs, i));
+			List	   *kt = list_nth(key_truncs, i);
+			Oid			read_as = m->types[i];
 
-			/* 'd' + unit: a date; 't' + unit: a time (upper.c) */
-			if (unit[0] != '\0')
-				m->key_truncs[i] = CStringGetTextDatum(unit + 1);
-			shard_conv_init(&m->convs[i],
-							unit[0] == 'd' ? DATEOID : m->types[i], -1);
-			m->key_dates[i] = (unit[0] == 'd');
+			if (kt != NIL)
+			{
+				fmgr_info(intVal(linitial(kt)), &m->key_funcs[i]);
+				m->key_units[i] = CStringGetTextDatum(strVal(lsecond(kt)));
+				m->key_dates[i] = intVal(lthird(kt));
+				read_as = m->key_dates[i] ? DATEOID : TIMESTAMPTZOID;
+			}
+			shard_conv_init(&m->convs[i], read_as, -1);
 			m->key_out[m->nkeys++] = i;
 		}
 		i++;
@@ -519,15 +524,15 @@ store_keys(ShardMerge *m, TupleTableSlot *slot, const ShardValue *row,
 		slot->tts_values[k] = shard_value_to_datum(&m->convs[out],
 												   &row[m->cols[out][0]],
 												   &slot->tts_isnull[k]);
-		/* date_trunc of the date or time that stands for its bucket */
-		if (m->key_truncs[out] != (Datum) 0 && !slot->tts_isnull[k])
+		/* the key's function of the date or time standing for its bucket */
+		if (OidIsValid(m->key_funcs[out].fn_oid) && !slot->tts_isnull[k])
 		{
 			Datum		t = slot->tts_values[k];
 
 			if (m->key_dates[out])
 				t = DirectFunctionCall1(date_timestamptz, t);
-			slot->tts_values[k] = DirectFunctionCall2(timestamptz_trunc,
-													  m->key_truncs[out], t);
+			slot->tts_values[k] = FunctionCall2(&m->key_funcs[out],
+												m->key_units[out], t);
 		}
 	}
 	if (with_x)

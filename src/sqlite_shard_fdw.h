@@ -206,10 +206,11 @@ enum FdwScanPrivateIndex
 								 * high, key check per storage-class check */
 	FdwScanPrivateOrder,		/* List (FdwScanOrderIndex) when the scan
 								 * also sorts and limits, or NIL */
-	FdwScanPrivateKeyTrunc		/* List of String per output column: 'd'
-								 * or 't' and the date_trunc unit of a key
-								 * the shards return as a date or a time
-								 * standing for its bucket, or "" */
+	FdwScanPrivateKeyTrunc		/* List per output column: for a key the
+								 * shards return as a date or a time that
+								 * stands for its bucket, the function
+								 * (Integer), its unit (String) and whether
+								 * a date (Integer); otherwise NIL */
 };
 
 /* Positions in FdwScanPrivateOrder. */

@@ -198,8 +198,8 @@ deparse_strftime(StringInfo buf, PlannerInfo *root, Var *var,
  *		The column a time bucket reads: a timestamp or date column, or a
  *		date column cast to timestamp (as date_part('year', d) resolves) or,
  *		for date_trunc, to timestamptz (as date_trunc('month', d) resolves),
- *		or, for date_trunc too, a timestamptz column; NULL for anything
- *		else.
+ *		or, for date_trunc, extract and date_part in the TimeZone, a
+ *		timestamptz column; NULL for anything else.
  */
 static Var *
 time_bucket_column(FuncExpr *func, RelOptInfo *baserel)
@@ -223,25 +223,28 @@ time_bucket_column(FuncExpr *func, RelOptInfo *baserel)
 	if (var == NULL ||
 		(var->vartype != TIMESTAMPOID && var->vartype != DATEOID &&
 		 (var->vartype != TIMESTAMPTZOID ||
-		  func->funcid != F_DATE_TRUNC_TEXT_TIMESTAMPTZ)))
+		  (func->funcid != F_DATE_TRUNC_TEXT_TIMESTAMPTZ &&
+		   func->funcid != F_EXTRACT_TEXT_TIMESTAMPTZ &&
+		   func->funcid != F_DATE_PART_TEXT_TIMESTAMPTZ))))
 		return NULL;
 	return var;
 }
 
 /*
  * key_trunc_unit
- *		The unit of a grouping key date_trunc(unit, x) in the session's
- *		TimeZone (the timestamptz version), which SQLite cannot compute but
- *		the merge can, from a time that stands for each group; NULL when
- *		the key is not one.
+ *		The unit or field of a grouping key date_trunc(unit, x), or
+ *		extract/date_part(field, x), in the session's TimeZone (the
+ *		timestamptz versions), which SQLite cannot compute but the merge
+ *		can, from a time that stands for each group; NULL when the key is
+ *		not one.
  *
- * For x a date column (cast to timestamptz, as PostgreSQL resolves it) the
- * shards group by the unit's first day, the same bucket of every date in
- * it: a day, a week, a month or a year; *grid is 0.  For x a timestamptz
- * column, by the time rounded down to a grid on which every local boundary
- * of the unit falls (ssfdw_tz_grid, bind_tz_grid in scan.c), at most one
- * day: *grid is the unit's longest such step in seconds, and the merge
- * adds up the groups that fall into one bucket.
+ * For x a date column (cast to timestamptz, as PostgreSQL resolves
+ * date_trunc('month', d)) the shards group by the unit's first day, the same
+ * bucket of every date in it: a day, a week, a month or a year; *grid is 0.
+ * For x a timestamptz column, by the time rounded down to a grid on which
+ * every local boundary of the unit falls (ssfdw_tz_grid, bind_tz_grid in
+ * scan.c), at most one day: *grid is the unit's longest such step in
+ * seconds, and the merge adds up the groups that fall into one bucket.
  */
 static char *
 key_trunc_unit(FuncExpr *func, RelOptInfo *baserel, int *grid)
@@ -250,19 +253,30 @@ key_trunc_unit(FuncExpr *func, RelOptInfo *baserel, int *grid)
 	{
 		const char *unit;
 		int			grid;		/* the longest step, for timestamptz */
-		bool		dates;		/* for dates too */
+		bool		trunc;		/* a unit of date_trunc */
+		bool		field;		/* a field of extract and date_part */
+		bool		dates;		/* date_trunc of dates too */
 	}			units[] =
 	{
-		{"minute", SECS_PER_MINUTE, false}, {"hour", SECS_PER_HOUR, false},
-		{"day", SECS_PER_DAY, true}, {"week", SECS_PER_DAY, true},
-		{"month", SECS_PER_DAY, true}, {"quarter", SECS_PER_DAY, false},
-		{"year", SECS_PER_DAY, true}
+		{"minute", SECS_PER_MINUTE, true, true, false},
+		{"hour", SECS_PER_HOUR, true, true, false},
+		{"day", SECS_PER_DAY, true, true, true},
+		{"week", SECS_PER_DAY, true, true, true},
+		{"month", SECS_PER_DAY, true, true, true},
+		{"quarter", SECS_PER_DAY, true, true, false},
+		{"year", SECS_PER_DAY, true, true, true},
+		{"dow", SECS_PER_DAY, false, true, false},
+		{"isodow", SECS_PER_DAY, false, true, false},
+		{"doy", SECS_PER_DAY, false, true, false},
+		{"isoyear", SECS_PER_DAY, false, true, false}
 	};
+	bool		trunc = (func->funcid == F_DATE_TRUNC_TEXT_TIMESTAMPTZ);
 	Var		   *var;
 	char	   *unit;
 	int			i;
 
-	if (func->funcid != F_DATE_TRUNC_TEXT_TIMESTAMPTZ ||
+	if ((!trunc && func->funcid != F_EXTRACT_TEXT_TIMESTAMPTZ &&
+		 func->funcid != F_DATE_PART_TEXT_TIMESTAMPTZ) ||
 		list_length(func->args) != 2)
 		return NULL;
 	var = time_bucket_column(func, baserel);
@@ -274,6 +288,8 @@ key_trunc_unit(FuncExpr *func, RelOptInfo *baserel, int *grid)
 	{
 		if (strcmp(unit, units[i].unit) != 0)
 			continue;
+		if (trunc ? !units[i].trunc : !units[i].field)
+			return NULL;
 		if (var->vartype == DATEOID && !units[i].dates)
 			return NULL;
 		if (grid)
@@ -1648,10 +1664,10 @@ shard_upper_plan(PlannerInfo *root, RelOptInfo *upperrel, List *tlist,
 			cols = lappend(cols, list_make1_int(select_col(&sl, key.data,
 														   TA_KEY, key.data,
 														   NULL)));
-			key_truncs = lappend(key_truncs,
-								 makeString(unit == NULL ? "" :
-											psprintf("%c%s", grid > 0 ? 't' : 'd',
-													 unit)));
+			key_truncs = lappend(key_truncs, unit == NULL ? NIL :
+								 list_make3(makeInteger(((FuncExpr *) tle->expr)->funcid),
+											makeString(unit),
+											makeInteger(grid == 0)));
 			if (group_sql.len > 0)
 				appendStringInfoString(&group_sql, ", ");
 			deparse_group_key(&group_sql, root, tle->expr, baserel, true,
@@ -1678,7 +1694,7 @@ shard_upper_plan(PlannerInfo *root, RelOptInfo *upperrel, List *tlist,
 			Aggref	   *agg = (Aggref *) tle->expr;
 
 			cols = lappend(cols, partial_cols(&sl, root, agg, op, baserel));
-			key_truncs = lappend(key_truncs, makeString(""));
+			key_truncs = lappend(key_truncs, NIL);
 			types = lappend_oid(types,
 								op == AGGOP_COUNT_STAR ? InvalidOid :
 								agg_arg(agg, baserel)->vartype);
