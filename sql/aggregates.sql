@@ -455,6 +455,20 @@ SELECT * FROM regress_tz_buckets('EST5EDT', 'ticks', :'ticks_q');
 SELECT * FROM regress_tz_buckets('America/New_York', 'ticks', :'ticks_x');
 SELECT * FROM regress_tz_buckets('Asia/Kathmandu', 'ticks', :'ticks_x');
 SELECT * FROM regress_tz_buckets('Australia/Lord_Howe', 'ticks', :'ticks_x');
+-- and the date in the TimeZone (created_at::date)
+EXPLAIN (VERBOSE, COSTS OFF)
+SELECT t::date, count(*) FROM ticks GROUP BY 1;
+\set ticks_d 'SELECT pushdown, threads, sqlite, "rows" FROM regress_agg($$SELECT tenant_id, t::date, count(*), min(id) FROM {t} GROUP BY 1, 2$$, false, \'ticks\') LIMIT 1'
+SET LOCAL TimeZone = 'UTC';
+:ticks_d;
+SET LOCAL TimeZone = 'America/New_York';
+:ticks_d;
+SET LOCAL TimeZone = 'Asia/Kathmandu';
+:ticks_d;
+SET LOCAL TimeZone = 'Pacific/Apia';
+:ticks_d;
+SET LOCAL TimeZone = 'Europe/Amsterdam';
+:ticks_d;
 SET LOCAL TimeZone = 'Pacific/Apia';
 SELECT * FROM regress_agg($$SELECT extract(dow FROM t), extract(isodow FROM t), extract(doy FROM t), extract(isoyear FROM t), count(*) FROM {t} GROUP BY 1, 2, 3, 4$$, false, 'ticks') LIMIT 1;
 SELECT * FROM regress_agg($$SELECT tenant_id, date_part('hour', t), count(*) FROM {t} GROUP BY 1, 2 ORDER BY 3 DESC, 2, tenant_id COLLATE "C" LIMIT 5$$, true, 'ticks');

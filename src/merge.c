@@ -66,7 +66,7 @@ struct ShardMerge
 								 * key the shards return as a date or time
 								 * standing for its bucket (date_trunc,
 								 * extract, date_part), or fn_oid invalid */
-	Datum	   *key_units;		/* its unit or field (text) */
+	Datum	   *key_units;		/* its unit or field (text), or 0 */
 	bool	   *key_dates;		/* the stand-in is a date */
 	int			nkeys;
 	int		   *key_out;		/* output column of each key */
@@ -186,7 +186,8 @@ shard_merge_create(PlanState *ps, List *ops, List *cols, List *types,
 			if (kt != NIL)
 			{
 				fmgr_info(intVal(linitial(kt)), &m->key_funcs[i]);
-				m->key_units[i] = CStringGetTextDatum(strVal(lsecond(kt)));
+				if (strVal(lsecond(kt))[0] != '\0')
+					m->key_units[i] = CStringGetTextDatum(strVal(lsecond(kt)));
 				m->key_dates[i] = intVal(lthird(kt));
 				read_as = m->key_dates[i] ? DATEOID : TIMESTAMPTZOID;
 			}
@@ -531,8 +532,9 @@ store_keys(ShardMerge *m, TupleTableSlot *slot, const ShardValue *row,
 
 			if (m->key_dates[out])
 				t = DirectFunctionCall1(date_timestamptz, t);
-			slot->tts_values[k] = FunctionCall2(&m->key_funcs[out],
-												m->key_units[out], t);
+			slot->tts_values[k] = (m->key_units[out] == (Datum) 0) ?
+				FunctionCall1(&m->key_funcs[out], t) :
+				FunctionCall2(&m->key_funcs[out], m->key_units[out], t);
 		}
 	}
 	if (with_x)

@@ -198,8 +198,8 @@ deparse_strftime(StringInfo buf, PlannerInfo *root, Var *var,
  *		The column a time bucket reads: a timestamp or date column, or a
  *		date column cast to timestamp (as date_part('year', d) resolves) or,
  *		for date_trunc, to timestamptz (as date_trunc('month', d) resolves),
- *		or, for date_trunc, extract and date_part in the TimeZone, a
- *		timestamptz column; NULL for anything else.
+ *		or, for date_trunc, extract, date_part and the date in the
+ *		TimeZone, a timestamptz column; NULL for anything else.
  */
 static Var *
 time_bucket_column(FuncExpr *func, RelOptInfo *baserel)
@@ -225,7 +225,8 @@ time_bucket_column(FuncExpr *func, RelOptInfo *baserel)
 		 (var->vartype != TIMESTAMPTZOID ||
 		  (func->funcid != F_DATE_TRUNC_TEXT_TIMESTAMPTZ &&
 		   func->funcid != F_EXTRACT_TEXT_TIMESTAMPTZ &&
-		   func->funcid != F_DATE_PART_TEXT_TIMESTAMPTZ))))
+		   func->funcid != F_DATE_PART_TEXT_TIMESTAMPTZ &&
+		   func->funcid != F_DATE_TIMESTAMPTZ))))
 		return NULL;
 	return var;
 }
@@ -234,9 +235,9 @@ time_bucket_column(FuncExpr *func, RelOptInfo *baserel)
  * key_trunc_unit
  *		The unit or field of a grouping key date_trunc(unit, x), or
  *		extract/date_part(field, x), in the session's TimeZone (the
- *		timestamptz versions), which SQLite cannot compute but the merge
- *		can, from a time that stands for each group; NULL when the key is
- *		not one.
+ *		timestamptz versions), or "" for CAST(x AS date), which SQLite
+ *		cannot compute but the merge can, from a time that stands for each
+ *		group; NULL when the key is not one.
  *
  * For x a date column (cast to timestamptz, as PostgreSQL resolves
  * date_trunc('month', d)) the shards group by the unit's first day, the same
@@ -275,6 +276,16 @@ key_trunc_unit(FuncExpr *func, RelOptInfo *baserel, int *grid)
 	char	   *unit;
 	int			i;
 
+	/* CAST(tz AS date), the day in the TimeZone: no unit */
+	if (func->funcid == F_DATE_TIMESTAMPTZ && list_length(func->args) == 1)
+	{
+		var = time_bucket_column(func, baserel);
+		if (var == NULL || var->vartype != TIMESTAMPTZOID)
+			return NULL;
+		if (grid)
+			*grid = SECS_PER_DAY;
+		return "";
+	}
 	if ((!trunc && func->funcid != F_EXTRACT_TEXT_TIMESTAMPTZ &&
 		 func->funcid != F_DATE_PART_TEXT_TIMESTAMPTZ) ||
 		list_length(func->args) != 2)

@@ -1035,7 +1035,8 @@ class Gen:
                        "date_trunc('week', d::timestamp)", "tenant_id, d",
                        "date_trunc('month', d)", "date_trunc('day', tz)",
                        "date_trunc('hour', tz), b", "date_trunc('week', tz)",
-                       "extract(hour FROM tz)", "date_part('dow', tz), b"])
+                       "extract(hour FROM tz)", "date_part('dow', tz), b",
+                       "CAST(tz AS date)"])
         having = self.pick(["", "", " HAVING count(*) > 1",
                             " HAVING min(i) < 0", " HAVING sum(j) > 0",
                             " HAVING max(t) > 'b'"])
