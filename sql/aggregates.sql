@@ -469,6 +469,22 @@ SET LOCAL TimeZone = 'Pacific/Apia';
 :ticks_d;
 SET LOCAL TimeZone = 'Europe/Amsterdam';
 :ticks_d;
+-- in a zone given by a constant: tz AT TIME ZONE 'zone' (a timestamp),
+-- and date_trunc's third argument; an abbreviation of a fixed offset first,
+-- as PostgreSQL reads the zone
+EXPLAIN (VERBOSE, COSTS OFF)
+SELECT date_trunc('day', t AT TIME ZONE 'America/New_York'), count(*)
+  FROM ticks GROUP BY 1;
+SET LOCAL TimeZone = 'UTC';
+\set ticks_z1 'SELECT tenant_id, date_trunc(%1$L, t AT TIME ZONE ''America/New_York''), count(*), min(id), max(id) FROM {t} GROUP BY 1, 2'
+SELECT * FROM regress_tz_buckets('Asia/Tokyo', 'ticks', :'ticks_z1');
+\set ticks_z2 'SELECT tenant_id, extract(%1$L FROM t AT TIME ZONE ''Asia/Kathmandu''), date_part(%1$L, t AT TIME ZONE ''EST''), count(*) FROM {t} GROUP BY 1, 2, 3'
+SELECT * FROM regress_tz_buckets('UTC', 'ticks', :'ticks_z2');
+\set ticks_z3 'SELECT tenant_id, date_trunc(%1$L, t, ''Australia/Lord_Howe''), date_trunc(%1$L, t, ''UTC''), count(*) FROM {t} GROUP BY 1, 2, 3'
+SELECT * FROM regress_tz_buckets('Europe/Amsterdam', 'ticks', :'ticks_z3');
+SET LOCAL TimeZone = 'Asia/Kolkata';
+SELECT pushdown, threads, sqlite, "rows" FROM regress_agg($$SELECT CAST(t AT TIME ZONE 'Pacific/Apia' AS date), (t AT TIME ZONE 'MSK')::date, count(*) FROM {t} GROUP BY 1, 2$$, false, 'ticks') LIMIT 1;
+SELECT pushdown, threads, sqlite, "rows", native FROM regress_agg($$SELECT date_trunc('day', t AT TIME ZONE 'Mars/Olympus'), count(*) FROM {t} GROUP BY 1$$, false, 'ticks');
 SET LOCAL TimeZone = 'Pacific/Apia';
 SELECT * FROM regress_agg($$SELECT extract(dow FROM t), extract(isodow FROM t), extract(doy FROM t), extract(isoyear FROM t), count(*) FROM {t} GROUP BY 1, 2, 3, 4$$, false, 'ticks') LIMIT 1;
 SELECT * FROM regress_agg($$SELECT tenant_id, date_part('hour', t), count(*) FROM {t} GROUP BY 1, 2 ORDER BY 3 DESC, 2, tenant_id COLLATE "C" LIMIT 5$$, true, 'ticks');

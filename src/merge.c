@@ -68,6 +68,8 @@ struct ShardMerge
 								 * extract, date_part), or fn_oid invalid */
 	Datum	   *key_units;		/* its unit or field (text), or 0 */
 	bool	   *key_dates;		/* the stand-in is a date */
+	Datum	   *key_zones;		/* the zone (text) it reads the time in, or
+								 * 0: the TimeZone */
 	int			nkeys;
 	int		   *key_out;		/* output column of each key */
 
@@ -161,6 +163,7 @@ shard_merge_create(PlanState *ps, List *ops, List *cols, List *types,
 	m->key_funcs = palloc0(sizeof(FmgrInfo) * m->nout);
 	m->key_units = palloc0(sizeof(Datum) * m->nout);
 	m->key_dates = palloc0(sizeof(bool) * m->nout);
+	m->key_zones = palloc0(sizeof(Datum) * m->nout);
 	m->key_out = palloc(sizeof(int) * (m->nout + 1));
 	m->guard_col = guard_col;
 	m->keycheck_col = -1;
@@ -189,6 +192,8 @@ shard_merge_create(PlanState *ps, List *ops, List *cols, List *types,
 				if (strVal(lsecond(kt))[0] != '\0')
 					m->key_units[i] = CStringGetTextDatum(strVal(lsecond(kt)));
 				m->key_dates[i] = intVal(lthird(kt));
+				if (strVal(lfourth(kt))[0] != '\0')
+					m->key_zones[i] = CStringGetTextDatum(strVal(lfourth(kt)));
 				read_as = m->key_dates[i] ? DATEOID : TIMESTAMPTZOID;
 			}
 			shard_conv_init(&m->convs[i], read_as, -1);
@@ -532,9 +537,20 @@ store_keys(ShardMerge *m, TupleTableSlot *slot, const ShardValue *row,
 
 			if (m->key_dates[out])
 				t = DirectFunctionCall1(date_timestamptz, t);
-			slot->tts_values[k] = (m->key_units[out] == (Datum) 0) ?
-				FunctionCall1(&m->key_funcs[out], t) :
-				FunctionCall2(&m->key_funcs[out], m->key_units[out], t);
+			if (m->key_funcs[out].fn_nargs == 3)	/* date_trunc(u, t, zone) */
+				slot->tts_values[k] = FunctionCall3(&m->key_funcs[out],
+													m->key_units[out], t,
+													m->key_zones[out]);
+			else
+			{
+				/* the local time in the zone: timezone(zone, t) */
+				if (m->key_zones[out] != (Datum) 0)
+					t = DirectFunctionCall2(timestamptz_zone,
+											m->key_zones[out], t);
+				slot->tts_values[k] = (m->key_units[out] == (Datum) 0) ?
+					FunctionCall1(&m->key_funcs[out], t) :
+					FunctionCall2(&m->key_funcs[out], m->key_units[out], t);
+			}
 		}
 	}
 	if (with_x)

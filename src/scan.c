@@ -30,10 +30,12 @@
 #include "miscadmin.h"
 #include "nodes/nodeFuncs.h"
 #include "optimizer/optimizer.h"
+#include "parser/scansup.h"
 #include "portability/instr_time.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/date.h"
+#include "utils/datetime.h"
 #include "utils/json.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
@@ -797,7 +799,7 @@ gcd64(int64 a, int64 b)
 /*
  * bind_tz_grid
  *		The grid that ssfdw_tz_grid rounds times down to for a date_trunc
- *		key in the session's TimeZone (upper.c, key_trunc_unit): from
+ *		key in zone tz (upper.c, key_trunc_unit): from
  *		grid[0] (Unix seconds) on, every local boundary of a unit of
  *		unit_secs seconds (a minute, an hour, or a day for the longer
  *		units) falls on grid[2] plus a multiple of grid[1] seconds, so that
@@ -814,7 +816,7 @@ gcd64(int64 a, int64 b)
  * 2300 for a zone whose rules go on; both repeat every 400 years.
  */
 static void
-bind_tz_grid(int unit_secs, int64 grid[3])
+bind_tz_grid(int unit_secs, pg_tz *tz, int64 grid[3])
 {
 	static pg_tz *cached_tz = NULL;
 	static int	cached_unit = 0;
@@ -827,7 +829,7 @@ bind_tz_grid(int unit_secs, int64 grid[3])
 	bool		complete = false;
 	int			i;
 
-	if (cached_tz == session_timezone && cached_unit == unit_secs)
+	if (cached_tz == tz && cached_unit == unit_secs)
 	{
 		memcpy(grid, cached, sizeof(cached));
 		return;
@@ -842,7 +844,7 @@ bind_tz_grid(int unit_secs, int64 grid[3])
 		int			rc;
 
 		rc = pg_next_dst_boundary(&t, &before_off, &before_dst, &boundary,
-								  &after_off, &after_dst, session_timezone);
+								  &after_off, &after_dst, tz);
 		if (rc < 0)
 			break;
 		if (before_off % 900 != 0)
@@ -879,9 +881,55 @@ bind_tz_grid(int unit_secs, int64 grid[3])
 	grid[0] = cut;
 	grid[1] = step;
 	grid[2] = phase % step;
-	cached_tz = session_timezone;
+	cached_tz = tz;
 	cached_unit = unit_secs;
 	memcpy(cached, grid, sizeof(cached));
+}
+
+/*
+ * bind_zone_grid
+ *		The grid of a key's parameter "<longest step>[ <zone>]" (upper.c):
+ *		in the session's TimeZone, or in the zone, found as timezone(zone,
+ *		tz) finds it: an abbreviation of a fixed offset first, then a zone
+ *		name.  Where the grid is not known (an abbreviation whose offset
+ *		depends on the date, a zone that does not exist, for which the
+ *		merge raises PostgreSQL's error), every time is taken to the second.
+ */
+static void
+bind_zone_grid(const char *spec, int64 grid[3])
+{
+	char	   *rest;
+	long		unit_secs = strtol(spec, &rest, 10);
+	char	   *lowzone;
+	int			offset;
+	pg_tz	   *tz = NULL;
+	int			type;
+
+	if (*rest == '\0')
+	{
+		bind_tz_grid(unit_secs, session_timezone, grid);
+		return;
+	}
+	rest++;
+	lowzone = downcase_truncate_identifier(rest, strlen(rest), false);
+	type = DecodeTimezoneAbbrev(0, lowzone, &offset, &tz);
+	if (type == TZ || type == DTZ)
+	{
+		/* a fixed offset east of UTC: local boundaries less the offset */
+		grid[0] = PG_INT64_MIN;
+		grid[1] = unit_secs;
+		grid[2] = -(int64) offset % unit_secs;
+		return;
+	}
+	tz = (type == DYNTZ || strlen(rest) > TZ_STRLEN_MAX) ? NULL : pg_tzset(rest);
+	if (tz == NULL)
+	{
+		grid[0] = PG_INT64_MAX;
+		grid[1] = 1;
+		grid[2] = 0;
+		return;
+	}
+	bind_tz_grid(unit_secs, tz, grid);
 }
 
 /*
@@ -919,7 +967,7 @@ eval_params(ShardScanState *s, ExprContext *econtext)
 		{
 			int64		grid[3];
 
-			bind_tz_grid(DatumGetInt32(value), grid);
+			bind_zone_grid(TextDatumGetCString(value), grid);
 			v->type = SQLITE_INTEGER;
 			v->u.i = grid[lfirst_int(lc_kind) - SHARD_PARAM_TZ_GRID_CUT];
 			v->len = 0;

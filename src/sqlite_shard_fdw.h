@@ -209,8 +209,10 @@ enum FdwScanPrivateIndex
 	FdwScanPrivateKeyTrunc		/* List per output column: for a key the
 								 * shards return as a date or a time that
 								 * stands for its bucket, the function
-								 * (Integer), its unit (String) and whether
-								 * a date (Integer); otherwise NIL */
+								 * (Integer), its unit (String, or ""),
+								 * whether a date (Integer) and the zone it
+								 * reads the time in (String, "": the
+								 * TimeZone); otherwise NIL */
 };
 
 /* Positions in FdwScanPrivateOrder. */

@@ -194,12 +194,59 @@ deparse_strftime(StringInfo buf, PlannerInfo *root, Var *var,
 }
 
 /*
+ * zone_column
+ *		Does a time bucket read a timestamptz column in a zone given by a
+ *		constant: date_trunc, extract, date_part or the date of
+ *		timezone('zone', tz) (tz AT TIME ZONE 'zone'), or date_trunc(unit,
+ *		tz, 'zone')?  Sets *var, and *zone when zone is not NULL.
+ */
+static bool
+zone_column(FuncExpr *func, RelOptInfo *baserel, char **zone, Var **var)
+{
+	Expr	   *arg;
+	char	   *z;
+
+	*var = NULL;
+	if (func->funcid == F_DATE_TRUNC_TEXT_TIMESTAMPTZ_TEXT &&
+		list_length(func->args) == 3)
+	{
+		arg = lsecond(func->args);
+		z = const_text(lthird(func->args));
+	}
+	else if ((func->funcid == F_DATE_TRUNC_TEXT_TIMESTAMP ||
+			  func->funcid == F_EXTRACT_TEXT_TIMESTAMP ||
+			  func->funcid == F_DATE_PART_TEXT_TIMESTAMP ||
+			  func->funcid == F_DATE_TIMESTAMP) &&
+			 IsA(llast(func->args), FuncExpr) &&
+			 ((FuncExpr *) llast(func->args))->funcid == F_TIMEZONE_TEXT_TIMESTAMPTZ &&
+			 list_length(((FuncExpr *) llast(func->args))->args) == 2)
+	{
+		FuncExpr   *tzf = (FuncExpr *) llast(func->args);
+
+		arg = lsecond(tzf->args);
+		z = const_text(linitial(tzf->args));
+	}
+	else
+		return false;
+	*var = shard_own_column(arg, baserel);
+	if (z == NULL || *var == NULL || (*var)->vartype != TIMESTAMPTZOID)
+	{
+		*var = NULL;
+		return false;
+	}
+	if (zone)
+		*zone = z;
+	return true;
+}
+
+/*
  * time_bucket_column
  *		The column a time bucket reads: a timestamp or date column, or a
  *		date column cast to timestamp (as date_part('year', d) resolves) or,
  *		for date_trunc, to timestamptz (as date_trunc('month', d) resolves),
  *		or, for date_trunc, extract, date_part and the date in the
- *		TimeZone, a timestamptz column; NULL for anything else.
+ *		TimeZone or in a given zone (zone_column), a timestamptz column;
+ *		NULL for anything else.
  */
 static Var *
 time_bucket_column(FuncExpr *func, RelOptInfo *baserel)
@@ -209,6 +256,8 @@ time_bucket_column(FuncExpr *func, RelOptInfo *baserel)
 
 	if (func->args == NIL)
 		return NULL;
+	if (zone_column(func, baserel, NULL, &var))
+		return var;
 	arg = llast(func->args);
 	if (IsA(arg, FuncExpr) &&
 		(((FuncExpr *) arg)->funcid == F_TIMESTAMP_DATE ||
@@ -248,7 +297,7 @@ time_bucket_column(FuncExpr *func, RelOptInfo *baserel)
  * seconds, and the merge adds up the groups that fall into one bucket.
  */
 static char *
-key_trunc_unit(FuncExpr *func, RelOptInfo *baserel, int *grid)
+key_trunc_unit(FuncExpr *func, RelOptInfo *baserel, int *grid, char **zone)
 {
 	static const struct
 	{
@@ -271,13 +320,21 @@ key_trunc_unit(FuncExpr *func, RelOptInfo *baserel, int *grid)
 		{"doy", SECS_PER_DAY, false, true, false},
 		{"isoyear", SECS_PER_DAY, false, true, false}
 	};
-	bool		trunc = (func->funcid == F_DATE_TRUNC_TEXT_TIMESTAMPTZ);
+	bool		trunc;
+	bool		in_zone;
 	Var		   *var;
 	char	   *unit;
+	char	   *z = NULL;
 	int			i;
 
-	/* CAST(tz AS date), the day in the TimeZone: no unit */
-	if (func->funcid == F_DATE_TIMESTAMPTZ && list_length(func->args) == 1)
+	in_zone = zone_column(func, baserel, &z, &var);
+	if (zone)
+		*zone = z;
+
+	/* the date in the TimeZone or the zone: no unit */
+	if ((func->funcid == F_DATE_TIMESTAMPTZ ||
+		 (func->funcid == F_DATE_TIMESTAMP && in_zone)) &&
+		list_length(func->args) == 1)
 	{
 		var = time_bucket_column(func, baserel);
 		if (var == NULL || var->vartype != TIMESTAMPTZOID)
@@ -286,9 +343,15 @@ key_trunc_unit(FuncExpr *func, RelOptInfo *baserel, int *grid)
 			*grid = SECS_PER_DAY;
 		return "";
 	}
-	if ((!trunc && func->funcid != F_EXTRACT_TEXT_TIMESTAMPTZ &&
-		 func->funcid != F_DATE_PART_TEXT_TIMESTAMPTZ) ||
-		list_length(func->args) != 2)
+	trunc = (func->funcid == F_DATE_TRUNC_TEXT_TIMESTAMPTZ ||
+			 func->funcid == F_DATE_TRUNC_TEXT_TIMESTAMPTZ_TEXT ||
+			 (func->funcid == F_DATE_TRUNC_TEXT_TIMESTAMP && in_zone));
+	if (!trunc && func->funcid != F_EXTRACT_TEXT_TIMESTAMPTZ &&
+		func->funcid != F_DATE_PART_TEXT_TIMESTAMPTZ &&
+		!(in_zone && (func->funcid == F_EXTRACT_TEXT_TIMESTAMP ||
+					  func->funcid == F_DATE_PART_TEXT_TIMESTAMP)))
+		return NULL;
+	if (list_length(func->args) != (func->funcid == F_DATE_TRUNC_TEXT_TIMESTAMPTZ_TEXT ? 3 : 2))
 		return NULL;
 	var = time_bucket_column(func, baserel);
 	unit = const_text(linitial(func->args));
@@ -336,7 +399,7 @@ deparse_time_bucket(StringInfo buf, PlannerInfo *root, FuncExpr *func,
 	/* the time on the session TimeZone's grid (key_trunc_unit) */
 	if (var->vartype == TIMESTAMPTZOID)
 	{
-		if (key_trunc_unit(func, baserel, NULL) == NULL)
+		if (key_trunc_unit(func, baserel, NULL, NULL) == NULL)
 			return false;
 		if (buf)
 		{
@@ -386,7 +449,7 @@ deparse_time_bucket(StringInfo buf, PlannerInfo *root, FuncExpr *func,
 	 */
 	if (func->funcid == F_DATE_TRUNC_TEXT_TIMESTAMP ||
 		(func->funcid == F_DATE_TRUNC_TEXT_TIMESTAMPTZ &&
-		 key_trunc_unit(func, baserel, NULL) != NULL))
+		 key_trunc_unit(func, baserel, NULL, NULL) != NULL))
 	{
 		const char *fmt = NULL;
 		const char *mods = "";
@@ -927,7 +990,7 @@ add_final_path(PlannerInfo *root, RelOptInfo *input_rel,
 		if (lfirst_int(lc_op) != AGGOP_KEY)
 			continue;
 		if (IsA(expr, FuncExpr) &&
-			key_trunc_unit((FuncExpr *) expr, info->baserel, NULL) != NULL)
+			key_trunc_unit((FuncExpr *) expr, info->baserel, NULL, NULL) != NULL)
 			return;
 		if (var == NULL || var->vartype == DATEOID)
 			continue;
@@ -1619,24 +1682,30 @@ shard_upper_plan(PlannerInfo *root, RelOptInfo *upperrel, List *tlist,
 			SortGroupClause *sgc = NULL;
 			StringInfoData key;
 			char	   *unit = NULL;
+			char	   *zone = NULL;
 			int			grid = 0;
 			int			tz_param = 0;
 			ListCell   *lc2;
 			int			i = 0;
 
 			/*
-			 * A time zone grid's step and start, bound when the scan runs
-			 * (scan.c, bind_tz_grid), as the TimeZone may change until then.
+			 * A time zone grid's start, step and phase, bound when the scan
+			 * runs (scan.c, bind_tz_grid), as the TimeZone may change until
+			 * then: each parameter is "<longest step>[ <zone>]".
 			 */
 			if (IsA(tle->expr, FuncExpr))
-				unit = key_trunc_unit((FuncExpr *) tle->expr, baserel, &grid);
+				unit = key_trunc_unit((FuncExpr *) tle->expr, baserel, &grid,
+									  &zone);
 			if (grid > 0)
 			{
 				Const	   *g;
 
 				grid_keys = true;	/* its buckets arrive in pieces */
-				g = makeConst(INT4OID, -1, InvalidOid, sizeof(int32),
-										  Int32GetDatum(grid), false, true);
+				g = makeConst(TEXTOID, -1, DEFAULT_COLLATION_OID, -1,
+							  CStringGetTextDatum(zone ?
+												  psprintf("%d %s", grid, zone) :
+												  psprintf("%d", grid)),
+							  false, false);
 
 				params = lappend(params, g);
 				param_kinds = lappend_int(param_kinds, SHARD_PARAM_TZ_GRID_CUT);
@@ -1676,9 +1745,10 @@ shard_upper_plan(PlannerInfo *root, RelOptInfo *upperrel, List *tlist,
 														   TA_KEY, key.data,
 														   NULL)));
 			key_truncs = lappend(key_truncs, unit == NULL ? NIL :
-								 list_make3(makeInteger(((FuncExpr *) tle->expr)->funcid),
+								 list_make4(makeInteger(((FuncExpr *) tle->expr)->funcid),
 											makeString(unit),
-											makeInteger(grid == 0)));
+											makeInteger(grid == 0),
+											makeString(zone ? zone : "")));
 			if (group_sql.len > 0)
 				appendStringInfoString(&group_sql, ", ");
 			deparse_group_key(&group_sql, root, tle->expr, baserel, true,

@@ -1036,7 +1036,9 @@ class Gen:
                        "date_trunc('month', d)", "date_trunc('day', tz)",
                        "date_trunc('hour', tz), b", "date_trunc('week', tz)",
                        "extract(hour FROM tz)", "date_part('dow', tz), b",
-                       "CAST(tz AS date)"])
+                       "CAST(tz AS date)",
+                       "date_trunc('day', tz AT TIME ZONE 'America/New_York')",
+                       "extract(hour FROM tz AT TIME ZONE 'UTC')"])
         having = self.pick(["", "", " HAVING count(*) > 1",
                             " HAVING min(i) < 0", " HAVING sum(j) > 0",
                             " HAVING max(t) > 'b'"])
