@@ -434,7 +434,9 @@ SELECT 'globex', 100000 + k, to_timestamp(-6940713600 + k::bigint * 800009)
   FROM generate_series(0, 11999) k
 UNION ALL
 SELECT 'initech', 200000 + k, to_timestamp(10036857600 + k::bigint * 259217)
-  FROM generate_series(0, 3999) k;
+  FROM generate_series(0, 3999) k
+UNION ALL
+SELECT 'vacant', 300000, to_timestamp(-210866803200 + 3600);
 SELECT count(*), min(t), max(t) FROM ticks;
 \set ticks_q 'SELECT tenant_id, date_trunc(%1$L, t), count(*), min(id), max(id) FROM {t} GROUP BY 1, 2'
 BEGIN;
@@ -485,6 +487,11 @@ SELECT * FROM regress_tz_buckets('Europe/Amsterdam', 'ticks', :'ticks_z3');
 SET LOCAL TimeZone = 'Asia/Kolkata';
 SELECT pushdown, threads, sqlite, "rows" FROM regress_agg($$SELECT CAST(t AT TIME ZONE 'Pacific/Apia' AS date), (t AT TIME ZONE 'MSK')::date, count(*) FROM {t} GROUP BY 1, 2$$, false, 'ticks') LIMIT 1;
 SELECT pushdown, threads, sqlite, "rows", native FROM regress_agg($$SELECT date_trunc('day', t AT TIME ZONE 'Mars/Olympus'), count(*) FROM {t} GROUP BY 1$$, false, 'ticks');
+-- a fixed offset east of UTC, an hour after the first timestamp
+SELECT pushdown, threads, sqlite, "rows", native FROM regress_agg($$SELECT date_trunc('day', t AT TIME ZONE 'NPT'), count(*) FROM {t} WHERE tenant_id = 'vacant' GROUP BY 1$$, false, 'ticks');
+-- an empty zone is not pushed: PostgreSQL raises its error on the rows
+SELECT pushdown, threads, sqlite, "rows", native FROM regress_agg($$SELECT date_trunc('hour', t, ''), count(*) FROM {t} GROUP BY 1$$, false, 'ticks');
+SELECT pushdown, threads, sqlite, "rows", native FROM regress_agg($$SELECT (t AT TIME ZONE '')::date, count(*) FROM {t} GROUP BY 1$$, false, 'ticks');
 SET LOCAL TimeZone = 'Pacific/Apia';
 SELECT * FROM regress_agg($$SELECT extract(dow FROM t), extract(isodow FROM t), extract(doy FROM t), extract(isoyear FROM t), count(*) FROM {t} GROUP BY 1, 2, 3, 4$$, false, 'ticks') LIMIT 1;
 SELECT * FROM regress_agg($$SELECT tenant_id, date_part('hour', t), count(*) FROM {t} GROUP BY 1, 2 ORDER BY 3 DESC, 2, tenant_id COLLATE "C" LIMIT 5$$, true, 'ticks');

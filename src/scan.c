@@ -776,6 +776,9 @@ bind_date_as_timestamp(DateADT date, bool tz, ShardValue *out)
 /* Times before 1800 and after 2300 (Unix seconds): see bind_tz_grid. */
 #define TZ_GRID_START	INT64CONST(-5364662400)
 #define TZ_GRID_END		INT64CONST(10413792000)
+/* The second day of PostgreSQL's timestamps (4714-11-25 BC, Unix seconds). */
+#define TZ_GRID_FIRST_DAY \
+	(((int64) 0 - UNIX_EPOCH_JDATE + 1) * SECS_PER_DAY)
 
 /*
  * gcd64
@@ -915,8 +918,12 @@ bind_zone_grid(const char *spec, int64 grid[3])
 	type = DecodeTimezoneAbbrev(0, lowzone, &offset, &tz);
 	if (type == TZ || type == DTZ)
 	{
-		/* a fixed offset east of UTC: local boundaries less the offset */
-		grid[0] = PG_INT64_MIN;
+		/*
+		 * A fixed offset east of UTC: local boundaries less the offset;
+		 * but not in the first day, where a time rounded down could fall
+		 * before the first timestamp.
+		 */
+		grid[0] = TZ_GRID_FIRST_DAY;
 		grid[1] = unit_secs;
 		grid[2] = -(int64) offset % unit_secs;
 		return;

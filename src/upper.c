@@ -229,7 +229,9 @@ zone_column(FuncExpr *func, RelOptInfo *baserel, char **zone, Var **var)
 	else
 		return false;
 	*var = shard_own_column(arg, baserel);
-	if (z == NULL || *var == NULL || (*var)->vartype != TIMESTAMPTZOID)
+	/* an empty zone is PostgreSQL's error, raised on the rows */
+	if (z == NULL || z[0] == '\0' || *var == NULL ||
+		(*var)->vartype != TIMESTAMPTZOID)
 	{
 		*var = NULL;
 		return false;
