@@ -1664,7 +1664,7 @@ shard_upper_plan(PlannerInfo *root, RelOptInfo *upperrel, List *tlist,
 	int			guard_col = -1;
 	int			keycheck_col = -1;
 	List	   *key_truncs = NIL;
-	bool		grid_keys = false;
+	bool		split_keys = false;
 
 	initStringInfo(&select_sql);
 	initStringInfo(&group_sql);
@@ -1698,11 +1698,13 @@ shard_upper_plan(PlannerInfo *root, RelOptInfo *upperrel, List *tlist,
 			if (IsA(tle->expr, FuncExpr))
 				unit = key_trunc_unit((FuncExpr *) tle->expr, baserel, &grid,
 									  &zone);
+			/* the merge may put several shard groups in one bucket */
+			if (unit != NULL)
+				split_keys = true;
 			if (grid > 0)
 			{
 				Const	   *g;
 
-				grid_keys = true;	/* its buckets arrive in pieces */
 				g = makeConst(TEXTOID, -1, DEFAULT_COLLATION_OID, -1,
 							  CStringGetTextDatum(zone ?
 												  psprintf("%d %s", grid, zone) :
@@ -1840,7 +1842,7 @@ shard_upper_plan(PlannerInfo *root, RelOptInfo *upperrel, List *tlist,
 							 makeInteger(prune_kind));
 	fdw_private = lappend(fdw_private,
 						  makeInteger(info->by_tenant && info->distinct == NULL &&
-									  !grid_keys ?
+									  !split_keys ?
 									  SCAN_AGG_FULL : SCAN_AGG_PARTIAL));
 	fdw_private = lappend(fdw_private, makeString(group_sql.data));
 	fdw_private = lappend(fdw_private, info->ops);
