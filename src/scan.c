@@ -950,6 +950,7 @@ eval_params(ShardScanState *s, ExprContext *econtext)
 			   *lc_type,
 			   *lc_kind;
 	int			i = 0;
+	int64		grid[3] = {0, 1, 0};
 
 	s->param_values = palloc0(sizeof(ShardValue) * (s->nparams + 1));
 	forthree(lc_expr, s->param_exprs, lc_type, s->param_types,
@@ -972,9 +973,9 @@ eval_params(ShardScanState *s, ExprContext *econtext)
 		else if (lfirst_int(lc_kind) >= SHARD_PARAM_TZ_GRID_CUT &&
 				 lfirst_int(lc_kind) <= SHARD_PARAM_TZ_GRID_PHASE)
 		{
-			int64		grid[3];
-
-			bind_zone_grid(TextDatumGetCString(value), grid);
+			/* a key's three come in order: work the grid out once */
+			if (lfirst_int(lc_kind) == SHARD_PARAM_TZ_GRID_CUT)
+				bind_zone_grid(TextDatumGetCString(value), grid);
 			v->type = SQLITE_INTEGER;
 			v->u.i = grid[lfirst_int(lc_kind) - SHARD_PARAM_TZ_GRID_CUT];
 			v->len = 0;

@@ -497,6 +497,23 @@ wrapper_time(sqlite3_context *ctx, sqlite3_value *v, int as_date,
 }
 
 /*
+ * arg_usecs
+ *		The time the wrapper reads in a function's argument, in
+ *		microseconds since 2000-01-01; 0 after setting the result to NULL
+ *		for NULL, or failing the function for what the wrapper cannot read.
+ */
+static int
+arg_usecs(sqlite3_context *ctx, sqlite3_value *v, long long *usecs)
+{
+	if (sqlite3_value_type(v) == SQLITE_NULL)
+	{
+		sqlite3_result_null(ctx);
+		return 0;
+	}
+	return wrapper_time(ctx, v, 0, usecs);
+}
+
+/*
  * usecs_func
  *		SQL function ssfdw_usecs(x, p): the timestamp the wrapper reads in x,
  *		as microseconds since 2000-01-01 UTC, rounded to p fractional digits
@@ -512,12 +529,7 @@ usecs_func(sqlite3_context *ctx, int argc, sqlite3_value **argv)
 	int			p = sqlite3_value_int(argv[1]);
 	long long	usecs;
 
-	if (sqlite3_value_type(argv[0]) == SQLITE_NULL)
-	{
-		sqlite3_result_null(ctx);
-		return;
-	}
-	if (!wrapper_time(ctx, argv[0], 0, &usecs))
+	if (!arg_usecs(ctx, argv[0], &usecs))
 		return;
 
 	/* timestamp(p): round half away from zero, as PostgreSQL does */
@@ -559,10 +571,10 @@ days_func(sqlite3_context *ctx, int argc, sqlite3_value **argv)
  *		SQL function ssfdw_tz_grid(x, cut, n, phase): the time the wrapper
  *		reads in x, as Unix seconds rounded down to phase plus a multiple of
  *		n (but not below cut), or to the second before cut.  The backend
- *		chooses the grid (scan.c, bind_tz_grid) so that date_trunc in the
- *		session's TimeZone has one value all through each of its spans:
- *		shards group rows by it, and PostgreSQL computes date_trunc of each
- *		group's time.
+ *		chooses the grid (scan.c, bind_tz_grid) so that a date_trunc,
+ *		extract or date_part key, in the session's TimeZone or a named
+ *		zone, has one value all through each of its spans: shards group
+ *		rows by it, and PostgreSQL computes the key of each group's time.
  */
 static void
 tz_grid_func(sqlite3_context *ctx, int argc, sqlite3_value **argv)
@@ -573,12 +585,7 @@ tz_grid_func(sqlite3_context *ctx, int argc, sqlite3_value **argv)
 	long long	usecs;
 	long long	secs;
 
-	if (sqlite3_value_type(argv[0]) == SQLITE_NULL)
-	{
-		sqlite3_result_null(ctx);
-		return;
-	}
-	if (!wrapper_time(ctx, argv[0], 0, &usecs))
+	if (!arg_usecs(ctx, argv[0], &usecs))
 		return;
 	secs = usecs / 1000000 - (usecs % 1000000 < 0 ? 1 : 0) + UNIX_TO_2000_SECS;
 	if (secs >= cut && n > 1)
