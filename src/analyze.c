@@ -17,8 +17,7 @@
  *
  * - A tenant in a move counts only from the shard that owns it; its copy
  *   on the other shard (rows copied ahead of cutover, or left behind until
- *   cleanup) is filtered out, inside SQLite when the tenant column is an
- *   integer or text, otherwise row by row here.
+ *   cleanup) is filtered out inside SQLite, as scans filter it (tenant.c).
  * - A role whose user mapping restricts it to some tenants samples only
  *   those tenants' rows.  ANALYZE reads as the table owner, so this is the
  *   owner's mapping: a restricted owner cannot pull other tenants' values
@@ -34,13 +33,10 @@
 #include <sys/stat.h>
 
 #include "access/htup_details.h"
-#include "catalog/pg_type.h"
 #include "commands/vacuum.h"
 #include "foreign/fdwapi.h"
 #include "foreign/foreign.h"
-#include "mb/pg_wchar.h"
 #include "miscadmin.h"
-#include "utils/json.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
@@ -76,11 +72,10 @@ typedef struct ShardAnalyzeState
 	/* which tenants' rows count (see shard_query) */
 	AttrNumber	tenant_attnum;
 	int			tenant_col;		/* its position among the selected columns */
-	Oid			tenant_type;
-	FmgrInfo	tenant_out;		/* its output function */
+	const char *tenant_column;	/* its SQLite name */
+	int			tenant_kind;	/* how ssfdw_tenant reads it */
 	List	   *allowed;		/* user mapping tenants, or NIL for all */
 	List	   *excluded;		/* tenants whose rows here are stale */
-	bool		filter_in_sqlite;	/* else each row is checked here */
 
 	/* for the error context */
 	const char *relname;
@@ -97,15 +92,10 @@ static BlockNumber estimate_pages(List *shards);
 static List *copy_shard_list(List *shards);
 static bool shard_owns_allowed(ShardDirectory *dir, ShardInfo *shard,
 							   List *allowed);
-static char *shard_query(ShardAnalyzeState *astate, const char *base,
-						 const char *tenant_column, ShardValue *binds,
-						 int *nbinds);
-static char *json_string_array(List *strings);
+static char *shard_query(ShardAnalyzeState *astate, ShardConn *conn,
+						 const char *base, ShardValue *binds, int *nbinds);
 static void sample_shard(ShardAnalyzeState *astate, ShardServerOptions *opts,
-						 ShardInfo *shard, const char *query,
-						 ShardValue *binds, int nbinds);
-static bool row_visible(ShardAnalyzeState *astate, const ShardValue *row);
-static bool string_member(List *strings, const char *str);
+						 ShardInfo *shard, const char *base);
 static void sample_row(ShardAnalyzeState *astate, const ShardValue *row);
 static HeapTuple convert_row(ShardAnalyzeState *astate, const ShardValue *row);
 static void analyze_error_callback(void *arg);
@@ -188,8 +178,6 @@ shard_acquire_sample_rows(Relation relation, int elevel,
 	StringInfoData query;
 	ErrorContextCallback errcallback;
 	ListCell   *lc;
-	Oid			typoutput;
-	bool		typvarlena;
 	int			nshards = 0;
 	int			i;
 
@@ -248,38 +236,16 @@ shard_acquire_sample_rows(Relation relation, int elevel,
 		elog(ERROR, "tenant column of foreign table \"%s\" is not fetched",
 			 astate.relname);
 
-	astate.tenant_type = TupleDescAttr(astate.tupdesc,
-									   astate.tenant_attnum - 1)->atttypid;
-	getTypeOutputInfo(astate.tenant_type, &typoutput, &typvarlena);
-	fmgr_info(typoutput, &astate.tenant_out);
-
-	/*
-	 * Tenant ids compare with the tenant column as the canonical text form
-	 * of its value.  SQLite can do that itself for integer and text columns
-	 * (as scans do); for other types each row's tenant is converted and
-	 * checked here.
-	 */
-	switch (astate.tenant_type)
-	{
-		case INT2OID:
-		case INT4OID:
-		case INT8OID:
-			astate.filter_in_sqlite = true;
-			break;
-		case TEXTOID:
-		case VARCHAROID:
-			astate.filter_in_sqlite = (GetDatabaseEncoding() == PG_UTF8);
-			break;
-		default:
-			astate.filter_in_sqlite = false;
-			break;
-	}
+	astate.tenant_column = topts->tenant_column;
+	astate.tenant_kind = shard_tenant_kind(TupleDescAttr(astate.tupdesc,
+														 astate.tenant_attnum - 1)->atttypid);
 
 	/*
 	 * ANALYZE runs as the table owner, so GetUserId() is the role whose
 	 * user mapping decides which tenants the sample may contain.
 	 */
-	astate.allowed = shard_user_tenants(topts->serverid, GetUserId());
+	astate.allowed = shard_tenant_ids_text(shard_user_tenants(topts->serverid,
+															  GetUserId()));
 
 	dir = shard_directory_get(opts);
 	shards = copy_shard_list(shard_directory_shards(dir));
@@ -292,9 +258,6 @@ shard_acquire_sample_rows(Relation relation, int elevel,
 	foreach(lc, shards)
 	{
 		ShardInfo  *shard = (ShardInfo *) lfirst(lc);
-		ShardValue	binds[2];
-		int			nbinds;
-		char	   *sql;
 
 		/* A restricted role reads only the shards that own its tenants. */
 		if (astate.allowed != NIL &&
@@ -302,11 +265,8 @@ shard_acquire_sample_rows(Relation relation, int elevel,
 			continue;
 
 		astate.excluded = shard_directory_stale_tenants(dir, shard->shard_id);
-		sql = shard_query(&astate, query.data, topts->tenant_column,
-						  binds, &nbinds);
-
 		astate.shard_id = shard->shard_id;
-		sample_shard(&astate, opts, shard, sql, binds, nbinds);
+		sample_shard(&astate, opts, shard, query.data);
 		astate.shard_id = NULL;
 		nshards++;
 	}
@@ -371,86 +331,44 @@ shard_owns_allowed(ShardDirectory *dir, ShardInfo *shard, List *allowed)
 
 /*
  * shard_query
- *		The sampling query for one shard: base plus, when SQLite can apply
- *		them, the allowed and stale tenant lists, each bound as one JSON
- *		array of strings (binds[], *nbinds of them).
- *
- * A NULL tenant belongs to no tenant: a restricted role does not see such
- * rows (IN drops them) and anyone else does (NOT IN alone would drop them
- * too, hence the IS NULL).
+ *		The sampling query for one shard: base plus the allowed and stale
+ *		tenant filters (binds[], *nbinds of them), as a scan has them.
  */
 static char *
-shard_query(ShardAnalyzeState *astate, const char *base,
-			const char *tenant_column, ShardValue *binds, int *nbinds)
+shard_query(ShardAnalyzeState *astate, ShardConn *conn, const char *base,
+			ShardValue *binds, int *nbinds)
 {
 	StringInfoData sql;
-	StringInfoData col;
-	int			n = 0;
+	bool		is_text;
 
 	*nbinds = 0;
-	if (!astate->filter_in_sqlite ||
-		(astate->allowed == NIL && astate->excluded == NIL))
+	if (astate->allowed == NIL && astate->excluded == NIL)
 		return pstrdup(base);
 
-	/* The column as its canonical text, compared byte for byte. */
-	initStringInfo(&col);
-	if (astate->tenant_type == TEXTOID || astate->tenant_type == VARCHAROID)
-	{
-		shard_quote_identifier(&col, tenant_column);
-		appendStringInfoString(&col, " COLLATE BINARY");
-	}
-	else
-	{
-		appendStringInfoString(&col, "CAST(");
-		shard_quote_identifier(&col, tenant_column);
-		appendStringInfoString(&col, " AS TEXT)");
-	}
-
+	is_text = shard_tenant_column_is_text(conn, astate->table,
+										  astate->tenant_column,
+										  astate->tenant_kind);
 	initStringInfo(&sql);
 	appendStringInfo(&sql, "%s WHERE ", base);
 	if (astate->allowed != NIL)
 	{
-		appendStringInfo(&sql, "%s IN (SELECT value FROM json_each(?%d))",
-						 col.data, ++n);
-		binds[n - 1].u.p = json_string_array(astate->allowed);
+		binds[*nbinds] = shard_tenant_condition(&sql, astate->tenant_column,
+												astate->tenant_kind, is_text,
+												astate->allowed, false,
+												*nbinds + 1);
+		(*nbinds)++;
 	}
 	if (astate->excluded != NIL)
 	{
-		if (n > 0)
+		if (*nbinds > 0)
 			appendStringInfoString(&sql, " AND ");
-		appendStringInfo(&sql,
-						 "(%s IS NULL OR %s NOT IN (SELECT value FROM json_each(?%d)))",
-						 col.data, col.data, ++n);
-		binds[n - 1].u.p = json_string_array(astate->excluded);
-	}
-	for (*nbinds = 0; *nbinds < n; (*nbinds)++)
-	{
-		binds[*nbinds].type = SQLITE_TEXT;
-		binds[*nbinds].len = strlen(binds[*nbinds].u.p);
+		binds[*nbinds] = shard_tenant_condition(&sql, astate->tenant_column,
+												astate->tenant_kind, is_text,
+												astate->excluded, true,
+												*nbinds + 1);
+		(*nbinds)++;
 	}
 	return sql.data;
-}
-
-/*
- * json_string_array
- *		A list of C strings as a JSON array, for json_each().
- */
-static char *
-json_string_array(List *strings)
-{
-	StringInfoData buf;
-	ListCell   *lc;
-
-	initStringInfo(&buf);
-	appendStringInfoChar(&buf, '[');
-	foreach(lc, strings)
-	{
-		if (buf.len > 1)
-			appendStringInfoChar(&buf, ',');
-		escape_json(&buf, (const char *) lfirst(lc));
-	}
-	appendStringInfoChar(&buf, ']');
-	return buf.data;
 }
 
 /*
@@ -464,8 +382,7 @@ json_string_array(List *strings)
  */
 static void
 sample_shard(ShardAnalyzeState *astate, ShardServerOptions *opts,
-			 ShardInfo *shard, const char *query, ShardValue *binds,
-			 int nbinds)
+			 ShardInfo *shard, const char *base)
 {
 	ShardConn  *volatile conn;
 	sqlite3_stmt *volatile stmt = NULL;
@@ -488,12 +405,16 @@ sample_shard(ShardAnalyzeState *astate, ShardServerOptions *opts,
 		sqlite3    *db = shard_conn_db(conn);
 		sqlite3_stmt *s;
 		char		errbuf[SHARDIO_ERRLEN];
+		ShardValue	binds[2];
+		int			nbinds;
+		char	   *query;
 		int			rc;
 
 		/* A missing table or column is named, shard and all. */
 		shard_conn_check_table(conn, astate->relname, astate->table,
 							   astate->colnames, astate->ncols);
 
+		query = shard_query(astate, conn, base, binds, &nbinds);
 		rc = shardio_prepare(db, query, 0, &s, errbuf);
 		if (rc != SQLITE_OK)
 			shard_report_sqlite_error(ERROR, rc, shard->shard_id,
@@ -525,8 +446,7 @@ sample_shard(ShardAnalyzeState *astate, ShardServerOptions *opts,
 				const ShardValue *row = &batch->values[(size_t) r * batch->ncols];
 
 				vacuum_delay_point();
-				if (row_visible(astate, row))
-					sample_row(astate, row);
+				sample_row(astate, row);
 			}
 			if (rc == SQLITE_DONE)
 				break;
@@ -539,66 +459,6 @@ sample_shard(ShardAnalyzeState *astate, ShardServerOptions *opts,
 		shard_conn_release(conn);
 	}
 	PG_END_TRY();
-}
-
-/*
- * row_visible
- *		Check a row's tenant against the allowed and stale lists, when
- *		SQLite could not: the tenant is converted to the column's type and
- *		compared as its canonical text form, as a scan does.
- */
-static bool
-row_visible(ShardAnalyzeState *astate, const ShardValue *row)
-{
-	const ShardValue *v = &row[astate->tenant_col];
-	bool		visible = true;
-
-	if (astate->filter_in_sqlite ||
-		(astate->allowed == NIL && astate->excluded == NIL))
-		return true;
-	if (v->type == SQLITE_NULL)
-		return astate->allowed == NIL;
-
-	{
-		MemoryContext oldcxt = MemoryContextSwitchTo(astate->row_cxt);
-		Datum		tenant;
-		bool		isnull;
-		char	   *text;
-
-		astate->col = astate->tenant_col;
-		tenant = shard_value_to_datum(&astate->convs[astate->tenant_col], v,
-									  &isnull);
-		astate->col = -1;
-		if (isnull)
-			visible = (astate->allowed == NIL);
-		else
-		{
-			text = OutputFunctionCall(&astate->tenant_out, tenant);
-			if (astate->allowed != NIL &&
-				!string_member(astate->allowed, text))
-				visible = false;
-			else if (string_member(astate->excluded, text))
-				visible = false;
-		}
-		MemoryContextSwitchTo(oldcxt);
-		MemoryContextReset(astate->row_cxt);
-	}
-	return visible;
-}
-
-/*
- * string_member
- *		Is str in a list of C strings?
- */
-static bool
-string_member(List *strings, const char *str)
-{
-	ListCell   *lc;
-
-	foreach(lc, strings)
-		if (strcmp((const char *) lfirst(lc), str) == 0)
-			return true;
-	return false;
 }
 
 /*

@@ -559,31 +559,6 @@ pushable(PlannerInfo *root, RelOptInfo *baserel, Expr *expr, bool computed_ok)
 }
 
 /*
- * shard_tenant_list_pushable
- *		Can a list of tenant ids (the user mapping's, or the stale tenants of
- *		a move) be compared with a tenant column of this type inside SQLite?
- *		Only for integer and text columns, whose stored values print as the
- *		canonical text form; text needs a UTF-8 database.  Aggregates may be
- *		pushed only where this holds, since they see no rows to filter.
- */
-bool
-shard_tenant_list_pushable(Oid typid)
-{
-	switch (typid)
-	{
-		case INT2OID:
-		case INT4OID:
-		case INT8OID:
-			return true;
-		case TEXTOID:
-		case VARCHAROID:
-			return GetDatabaseEncoding() == PG_UTF8;
-		default:
-			return false;
-	}
-}
-
-/*
  * shard_quote_identifier
  *		Append an SQLite identifier in double quotes, doubling any quote in
  *		it, so that no name from a catalog can change the statement.

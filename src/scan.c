@@ -10,12 +10,14 @@
  * rows come back in batches copied out of SQLite (shardio.c) and are
  * converted to the foreign table's types here.
  *
- * Two run-time filters keep the answer exact however the plan was made:
- * rows of a tenant that is being moved are read only from the shard that
- * owns the tenant at that moment (a copy on the target before cutover, or
- * leftovers on the source after it, are skipped), and a user mapping with
- * a "tenants" option sees only those tenants.  Both are sent to SQLite
- * where the tenant column's type allows and checked again on every row.
+ * Run-time tenant filters keep the answer exact however the plan was made:
+ * a routed statement reads only the rows of the tenants it names, a user
+ * mapping with a "tenants" option sees only those tenants, and rows of a
+ * tenant that is being moved are read only from the shard that owns the
+ * tenant at that moment (a copy on the target before cutover, or
+ * leftovers on the source after it, are skipped).  They are conditions of
+ * each shard's query, exact however the shard declares the tenant column
+ * (tenant.c), so a row the statement may not see never leaves SQLite.
  *
  *-------------------------------------------------------------------------
  */
@@ -67,6 +69,7 @@ typedef struct ShardTarget
 {
 	ShardInfo	info;
 	List	   *excluded;		/* tenants (char *) whose rows here are stale */
+	bool		tenant_is_text; /* filters compare the column itself */
 
 	/* While the shard is read. */
 	ShardConn  *conn;
@@ -106,7 +109,7 @@ typedef struct ShardScanState
 	ShardColumnConv *convs;
 	int			tenant_pos;		/* tenant column among retrieved, 0-based */
 	Oid			tenant_type;
-	FmgrInfo	tenant_out;
+	int			tenant_kind;	/* how ssfdw_tenant reads it */
 	List	   *param_exprs;	/* ExprStates of the values to bind */
 	List	   *param_types;
 	List	   *param_kinds;
@@ -115,13 +118,16 @@ typedef struct ShardScanState
 	Oid			prune_type;
 	ShardPruneKind prune_kind;
 	bool		prune_needs_run;	/* depends on values known only at run time */
-	List	   *allowed;		/* user mapping tenants (char *), or NIL */
+	List	   *allowed;		/* user mapping tenants (UTF-8 ids), or NIL */
 
 	/* Where it reads, decided when the scan starts. */
 	MemoryContext resolve_cxt;
 	bool		resolved;
 	bool		params_ready;	/* param_values computed for this run */
 	List	   *targets;
+	List	   *visible;		/* the tenants the statement may see, when
+								 * restricted */
+	bool		restricted;		/* routed, or a user mapping's tenants */
 	int			next_target;
 	ShardValue *param_values;
 	ShardDirectory *dir;
@@ -465,8 +471,6 @@ shardBeginForeignScan(ForeignScanState *node, int eflags)
 	List	   *exprs = fsplan->fdw_exprs;
 	ListCell   *lc;
 	Oid			userid;
-	Oid			typoutput;
-	bool		typvarlena;
 	int			i;
 
 	s = palloc0(sizeof(ShardScanState));
@@ -534,11 +538,11 @@ shardBeginForeignScan(ForeignScanState *node, int eflags)
 	if (s->mode == SCAN_ROWS)
 		init_prep(s);
 	s->tenant_type = TupleDescAttr(tupdesc, s->topts->tenant_attnum - 1)->atttypid;
-	getTypeOutputInfo(s->tenant_type, &typoutput, &typvarlena);
-	fmgr_info(typoutput, &s->tenant_out);
+	s->tenant_kind = shard_tenant_kind(s->tenant_type);
 
 	userid = scan_user_compat(fsplan, estate, rtindex);
-	s->allowed = shard_user_tenants(s->opts->serverid, userid);
+	s->allowed = shard_tenant_ids_text(shard_user_tenants(s->opts->serverid,
+														  userid));
 
 	s->resolve_cxt = AllocSetContextCreate(estate->es_query_cxt,
 										   "sqlite_shard_fdw scan",
@@ -569,12 +573,6 @@ shardBeginForeignScan(ForeignScanState *node, int eflags)
 		s->batch_cols = Max(s->batch_cols,
 							list_length(list_nth(priv, FdwScanPrivateThreadAgg)) / 3);
 	}
-	/*
-	 * An aggregate scan sees no rows, so the run-time tenant filters must
-	 * run in SQLite; planning pushes aggregates only when they can.
-	 */
-	if (s->mode != SCAN_ROWS && !shard_tenant_list_pushable(s->tenant_type))
-		elog(ERROR, "aggregate pushdown planned for a tenant column whose filters cannot be pushed");
 	if (s->mode != SCAN_ROWS)
 		s->merge = shard_merge_create((PlanState *) node,
 									  list_nth(priv, FdwScanPrivateAggOps),
@@ -588,21 +586,6 @@ shardBeginForeignScan(ForeignScanState *node, int eflags)
 	s->shard_bound = -1;
 	if (list_nth(priv, FdwScanPrivateOrder) != NIL)
 		init_order(node, list_nth(priv, FdwScanPrivateOrder));
-}
-
-/*
- * value_text
- *		The canonical text form of a tenant value: what the directory keys
- *		tenants by.
- */
-static char *
-value_text(Oid typid, Datum value)
-{
-	Oid			typoutput;
-	bool		typvarlena;
-
-	getTypeOutputInfo(typid, &typoutput, &typvarlena);
-	return OidOutputFunctionCall(typoutput, value);
 }
 
 /*
@@ -640,7 +623,7 @@ prune_tenants(ShardScanState *s, ExprContext *econtext)
 	if (isnull)
 		return NIL;
 	if (s->prune_kind == PRUNE_EQ)
-		return list_make1(value_text(s->prune_type, value));
+		return list_make1(shard_tenant_id(s->prune_type, value));
 	else
 	{
 		Oid			elemtype;
@@ -651,7 +634,7 @@ prune_tenants(ShardScanState *s, ExprContext *econtext)
 
 		for (i = 0; i < n; i++)
 			if (!nulls[i])
-				result = lappend(result, value_text(elemtype, elems[i]));
+				result = lappend(result, shard_tenant_id(elemtype, elems[i]));
 	}
 	return result;
 }
@@ -1020,7 +1003,8 @@ resolve_targets(ForeignScanState *node)
 	s->targets = NIL;
 	s->next_target = 0;
 
-	all_shards = (s->prune_kind == PRUNE_NONE && s->allowed == NIL);
+	s->restricted = (s->prune_kind != PRUNE_NONE || s->allowed != NIL);
+	all_shards = !s->restricted;
 	if (s->prune_kind != PRUNE_NONE)
 	{
 		tenants = prune_tenants(s, econtext);
@@ -1036,6 +1020,7 @@ resolve_targets(ForeignScanState *node)
 	}
 	else if (s->allowed != NIL)
 		tenants = s->allowed;
+	s->visible = tenants;
 
 	if (all_shards)
 	{
@@ -1074,39 +1059,24 @@ resolve_targets(ForeignScanState *node)
 }
 
 /*
- * tenant_list_sql
- *		The condition "tenant [NOT] IN (?, ...)", with the ids bound after
- *		the planned parameters; *extra collects the values.
+ * add_tenant_condition
+ *		Add "the row's tenant is [not] one of ids" to a shard's conditions,
+ *		its value bound after the planned parameters and those before it.
  */
-static char *
-tenant_list_sql(ShardScanState *s, List *ids, bool negate, List **extra)
+static List *
+add_tenant_condition(ShardScanState *s, ShardTarget *t, List *conds,
+					 List *ids, bool negate, List **extra)
 {
 	StringInfoData sql;
-	ListCell   *lc;
-	bool		first = true;
+	ShardValue *bind = palloc(sizeof(ShardValue));
 
 	initStringInfo(&sql);
-	if (s->tenant_type == TEXTOID || s->tenant_type == VARCHAROID)
-	{
-		shard_quote_identifier(&sql, s->topts->tenant_column);
-		appendStringInfoString(&sql, " COLLATE BINARY");
-	}
-	else
-	{
-		appendStringInfoString(&sql, "CAST(");
-		shard_quote_identifier(&sql, s->topts->tenant_column);
-		appendStringInfoString(&sql, " AS TEXT)");
-	}
-	appendStringInfoString(&sql, negate ? " NOT IN (" : " IN (");
-	foreach(lc, ids)
-	{
-		*extra = lappend(*extra, lfirst(lc));
-		appendStringInfo(&sql, "%s?%d", first ? "" : ", ",
-						 s->nparams + list_length(*extra));
-		first = false;
-	}
-	appendStringInfoChar(&sql, ')');
-	return sql.data;
+	*bind = shard_tenant_condition(&sql, s->topts->tenant_column,
+								   s->tenant_kind, t->tenant_is_text, ids,
+								   negate,
+								   s->nparams + list_length(*extra) + 1);
+	*extra = lappend(*extra, bind);
+	return lappend(list_copy(conds), makeString(sql.data));
 }
 
 /*
@@ -1139,19 +1109,16 @@ build_shard_sql(ShardScanState *s, ShardTarget *t, bool raw, List **extra)
 	StringInfoData where;
 	List	   *conds = t->degraded ? s->safe_where_sqls : s->where_sqls;
 
-	/* the tenant filters join the conditions that cannot fail */
+	/*
+	 * The tenant filters join the conditions that cannot fail, so they run
+	 * before any condition that reads another column: on every shard, also
+	 * one whose other conditions PostgreSQL evaluates.
+	 */
 	*extra = NIL;
-	if (shard_tenant_list_pushable(s->tenant_type) && !t->degraded)
-	{
-		if (s->allowed != NIL)
-			conds = lappend(list_copy(conds),
-							makeString(tenant_list_sql(s, s->allowed, false,
-													   extra)));
-		if (t->excluded != NIL)
-			conds = lappend(list_copy(conds),
-							makeString(tenant_list_sql(s, t->excluded, true,
-													   extra)));
-	}
+	if (s->restricted)
+		conds = add_tenant_condition(s, t, conds, s->visible, false, extra);
+	if (t->excluded != NIL)
+		conds = add_tenant_condition(s, t, conds, t->excluded, true, extra);
 	initStringInfo(&where);
 	shard_join_conditions(&where, conds);
 
@@ -1315,6 +1282,9 @@ start_shard(ForeignScanState *node, ShardTarget *t)
 															  FdwScanOrderBoundNeeds)) != NULL);
 	}
 
+	t->tenant_is_text = shard_tenant_column_is_text(t->conn, s->topts->table,
+													s->topts->tenant_column,
+													s->tenant_kind);
 	for (;;)
 	{
 		t->with_rowid = s->with_rowid;
@@ -1328,7 +1298,7 @@ start_shard(ForeignScanState *node, ShardTarget *t)
 
 	/*
 	 * Planned values, then the tenant lists.  A degraded shard's query uses
-	 * only some planned parameters: bind those.
+	 * only some planned parameters: bind up to the last it uses.
 	 */
 	t->nbinds = s->nparams + list_length(extra);
 	t->binds = palloc0(sizeof(ShardValue) * (t->nbinds + 1));
@@ -1336,15 +1306,10 @@ start_shard(ForeignScanState *node, ShardTarget *t)
 		memcpy(t->binds, s->param_values, sizeof(ShardValue) * s->nparams);
 	i = s->nparams;
 	foreach(lc, extra)
-	{
-		t->binds[i].type = SQLITE_TEXT;
-		t->binds[i].u.p = lfirst(lc);
-		t->binds[i].len = strlen(lfirst(lc));
-		i++;
-	}
+		t->binds[i++] = *(ShardValue *) lfirst(lc);
 	if (t->degraded)
 		rc = shardio_bind(t->stmt, 1, t->binds,
-						  Min(s->nparams, sqlite3_bind_parameter_count(t->stmt)),
+						  Min(t->nbinds, sqlite3_bind_parameter_count(t->stmt)),
 						  errbuf);
 	else
 		rc = shardio_bind(t->stmt, 1, t->binds, t->nbinds, errbuf);
@@ -1565,25 +1530,6 @@ use_fanout(ShardScanState *s)
 }
 
 /*
- * row_visible
- *		Check a row's tenant against the run-time filters.
- */
-static bool
-row_visible(ShardScanState *s, Datum tenant, bool isnull)
-{
-	char	   *text;
-
-	if (s->allowed == NIL && s->cur->excluded == NIL)
-		return true;
-	if (isnull)
-		return s->allowed == NIL;
-	text = OutputFunctionCall(&s->tenant_out, tenant);
-	if (s->allowed != NIL && !string_member(s->allowed, text))
-		return false;
-	return !string_member(s->cur->excluded, text);
-}
-
-/*
  * shardIterateForeignScan
  *		Return the next row, moving from shard to shard.
  */
@@ -1669,9 +1615,6 @@ shardIterateForeignScan(ForeignScanState *node)
 			s->cur_col = -1;
 			MemoryContextSwitchTo(oldcxt);
 
-			if (!row_visible(s, slot->tts_values[s->topts->tenant_attnum - 1],
-							 slot->tts_isnull[s->topts->tenant_attnum - 1]))
-				continue;
 			ExecStoreVirtualTuple(slot);
 			if (s->cur->degraded && s->recheck_quals != NIL)
 			{
@@ -1684,6 +1627,8 @@ shardIterateForeignScan(ForeignScanState *node)
 					s->recheck = ExecInitQual(s->recheck_quals, (PlanState *) node);
 					MemoryContextSwitchTo(qcxt);
 				}
+				/* skipped rows leave nothing behind in per-tuple memory */
+				ResetExprContext(econtext);
 				econtext->ecxt_scantuple = slot;
 				if (!ExecQual(s->recheck, econtext))
 					continue;

@@ -664,7 +664,8 @@ varchar_func(sqlite3_context *ctx, int argc, sqlite3_value **argv)
  * The SQL functions every handle gets: time buckets check their input with
  * ssfdw_utf8_ok and ssfdw_datetime_ok and read it with ssfdw_time;
  * conditions and aggregates read times with ssfdw_usecs and ssfdw_days and
- * varchar(n) columns with ssfdw_varchar.
+ * varchar(n) columns with ssfdw_varchar; tenant filters read the tenant
+ * column with ssfdw_tenant (tenantkey.c).
  */
 static const struct
 {
@@ -680,6 +681,7 @@ static const struct
 	{"ssfdw_days", 2, days_func},
 	{"ssfdw_varchar", 2, varchar_func},
 	{"ssfdw_tz_grid", 4, tz_grid_func},
+	{"ssfdw_tenant", 2, shardio_tenant_func},
 };
 
 #define NUM_SQL_FUNCTIONS ((int) (sizeof(sql_functions) / sizeof(sql_functions[0])))

@@ -131,4 +131,11 @@ extern long long shardio_usecs_days(long long usecs);
 #define SHARDIO_FILE_UNREADABLE 2
 #define SHARDIO_FILE_NOT_REGULAR 3
 
+/* in tenantkey.c: ssfdw_tenant(value, kind) and its kinds */
+#define SHARDIO_TENANT_TEXT		0	/* text as stored */
+#define SHARDIO_TENANT_UUID		128 /* uuid, lower-case hyphenated */
+									/* 16, 32, 64: integers of those bits */
+extern void shardio_tenant_func(sqlite3_context *ctx, int argc,
+								sqlite3_value **argv);
+
 #endif							/* SHARDIO_H */

@@ -144,7 +144,6 @@ extern List *shard_deparse_conditions(PlannerInfo *root, RelOptInfo *baserel,
 									  List *conds, List **params,
 									  List **param_kinds);
 extern void shard_quote_identifier(StringInfo buf, const char *ident);
-extern bool shard_tenant_list_pushable(Oid typid);
 extern void shard_deparse_column_ref(StringInfo buf, PlannerInfo *root,
 									 Var *var);
 extern void shard_deparse_column_value(StringInfo buf, PlannerInfo *root,
@@ -303,6 +302,18 @@ extern void shardReScanForeignScan(ForeignScanState *node);
 extern void shardEndForeignScan(ForeignScanState *node);
 extern void shardExplainForeignScan(ForeignScanState *node,
 									struct ExplainState *es);
+
+/* in tenant.c */
+
+extern int	shard_tenant_kind(Oid typid);
+extern char *shard_tenant_id_text(const char *text);
+extern char *shard_tenant_id(Oid typid, Datum value);
+extern List *shard_tenant_ids_text(List *ids);
+extern bool shard_tenant_column_is_text(ShardConn *conn, const char *table,
+										const char *column, int kind);
+extern ShardValue shard_tenant_condition(StringInfo buf, const char *column,
+										 int kind, bool column_is_text,
+										 List *ids, bool negate, int paramno);
 
 /* in import.c */
 

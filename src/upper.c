@@ -1078,7 +1078,6 @@ shardGetForeignUpperPaths(PlannerInfo *root, UpperRelationKind stage,
 	List	   *keys = NIL;
 	ListCell   *lc;
 	AttrNumber	tenant_attnum;
-	Oid			tenant_type;
 	double		input_rows;
 	double		groups;
 	Cost		startup,
@@ -1101,13 +1100,7 @@ shardGetForeignUpperPaths(PlannerInfo *root, UpperRelationKind stage,
 		!shard_rel_all_pushed(input_rel))
 		return;
 
-	/* Run-time tenant filters must be expressible in SQLite (scan.c). */
 	tenant_attnum = shard_rel_tenant_attnum(input_rel);
-	tenant_type = get_atttype(planner_rt_fetch(input_rel->relid, root)->relid,
-							  tenant_attnum);
-	if (!shard_tenant_list_pushable(tenant_type))
-		return;
-
 	info = palloc0(sizeof(ShardUpperInfo));
 	info->root = root;
 	info->baserel = input_rel;
