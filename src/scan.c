@@ -82,6 +82,9 @@ typedef struct ShardTarget
 								 * SQLite's GROUP BY (UTF-16 text extrema) */
 	bool		lent;			/* a fan-out worker reads it */
 	FanoutJob	job;			/* what the reader runs */
+	char	   *sql;			/* its statement, built once per resolution
+								 * (a rescan with the same values reuses it) */
+	char	   *fallback_sql;	/* thread aggregation's GROUP BY fallback */
 	ShardValue *binds;			/* the values bound, planned and run-time */
 	int			nbinds;
 	ShardReader *reader;		/* serial reading */
@@ -1196,46 +1199,19 @@ report_read_error(ShardScanState *s, ShardTarget *t, int rc,
 }
 
 /*
- * start_shard
- *		Open a shard and prepare and bind its statement.  Returns false when
- *		the shard is missing and the server skips missing shards.
+ * plan_shard
+ *		Decide how one shard is read (what its declarations allow to push)
+ *		and build its statement and values, in the scan's resolution
+ *		context: once per resolution, since a rescan with the same values
+ *		reads the shard the same way.
  */
-static bool
-start_shard(ForeignScanState *node, ShardTarget *t)
+static void
+plan_shard(ShardScanState *s, ShardTarget *t)
 {
-	ShardScanState *s = (ShardScanState *) node->fdw_state;
-	MemoryContext oldcxt;
-	char		errbuf[SHARDIO_ERRLEN];
+	MemoryContext oldcxt = MemoryContextSwitchTo(s->resolve_cxt);
 	List	   *extra;
 	ListCell   *lc;
-	char	   *sql;
-	int			rc;
 	int			i;
-
-	t->conn = shard_conn_get(s->opts, &t->info, s->opts->skip_missing);
-	if (t->conn == NULL)
-	{
-		ereport(WARNING,
-				(errcode(ERRCODE_FDW_UNABLE_TO_ESTABLISH_CONNECTION),
-				 errmsg("skipping shard \"%s\": file \"%s\" does not exist",
-						t->info.shard_id, t->info.path),
-				 errdetail("The server option \"on_missing_shard\" is \"skip\", so the result lacks this shard's rows.")));
-		return false;
-	}
-
-	oldcxt = MemoryContextSwitchTo(s->resolve_cxt);
-	s->cur = t;					/* for messages */
-
-	/*
-	 * The values to bind, computed when the first shard is read: a scan
-	 * that reads none (no shard, a missing one skipped, LIMIT 0) computes
-	 * nothing that could fail.
-	 */
-	if (!s->params_ready)
-	{
-		eval_params(s, node->ss.ps.ps_ExprContext);
-		s->params_ready = true;
-	}
 
 	/*
 	 * Pushed-down SQL is exact only where the shard declares columns as
@@ -1285,21 +1261,10 @@ start_shard(ForeignScanState *node, ShardTarget *t)
 	t->tenant_is_text = shard_tenant_column_is_text(t->conn, s->topts->table,
 													s->topts->tenant_column,
 													s->tenant_kind);
-	for (;;)
-	{
-		t->with_rowid = s->with_rowid;
-		sql = build_shard_sql(s, t, s->agg_spec != NULL, &extra);
-		rc = shard_conn_prepare(t->conn, sql, &t->stmt, errbuf);
-		if (rc == SQLITE_OK)
-			break;
-		diagnose_prepare_failure(s, t, rc, errbuf, s->rel);
-		s->with_rowid = false;	/* a WITHOUT ROWID table: retry */
-	}
+	t->with_rowid = s->with_rowid;
+	t->sql = build_shard_sql(s, t, s->agg_spec != NULL, &extra);
 
-	/*
-	 * Planned values, then the tenant lists.  A degraded shard's query uses
-	 * only some planned parameters: bind up to the last it uses.
-	 */
+	/* Planned values, then the tenant lists. */
 	t->nbinds = s->nparams + list_length(extra);
 	t->binds = palloc0(sizeof(ShardValue) * (t->nbinds + 1));
 	if (s->nparams > 0)
@@ -1307,6 +1272,64 @@ start_shard(ForeignScanState *node, ShardTarget *t)
 	i = s->nparams;
 	foreach(lc, extra)
 		t->binds[i++] = *(ShardValue *) lfirst(lc);
+
+	t->fallback_sql = NULL;
+	if (s->agg_spec && !t->no_sql_groups)
+		t->fallback_sql = build_shard_sql(s, t, false, &extra);
+	MemoryContextSwitchTo(oldcxt);
+}
+
+/*
+ * start_shard
+ *		Open a shard and prepare and bind its statement.  Returns false when
+ *		the shard is missing and the server skips missing shards.
+ */
+static bool
+start_shard(ForeignScanState *node, ShardTarget *t)
+{
+	ShardScanState *s = (ShardScanState *) node->fdw_state;
+	MemoryContext oldcxt;
+	char		errbuf[SHARDIO_ERRLEN];
+	int			rc;
+
+	t->conn = shard_conn_get(s->opts, &t->info, s->opts->skip_missing);
+	if (t->conn == NULL)
+	{
+		ereport(WARNING,
+				(errcode(ERRCODE_FDW_UNABLE_TO_ESTABLISH_CONNECTION),
+				 errmsg("skipping shard \"%s\": file \"%s\" does not exist",
+						t->info.shard_id, t->info.path),
+				 errdetail("The server option \"on_missing_shard\" is \"skip\", so the result lacks this shard's rows.")));
+		return false;
+	}
+
+	oldcxt = MemoryContextSwitchTo(s->resolve_cxt);
+	s->cur = t;					/* for messages */
+
+	/*
+	 * The values to bind, computed when the first shard is read: a scan
+	 * that reads none (no shard, a missing one skipped, LIMIT 0) computes
+	 * nothing that could fail.
+	 */
+	if (!s->params_ready)
+	{
+		eval_params(s, node->ss.ps.ps_ExprContext);
+		s->params_ready = true;
+	}
+
+	if (t->sql == NULL)
+		plan_shard(s, t);
+	for (;;)
+	{
+		rc = shard_conn_prepare(t->conn, t->sql, &t->stmt, errbuf);
+		if (rc == SQLITE_OK)
+			break;
+		diagnose_prepare_failure(s, t, rc, errbuf, s->rel);
+		s->with_rowid = false;	/* a WITHOUT ROWID table: retry */
+		plan_shard(s, t);
+	}
+
+	/* A degraded shard's query uses some planned parameters: up to its last. */
 	if (t->degraded)
 		rc = shardio_bind(t->stmt, 1, t->binds,
 						  Min(t->nbinds, sqlite3_bind_parameter_count(t->stmt)),
@@ -1328,12 +1351,9 @@ start_shard(ForeignScanState *node, ShardTarget *t)
 	}
 	if (s->agg_spec)
 	{
-		List	   *ignored;
-
 		t->job.agg = s->agg_spec;
 		t->job.agg_bound = t->unbounded ? -1 : s->shard_bound;
-		t->job.fallback_sql = t->no_sql_groups ? NULL :
-			build_shard_sql(s, t, false, &ignored);
+		t->job.fallback_sql = t->fallback_sql;
 		t->job.binds = t->binds;
 		t->job.nbinds = t->nbinds;
 	}
@@ -1799,6 +1819,11 @@ shardExplainForeignScan(ForeignScanState *node, ExplainState *es)
 {
 	ShardScanState *s = (ShardScanState *) node->fdw_state;
 
+	/*
+	 * The shards of a tenant value known before the query runs: a constant
+	 * or a stable expression, which the planner's estimates compute too.
+	 * A subquery's or a parameter's value is not computed for EXPLAIN.
+	 */
 	if (!s->resolved && !s->prune_needs_run)
 		resolve_targets(node);
 
