@@ -354,6 +354,24 @@ SELECT label, regress_sqlstate(stmt) FROM (VALUES
 ) AS t(label, stmt);
 
 -- ===================================================================
+-- analyze_values: a Boolean, on a server or a foreign table.
+-- ===================================================================
+ALTER SERVER opt_srv OPTIONS (ADD analyze_values 'maybe');
+ALTER FOREIGN TABLE opt_items OPTIONS (ADD analyze_values '');
+ALTER SERVER opt_srv OPTIONS (ADD analyze_values 'off');
+ALTER FOREIGN TABLE opt_items OPTIONS (ADD analyze_values 'true');
+CREATE FOREIGN TABLE opt_bad (tenant_id text OPTIONS (analyze_values 'true'))
+  SERVER opt_srv;
+CREATE USER MAPPING FOR CURRENT_USER SERVER opt_srv
+  OPTIONS (analyze_values 'true');
+SELECT label, regress_sqlstate(stmt) FROM (VALUES
+  ('not a Boolean', $$ALTER SERVER opt_srv OPTIONS (SET analyze_values 'maybe')$$),
+  ('on a column', $$ALTER FOREIGN TABLE opt_items ALTER COLUMN id OPTIONS (analyze_values 'true')$$)
+) AS t(label, stmt);
+ALTER FOREIGN TABLE opt_items OPTIONS (DROP analyze_values);
+ALTER SERVER opt_srv OPTIONS (DROP analyze_values);
+
+-- ===================================================================
 -- Clean up.
 -- ===================================================================
 DROP SERVER opt_user_srv;

@@ -25,6 +25,18 @@
  * - With on_missing_shard = 'skip', a shard whose file is missing is left
  *   out with a WARNING, as scans do.
  *
+ * Value statistics (most common values, histograms, distinct counts) are
+ * not private to the rows a role may read: the planner passes them to the
+ * function of any operator the role defines (a RESTRICT estimator such as
+ * eqsel compares each most common value with the query's constant), and
+ * pg_stats shows them to every role that may read the column.  Where a
+ * user mapping limits roles to some tenants, the analyze_values option is
+ * off by default (see shard_analyze_values) and ANALYZE records only the
+ * row count: the pass counts the rows it may see, keeps none of them, and
+ * removes the value statistics an earlier ANALYZE left, which PostgreSQL
+ * itself would keep.  The row count is one number for the whole table, so
+ * it says nothing of any one tenant.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -33,6 +45,10 @@
 #include <sys/stat.h>
 
 #include "access/htup_details.h"
+#include "access/xact.h"
+#include "catalog/heap.h"
+#include "catalog/pg_type.h"
+#include "commands/defrem.h"
 #include "commands/vacuum.h"
 #include "foreign/fdwapi.h"
 #include "foreign/foreign.h"
@@ -40,9 +56,11 @@
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
+#include "utils/relcache.h"
 #include "utils/sampling.h"
 
 #include "sqlite_shard_fdw.h"
+#include "compat.h"
 
 /* Rows fetched from SQLite per batch. */
 #define ANALYZE_BATCH_ROWS 256
@@ -57,6 +75,7 @@ typedef struct ShardAnalyzeState
 	double		samplerows;		/* rows seen on every shard so far */
 	double		rowstoskip;		/* rows to skip before the next pick */
 	ReservoirStateData rstate;
+	bool		keep_values;	/* false: count the rows, keep none */
 
 	/* converting a kept row */
 	TupleDesc	tupdesc;
@@ -98,6 +117,7 @@ static void sample_shard(ShardAnalyzeState *astate, ShardServerOptions *opts,
 						 ShardInfo *shard, const char *base);
 static void sample_row(ShardAnalyzeState *astate, const ShardValue *row);
 static HeapTuple convert_row(ShardAnalyzeState *astate, const ShardValue *row);
+static void forget_value_statistics(Relation relation);
 static void analyze_error_callback(void *arg);
 
 /*
@@ -196,11 +216,13 @@ shard_acquire_sample_rows(Relation relation, int elevel,
 	astate.relname = RelationGetRelationName(relation);
 	astate.table = topts->table;
 	astate.col = -1;
+	astate.keep_values = shard_analyze_values(RelationGetRelid(relation));
 
 	/*
 	 * The query every shard runs: each live column by its SQLite name, in
-	 * attribute order.  Only the tenant filter differs between shards.
-	 * shard_table_options has made sure the tenant column is among them.
+	 * attribute order, or only the tenant column when no values are kept.
+	 * Only the tenant filter differs between shards.  shard_table_options
+	 * has made sure the tenant column is among them.
 	 */
 	astate.attnums = palloc(sizeof(AttrNumber) * astate.tupdesc->natts);
 	astate.colnames = palloc(sizeof(char *) * astate.tupdesc->natts);
@@ -217,7 +239,8 @@ shard_acquire_sample_rows(Relation relation, int elevel,
 		Form_pg_attribute att = TupleDescAttr(astate.tupdesc, i);
 		int			c;
 
-		if (att->attisdropped)
+		if (att->attisdropped ||
+			(!astate.keep_values && att->attnum != astate.tenant_attnum))
 			continue;
 		c = astate.ncols++;
 		astate.attnums[c] = att->attnum;
@@ -277,12 +300,46 @@ shard_acquire_sample_rows(Relation relation, int elevel,
 	*totalrows = astate.samplerows;
 	*totaldeadrows = 0;
 
-	ereport(elevel,
-			(errmsg("\"%s\": %d shards contain %.0f rows; %d rows in sample",
-					RelationGetRelationName(relation), nshards,
-					astate.samplerows, astate.numrows)));
+	if (astate.keep_values)
+		ereport(elevel,
+				(errmsg("\"%s\": %d shards contain %.0f rows; %d rows in sample",
+						RelationGetRelationName(relation), nshards,
+						astate.samplerows, astate.numrows)));
+	else
+	{
+		forget_value_statistics(relation);
+		ereport(elevel,
+				(errmsg("\"%s\": %d shards contain %.0f rows; no values sampled",
+						RelationGetRelationName(relation), nshards,
+						astate.samplerows),
+				 errdetail("Option \"analyze_values\" is off, so only the row count is recorded.")));
+	}
 
 	return astate.numrows;
+}
+
+/*
+ * forget_value_statistics
+ *		Remove the table's value statistics, those of its columns and those
+ *		of its extended statistics objects.
+ *
+ * With an empty sample, ANALYZE records the row count and leaves
+ * pg_statistic as it was, so statistics taken while analyze_values was on
+ * would stay visible.  The command counter is advanced so that the rest
+ * of the same ANALYZE (its pass over an inheritance tree this table heads,
+ * which writes the tree's statistics) sees the rows gone.
+ */
+static void
+forget_value_statistics(Relation relation)
+{
+	List	   *statoids = RelationGetStatExtList(relation);
+	ListCell   *lc;
+
+	RemoveStatistics(RelationGetRelid(relation), 0);
+	foreach(lc, statoids)
+		RemoveStatisticsData_compat(lfirst_oid(lc));
+	list_free(statoids);
+	CommandCounterIncrement();
 }
 
 /*
@@ -463,7 +520,8 @@ sample_shard(ShardAnalyzeState *astate, ShardServerOptions *opts,
 
 /*
  * sample_row
- *		Count one row and decide whether the reservoir keeps it: the first
+ *		Count one row and, unless only rows are counted (keep_values is
+ *		false), decide whether the reservoir keeps it: the first
  *		targrows rows always, then each later row with falling probability,
  *		replacing a random earlier pick (Vitter's algorithm Z, as in
  *		postgres_fdw's analyze_row_processor).
@@ -474,6 +532,8 @@ sample_row(ShardAnalyzeState *astate, const ShardValue *row)
 	int			pos;
 
 	astate->samplerows += 1;
+	if (!astate->keep_values)
+		return;
 
 	if (astate->numrows < astate->targrows)
 		pos = astate->numrows++;

@@ -81,4 +81,20 @@
 #define MarkGUCPrefixReserved_compat(prefix) EmitWarningsOnPlaceholders(prefix)
 #endif
 
+/*
+ * The data of an extended statistics object: from 15 on, up to two rows
+ * (of the table alone, of its inheritance tree) that ANALYZE makes; in 14,
+ * one row made with the object, which DROP STATISTICS expects to find, so
+ * it is kept there.
+ */
+#if PG_VERSION_NUM >= 150000
+#define RemoveStatisticsData_compat(statsoid) \
+	do { \
+		RemoveStatisticsDataById((statsoid), false); \
+		RemoveStatisticsDataById((statsoid), true); \
+	} while (0)
+#else
+#define RemoveStatisticsData_compat(statsoid) ((void) (statsoid))
+#endif
+
 #endif							/* SQLITE_SHARD_FDW_COMPAT_H */

@@ -16,7 +16,10 @@
 #include <math.h>
 #include <unistd.h>
 
+#include "access/genam.h"
+#include "access/htup_details.h"
 #include "access/reloptions.h"
+#include "access/table.h"
 #include "catalog/pg_authid.h"
 #include "catalog/pg_foreign_server.h"
 #include "catalog/pg_foreign_table.h"
@@ -26,6 +29,7 @@
 #include "miscadmin.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
+#include "utils/fmgroids.h"
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/syscache.h"
@@ -48,8 +52,10 @@ static const ShardOption shard_options[] = {
 	{"busy_timeout_ms", ForeignServerRelationId},
 	{"max_shard_bytes", ForeignServerRelationId},
 	{"on_missing_shard", ForeignServerRelationId},
+	{"analyze_values", ForeignServerRelationId},
 	{"table", ForeignTableRelationId},
 	{"tenant_column", ForeignTableRelationId},
+	{"analyze_values", ForeignTableRelationId},
 	{"column", AttributeRelationId},
 	{"tenants", UserMappingRelationId},
 	{NULL, InvalidOid}
@@ -227,6 +233,23 @@ parse_int_option(const char *name, const char *value)
 				(errcode(ERRCODE_FDW_INVALID_ATTRIBUTE_VALUE),
 				 errmsg("invalid value for option \"%s\": \"%s\"", name, value),
 				 errhint("Give a non-negative integer.")));
+	return result;
+}
+
+/*
+ * parse_bool_option
+ *		Parse a Boolean option value, spelled as PostgreSQL's Booleans are.
+ */
+static bool
+parse_bool_option(const char *name, const char *value)
+{
+	bool		result;
+
+	if (!parse_bool(value, &result))
+		ereport(ERROR,
+				(errcode(ERRCODE_FDW_INVALID_ATTRIBUTE_VALUE),
+				 errmsg("invalid value for option \"%s\": \"%s\"", name, value),
+				 errhint("Give a Boolean value, such as \"true\" or \"false\".")));
 	return result;
 }
 
@@ -416,6 +439,8 @@ sqlite_shard_fdw_validator(PG_FUNCTION_ARGS)
 		}
 		else if (strcmp(def->defname, "tenants") == 0)
 			(void) parse_tenant_list(value);
+		else if (strcmp(def->defname, "analyze_values") == 0)
+			(void) parse_bool_option(def->defname, value);
 		else
 			check_nonempty(def->defname, value);
 	}
@@ -587,4 +612,84 @@ shard_user_tenants(Oid serverid, Oid userid)
 			return parse_tenant_list(defGetString(def));
 	}
 	return NIL;
+}
+
+/*
+ * options_value
+ *		The value of the option called name in a list of DefElems, or NULL.
+ */
+static char *
+options_value(List *options, const char *name)
+{
+	ListCell   *lc;
+
+	foreach(lc, options)
+	{
+		DefElem    *def = (DefElem *) lfirst(lc);
+
+		if (strcmp(def->defname, name) == 0)
+			return defGetString(def);
+	}
+	return NULL;
+}
+
+/*
+ * server_has_tenant_mappings
+ *		Does any user mapping of the server (PUBLIC's included) limit its
+ *		role to some tenants?
+ */
+static bool
+server_has_tenant_mappings(Oid serverid)
+{
+	Relation	rel;
+	SysScanDesc scan;
+	ScanKeyData key;
+	HeapTuple	tup;
+	bool		found = false;
+
+	/* No index leads with the server; the catalog is small. */
+	rel = table_open(UserMappingRelationId, AccessShareLock);
+	ScanKeyInit(&key, Anum_pg_user_mapping_umserver, BTEqualStrategyNumber,
+				F_OIDEQ, ObjectIdGetDatum(serverid));
+	scan = systable_beginscan(rel, InvalidOid, false, NULL, 1, &key);
+	while (!found && HeapTupleIsValid(tup = systable_getnext(scan)))
+	{
+		Datum		datum;
+		bool		isnull;
+
+		datum = heap_getattr(tup, Anum_pg_user_mapping_umoptions,
+							 RelationGetDescr(rel), &isnull);
+		if (!isnull &&
+			options_value(untransformRelOptions(datum), "tenants") != NULL)
+			found = true;
+	}
+	systable_endscan(scan);
+	table_close(rel, AccessShareLock);
+	return found;
+}
+
+/*
+ * shard_analyze_values
+ *		Does ANALYZE of this foreign table record value statistics (most
+ *		common values, histograms, distinct counts), or only its row count?
+ *
+ * The table's "analyze_values" option decides, else the server's.  Without
+ * either, not when a user mapping of the server limits a role to some
+ * tenants: the planner hands a column's statistics to the functions of any
+ * operator a role that may read the table defines, so the values of every
+ * tenant would reach that role.
+ */
+bool
+shard_analyze_values(Oid relid)
+{
+	ForeignTable *table = GetForeignTable(relid);
+	ForeignServer *server = GetForeignServer(table->serverid);
+	char	   *value;
+
+	value = options_value(table->options, "analyze_values");
+	if (value == NULL)
+		value = options_value(server->options, "analyze_values");
+	if (value != NULL)
+		return parse_bool_option("analyze_values", value);
+	return !server_has_tenant_mappings(table->serverid);
 }

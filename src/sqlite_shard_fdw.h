@@ -49,6 +49,7 @@ extern ShardServerOptions *shard_server_options(Oid serverid);
 extern ShardTableOptions *shard_table_options(Relation rel);
 extern char *shard_column_name(Oid relid, AttrNumber attnum);
 extern List *shard_user_tenants(Oid serverid, Oid userid);
+extern bool shard_analyze_values(Oid relid);
 extern void shard_require_file_privilege(bool write, const char *what);
 
 /* in directory.c */
