@@ -448,12 +448,7 @@ sample_shard(ShardAnalyzeState *astate, ShardServerOptions *opts,
 	conn = shard_conn_get(opts, shard, opts->skip_missing);
 	if (conn == NULL)
 	{
-		ereport(WARNING,
-				(errcode(ERRCODE_FDW_UNABLE_TO_ESTABLISH_CONNECTION),
-				 errmsg("skipping shard \"%s\": file \"%s\" does not exist",
-						shard->shard_id, shard->path),
-				 errdetail("The server option \"on_missing_shard\" is \"skip\", so the statistics of \"%s\" lack this shard's rows.",
-						   astate->relname)));
+		shard_warn_skipped(shard, astate->relname);
 		return;
 	}
 

@@ -1199,6 +1199,24 @@ report_read_error(ShardScanState *s, ShardTarget *t, int rc,
 }
 
 /*
+ * shard_warn_skipped
+ *		Say that a missing shard is left out under on_missing_shard = skip:
+ *		of a query's result, or (analyzed named) of a table's statistics.
+ */
+void
+shard_warn_skipped(const ShardInfo *shard, const char *analyzed)
+{
+	ereport(WARNING,
+			(errcode(ERRCODE_FDW_UNABLE_TO_ESTABLISH_CONNECTION),
+			 errmsg("skipping shard \"%s\": file \"%s\" does not exist",
+					shard->shard_id, shard->path),
+			 analyzed == NULL ?
+			 errdetail("The server option \"on_missing_shard\" is \"skip\", so the result lacks this shard's rows.") :
+			 errdetail("The server option \"on_missing_shard\" is \"skip\", so the statistics of \"%s\" lack this shard's rows.",
+					   analyzed)));
+}
+
+/*
  * plan_shard
  *		Decide how one shard is read (what its declarations allow to push)
  *		and build its statement and values, in the scan's resolution
@@ -1295,11 +1313,7 @@ start_shard(ForeignScanState *node, ShardTarget *t)
 	t->conn = shard_conn_get(s->opts, &t->info, s->opts->skip_missing);
 	if (t->conn == NULL)
 	{
-		ereport(WARNING,
-				(errcode(ERRCODE_FDW_UNABLE_TO_ESTABLISH_CONNECTION),
-				 errmsg("skipping shard \"%s\": file \"%s\" does not exist",
-						t->info.shard_id, t->info.path),
-				 errdetail("The server option \"on_missing_shard\" is \"skip\", so the result lacks this shard's rows.")));
+		shard_warn_skipped(&t->info, NULL);
 		return false;
 	}
 

@@ -303,6 +303,7 @@ extern void shardReScanForeignScan(ForeignScanState *node);
 extern void shardEndForeignScan(ForeignScanState *node);
 extern void shardExplainForeignScan(ForeignScanState *node,
 									struct ExplainState *es);
+extern void shard_warn_skipped(const ShardInfo *shard, const char *analyzed);
 
 /* in tenant.c */
 
