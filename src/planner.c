@@ -332,7 +332,7 @@ shardGetForeignPlan(PlannerInfo *root, RelOptInfo *baserel,
 	List	   *params = NIL;
 	List	   *param_kinds = NIL;
 	List	   *retrieved_attrs;
-	List	   *fdw_private;
+	ShardScanPrivate priv;
 	StringInfoData select_sql;
 	List	   *all_sqls = NIL;
 	List	   *safe_sqls = NIL;
@@ -385,26 +385,17 @@ shardGetForeignPlan(PlannerInfo *root, RelOptInfo *baserel,
 	if (prune_expr != NULL)
 		params = lappend(params, prune_expr);
 
-	fdw_private = list_make5(makeString(select_sql.data),
-							 all_sqls,
-							 retrieved_attrs,
-							 param_kinds,
-							 makeInteger(prune_kind));
-	fdw_private = lappend(fdw_private, makeInteger(SCAN_ROWS));
-	fdw_private = lappend(fdw_private, makeString(""));
-	fdw_private = list_concat(fdw_private,
-							  list_make5(NIL, NIL, NIL, NIL, NIL));
-	fdw_private = lappend(fdw_private, NIL);
-	fdw_private = lappend(fdw_private, makeInteger(-1));
-	fdw_private = lappend(fdw_private,
-						  shard_text_columns(root,
-											 extract_actual_clauses(fpinfo->remote_conds, false),
-											 NIL));
-	fdw_private = lappend(fdw_private, safe_sqls);
-	fdw_private = lappend(fdw_private, makeString(""));
-	fdw_private = lappend(fdw_private, NIL);
-	fdw_private = lappend(fdw_private, NIL);
-	fdw_private = lappend(fdw_private, NIL);
+	shard_scan_private_init(&priv);
+	priv.select_sql = select_sql.data;
+	priv.where_sqls = all_sqls;
+	priv.retrieved_attrs = retrieved_attrs;
+	priv.param_kinds = param_kinds;
+	priv.prune_kind = prune_kind;
+	priv.needs = shard_text_columns(root,
+									extract_actual_clauses(fpinfo->remote_conds,
+														   false),
+									NIL);
+	priv.safe_where_sqls = safe_sqls;
 
 	/*
 	 * The pushed conditions double as recheck conditions: a shard that
@@ -412,7 +403,7 @@ shardGetForeignPlan(PlannerInfo *root, RelOptInfo *baserel,
 	 * them, and PostgreSQL evaluates them instead (scan.c).
 	 */
 	return make_foreignscan(tlist, local_exprs, baserel->relid, params,
-							fdw_private, NIL,
+							shard_scan_private_list(&priv), NIL,
 							extract_actual_clauses(fpinfo->remote_conds, false),
 							outer_plan);
 }

@@ -168,6 +168,7 @@ typedef struct ShardScanState
 	/* A scan that also does ORDER BY and LIMIT (FdwScanPrivateOrder). */
 	List	   *order;			/* the plan's list, or NIL */
 	char	   *order_sql;		/* ORDER BY terms for each shard */
+	List	   *limit_exprs;	/* OFFSET and LIMIT (NULL when absent) */
 	List	   *limit_states;	/* OFFSET, LIMIT: ExprStates or NULL */
 	bool		limit_ready;	/* evaluated */
 	bool		limit_zero;		/* LIMIT 0: nothing to read */
@@ -284,14 +285,14 @@ contains_exec_param(Node *node, void *context)
  *		spec is plain C, read by worker threads.
  */
 static void
-init_thread_agg(ShardScanState *s, List *priv)
+init_thread_agg(ShardScanState *s, ShardScanPrivate *priv)
 {
-	List	   *ops = list_nth(priv, FdwScanPrivateThreadAgg);
-	List	   *guards = list_nth(priv, FdwScanPrivateThreadGuards);
+	List	   *ops = priv->thread_agg;
+	List	   *guards = priv->thread_guards;
 	ThreadAggSpec *spec = palloc0(sizeof(ThreadAggSpec));
 	int			i;
 
-	s->raw_sql = strVal(list_nth(priv, FdwScanPrivateRawSql));
+	s->raw_sql = priv->raw_sql;
 	spec->ncols = list_length(ops) / 3;
 	spec->cols = palloc0(sizeof(ThreadAggColumn) * (spec->ncols + 1));
 	for (i = 0; i < spec->ncols; i++)
@@ -320,15 +321,15 @@ init_thread_agg(ShardScanState *s, List *priv)
  *		path): the merge sorts, each shard returns its first groups.
  */
 static void
-init_order(ForeignScanState *node, List *order)
+init_order(ForeignScanState *node, List *order, List *limit_exprs)
 {
 	ShardScanState *s = (ShardScanState *) node->fdw_state;
 	List	   *sorts = list_nth(order, FdwScanOrderThreadSorts);
 
 	s->order = order;
 	s->order_sql = strVal(list_nth(order, FdwScanOrderSql));
-	s->limit_states = ExecInitExprList(list_nth(order, FdwScanOrderLimit),
-									   (PlanState *) node);
+	s->limit_exprs = limit_exprs;
+	s->limit_states = ExecInitExprList(limit_exprs, (PlanState *) node);
 	shard_merge_set_order(s->merge, list_nth(order, FdwScanOrderMergeKeys),
 						  intVal(list_nth(order, FdwScanOrderKeyCheckCol)));
 	if (s->agg_spec)
@@ -389,7 +390,7 @@ limit_is_known(ForeignScanState *node)
 	bool		have_params = (node->ss.ps.state->es_param_list_info != NULL);
 	ListCell   *lc;
 
-	foreach(lc, list_nth(s->order, FdwScanOrderLimit))
+	foreach(lc, s->limit_exprs)
 	{
 		Node	   *expr = lfirst(lc);
 
@@ -468,10 +469,11 @@ shardBeginForeignScan(ForeignScanState *node, int eflags)
 	Relation	rel = node->ss.ss_currentRelation ? node->ss.ss_currentRelation :
 	ExecGetRangeTableRelation(estate, rtindex);
 	TupleDesc	tupdesc = RelationGetDescr(rel);
-	List	   *priv = fsplan->fdw_private;
+	ShardScanPrivate priv;
 	ShardScanState *s;
 	MemoryContextCallback *cb;
 	List	   *exprs = fsplan->fdw_exprs;
+	List	   *limit_exprs = NIL;
 	ListCell   *lc;
 	Oid			userid;
 	int			i;
@@ -482,24 +484,25 @@ shardBeginForeignScan(ForeignScanState *node, int eflags)
 	s->topts = shard_table_options(rel);
 	s->opts = shard_server_options(s->topts->serverid);
 	s->table_name = RelationGetRelationName(rel);
-	s->select_sql = strVal(list_nth(fsplan->fdw_private, FdwScanPrivateSelectSql));
-	s->where_sqls = list_nth(fsplan->fdw_private, FdwScanPrivateWhereSql);
-	s->retrieved_attrs = list_nth(fsplan->fdw_private, FdwScanPrivateRetrievedAttrs);
-	s->param_kinds = list_nth(fsplan->fdw_private, FdwScanPrivateParamKinds);
-	s->prune_kind = intVal(list_nth(fsplan->fdw_private, FdwScanPrivatePruneKind));
-	s->mode = intVal(list_nth(priv, FdwScanPrivateMode));
-	s->group_sql = strVal(list_nth(priv, FdwScanPrivateGroupSql));
-	s->guard_col = intVal(list_nth(priv, FdwScanPrivateGuardCol));
+	shard_scan_private_read(fsplan->fdw_private, &priv);
+	s->select_sql = priv.select_sql;
+	s->where_sqls = priv.where_sqls;
+	s->retrieved_attrs = priv.retrieved_attrs;
+	s->param_kinds = priv.param_kinds;
+	s->prune_kind = priv.prune_kind;
+	s->mode = priv.mode;
+	s->group_sql = priv.group_sql;
+	s->guard_col = priv.guard_col;
 	s->with_rowid = (s->mode == SCAN_ROWS);
-	s->needs = list_nth(priv, FdwScanPrivateNeeds);
+	s->needs = priv.needs;
 	foreach(lc, s->needs)
 		if (strVal(lfirst(lc))[0] != SHARD_NEEDS_TEXT_EXTREMA)
 			s->needs_but_extrema = lappend(s->needs_but_extrema, lfirst(lc));
 	s->rel = rel;
 	if (s->mode != SCAN_ROWS && shard_thread_aggregation &&
-		strVal(list_nth(priv, FdwScanPrivateRawSql))[0] != '\0')
-		init_thread_agg(s, priv);
-	s->safe_where_sqls = list_nth(priv, FdwScanPrivateSafeWhereSql);
+		priv.raw_sql[0] != '\0')
+		init_thread_agg(s, &priv);
+	s->safe_where_sqls = priv.safe_where_sqls;
 	s->recheck_quals = fsplan->fdw_recheck_quals;
 	s->cur_col = -1;
 
@@ -512,6 +515,14 @@ shardBeginForeignScan(ForeignScanState *node, int eflags)
 		s->prune_state = ExecInitExpr(prune, (PlanState *) node);
 		s->prune_needs_run = contains_exec_param((Node *) prune, NULL);
 		exprs = list_truncate(list_copy(exprs), list_length(exprs) - 1);
+	}
+	/* Before it, OFFSET and LIMIT when the scan limits. */
+	if (priv.nlimit_exprs > 0)
+	{
+		int			n = list_length(exprs) - priv.nlimit_exprs;
+
+		limit_exprs = list_copy_tail(exprs, n);
+		exprs = list_truncate(list_copy(exprs), n);
 	}
 	s->nparams = list_length(exprs);
 	foreach(lc, exprs)
@@ -562,11 +573,11 @@ shardBeginForeignScan(ForeignScanState *node, int eflags)
 	if (s->mode != SCAN_ROWS)
 	{
 		ListCell   *lc2;
-		List	   *distinct = list_nth(priv, FdwScanPrivateDistinct);
+		List	   *distinct = priv.distinct;
 
 		/* The widest shard row: every partial, the distinct value, guard. */
 		s->batch_cols = 1;
-		foreach(lc, list_nth(priv, FdwScanPrivateAggCols))
+		foreach(lc, priv.agg_cols)
 			foreach(lc2, (List *) lfirst(lc))
 				s->batch_cols = Max(s->batch_cols, lfirst_int(lc2) + 1);
 		if (distinct != NIL)
@@ -574,21 +585,18 @@ shardBeginForeignScan(ForeignScanState *node, int eflags)
 		s->batch_cols = Max(s->batch_cols, s->guard_col + 1);
 		/* and the key checks of a scan that limits: every column */
 		s->batch_cols = Max(s->batch_cols,
-							list_length(list_nth(priv, FdwScanPrivateThreadAgg)) / 3);
+							list_length(priv.thread_agg) / 3);
 	}
 	if (s->mode != SCAN_ROWS)
 		s->merge = shard_merge_create((PlanState *) node,
-									  list_nth(priv, FdwScanPrivateAggOps),
-									  list_nth(priv, FdwScanPrivateAggCols),
-									  list_nth(priv, FdwScanPrivateAggTypes),
-									  list_nth(priv, FdwScanPrivateKeyEqops),
-									  list_nth(priv, FdwScanPrivateKeyColls),
-									  list_nth(priv, FdwScanPrivateDistinct),
-									  list_nth(priv, FdwScanPrivateKeyTrunc),
+									  priv.agg_ops, priv.agg_cols,
+									  priv.agg_types, priv.key_eqops,
+									  priv.key_colls, priv.distinct,
+									  priv.key_truncs,
 									  s->guard_col, s->topts->table);
 	s->shard_bound = -1;
-	if (list_nth(priv, FdwScanPrivateOrder) != NIL)
-		init_order(node, list_nth(priv, FdwScanPrivateOrder));
+	if (priv.order != NIL)
+		init_order(node, priv.order, limit_exprs);
 }
 
 /*

@@ -206,13 +206,17 @@ enum FdwScanPrivateIndex
 								 * high, key check per storage-class check */
 	FdwScanPrivateOrder,		/* List (FdwScanOrderIndex) when the scan
 								 * also sorts and limits, or NIL */
-	FdwScanPrivateKeyTrunc		/* List per output column: for a key the
+	FdwScanPrivateKeyTrunc,		/* List per output column: for a key the
 								 * shards return as a date or a time that
 								 * stands for its bucket, the function
 								 * (Integer), its unit (String, or ""),
 								 * whether a date (Integer) and the zone it
 								 * reads the time in (String, "": the
 								 * TimeZone); otherwise NIL */
+	FdwScanPrivateLimitExprs,	/* Integer: 2 when fdw_exprs holds OFFSET
+								 * and LIMIT (NULL when absent) after the
+								 * values to bind, else 0 */
+	FdwScanPrivateCount
 };
 
 /* Positions in FdwScanPrivateOrder. */
@@ -224,14 +228,13 @@ enum FdwScanOrderIndex
 	FdwScanOrderSql,			/* String: ORDER BY terms for each shard */
 	FdwScanOrderThreadSorts,	/* IntList: column, low column or -1,
 								 * descending, nulls_first per key */
-	FdwScanOrderLimit,			/* List: OFFSET, LIMIT (Const, Param or
-								 * NULL) */
 	FdwScanOrderText,			/* String: the order, for EXPLAIN */
 	FdwScanOrderBoundNeeds,		/* List of String: what each shard's bound
 								 * needs besides FdwScanPrivateNeeds; a
 								 * shard that misses it is not bounded */
-	FdwScanOrderKeyCheckCol		/* Integer: shard column counting keys the
+	FdwScanOrderKeyCheckCol,	/* Integer: shard column counting keys the
 								 * merge may not convert, or -1 */
+	FdwScanOrderCount
 };
 
 /* What a scan returns (FdwScanPrivateMode). */
@@ -282,6 +285,39 @@ extern Expr *shard_find_tenant_condition(RelOptInfo *baserel,
 extern List *shard_rel_remote_conds(RelOptInfo *baserel);
 extern const char *shard_rel_table(RelOptInfo *baserel);
 extern bool shard_rel_all_pushed(RelOptInfo *baserel);
+
+/* in private.c */
+
+/* A foreign scan's fdw_private, decoded (see FdwScanPrivateIndex). */
+typedef struct ShardScanPrivate
+{
+	char	   *select_sql;
+	List	   *where_sqls;
+	List	   *retrieved_attrs;
+	List	   *param_kinds;
+	ShardPruneKind prune_kind;
+	ShardScanMode mode;
+	char	   *group_sql;
+	List	   *agg_ops;
+	List	   *agg_cols;
+	List	   *agg_types;
+	List	   *key_eqops;
+	List	   *key_colls;
+	List	   *distinct;
+	int			guard_col;
+	List	   *needs;
+	List	   *safe_where_sqls;
+	char	   *raw_sql;
+	List	   *thread_agg;
+	List	   *thread_guards;
+	List	   *order;
+	List	   *key_truncs;
+	int			nlimit_exprs;
+} ShardScanPrivate;
+
+extern void shard_scan_private_init(ShardScanPrivate *p);
+extern List *shard_scan_private_list(const ShardScanPrivate *p);
+extern void shard_scan_private_read(List *l, ShardScanPrivate *p);
 
 /* in upper.c */
 

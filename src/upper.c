@@ -1561,11 +1561,9 @@ final_order(ShardUpperInfo *info, SelectList *sl, List *cols, int guard_col,
 						 (sgc->nulls_first ? " NULLS FIRST" : " NULLS LAST") : "");
 	}
 
-	return lappend(lappend(list_make5(list_make4(attnos, sortops, colls, nulls),
+	return lappend(lappend(list_make4(list_make4(attnos, sortops, colls, nulls),
 									  makeString(sql.data),
 									  ta_sorts,
-									  list_make2(info->limit_offset,
-												 info->limit_count),
 									  makeString(text.data)),
 						   info->bound_needs),
 				   makeInteger(keycheck_col));
@@ -1649,7 +1647,7 @@ shard_upper_plan(PlannerInfo *root, RelOptInfo *upperrel, List *tlist,
 	List	   *eqops = NIL;
 	List	   *colls = NIL;
 	List	   *distinct = NIL;
-	List	   *fdw_private;
+	ShardScanPrivate priv;
 	ListCell   *lc,
 			   *lc_op;
 	ShardPruneKind prune_kind;
@@ -1828,34 +1826,40 @@ shard_upper_plan(PlannerInfo *root, RelOptInfo *upperrel, List *tlist,
 	if (prune_expr != NULL)
 		params = lappend(params, prune_expr);
 
-	fdw_private = list_make5(makeString(select_sql.data),
-							 where_sqls,
-							 NIL,
-							 param_kinds,
-							 makeInteger(prune_kind));
-	fdw_private = lappend(fdw_private,
-						  makeInteger(info->by_tenant && info->distinct == NULL &&
-									  !split_keys ?
-									  SCAN_AGG_FULL : SCAN_AGG_PARTIAL));
-	fdw_private = lappend(fdw_private, makeString(group_sql.data));
-	fdw_private = lappend(fdw_private, info->ops);
-	fdw_private = lappend(fdw_private, cols);
-	fdw_private = lappend(fdw_private, types);
-	fdw_private = lappend(fdw_private, eqops);
-	fdw_private = lappend(fdw_private, colls);
-	fdw_private = lappend(fdw_private, distinct);
-	fdw_private = lappend(fdw_private, makeInteger(guard_col));
-	fdw_private = lappend(fdw_private, info->needs);
-	fdw_private = lappend(fdw_private, NIL);
-	fdw_private = lappend(fdw_private, makeString(raw_sql.data));
-	fdw_private = lappend(fdw_private, sl.ta);
-	fdw_private = lappend(fdw_private, sl.ta_guards);
-	fdw_private = lappend(fdw_private,
-						  info->final ?
-						  final_order(info, &sl, cols, guard_col, keycheck_col) :
-						  NIL);
-	fdw_private = lappend(fdw_private, key_truncs);
+	shard_scan_private_init(&priv);
+	priv.select_sql = select_sql.data;
+	priv.where_sqls = where_sqls;
+	priv.param_kinds = param_kinds;
+	priv.prune_kind = prune_kind;
+	priv.mode = (info->by_tenant && info->distinct == NULL && !split_keys) ?
+		SCAN_AGG_FULL : SCAN_AGG_PARTIAL;
+	priv.group_sql = group_sql.data;
+	priv.agg_ops = info->ops;
+	priv.agg_cols = cols;
+	priv.agg_types = types;
+	priv.key_eqops = eqops;
+	priv.key_colls = colls;
+	priv.distinct = distinct;
+	priv.guard_col = guard_col;
+	priv.needs = info->needs;
+	priv.raw_sql = raw_sql.data;
+	priv.thread_agg = sl.ta;
+	priv.thread_guards = sl.ta_guards;
+	priv.key_truncs = key_truncs;
+	if (info->final)
+	{
+		priv.order = final_order(info, &sl, cols, guard_col, keycheck_col);
+		/* OFFSET and LIMIT go between the values to bind and the tenant */
+		priv.nlimit_exprs = 2;
+		params = list_insert_nth(params,
+								 list_length(params) - (prune_expr ? 1 : 0),
+								 info->limit_offset);
+		params = list_insert_nth(params,
+								 list_length(params) - (prune_expr ? 1 : 0),
+								 info->limit_count);
+	}
 
-	return make_foreignscan(tlist, info->having, 0, params, fdw_private,
+	return make_foreignscan(tlist, info->having, 0, params,
+							shard_scan_private_list(&priv),
 							info->tlist, NIL, outer_plan);
 }
