@@ -201,6 +201,25 @@ SELECT * FROM regress_shard_rows($$SELECT * FROM docs_u$$);
 RESET ROLE;
 
 -- ===================================================================
+-- A UTF-16 shard: the filters compare text in the shard's encoding
+-- ===================================================================
+SELECT id, secret, amount FROM orders4 WHERE tenant_id = 'ücme';
+SELECT id, secret, amount FROM orders_t4 WHERE tenant_id = 'ücme';
+CREATE ROLE regress_scoped_u;
+GRANT SELECT ON orders4, orders_t4 TO regress_scoped_u;
+CREATE USER MAPPING FOR regress_scoped_u SERVER scoped_srv
+  OPTIONS (tenants 'ücme');
+SET ROLE regress_scoped_u;
+SELECT * FROM orders4;
+SELECT * FROM orders_t4;
+SELECT count(*), sum(amount) FROM orders_t4;
+SELECT * FROM regress_shard_rows($$SELECT * FROM orders4$$);
+RESET ROLE;
+DROP USER MAPPING FOR regress_scoped_u SERVER scoped_srv;
+REVOKE SELECT ON orders4, orders_t4 FROM regress_scoped_u;
+DROP ROLE regress_scoped_u;
+
+-- ===================================================================
 -- Clean up
 -- ===================================================================
 DROP FUNCTION regress_shard_rows(text);
