@@ -1738,6 +1738,9 @@ shardEndForeignScan(ForeignScanState *node)
 /*
  * shard_names
  *		"N of M (a, b, c, and K more)" for EXPLAIN.
+ *
+ * "and 1 more" would take as much room as the name it stands for, so a
+ * list one name longer than EXPLAIN_MAX_SHARD_NAMES is written out whole.
  */
 static char *
 shard_names(ShardScanState *s)
@@ -1753,7 +1756,8 @@ shard_names(ShardScanState *s)
 	{
 		ShardTarget *t = lfirst(lc);
 
-		if (n == EXPLAIN_MAX_SHARD_NAMES)
+		if (n == EXPLAIN_MAX_SHARD_NAMES &&
+			list_length(s->targets) - n >= 2)
 		{
 			appendStringInfo(&buf, ", and %d more",
 							 list_length(s->targets) - n);
