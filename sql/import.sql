@@ -33,9 +33,10 @@ $$;
 -- ===================================================================
 -- Import everything from the first shard (shard_a, by shard id)
 -- ===================================================================
--- "settings" has no tenant column: imported, with a NOTICE.  The view
--- "broken" reads a dropped table: skipped, with a WARNING.  SQLite's own
--- tables (sqlite_sequence, sqlite_stat1) are not imported.
+-- "settings" has no tenant column: skipped, with a NOTICE that says how
+-- to import it.  The view "broken" reads a dropped table: skipped, with a
+-- WARNING.  SQLite's own tables (sqlite_sequence, sqlite_stat1) are not
+-- imported.  events.id, an INTEGER PRIMARY KEY, is NOT NULL.
 CREATE SCHEMA import_all;
 IMPORT FOREIGN SCHEMA main FROM SERVER import_srv INTO import_all;
 SELECT * FROM import_tables('import_all');
@@ -92,12 +93,67 @@ IMPORT FOREIGN SCHEMA main LIMIT TO (orders) FROM SERVER import_srv
 SELECT attname, not_null FROM import_columns('import_nullable');
 
 -- "tenant_column" names another column; SQLite matches it without regard
--- to case, and the table option keeps the table's own spelling.
+-- to case, and the table option keeps the table's own spelling.  This is
+-- what the NOTICE about "settings" suggests; the tables without a column
+-- "KEY" are skipped.
 CREATE SCHEMA import_tenant;
 IMPORT FOREIGN SCHEMA main LIMIT TO (settings, "MixedCase", orders)
   FROM SERVER import_srv INTO import_tenant
   OPTIONS (tenant_column 'KEY');
 SELECT * FROM import_tables('import_tenant');
+SELECT * FROM import_tenant.settings;
+
+-- ===================================================================
+-- Keys SQLite never stores as NULL
+-- ===================================================================
+-- An alias for the rowid (the single-column INTEGER PRIMARY KEY of a
+-- rowid table) and the key of a WITHOUT ROWID table are NOT NULL; any
+-- other primary key column of a rowid table may hold NULL, as SQLite
+-- allows, and stays nullable.  Where SQLite accepts a NULL key, the row
+-- was inserted with one (see test/fixtures/import.sh).
+CREATE SCHEMA import_keys;
+IMPORT FOREIGN SCHEMA main
+  LIMIT TO (k_integer, k_lower, k_autoincrement, k_table_pk, k_table_pk_desc,
+            k_int, k_bigint, k_integer_8, k_desc, k_composite,
+            k_without_rowid, k_not_null, k_view)
+  FROM SERVER import_srv INTO import_keys OPTIONS (shard 'shard_c');
+SELECT relname, type, not_null FROM import_columns('import_keys')
+  WHERE attname = 'id';
+SELECT 'k_integer' AS t, id FROM import_keys.k_integer
+  WHERE tenant_id = 'hooli'
+UNION ALL SELECT 'k_lower', id FROM import_keys.k_lower
+  WHERE tenant_id = 'hooli'
+UNION ALL SELECT 'k_autoincrement', id FROM import_keys.k_autoincrement
+  WHERE tenant_id = 'hooli'
+UNION ALL SELECT 'k_table_pk', id FROM import_keys.k_table_pk
+  WHERE tenant_id = 'hooli'
+UNION ALL SELECT 'k_table_pk_desc', id FROM import_keys.k_table_pk_desc
+  WHERE tenant_id = 'hooli'
+UNION ALL SELECT 'k_int', id FROM import_keys.k_int
+  WHERE tenant_id = 'hooli'
+UNION ALL SELECT 'k_bigint', id FROM import_keys.k_bigint
+  WHERE tenant_id = 'hooli'
+UNION ALL SELECT 'k_integer_8', id FROM import_keys.k_integer_8
+  WHERE tenant_id = 'hooli'
+UNION ALL SELECT 'k_desc', id FROM import_keys.k_desc
+  WHERE tenant_id = 'hooli'
+UNION ALL SELECT 'k_composite', id FROM import_keys.k_composite
+  WHERE tenant_id = 'hooli'
+UNION ALL SELECT 'k_without_rowid', id FROM import_keys.k_without_rowid
+  WHERE tenant_id = 'hooli'
+UNION ALL SELECT 'k_not_null', id FROM import_keys.k_not_null
+  WHERE tenant_id = 'hooli'
+UNION ALL SELECT 'k_view', id FROM import_keys.k_view
+  WHERE tenant_id = 'hooli';
+
+-- "import_not_null" false leaves these nullable too.
+CREATE SCHEMA import_keys_nullable;
+IMPORT FOREIGN SCHEMA main
+  LIMIT TO (k_integer, k_table_pk, k_without_rowid, k_not_null)
+  FROM SERVER import_srv INTO import_keys_nullable
+  OPTIONS (shard 'shard_c', import_not_null 'false');
+SELECT relname, not_null FROM import_columns('import_keys_nullable')
+  WHERE attname = 'id';
 
 -- ===================================================================
 -- Errors
@@ -119,7 +175,8 @@ SELECT count(*) FROM import_tables('import_err');
 -- ===================================================================
 \set VERBOSITY terse
 DROP SCHEMA import_all, import_limit, import_except, import_b,
-  import_nullable, import_tenant, import_err CASCADE;
+  import_nullable, import_tenant, import_keys, import_keys_nullable,
+  import_err CASCADE;
 DROP FUNCTION import_tables(name), import_columns(name);
 DROP SERVER import_srv;
 \set VERBOSITY default

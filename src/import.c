@@ -138,9 +138,33 @@ shardImportForeignSchema(ImportForeignSchemaStmt *stmt, Oid serverOid)
 		 * table_xinfo rather than table_info: it also lists generated
 		 * columns, which can be read like any other.  hidden = 1 marks the
 		 * hidden columns of virtual tables, which SELECT * does not return.
+		 *
+		 * The fourth column says whether the column is an alias for the
+		 * rowid, which SQLite never stores as NULL.  SQLite's rule
+		 * (lang_createtable.html, "ROWIDs and the INTEGER PRIMARY KEY"): the
+		 * single-column PRIMARY KEY of a rowid table, declared with the type
+		 * name "INTEGER" in any case ("INT", "BIGINT" or "INTEGER(8)" are
+		 * not).  A rowid table is a real table (rootpage <> 0, which
+		 * excludes virtual tables) that is not WITHOUT ROWID.  Rather than
+		 * parse the CREATE TABLE text for WITHOUT ROWID and for the quirk
+		 * that "INTEGER PRIMARY KEY DESC" is no alias, ask SQLite for its
+		 * verdict: every primary key that is not the rowid has an index of
+		 * origin "pk" (a WITHOUT ROWID table's is the table itself), an
+		 * alias has none.  A WITHOUT ROWID table's key columns need nothing
+		 * here: SQLite makes them NOT NULL, and table_xinfo says so.
 		 */
 		rc = shardio_prepare(db,
-							 "SELECT name, type, \"notnull\""
+							 "SELECT name, type, \"notnull\","
+							 " pk = 1 AND type = 'INTEGER' COLLATE NOCASE"
+							 " AND NOT EXISTS (SELECT 1"
+							 "  FROM pragma_table_xinfo(?1, 'main')"
+							 "  WHERE pk > 1)"
+							 " AND NOT EXISTS (SELECT 1"
+							 "  FROM pragma_index_list(?1, 'main')"
+							 "  WHERE origin = 'pk')"
+							 " AND EXISTS (SELECT 1 FROM main.sqlite_schema"
+							 "  WHERE type = 'table' AND name = ?1"
+							 "  AND rootpage <> 0)"
 							 " FROM pragma_table_xinfo(?1, 'main')"
 							 " WHERE hidden <> 1 ORDER BY cid",
 							 0, &s, errbuf);
@@ -489,17 +513,18 @@ map_sqlite_type(const char *decltype, StringInfo buf)
 /*
  * deparse_table
  *		The CREATE FOREIGN TABLE command for one SQLite table or view, or
- *		NULL when its columns cannot be read (a warning says why).
+ *		NULL when it is skipped: its columns cannot be read (a warning says
+ *		why) or it has no tenant column (a notice says so).
  *
- * A table without the tenant column is still imported: IMPORT FOREIGN
- * SCHEMA imports what it is asked for, as postgres_fdw does, and a table
- * named in LIMIT TO must not vanish without a word.  Such a table (a lookup
- * table copied into every shard, an application's bookkeeping table) cannot
- * be queried, since every foreign table of this wrapper is routed by a
- * tenant column, so a NOTICE says so and how to fix or drop it.  Its
- * "tenant_column" option is still written out, naming the column asked
- * for: left out, the option's default could silently pick a different
- * column than the one the import was told to use.
+ * Every foreign table of this wrapper is routed by a tenant column, so a
+ * table without one (a lookup table copied into every shard, an
+ * application's bookkeeping table) could not be queried: importing it
+ * would only leave a foreign table behind whose every query fails.  It is
+ * skipped instead, and since a table named in LIMIT TO must not vanish
+ * without a word, a NOTICE names it and says how to import it when
+ * another column holds the tenant.  The "tenant_column" option is always
+ * written out, naming the column matched: left out, the option's default
+ * could pick a different column than the one the import was told to use.
  */
 static char *
 deparse_table(sqlite3 *db, sqlite3_stmt *colstmt, ShardInfo *shard,
@@ -529,7 +554,8 @@ deparse_table(sqlite3 *db, sqlite3_stmt *colstmt, ShardInfo *shard,
 	{
 		const char *colname = (const char *) sqlite3_column_text(colstmt, 0);
 		const char *decltype = (const char *) sqlite3_column_text(colstmt, 1);
-		bool		notnull = sqlite3_column_int(colstmt, 2) != 0;
+		bool		notnull = sqlite3_column_int(colstmt, 2) != 0 ||
+			sqlite3_column_int(colstmt, 3) != 0;
 		char	   *pgcol;
 		char	   *fullcol;
 
@@ -580,19 +606,22 @@ deparse_table(sqlite3 *db, sqlite3_stmt *colstmt, ShardInfo *shard,
 	if (ncols == 0)
 		return NULL;			/* nothing SELECT * could return */
 
+	if (tenant_column == NULL)
+	{
+		ereport(NOTICE,
+				(errmsg("skipping table \"%s\" of shard \"%s\": it has no tenant column \"%s\"",
+						pgname, shard->shard_id, iopts->tenant_column),
+				 errdetail("Every foreign table of this server is routed by a column that holds the tenant id; tables without one are not supported yet."),
+				 errhint("If another column holds the tenant id, import the table with LIMIT TO (%s) and the import option \"tenant_column\" naming that column, or create the foreign table by hand with the table option \"tenant_column\".",
+						 quote_identifier(pgname))));
+		pfree(typebuf.data);
+		pfree(cmd.data);
+		return NULL;
+	}
+
 	appendStringInfo(&cmd, "\n) SERVER %s\nOPTIONS (table %s",
 					 quote_identifier(servername),
 					 quote_literal_cstr(sqlite_name_to_server(tabname)));
-	if (tenant_column == NULL)
-	{
-		tenant_column = iopts->tenant_column;
-		ereport(NOTICE,
-				(errmsg("table \"%s\" has no tenant column \"%s\"",
-						pgname, tenant_column),
-				 errdetail("Queries on foreign table \"%s\" fail until its option \"tenant_column\" names the column that holds the tenant id.",
-						   pgname),
-				 errhint("Set the option with ALTER FOREIGN TABLE, or drop the foreign table if it is not needed.")));
-	}
 	appendStringInfo(&cmd, ", tenant_column %s);",
 					 quote_literal_cstr(tenant_column));
 
