@@ -1,6 +1,8 @@
 # sqlite_shard_fdw: PGXS build, plus the project's own entry points.
 #
 #   make demo    install what is missing, build, install, run the sample fleet
+#                (KEEP=1: leave the cluster and the fleet running, and say how
+#                to connect; KEEP reaches test/demo.sh through the environment)
 #   make test    install what is missing, build with -Werror, run every suite
 #   make bench   the benchmark (see README)
 
