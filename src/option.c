@@ -75,6 +75,9 @@ PG_FUNCTION_INFO_V1(sqlite_shard_fdw_validator);
 void
 _PG_init(void)
 {
+	/* SQLite's lock waits on the backend end when an interrupt is pending. */
+	shardio_set_interrupt_check(shard_interrupts_pending);
+
 	/*
 	 * Fan-out threads allocate heavily inside SQLite; its allocation
 	 * statistics would make them take one global mutex for every malloc.

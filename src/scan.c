@@ -77,7 +77,6 @@ typedef struct ShardTarget
 								 * declare columns as the bound needs */
 	bool		no_sql_groups;	/* thread aggregation may not fall back to
 								 * SQLite's GROUP BY (UTF-16 text extrema) */
-	bool		lent;			/* a fan-out worker reads it */
 	FanoutJob	job;			/* what the reader runs */
 	ShardValue *binds;			/* the values bound, planned and run-time */
 	int			nbinds;
@@ -222,9 +221,6 @@ stop_reading(ShardScanState *s, bool release)
 
 		shard_reader_free(t->reader);
 		t->reader = NULL;
-		if (t->lent && t->conn && release)
-			shard_conn_unlend(t->conn);
-		t->lent = false;
 		if (t->stmt && t->conn && release)
 			shard_conn_unprepare(t->conn, t->stmt);
 		else if (t->stmt)
@@ -1396,9 +1392,6 @@ finish_shard(ShardTarget *t)
 	t->elapsed_ms = INSTR_TIME_GET_MILLISEC(now);
 	shard_reader_free(t->reader);
 	t->reader = NULL;
-	if (t->lent && t->conn)
-		shard_conn_unlend(t->conn);
-	t->lent = false;
 	if (t->stmt)
 		shard_conn_unprepare(t->conn, t->stmt);
 	t->stmt = NULL;
@@ -1504,8 +1497,6 @@ next_batch_parallel(ForeignScanState *node)
 			t = list_nth(s->targets, task);
 			if (!start_shard(node, t))
 				continue;
-			shard_conn_lend(t->conn);
-			t->lent = true;
 			if (fanout_submit(s->fanout, &t->job, task) != 0)
 				ereport(ERROR,
 						(errcode(ERRCODE_INSUFFICIENT_RESOURCES),

@@ -14,14 +14,23 @@
  * through writable_schema.  Double-quoted string literals are off, so a
  * quoted identifier is always an identifier.
  *
+ * Waits: no handle waits for another process's lock, or runs a statement,
+ * past the moment its reader is told to stop.  Each handle gets one busy
+ * handler, which sleeps in steps of a few milliseconds up to the busy
+ * timeout, and one progress handler, for as long as it is open; both ask
+ * the thread they run on whether to stop (see stop_requested).
+ *
  *-------------------------------------------------------------------------
  */
 #include <errno.h>
 #include <math.h>
+#include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "shardio.h"
@@ -685,6 +694,129 @@ static const struct
 #define NUM_SQL_FUNCTIONS ((int) (sizeof(sql_functions) / sizeof(sql_functions[0])))
 
 /*
+ * Who may stop a wait.  A fan-out worker keeps its fan-out's stop flag
+ * under stop_flag_key; the backend thread has none there and asks
+ * backend_check instead.  Keying on the thread, not the handle, is what
+ * lets two scans read one handle at once: a statement stops when the scan
+ * that runs it stops, never because another scan of the handle did.
+ */
+static pthread_key_t stop_flag_key;
+static pthread_once_t stop_flag_once = PTHREAD_ONCE_INIT;
+static int	stop_flag_key_made = 0;
+static ShardioInterruptCheck backend_check = NULL;
+
+/* Progress handler period, in SQLite virtual machine instructions. */
+#define PROGRESS_OPS		1000
+
+/* Longest single sleep of a lock wait, in milliseconds. */
+#define BUSY_STEP_MS		10
+
+/*
+ * make_stop_flag_key
+ *		Create the thread-specific key once per process.
+ */
+static void
+make_stop_flag_key(void)
+{
+	stop_flag_key_made = (pthread_key_create(&stop_flag_key, NULL) == 0);
+}
+
+/*
+ * shardio_set_interrupt_check
+ *		Register the backend's check, once, before any handle opens.
+ */
+void
+shardio_set_interrupt_check(ShardioInterruptCheck check)
+{
+	pthread_once(&stop_flag_once, make_stop_flag_key);
+	backend_check = check;
+}
+
+/*
+ * shardio_thread_stop_flag
+ *		On a worker thread: stop this thread's waits and statements once
+ *		*flag is nonzero.
+ */
+void
+shardio_thread_stop_flag(volatile int *flag)
+{
+	pthread_once(&stop_flag_once, make_stop_flag_key);
+	if (stop_flag_key_made)
+		pthread_setspecific(stop_flag_key, (void *) flag);
+}
+
+/*
+ * stop_requested
+ *		Should whatever SQLite does on this thread stop now?
+ */
+static int
+stop_requested(void)
+{
+	volatile int *flag = NULL;
+
+	if (stop_flag_key_made)
+		flag = (volatile int *) pthread_getspecific(stop_flag_key);
+	if (flag != NULL)
+		return *flag != 0;
+	return backend_check != NULL && backend_check() != 0;
+}
+
+/*
+ * progress_handler
+ *		Every PROGRESS_OPS instructions of a statement: a nonzero result
+ *		interrupts it (SQLITE_INTERRUPT).
+ */
+static int
+progress_handler(void *arg)
+{
+	return stop_requested();
+}
+
+/*
+ * busy_handler
+ *		SQLite found the file locked by another connection: sleep a little
+ *		and let it try again (nonzero), until busy timeout milliseconds
+ *		(arg) have passed or the thread is told to stop; then the call
+ *		fails with SQLITE_BUSY, and the caller tells the two apart.
+ *
+ * The first retries come quickly, since most locks are held for a commit's
+ * few milliseconds; then every BUSY_STEP_MS, which bounds how late a stop
+ * is seen.  count is how many times SQLite has called this for the same
+ * lock, so the time waited is the sum of the earlier sleeps, as SQLite's
+ * own busy handler counts it.
+ */
+static int
+busy_handler(void *arg, int count)
+{
+	static const int ramp[] = {1, 2, 5};
+	static const int ramp_total[] = {0, 1, 3};
+	long long	timeout_ms = (long long) (intptr_t) arg;
+	long long	waited_ms;
+	long long	sleep_ms;
+	struct timespec ts;
+
+	if (count < 3)
+	{
+		sleep_ms = ramp[count];
+		waited_ms = ramp_total[count];
+	}
+	else
+	{
+		sleep_ms = BUSY_STEP_MS;
+		waited_ms = ramp_total[2] + ramp[2] +
+			(long long) (count - 3) * BUSY_STEP_MS;
+	}
+	if (waited_ms >= timeout_ms || stop_requested())
+		return 0;
+	if (sleep_ms > timeout_ms - waited_ms)
+		sleep_ms = timeout_ms - waited_ms;
+	ts.tv_sec = 0;
+	ts.tv_nsec = (long) sleep_ms * 1000000L;
+	nanosleep(&ts, NULL);
+	return 1;
+}
+
+/*
  * shardio_open
  *		Open an SQLite file with the hardening every shard gets.
  *
@@ -743,7 +875,12 @@ shardio_open(const char *path, int flags, int busy_timeout_ms,
 								   SQLITE_INNOCUOUS,
 								   NULL, sql_functions[f].func,
 								   NULL, NULL, NULL);
-	sqlite3_busy_timeout(*db, busy_timeout_ms);
+
+	/* Waits and statements that stop when their reader is told to. */
+	sqlite3_busy_handler(*db, busy_handler,
+						 (void *) (intptr_t) (busy_timeout_ms > 0 ?
+											  busy_timeout_ms : 0));
+	sqlite3_progress_handler(*db, PROGRESS_OPS, progress_handler, NULL);
 
 	/*
 	 * Reading the schema proves the file is an SQLite database; without this
