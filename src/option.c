@@ -56,6 +56,7 @@ static const ShardOption shard_options[] = {
 };
 
 #define DEFAULT_BUSY_TIMEOUT_MS 5000
+#define MAX_BUSY_TIMEOUT_MS 3600000	/* one hour */
 #define DEFAULT_MAX_SHARD_BYTES (INT64CONST(10) * 1000 * 1000 * 1000)
 
 /* GUC: how many shard handles a backend keeps open when idle. */
@@ -406,7 +407,15 @@ sqlite_shard_fdw_validator(PG_FUNCTION_ARGS)
 			shard_require_file_privilege(false, "set option \"shard_path\"");
 		}
 		else if (strcmp(def->defname, "busy_timeout_ms") == 0)
-			(void) parse_int_option(def->defname, value);
+		{
+			if (parse_int_option(def->defname, value) > MAX_BUSY_TIMEOUT_MS)
+				ereport(ERROR,
+						(errcode(ERRCODE_FDW_INVALID_ATTRIBUTE_VALUE),
+						 errmsg("invalid value for option \"busy_timeout_ms\": \"%s\"",
+								value),
+						 errdetail("The busy timeout is at most %d milliseconds (one hour).",
+								   MAX_BUSY_TIMEOUT_MS)));
+		}
 		else if (strcmp(def->defname, "max_shard_bytes") == 0)
 			(void) parse_size_option(def->defname, value);
 		else if (strcmp(def->defname, "on_missing_shard") == 0)
@@ -457,7 +466,12 @@ shard_server_options(Oid serverid)
 		else if (strcmp(def->defname, "shard_path") == 0)
 			opts->shard_path = value;
 		else if (strcmp(def->defname, "busy_timeout_ms") == 0)
+		{
+			/* a value stored before the validator capped it gets the cap */
 			opts->busy_timeout_ms = parse_int_option(def->defname, value);
+			if (opts->busy_timeout_ms > MAX_BUSY_TIMEOUT_MS)
+				opts->busy_timeout_ms = MAX_BUSY_TIMEOUT_MS;
+		}
 		else if (strcmp(def->defname, "max_shard_bytes") == 0)
 			opts->max_shard_bytes = parse_size_option(def->defname, value);
 		else if (strcmp(def->defname, "on_missing_shard") == 0)
