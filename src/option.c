@@ -71,11 +71,31 @@ PG_FUNCTION_INFO_V1(sqlite_shard_fdw_validator);
 
 /*
  * _PG_init
- *		Define the extension's settings and reserve their prefix.
+ *		Check the SQLite library, define the extension's settings and
+ *		reserve their prefix.
  */
 void
 _PG_init(void)
 {
+	/*
+	 * The SQLite library is the one the server's dynamic linker found, not
+	 * necessarily the one this was compiled against.  The wrapper's SQL
+	 * reads sqlite_schema (3.33.0), and fan-out threads share handles,
+	 * which needs a library built with its mutexes.
+	 */
+	if (sqlite3_libversion_number() < SHARDIO_MIN_SQLITE_VERSION)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("sqlite_shard_fdw needs SQLite 3.33.0 or later, but the server loaded SQLite %s",
+						sqlite3_libversion()),
+				 errhint("Install a newer SQLite library (libsqlite3) on the server.")));
+	if (sqlite3_threadsafe() == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("the SQLite library the server loaded was built without thread support"),
+				 errdetail("sqlite_shard_fdw reads shards on several threads, which needs SQLite built with SQLITE_THREADSAFE=1 or 2."),
+				 errhint("Install an SQLite library built with thread support on the server.")));
+
 	/* SQLite's lock waits on the backend end when an interrupt is pending. */
 	shardio_set_interrupt_check(shard_interrupts_pending);
 

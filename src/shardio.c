@@ -817,6 +817,47 @@ busy_handler(void *arg, int count)
 }
 
 /*
+ * The settings that make an untrusted file safe to open, each checked
+ * after it is made: a library that ignored one would otherwise open the
+ * file without it, silently.
+ */
+static const struct
+{
+	int			op;
+	int			value;
+	const char *name;
+}			hardening[] =
+{
+	{SQLITE_DBCONFIG_DEFENSIVE, 1, "SQLITE_DBCONFIG_DEFENSIVE"},
+	{SQLITE_DBCONFIG_TRUSTED_SCHEMA, 0, "SQLITE_DBCONFIG_TRUSTED_SCHEMA"},
+	{SQLITE_DBCONFIG_ENABLE_LOAD_EXTENSION, 0,
+	"SQLITE_DBCONFIG_ENABLE_LOAD_EXTENSION"},
+
+	/*
+	 * A double-quoted name that matches no column must be an error, not a
+	 * string literal: otherwise a column missing from a shard would read
+	 * back as its own name.
+	 */
+	{SQLITE_DBCONFIG_DQS_DML, 0, "SQLITE_DBCONFIG_DQS_DML"},
+	{SQLITE_DBCONFIG_DQS_DDL, 0, "SQLITE_DBCONFIG_DQS_DDL"},
+};
+
+#define NUM_HARDENING ((int) (sizeof(hardening) / sizeof(hardening[0])))
+
+/*
+ * open_failed
+ *		Close a handle that could not be set up, keeping the message.
+ */
+static int
+open_failed(sqlite3 **db, int rc, const char *msg, char *errbuf)
+{
+	set_error(errbuf, msg);
+	sqlite3_close_v2(*db);
+	*db = NULL;
+	return rc;
+}
+
+/*
  * shardio_open
  *		Open an SQLite file with the hardening every shard gets.
  *
@@ -824,7 +865,8 @@ busy_handler(void *arg, int count)
  * worker may be read at the same time by another scan of the same statement
  * in the backend (a nested loop over two scans of one table).  Readers hold
  * the handle's mutex for a whole batch, so the per-call locking costs
- * little.
+ * little.  A library whose threading mode leaves handles without a mutex
+ * is refused, as is one too old for what the wrapper's SQL uses.
  *
  * Read-only opens never create the file, so a mistyped path is reported as
  * missing instead of leaving an empty database behind.
@@ -835,9 +877,14 @@ shardio_open(const char *path, int flags, int busy_timeout_ms,
 {
 	int			oflags = SQLITE_OPEN_FULLMUTEX;
 	int			rc;
-	int			f;
+	int			i;
 
 	*db = NULL;
+	if (sqlite3_libversion_number() < SHARDIO_MIN_SQLITE_VERSION)
+	{
+		set_error(errbuf, "the SQLite library is older than 3.33.0");
+		return SQLITE_ERROR;
+	}
 	if (flags & SHARDIO_OPEN_READWRITE)
 		oflags |= SQLITE_OPEN_READWRITE;
 	else
@@ -847,39 +894,50 @@ shardio_open(const char *path, int flags, int busy_timeout_ms,
 
 	rc = sqlite3_open_v2(path, db, oflags, NULL);
 	if (rc != SQLITE_OK)
-	{
-		set_error(errbuf, *db ? sqlite3_errmsg(*db) : sqlite3_errstr(rc));
-		sqlite3_close_v2(*db);
-		*db = NULL;
-		return rc;
-	}
+		return open_failed(db, rc,
+						   *db ? sqlite3_errmsg(*db) : sqlite3_errstr(rc),
+						   errbuf);
+	if (sqlite3_db_mutex(*db) == NULL)
+		return open_failed(db, SQLITE_ERROR,
+						   "the SQLite library does not serialize handles (single-thread or multi-thread mode)",
+						   errbuf);
 
 	sqlite3_extended_result_codes(*db, 1);
-	sqlite3_db_config(*db, SQLITE_DBCONFIG_DEFENSIVE, 1, NULL);
-	sqlite3_db_config(*db, SQLITE_DBCONFIG_TRUSTED_SCHEMA, 0, NULL);
-	sqlite3_db_config(*db, SQLITE_DBCONFIG_ENABLE_LOAD_EXTENSION, 0, NULL);
+	for (i = 0; i < NUM_HARDENING; i++)
+	{
+		int			now = -1;
 
-	/*
-	 * A double-quoted name that matches no column must be an error, not a
-	 * string literal: otherwise a column missing from a shard would read
-	 * back as its own name.
-	 */
-	sqlite3_db_config(*db, SQLITE_DBCONFIG_DQS_DML, 0, NULL);
-	sqlite3_db_config(*db, SQLITE_DBCONFIG_DQS_DDL, 0, NULL);
+		rc = sqlite3_db_config(*db, hardening[i].op, hardening[i].value, &now);
+		if (rc != SQLITE_OK || now != hardening[i].value)
+		{
+			char		msg[SHARDIO_ERRLEN];
+
+			snprintf(msg, sizeof(msg), "SQLite did not take the setting %s",
+					 hardening[i].name);
+			return open_failed(db, rc != SQLITE_OK ? rc : SQLITE_ERROR, msg,
+							   errbuf);
+		}
+	}
 
 	/* The functions pushed-down SQL reads values with. */
-	for (f = 0; f < NUM_SQL_FUNCTIONS; f++)
-		sqlite3_create_function_v2(*db, sql_functions[f].name,
-								   sql_functions[f].nargs,
-								   SQLITE_UTF8 | SQLITE_DETERMINISTIC |
-								   SQLITE_INNOCUOUS,
-								   NULL, sql_functions[f].func,
-								   NULL, NULL, NULL);
+	for (i = 0; i < NUM_SQL_FUNCTIONS; i++)
+	{
+		rc = sqlite3_create_function_v2(*db, sql_functions[i].name,
+										sql_functions[i].nargs,
+										SQLITE_UTF8 | SQLITE_DETERMINISTIC |
+										SQLITE_INNOCUOUS,
+										NULL, sql_functions[i].func,
+										NULL, NULL, NULL);
+		if (rc != SQLITE_OK)
+			return open_failed(db, rc, sqlite3_errmsg(*db), errbuf);
+	}
 
 	/* Waits and statements that stop when their reader is told to. */
-	sqlite3_busy_handler(*db, busy_handler,
-						 (void *) (intptr_t) (busy_timeout_ms > 0 ?
-											  busy_timeout_ms : 0));
+	rc = sqlite3_busy_handler(*db, busy_handler,
+							  (void *) (intptr_t) (busy_timeout_ms > 0 ?
+												   busy_timeout_ms : 0));
+	if (rc != SQLITE_OK)
+		return open_failed(db, rc, sqlite3_errmsg(*db), errbuf);
 	sqlite3_progress_handler(*db, PROGRESS_OPS, progress_handler, NULL);
 
 	/*
@@ -890,12 +948,7 @@ shardio_open(const char *path, int flags, int busy_timeout_ms,
 	rc = sqlite3_exec(*db, "SELECT count(*) FROM sqlite_schema", NULL, NULL,
 					  NULL);
 	if (rc != SQLITE_OK)
-	{
-		set_error(errbuf, sqlite3_errmsg(*db));
-		sqlite3_close_v2(*db);
-		*db = NULL;
-		return rc;
-	}
+		return open_failed(db, rc, sqlite3_errmsg(*db), errbuf);
 	return SQLITE_OK;
 }
 

@@ -91,6 +91,9 @@ extern long shardio_arena_store(ShardBatch *batch, const void *src,
 								size_t len);
 extern void shardio_batch_fix_pointers(ShardBatch *batch);
 
+/* The oldest SQLite the wrapper runs on (sqlite_schema is 3.33.0's). */
+#define SHARDIO_MIN_SQLITE_VERSION 3033000
+
 /*
  * What ends a wait for a lock, or a running statement, before its time:
  * on a fan-out worker its fan-out's stop flag, set with
