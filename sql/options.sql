@@ -98,13 +98,21 @@ CREATE SERVER opt_bad FOREIGN DATA WRAPPER sqlite_shard_fdw
   OPTIONS (directory '');
 CREATE SERVER opt_bad FOREIGN DATA WRAPPER sqlite_shard_fdw
   OPTIONS (directory 'options/directory.db');
--- busy_timeout_ms: a non-negative integer
+-- busy_timeout_ms: a non-negative integer, at most one hour
 CREATE SERVER opt_bad FOREIGN DATA WRAPPER sqlite_shard_fdw
   OPTIONS (directory '/tmp/ssfdw_regress/options/directory.db', busy_timeout_ms 'abc');
 CREATE SERVER opt_bad FOREIGN DATA WRAPPER sqlite_shard_fdw
   OPTIONS (directory '/tmp/ssfdw_regress/options/directory.db', busy_timeout_ms '-1');
 CREATE SERVER opt_bad FOREIGN DATA WRAPPER sqlite_shard_fdw
   OPTIONS (directory '/tmp/ssfdw_regress/options/directory.db', busy_timeout_ms '99999999999');
+CREATE SERVER opt_bad FOREIGN DATA WRAPPER sqlite_shard_fdw
+  OPTIONS (directory '/tmp/ssfdw_regress/options/directory.db', busy_timeout_ms '3600001');
+CREATE SERVER opt_bad FOREIGN DATA WRAPPER sqlite_shard_fdw
+  OPTIONS (directory '/tmp/ssfdw_regress/options/directory.db', busy_timeout_ms '2147483647');
+CREATE SERVER opt_hour FOREIGN DATA WRAPPER sqlite_shard_fdw
+  OPTIONS (directory '/tmp/ssfdw_regress/options/directory.db', busy_timeout_ms '3600000');
+ALTER SERVER opt_hour OPTIONS (SET busy_timeout_ms '0');
+DROP SERVER opt_hour;
 -- max_shard_bytes: a positive size, with an optional unit
 CREATE SERVER opt_bad FOREIGN DATA WRAPPER sqlite_shard_fdw
   OPTIONS (directory '/tmp/ssfdw_regress/options/directory.db', max_shard_bytes '0');
@@ -168,6 +176,7 @@ SELECT label, regress_sqlstate(stmt) FROM (VALUES
   ('relative directory', $$CREATE SERVER opt_bad FOREIGN DATA WRAPPER sqlite_shard_fdw OPTIONS (directory 'options/directory.db')$$),
   ('busy_timeout_ms abc', $$CREATE SERVER opt_bad FOREIGN DATA WRAPPER sqlite_shard_fdw OPTIONS (directory '/tmp/ssfdw_regress/options/directory.db', busy_timeout_ms 'abc')$$),
   ('busy_timeout_ms -1', $$CREATE SERVER opt_bad FOREIGN DATA WRAPPER sqlite_shard_fdw OPTIONS (directory '/tmp/ssfdw_regress/options/directory.db', busy_timeout_ms '-1')$$),
+  ('busy_timeout_ms 3600001', $$CREATE SERVER opt_bad FOREIGN DATA WRAPPER sqlite_shard_fdw OPTIONS (directory '/tmp/ssfdw_regress/options/directory.db', busy_timeout_ms '3600001')$$),
   ('max_shard_bytes 0', $$CREATE SERVER opt_bad FOREIGN DATA WRAPPER sqlite_shard_fdw OPTIONS (directory '/tmp/ssfdw_regress/options/directory.db', max_shard_bytes '0')$$),
   ('max_shard_bytes 5 XB', $$CREATE SERVER opt_bad FOREIGN DATA WRAPPER sqlite_shard_fdw OPTIONS (directory '/tmp/ssfdw_regress/options/directory.db', max_shard_bytes '5 XB')$$),
   ('max_shard_bytes NaN', $$CREATE SERVER opt_bad FOREIGN DATA WRAPPER sqlite_shard_fdw OPTIONS (directory '/tmp/ssfdw_regress/options/directory.db', max_shard_bytes 'NaN')$$),
@@ -211,6 +220,7 @@ SELECT * FROM opt_items ORDER BY id;
 SELECT label, regress_sqlstate(stmt) FROM (VALUES
   ('SET busy_timeout_ms abc', $$ALTER SERVER opt_srv OPTIONS (SET busy_timeout_ms 'abc')$$),
   ('SET busy_timeout_ms -1', $$ALTER SERVER opt_srv OPTIONS (SET busy_timeout_ms '-1')$$),
+  ('SET busy_timeout_ms 3600001', $$ALTER SERVER opt_srv OPTIONS (SET busy_timeout_ms '3600001')$$),
   ('DROP directory', $$ALTER SERVER opt_srv OPTIONS (DROP directory)$$),
   ('SET table empty', $$ALTER FOREIGN TABLE opt_items OPTIONS (SET table '')$$),
   ('ADD colum', $$ALTER FOREIGN TABLE opt_items ALTER COLUMN id OPTIONS (ADD colum 'id')$$),

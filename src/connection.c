@@ -18,6 +18,16 @@
  * PostgreSQL transaction ends, so every statement of the transaction sees
  * the same state of that shard.  There is no snapshot across shards.
  *
+ * Waiting: a handle locked by another process is waited for by SQLite's
+ * busy handler (shardio.c), on whichever thread reads it.  On the backend
+ * that wait gives up as soon as a cancel, a statement timeout or a
+ * termination is pending (shard_interrupts_pending reads the flags; it must
+ * not process them inside SQLite), and the failed call raises them here
+ * (shard_check_lock_wait).  On a fan-out worker the fan-out's stop flag
+ * ends the wait: the backend keeps checking for interrupts while it waits
+ * for the workers, and the error it raises stops the fan-out (the scan's
+ * cleanup destroys it, or the transaction's abort stops it first).
+ *
  *-------------------------------------------------------------------------
  */
 #include "sqlite_shard_fdw.h"
@@ -25,6 +35,7 @@
 #include <sys/stat.h>
 
 #include "access/xact.h"
+#include "fanout.h"
 #include "miscadmin.h"
 #include "utils/hsearch.h"
 #include "utils/memutils.h"
@@ -40,7 +51,6 @@ struct ShardConn
 	int			utf8;			/* the database is UTF-8: 1, 0, or -1 not
 								 * asked yet */
 	TimestampTz xact_stmt;		/* start of the statement that began it */
-	int			lent;			/* fan-out workers reading through it */
 	int			open_stmts;		/* statements of live scans: never close */
 	dev_t		dev;			/* the file opened, to notice a replacement */
 	ino_t		ino;
@@ -93,40 +103,53 @@ static void shard_subxact_callback(SubXactEvent event,
 								   SubTransactionId parentSubid, void *arg);
 
 /*
- * interrupt_handler
- *		SQLite's progress handler while the backend itself steps a shard:
- *		stops the statement as soon as a cancel or a timeout is pending, so
- *		that CHECK_FOR_INTERRUPTS can raise it.
+ * shard_interrupts_pending
+ *		The backend thread's check for SQLite's busy and progress handlers
+ *		(registered by _PG_init): is a cancel, a statement timeout or a
+ *		termination pending that CHECK_FOR_INTERRUPTS would raise now?
+ *		Called inside SQLite, so it only reads the flags; the failed call
+ *		raises them afterwards (shard_check_lock_wait).
  */
-static int
-interrupt_handler(void *arg)
+int
+shard_interrupts_pending(void)
 {
-	return (InterruptPending && (QueryCancelPending || ProcDiePending)) ? 1 : 0;
+	return InterruptPending && InterruptHoldoffCount == 0 &&
+		CritSectionCount == 0 &&
+		(ProcDiePending ||
+		 (QueryCancelPending && QueryCancelHoldoffCount == 0));
 }
 
 /*
- * shard_conn_lend
- *		A fan-out worker is about to read through this handle: only the
- *		backend may look at PostgreSQL's interrupt flags, so the progress
- *		handler goes while any worker holds the handle (a worker's own
- *		handler stops its statement when its fan-out stops).
+ * shard_check_lock_wait
+ *		After an SQLite call on the backend failed with rc: when it gave up
+ *		a lock wait or a statement because of a pending cancel, statement
+ *		timeout or termination, raise that; when it waited for a lock the
+ *		whole busy timeout, raise that the shard (or, with is_directory,
+ *		the directory file) named is locked.  Returns for other failures.
+ *		what says what the call was for ("read table \"orders\"").
  */
 void
-shard_conn_lend(ShardConn *conn)
+shard_check_lock_wait(int rc, bool is_directory, const char *name,
+					  const char *what)
 {
-	conn->lent++;
-	sqlite3_progress_handler(conn->db, 0, NULL, NULL);
-}
-
-/*
- * shard_conn_unlend
- *		The worker is done with the handle.
- */
-void
-shard_conn_unlend(ShardConn *conn)
-{
-	if (conn->lent > 0)
-		conn->lent--;
+	if ((rc & 0xff) != SQLITE_BUSY && (rc & 0xff) != SQLITE_INTERRUPT)
+		return;
+	CHECK_FOR_INTERRUPTS();
+	if ((rc & 0xff) != SQLITE_BUSY)
+		return;
+	if (is_directory)
+		ereport(ERROR,
+				(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
+				 errmsg("directory \"%s\" is locked", name),
+				 errdetail("Another connection held a lock on the file for longer than the busy timeout while this session tried to %s.",
+						   what),
+				 errhint("Retry once the other connection's transaction has ended, or raise the server option \"busy_timeout_ms\".")));
+	ereport(ERROR,
+			(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
+			 errmsg("shard \"%s\" is locked", name),
+			 errdetail("Another connection held a lock on the shard's file for longer than the busy timeout while this session tried to %s.",
+					   what),
+			 errhint("Retry once the other connection's transaction has ended, or raise the server option \"busy_timeout_ms\".")));
 }
 
 /*
@@ -182,9 +205,9 @@ void
 shard_report_sqlite_error(int elevel, int rc, const char *shard_id,
 						  const char *what, const char *msg)
 {
-	/* An interrupt for a cancel or timeout: raise that, as PostgreSQL does. */
-	if ((rc & 0xff) == SQLITE_INTERRUPT)
-		CHECK_FOR_INTERRUPTS();
+	/* A cancel, timeout or lock that ended the call: raise that. */
+	if (elevel >= ERROR)
+		shard_check_lock_wait(rc, false, shard_id, what);
 
 	ereport(elevel,
 			(errcode(shard_sqlite_sqlstate(rc)),
@@ -388,7 +411,6 @@ shard_conn_get(ShardServerOptions *opts, ShardInfo *shard, bool missing_ok)
 		conn->begin_stmt = NULL;
 		conn->rollback_stmt = NULL;
 		conn->refcount = 0;
-		conn->lent = 0;
 		conn->open_stmts = 0;
 		conn->in_xact = false;
 		conn->xact_scoped = false;
@@ -417,9 +439,6 @@ shard_conn_get(ShardServerOptions *opts, ShardInfo *shard, bool missing_ok)
 	}
 	strlcpy(conn->shard_id, shard->shard_id, sizeof(conn->shard_id));
 	conn->last_used = ++use_counter;
-	/* While the backend alone reads, a cancel stops a long SQLite step. */
-	if (conn->lent == 0)
-		sqlite3_progress_handler(conn->db, 1000, interrupt_handler, NULL);
 
 	if (stale_read_xact(conn))
 		end_read_xact(conn);
@@ -601,13 +620,19 @@ bool
 shard_conn_is_utf8(ShardConn *conn)
 {
 	sqlite3_stmt *stmt;
+	int			rc;
 
 	if (conn->utf8 >= 0)
 		return conn->utf8 == 1;
 	if (sqlite3_prepare_v2(conn->db, "PRAGMA encoding", -1, &stmt,
 						   NULL) != SQLITE_OK)
+	{
+		shard_check_lock_wait(sqlite3_errcode(conn->db), false,
+							  conn->shard_id, "read the database encoding");
 		return false;
-	if (sqlite3_step(stmt) == SQLITE_ROW)
+	}
+	rc = sqlite3_step(stmt);
+	if (rc == SQLITE_ROW)
 	{
 		const char *enc = (const char *) sqlite3_column_text(stmt, 0);
 
@@ -615,6 +640,8 @@ shard_conn_is_utf8(ShardConn *conn)
 			conn->utf8 = (strcmp(enc, "UTF-8") == 0);
 	}
 	sqlite3_finalize(stmt);
+	shard_check_lock_wait(rc, false, conn->shard_id,
+						  "read the database encoding");
 	return conn->utf8 == 1;
 }
 
@@ -631,6 +658,7 @@ conn_column_affinity(ShardConn *conn, const char *table, const char *col)
 	sqlite3_stmt *stmt;
 	ListCell   *lc;
 	char		aff = 0;
+	int			rc;
 
 	foreach(lc, conn->checked)
 		if (strncmp((char *) lfirst(lc), key, keylen) == 0)
@@ -640,12 +668,18 @@ conn_column_affinity(ShardConn *conn, const char *table, const char *col)
 						   "SELECT type FROM pragma_table_info(?1) "
 						   "WHERE name = ?2 COLLATE NOCASE",
 						   -1, &stmt, NULL) != SQLITE_OK)
+	{
+		shard_check_lock_wait(sqlite3_errcode(conn->db), false,
+							  conn->shard_id, "read the schema");
 		return 0;
+	}
 	sqlite3_bind_text(stmt, 1, table, -1, SQLITE_STATIC);
 	sqlite3_bind_text(stmt, 2, col, -1, SQLITE_STATIC);
-	if (sqlite3_step(stmt) == SQLITE_ROW)
+	rc = sqlite3_step(stmt);
+	if (rc == SQLITE_ROW)
 		aff = declared_affinity((const char *) sqlite3_column_text(stmt, 0));
 	sqlite3_finalize(stmt);
+	shard_check_lock_wait(rc, false, conn->shard_id, "read the schema");
 
 	/* 'U': TEXT in a UTF-16 database (see affinity_satisfies) */
 	if (aff == 'T' && !shard_conn_is_utf8(conn))
@@ -724,6 +758,7 @@ shard_conn_check_table(ShardConn *conn, const char *relname,
 {
 	sqlite3_stmt *stmt;
 	bool		found;
+	int			rc;
 	int			c;
 
 	if (sqlite3_prepare_v2(conn->db,
@@ -731,10 +766,16 @@ shard_conn_check_table(ShardConn *conn, const char *relname,
 						   " WHERE type IN ('table', 'view')"
 						   " AND name = ?1 COLLATE NOCASE",
 						   -1, &stmt, NULL) != SQLITE_OK)
+	{
+		shard_check_lock_wait(sqlite3_errcode(conn->db), false,
+							  conn->shard_id, "read the schema");
 		return;
+	}
 	sqlite3_bind_text(stmt, 1, table, -1, SQLITE_TRANSIENT);
-	found = (sqlite3_step(stmt) == SQLITE_ROW);
+	rc = sqlite3_step(stmt);
+	found = (rc == SQLITE_ROW);
 	sqlite3_finalize(stmt);
+	shard_check_lock_wait(rc, false, conn->shard_id, "read the schema");
 	if (!found)
 		ereport(ERROR,
 				(errcode(ERRCODE_FDW_TABLE_NOT_FOUND),
@@ -753,10 +794,13 @@ shard_conn_check_table(ShardConn *conn, const char *relname,
 		sqlite3_reset(stmt);
 		sqlite3_bind_text(stmt, 1, table, -1, SQLITE_TRANSIENT);
 		sqlite3_bind_text(stmt, 2, colnames[c], -1, SQLITE_TRANSIENT);
-		found = (sqlite3_step(stmt) == SQLITE_ROW);
+		rc = sqlite3_step(stmt);
+		found = (rc == SQLITE_ROW);
 		if (!found)
 		{
 			sqlite3_finalize(stmt);
+			shard_check_lock_wait(rc, false, conn->shard_id,
+								  "read the schema");
 			ereport(ERROR,
 					(errcode(ERRCODE_FDW_COLUMN_NAME_NOT_FOUND),
 					 errmsg("column \"%s\" of table \"%s\" does not exist on shard \"%s\"",
@@ -828,12 +872,20 @@ shard_xact_callback(XactEvent event, void *arg)
 		event != XACT_EVENT_PARALLEL_ABORT && event != XACT_EVENT_PREPARE)
 		return;
 
+	/*
+	 * The scans of an aborted transaction go away only after this, and their
+	 * fan-out workers may still hold handles, in a statement or waiting for
+	 * a lock: stop them first, so that ending the read transactions below
+	 * does not wait for them.
+	 */
+	if (event == XACT_EVENT_ABORT || event == XACT_EVENT_PARALLEL_ABORT)
+		fanout_stop_all();
+
 	hash_seq_init(&scan, ConnectionHash);
 	while ((conn = hash_seq_search(&scan)) != NULL)
 	{
 		end_read_xact(conn);
 		conn->refcount = 0;
-		conn->lent = 0;
 		conn->open_stmts = 0;
 	}
 	list_free_deep(holds);

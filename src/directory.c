@@ -87,6 +87,7 @@ static void check_directory(ShardDirectory *dir, ShardServerOptions *opts);
 static void
 dir_error(ShardDirectory *dir, const char *what)
 {
+	shard_check_lock_wait(sqlite3_errcode(dir->db), true, dir->path, what);
 	ereport(ERROR,
 			(errcode(shard_sqlite_sqlstate(sqlite3_errcode(dir->db))),
 			 errmsg("could not %s in directory \"%s\"", what, dir->path),
@@ -216,6 +217,7 @@ open_directory(ShardServerOptions *opts)
 		if (dir->shard_path)
 			pfree(dir->shard_path);
 		pfree(dir);
+		shard_check_lock_wait(rc, true, opts->directory, "open it");
 		ereport(ERROR,
 				(errcode(errcode_sql),
 				 errmsg("could not open directory \"%s\" of server \"%s\"",

@@ -15,11 +15,16 @@
  * appends it to the event queue.  The end or failure of a statement is
  * queued after its last batch, so the backend sees them in order.
  *
- * Stopping: fanout_destroy sets a flag that a progress handler on every
- * running statement checks (so a statement stops within a few thousand
- * SQLite instructions, and only this fan-out's statements stop, not
- * another scan's on the same handle), wakes every waiter and joins the
- * threads, so no thread outlives the scan that made it.
+ * Stopping: fanout_destroy sets a flag, wakes every waiter and joins the
+ * threads, so no thread outlives the scan that made it.  Each worker hands
+ * the flag to shardio.c as its thread's stop flag, which the handlers every
+ * shard handle has check: a running statement stops within a few thousand
+ * SQLite instructions, and a wait for another process's lock within a few
+ * milliseconds.  Only this fan-out's statements stop, never another scan's
+ * on the same handle, since the check is the thread's, not the handle's.
+ * A transaction that aborts stops every fan-out at once (fanout_stop_all)
+ * before its shard handles roll back, as those would otherwise wait for
+ * the workers' statements.
  *
  *-------------------------------------------------------------------------
  */
@@ -38,7 +43,6 @@ typedef struct FanoutTask
 {
 	const FanoutJob *job;
 	int			id;
-	int			running;
 	struct FanoutTask *next;
 } FanoutTask;
 
@@ -58,28 +62,28 @@ struct Fanout
 	int			nthreads_max;
 	int			nthreads;
 	pthread_t  *threads;
-	volatile int stopping;		/* read by workers' progress handlers */
+	volatile int stopping;		/* read by the workers' SQLite handlers */
 
 	FanoutTask *queued_head;	/* FIFO of tasks not started */
 	FanoutTask *queued_tail;
-	FanoutTask **running;		/* per thread, the task it runs */
 	int			outstanding;	/* tasks submitted and not yet ended */
 
 	ShardBatch **free_batches;	/* pool */
 	int			nfree;
-	int			nbatches;
 
 	FanoutQueued *events_head;
 	FanoutQueued *events_tail;
 	int			nomem;
+
+	struct Fanout *prev;		/* live fan-outs of the process */
+	struct Fanout *next;
 };
 
-/* Arguments of one worker thread. */
-typedef struct WorkerArg
-{
-	Fanout	   *f;
-	int			slot;
-} WorkerArg;
+/*
+ * Every fan-out not yet destroyed.  Only the backend thread creates,
+ * destroys and stops fan-outs, so the list needs no lock.
+ */
+static Fanout *live_fanouts = NULL;
 
 /*
  * now_ms
@@ -122,25 +126,12 @@ push_event(Fanout *f, const FanoutEvent *ev)
 }
 
 /*
- * stop_requested
- *		Progress handler of a worker's statement: stop it once the fan-out
- *		is stopping.  Unlike sqlite3_interrupt, this stops only the
- *		statements of this fan-out, not those another scan of the same
- *		statement runs on the same shard handle.
- */
-static int
-stop_requested(void *arg)
-{
-	return ((Fanout *) arg)->stopping;
-}
-
-/*
  * run_task
  *		Step one statement to its end, batch by batch; the lock is held on
  *		entry and exit, and released while SQLite works.
  */
 static void
-run_task(Fanout *f, FanoutTask *task, int slot)
+run_task(Fanout *f, FanoutTask *task)
 {
 	FanoutEvent ev;
 	double		start = now_ms();
@@ -149,8 +140,6 @@ run_task(Fanout *f, FanoutTask *task, int slot)
 
 	memset(&ev, 0, sizeof(ev));
 	pthread_mutex_unlock(&f->lock);
-	sqlite3_progress_handler(sqlite3_db_handle(task->job->stmt), 1000,
-							 stop_requested, f);
 	reader = shard_reader_start(task->job);
 	pthread_mutex_lock(&f->lock);
 	if (reader == NULL)
@@ -208,14 +197,11 @@ run_task(Fanout *f, FanoutTask *task, int slot)
 	/*
 	 * Let go of everything on the shard's handle before the backend hears
 	 * that the job ended: once it has, it finalizes the statement and may
-	 * close the handle, and nothing here may touch them any more (not even
-	 * fanout_destroy's interrupt).
+	 * close the handle, and nothing here may touch them any more.
 	 */
 	pthread_mutex_unlock(&f->lock);
 	shard_reader_free(reader);
-	sqlite3_progress_handler(sqlite3_db_handle(task->job->stmt), 0, NULL, NULL);
 	pthread_mutex_lock(&f->lock);
-	f->running[slot] = NULL;
 	if (!f->stopping && (ev.kind == FANOUT_DONE || ev.kind == FANOUT_FAILED))
 	{
 		ev.task = task->id;
@@ -337,11 +323,9 @@ shard_reader_free(ShardReader *r)
 static void *
 worker_main(void *arg)
 {
-	WorkerArg  *wa = (WorkerArg *) arg;
-	Fanout	   *f = wa->f;
-	int			slot = wa->slot;
+	Fanout	   *f = (Fanout *) arg;
 
-	free(wa);
+	shardio_thread_stop_flag(&f->stopping);
 	pthread_mutex_lock(&f->lock);
 	for (;;)
 	{
@@ -355,8 +339,7 @@ worker_main(void *arg)
 		f->queued_head = task->next;
 		if (f->queued_head == NULL)
 			f->queued_tail = NULL;
-		f->running[slot] = task;
-		run_task(f, task, slot);
+		run_task(f, task);
 		free(task);
 	}
 	pthread_mutex_unlock(&f->lock);
@@ -381,9 +364,12 @@ fanout_create(int nthreads, int ncols, int batch_rows, int nbatches)
 	pthread_cond_init(&f->event_cv, NULL);
 	f->nthreads_max = nthreads < 1 ? 1 : nthreads;
 	f->threads = calloc(f->nthreads_max, sizeof(pthread_t));
-	f->running = calloc(f->nthreads_max, sizeof(FanoutTask *));
 	f->free_batches = calloc(nbatches, sizeof(ShardBatch *));
-	if (f->threads == NULL || f->running == NULL || f->free_batches == NULL)
+	f->next = live_fanouts;
+	if (live_fanouts)
+		live_fanouts->prev = f;
+	live_fanouts = f;
+	if (f->threads == NULL || f->free_batches == NULL)
 	{
 		fanout_destroy(f);
 		return NULL;
@@ -399,7 +385,6 @@ fanout_create(int nthreads, int ncols, int batch_rows, int nbatches)
 		}
 		f->free_batches[f->nfree++] = b;
 	}
-	f->nbatches = nbatches;
 	return f;
 }
 
@@ -414,22 +399,14 @@ start_worker(Fanout *f)
 {
 	sigset_t	all,
 				old;
-	WorkerArg  *wa = malloc(sizeof(WorkerArg));
 	int			rc;
 
-	if (wa == NULL)
-		return ENOMEM;
-	wa->f = f;
-	wa->slot = f->nthreads;
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
-	rc = pthread_create(&f->threads[f->nthreads], NULL, worker_main, wa);
+	rc = pthread_create(&f->threads[f->nthreads], NULL, worker_main, f);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (rc != 0)
-	{
-		free(wa);
 		return rc;
-	}
 	f->nthreads++;
 	return 0;
 }
@@ -536,6 +513,36 @@ fanout_release_batch(Fanout *f, ShardBatch *batch)
 }
 
 /*
+ * fanout_stop
+ *		Tell a fan-out's workers to stop, interrupting the statements and
+ *		the lock waits they are in, without waiting for them.
+ */
+static void
+fanout_stop(Fanout *f)
+{
+	pthread_mutex_lock(&f->lock);
+	f->stopping = 1;
+	pthread_cond_broadcast(&f->work_cv);
+	pthread_cond_broadcast(&f->event_cv);
+	pthread_mutex_unlock(&f->lock);
+}
+
+/*
+ * fanout_stop_all
+ *		Stop every fan-out of the process, without waiting: for a
+ *		transaction that aborts, whose scans are destroyed only after its
+ *		shard handles are rolled back.  Each must still be destroyed.
+ */
+void
+fanout_stop_all(void)
+{
+	Fanout	   *f;
+
+	for (f = live_fanouts; f != NULL; f = f->next)
+		fanout_stop(f);
+}
+
+/*
  * fanout_destroy
  *		Stop every worker (interrupting the statements they run), join
  *		them and free everything.  The statements themselves belong to the
@@ -550,12 +557,14 @@ fanout_destroy(Fanout *f)
 
 	if (f == NULL)
 		return;
-	pthread_mutex_lock(&f->lock);
-	f->stopping = 1;			/* running statements see it and stop */
-	pthread_cond_broadcast(&f->work_cv);
-	pthread_cond_broadcast(&f->event_cv);
-	pthread_mutex_unlock(&f->lock);
+	if (f->prev)
+		f->prev->next = f->next;
+	else
+		live_fanouts = f->next;
+	if (f->next)
+		f->next->prev = f->prev;
 
+	fanout_stop(f);
 	for (i = 0; i < f->nthreads; i++)
 		pthread_join(f->threads[i], NULL);
 
@@ -582,7 +591,6 @@ fanout_destroy(Fanout *f)
 	pthread_cond_destroy(&f->event_cv);
 	pthread_mutex_destroy(&f->lock);
 	free(f->free_batches);
-	free(f->running);
 	free(f->threads);
 	free(f);
 }

@@ -77,5 +77,6 @@ extern int	fanout_submit(Fanout *f, const FanoutJob *job, int task);
 extern void fanout_next(Fanout *f, int timeout_ms, FanoutEvent *ev);
 extern void fanout_release_batch(Fanout *f, ShardBatch *batch);
 extern void fanout_destroy(Fanout *f);
+extern void fanout_stop_all(void);
 
 #endif							/* FANOUT_H */

@@ -62,6 +62,7 @@ static const ShardOption shard_options[] = {
 };
 
 #define DEFAULT_BUSY_TIMEOUT_MS 5000
+#define MAX_BUSY_TIMEOUT_MS 3600000	/* one hour */
 #define DEFAULT_MAX_SHARD_BYTES (INT64CONST(10) * 1000 * 1000 * 1000)
 
 /* GUC: how many shard handles a backend keeps open when idle. */
@@ -76,11 +77,34 @@ PG_FUNCTION_INFO_V1(sqlite_shard_fdw_validator);
 
 /*
  * _PG_init
- *		Define the extension's settings and reserve their prefix.
+ *		Check the SQLite library, define the extension's settings and
+ *		reserve their prefix.
  */
 void
 _PG_init(void)
 {
+	/*
+	 * The SQLite library is the one the server's dynamic linker found, not
+	 * necessarily the one this was compiled against.  The wrapper's SQL
+	 * reads sqlite_schema (3.33.0), and fan-out threads share handles,
+	 * which needs a library built with its mutexes.
+	 */
+	if (sqlite3_libversion_number() < SHARDIO_MIN_SQLITE_VERSION)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("sqlite_shard_fdw needs SQLite 3.33.0 or later, but the server loaded SQLite %s",
+						sqlite3_libversion()),
+				 errhint("Install a newer SQLite library (libsqlite3) on the server.")));
+	if (sqlite3_threadsafe() == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("the SQLite library the server loaded was built without thread support"),
+				 errdetail("sqlite_shard_fdw reads shards on several threads, which needs SQLite built with SQLITE_THREADSAFE=1 or 2."),
+				 errhint("Install an SQLite library built with thread support on the server.")));
+
+	/* SQLite's lock waits on the backend end when an interrupt is pending. */
+	shardio_set_interrupt_check(shard_interrupts_pending);
+
 	/*
 	 * Fan-out threads allocate heavily inside SQLite; its allocation
 	 * statistics would make them take one global mutex for every malloc.
@@ -426,7 +450,15 @@ sqlite_shard_fdw_validator(PG_FUNCTION_ARGS)
 			shard_require_file_privilege(false, "set option \"shard_path\"");
 		}
 		else if (strcmp(def->defname, "busy_timeout_ms") == 0)
-			(void) parse_int_option(def->defname, value);
+		{
+			if (parse_int_option(def->defname, value) > MAX_BUSY_TIMEOUT_MS)
+				ereport(ERROR,
+						(errcode(ERRCODE_FDW_INVALID_ATTRIBUTE_VALUE),
+						 errmsg("invalid value for option \"busy_timeout_ms\": \"%s\"",
+								value),
+						 errdetail("The busy timeout is at most %d milliseconds (one hour).",
+								   MAX_BUSY_TIMEOUT_MS)));
+		}
 		else if (strcmp(def->defname, "max_shard_bytes") == 0)
 			(void) parse_size_option(def->defname, value);
 		else if (strcmp(def->defname, "on_missing_shard") == 0)
@@ -479,7 +511,12 @@ shard_server_options(Oid serverid)
 		else if (strcmp(def->defname, "shard_path") == 0)
 			opts->shard_path = value;
 		else if (strcmp(def->defname, "busy_timeout_ms") == 0)
+		{
+			/* a value stored before the validator capped it gets the cap */
 			opts->busy_timeout_ms = parse_int_option(def->defname, value);
+			if (opts->busy_timeout_ms > MAX_BUSY_TIMEOUT_MS)
+				opts->busy_timeout_ms = MAX_BUSY_TIMEOUT_MS;
+		}
 		else if (strcmp(def->defname, "max_shard_bytes") == 0)
 			opts->max_shard_bytes = parse_size_option(def->defname, value);
 		else if (strcmp(def->defname, "on_missing_shard") == 0)

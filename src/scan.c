@@ -80,7 +80,6 @@ typedef struct ShardTarget
 								 * declare columns as the bound needs */
 	bool		no_sql_groups;	/* thread aggregation may not fall back to
 								 * SQLite's GROUP BY (UTF-16 text extrema) */
-	bool		lent;			/* a fan-out worker reads it */
 	FanoutJob	job;			/* what the reader runs */
 	char	   *sql;			/* its statement, built once per resolution
 								 * (a rescan with the same values reuses it) */
@@ -232,9 +231,6 @@ stop_reading(ShardScanState *s, bool release)
 
 		shard_reader_free(t->reader);
 		t->reader = NULL;
-		if (t->lent && t->conn && release)
-			shard_conn_unlend(t->conn);
-		t->lent = false;
 		if (t->stmt && t->conn && release)
 			shard_conn_unprepare(t->conn, t->stmt);
 		else if (t->stmt)
@@ -1403,9 +1399,6 @@ finish_shard(ShardTarget *t)
 	t->elapsed_ms = INSTR_TIME_GET_MILLISEC(now);
 	shard_reader_free(t->reader);
 	t->reader = NULL;
-	if (t->lent && t->conn)
-		shard_conn_unlend(t->conn);
-	t->lent = false;
 	if (t->stmt)
 		shard_conn_unprepare(t->conn, t->stmt);
 	t->stmt = NULL;
@@ -1511,8 +1504,6 @@ next_batch_parallel(ForeignScanState *node)
 			t = list_nth(s->targets, task);
 			if (!start_shard(node, t))
 				continue;
-			shard_conn_lend(t->conn);
-			t->lent = true;
 			if (fanout_submit(s->fanout, &t->job, task) != 0)
 				ereport(ERROR,
 						(errcode(ERRCODE_INSUFFICIENT_RESOURCES),

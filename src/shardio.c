@@ -14,14 +14,23 @@
  * through writable_schema.  Double-quoted string literals are off, so a
  * quoted identifier is always an identifier.
  *
+ * Waits: no handle waits for another process's lock, or runs a statement,
+ * past the moment its reader is told to stop.  Each handle gets one busy
+ * handler, which sleeps in steps of a few milliseconds up to the busy
+ * timeout, and one progress handler, for as long as it is open; both ask
+ * the thread they run on whether to stop (see stop_requested).
+ *
  *-------------------------------------------------------------------------
  */
 #include <errno.h>
 #include <math.h>
+#include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "shardio.h"
@@ -687,6 +696,170 @@ static const struct
 #define NUM_SQL_FUNCTIONS ((int) (sizeof(sql_functions) / sizeof(sql_functions[0])))
 
 /*
+ * Who may stop a wait.  A fan-out worker keeps its fan-out's stop flag
+ * under stop_flag_key; the backend thread has none there and asks
+ * backend_check instead.  Keying on the thread, not the handle, is what
+ * lets two scans read one handle at once: a statement stops when the scan
+ * that runs it stops, never because another scan of the handle did.
+ */
+static pthread_key_t stop_flag_key;
+static pthread_once_t stop_flag_once = PTHREAD_ONCE_INIT;
+static int	stop_flag_key_made = 0;
+static ShardioInterruptCheck backend_check = NULL;
+
+/* Progress handler period, in SQLite virtual machine instructions. */
+#define PROGRESS_OPS		1000
+
+/* Longest single sleep of a lock wait, in milliseconds. */
+#define BUSY_STEP_MS		10
+
+/*
+ * make_stop_flag_key
+ *		Create the thread-specific key once per process.
+ */
+static void
+make_stop_flag_key(void)
+{
+	stop_flag_key_made = (pthread_key_create(&stop_flag_key, NULL) == 0);
+}
+
+/*
+ * shardio_set_interrupt_check
+ *		Register the backend's check, once, before any handle opens.
+ */
+void
+shardio_set_interrupt_check(ShardioInterruptCheck check)
+{
+	pthread_once(&stop_flag_once, make_stop_flag_key);
+	backend_check = check;
+}
+
+/*
+ * shardio_thread_stop_flag
+ *		On a worker thread: stop this thread's waits and statements once
+ *		*flag is nonzero.
+ */
+void
+shardio_thread_stop_flag(volatile int *flag)
+{
+	pthread_once(&stop_flag_once, make_stop_flag_key);
+	if (stop_flag_key_made)
+		pthread_setspecific(stop_flag_key, (void *) flag);
+}
+
+/*
+ * stop_requested
+ *		Should whatever SQLite does on this thread stop now?
+ */
+static int
+stop_requested(void)
+{
+	volatile int *flag = NULL;
+
+	if (stop_flag_key_made)
+		flag = (volatile int *) pthread_getspecific(stop_flag_key);
+	if (flag != NULL)
+		return *flag != 0;
+	return backend_check != NULL && backend_check() != 0;
+}
+
+/*
+ * progress_handler
+ *		Every PROGRESS_OPS instructions of a statement: a nonzero result
+ *		interrupts it (SQLITE_INTERRUPT).
+ */
+static int
+progress_handler(void *arg)
+{
+	return stop_requested();
+}
+
+/*
+ * busy_handler
+ *		SQLite found the file locked by another connection: sleep a little
+ *		and let it try again (nonzero), until busy timeout milliseconds
+ *		(arg) have passed or the thread is told to stop; then the call
+ *		fails with SQLITE_BUSY, and the caller tells the two apart.
+ *
+ * The first retries come quickly, since most locks are held for a commit's
+ * few milliseconds; then every BUSY_STEP_MS, which bounds how late a stop
+ * is seen.  count is how many times SQLite has called this for the same
+ * lock, so the time waited is the sum of the earlier sleeps, as SQLite's
+ * own busy handler counts it.
+ */
+static int
+busy_handler(void *arg, int count)
+{
+	static const int ramp[] = {1, 2, 5};
+	static const int ramp_total[] = {0, 1, 3};
+	long long	timeout_ms = (long long) (intptr_t) arg;
+	long long	waited_ms;
+	long long	sleep_ms;
+	struct timespec ts;
+
+	if (count < 3)
+	{
+		sleep_ms = ramp[count];
+		waited_ms = ramp_total[count];
+	}
+	else
+	{
+		sleep_ms = BUSY_STEP_MS;
+		waited_ms = ramp_total[2] + ramp[2] +
+			(long long) (count - 3) * BUSY_STEP_MS;
+	}
+	if (waited_ms >= timeout_ms || stop_requested())
+		return 0;
+	if (sleep_ms > timeout_ms - waited_ms)
+		sleep_ms = timeout_ms - waited_ms;
+	ts.tv_sec = 0;
+	ts.tv_nsec = (long) sleep_ms * 1000000L;
+	nanosleep(&ts, NULL);
+	return 1;
+}
+
+/*
+ * The settings that make an untrusted file safe to open, each checked
+ * after it is made: a library that ignored one would otherwise open the
+ * file without it, silently.
+ */
+static const struct
+{
+	int			op;
+	int			value;
+	const char *name;
+}			hardening[] =
+{
+	{SQLITE_DBCONFIG_DEFENSIVE, 1, "SQLITE_DBCONFIG_DEFENSIVE"},
+	{SQLITE_DBCONFIG_TRUSTED_SCHEMA, 0, "SQLITE_DBCONFIG_TRUSTED_SCHEMA"},
+	{SQLITE_DBCONFIG_ENABLE_LOAD_EXTENSION, 0,
+	"SQLITE_DBCONFIG_ENABLE_LOAD_EXTENSION"},
+
+	/*
+	 * A double-quoted name that matches no column must be an error, not a
+	 * string literal: otherwise a column missing from a shard would read
+	 * back as its own name.
+	 */
+	{SQLITE_DBCONFIG_DQS_DML, 0, "SQLITE_DBCONFIG_DQS_DML"},
+	{SQLITE_DBCONFIG_DQS_DDL, 0, "SQLITE_DBCONFIG_DQS_DDL"},
+};
+
+#define NUM_HARDENING ((int) (sizeof(hardening) / sizeof(hardening[0])))
+
+/*
+ * open_failed
+ *		Close a handle that could not be set up, keeping the message.
+ */
+static int
+open_failed(sqlite3 **db, int rc, const char *msg, char *errbuf)
+{
+	set_error(errbuf, msg);
+	sqlite3_close_v2(*db);
+	*db = NULL;
+	return rc;
+}
+
+/*
  * shardio_open
  *		Open an SQLite file with the hardening every shard gets.
  *
@@ -694,7 +867,8 @@ static const struct
  * worker may be read at the same time by another scan of the same statement
  * in the backend (a nested loop over two scans of one table).  Readers hold
  * the handle's mutex for a whole batch, so the per-call locking costs
- * little.
+ * little.  A library whose threading mode leaves handles without a mutex
+ * is refused, as is one too old for what the wrapper's SQL uses.
  *
  * Read-only opens never create the file, so a mistyped path is reported as
  * missing instead of leaving an empty database behind.
@@ -705,9 +879,14 @@ shardio_open(const char *path, int flags, int busy_timeout_ms,
 {
 	int			oflags = SQLITE_OPEN_FULLMUTEX;
 	int			rc;
-	int			f;
+	int			i;
 
 	*db = NULL;
+	if (sqlite3_libversion_number() < SHARDIO_MIN_SQLITE_VERSION)
+	{
+		set_error(errbuf, "the SQLite library is older than 3.33.0");
+		return SQLITE_ERROR;
+	}
 	if (flags & SHARDIO_OPEN_READWRITE)
 		oflags |= SQLITE_OPEN_READWRITE;
 	else
@@ -717,35 +896,51 @@ shardio_open(const char *path, int flags, int busy_timeout_ms,
 
 	rc = sqlite3_open_v2(path, db, oflags, NULL);
 	if (rc != SQLITE_OK)
-	{
-		set_error(errbuf, *db ? sqlite3_errmsg(*db) : sqlite3_errstr(rc));
-		sqlite3_close_v2(*db);
-		*db = NULL;
-		return rc;
-	}
+		return open_failed(db, rc,
+						   *db ? sqlite3_errmsg(*db) : sqlite3_errstr(rc),
+						   errbuf);
+	if (sqlite3_db_mutex(*db) == NULL)
+		return open_failed(db, SQLITE_ERROR,
+						   "the SQLite library does not serialize handles (single-thread or multi-thread mode)",
+						   errbuf);
 
 	sqlite3_extended_result_codes(*db, 1);
-	sqlite3_db_config(*db, SQLITE_DBCONFIG_DEFENSIVE, 1, NULL);
-	sqlite3_db_config(*db, SQLITE_DBCONFIG_TRUSTED_SCHEMA, 0, NULL);
-	sqlite3_db_config(*db, SQLITE_DBCONFIG_ENABLE_LOAD_EXTENSION, 0, NULL);
+	for (i = 0; i < NUM_HARDENING; i++)
+	{
+		int			now = -1;
 
-	/*
-	 * A double-quoted name that matches no column must be an error, not a
-	 * string literal: otherwise a column missing from a shard would read
-	 * back as its own name.
-	 */
-	sqlite3_db_config(*db, SQLITE_DBCONFIG_DQS_DML, 0, NULL);
-	sqlite3_db_config(*db, SQLITE_DBCONFIG_DQS_DDL, 0, NULL);
+		rc = sqlite3_db_config(*db, hardening[i].op, hardening[i].value, &now);
+		if (rc != SQLITE_OK || now != hardening[i].value)
+		{
+			char		msg[SHARDIO_ERRLEN];
+
+			snprintf(msg, sizeof(msg), "SQLite did not take the setting %s",
+					 hardening[i].name);
+			return open_failed(db, rc != SQLITE_OK ? rc : SQLITE_ERROR, msg,
+							   errbuf);
+		}
+	}
 
 	/* The functions pushed-down SQL reads values with. */
-	for (f = 0; f < NUM_SQL_FUNCTIONS; f++)
-		sqlite3_create_function_v2(*db, sql_functions[f].name,
-								   sql_functions[f].nargs,
-								   SQLITE_UTF8 | SQLITE_DETERMINISTIC |
-								   SQLITE_INNOCUOUS,
-								   NULL, sql_functions[f].func,
-								   NULL, NULL, NULL);
-	sqlite3_busy_timeout(*db, busy_timeout_ms);
+	for (i = 0; i < NUM_SQL_FUNCTIONS; i++)
+	{
+		rc = sqlite3_create_function_v2(*db, sql_functions[i].name,
+										sql_functions[i].nargs,
+										SQLITE_UTF8 | SQLITE_DETERMINISTIC |
+										SQLITE_INNOCUOUS,
+										NULL, sql_functions[i].func,
+										NULL, NULL, NULL);
+		if (rc != SQLITE_OK)
+			return open_failed(db, rc, sqlite3_errmsg(*db), errbuf);
+	}
+
+	/* Waits and statements that stop when their reader is told to. */
+	rc = sqlite3_busy_handler(*db, busy_handler,
+							  (void *) (intptr_t) (busy_timeout_ms > 0 ?
+												   busy_timeout_ms : 0));
+	if (rc != SQLITE_OK)
+		return open_failed(db, rc, sqlite3_errmsg(*db), errbuf);
+	sqlite3_progress_handler(*db, PROGRESS_OPS, progress_handler, NULL);
 
 	/*
 	 * Reading the schema proves the file is an SQLite database; without this
@@ -755,12 +950,7 @@ shardio_open(const char *path, int flags, int busy_timeout_ms,
 	rc = sqlite3_exec(*db, "SELECT count(*) FROM sqlite_schema", NULL, NULL,
 					  NULL);
 	if (rc != SQLITE_OK)
-	{
-		set_error(errbuf, sqlite3_errmsg(*db));
-		sqlite3_close_v2(*db);
-		*db = NULL;
-		return rc;
-	}
+		return open_failed(db, rc, sqlite3_errmsg(*db), errbuf);
 	return SQLITE_OK;
 }
 

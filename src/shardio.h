@@ -91,6 +91,21 @@ extern long shardio_arena_store(ShardBatch *batch, const void *src,
 								size_t len);
 extern void shardio_batch_fix_pointers(ShardBatch *batch);
 
+/* The oldest SQLite the wrapper runs on (sqlite_schema is 3.33.0's). */
+#define SHARDIO_MIN_SQLITE_VERSION 3033000
+
+/*
+ * What ends a wait for a lock, or a running statement, before its time:
+ * on a fan-out worker its fan-out's stop flag, set with
+ * shardio_thread_stop_flag when the worker starts; on the backend thread the
+ * check the backend registered once (it may read the backend's interrupt
+ * flags, and do nothing else).  Nonzero means stop.
+ */
+typedef int (*ShardioInterruptCheck) (void);
+
+extern void shardio_set_interrupt_check(ShardioInterruptCheck check);
+extern void shardio_thread_stop_flag(volatile int *flag);
+
 extern int	shardio_file_state(const char *path);
 
 /* What of a WAL database's files changes with every commit. */

@@ -92,8 +92,6 @@ typedef struct ShardConn ShardConn;
 extern ShardConn *shard_conn_get(ShardServerOptions *opts, ShardInfo *shard,
 								 bool missing_ok);
 extern sqlite3 *shard_conn_db(ShardConn *conn);
-extern void shard_conn_lend(ShardConn *conn);
-extern void shard_conn_unlend(ShardConn *conn);
 extern char *shard_conn_affinity_mismatch(ShardConn *conn, const char *table,
 										  List *needs);
 extern int	shard_conn_prepare(ShardConn *conn, const char *sql,
@@ -118,6 +116,9 @@ extern void shard_conn_release(ShardConn *conn);
 extern int	shard_sqlite_sqlstate(int rc);
 extern void shard_report_sqlite_error(int elevel, int rc, const char *shard_id,
 									  const char *what, const char *msg);
+extern int	shard_interrupts_pending(void);
+extern void shard_check_lock_wait(int rc, bool is_directory, const char *name,
+								  const char *what);
 
 /* in deparse.c */
 
