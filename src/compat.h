@@ -28,6 +28,23 @@
 	 exec_rt_fetch((rtindex), (estate))->checkAsUser : GetUserId())
 #endif
 
+/*
+ * The columns an INSERT names (its permission info from 16 on), and the
+ * role a modification runs as.
+ */
+#if PG_VERSION_NUM >= 160000
+#define inserted_cols_compat(root, rte) \
+	(getRTEPermissionInfo((root)->parse->rteperminfos, (rte))->insertedCols)
+#define modify_user_compat(rinfo, estate) \
+	ExecGetResultRelCheckAsUser((rinfo), (estate))
+#else
+#define inserted_cols_compat(root, rte) ((rte)->insertedCols)
+#define modify_user_compat(rinfo, estate) \
+	(OidIsValid(exec_rt_fetch((rinfo)->ri_RangeTableIndex, (estate))->checkAsUser) ? \
+	 exec_rt_fetch((rinfo)->ri_RangeTableIndex, (estate))->checkAsUser : \
+	 GetUserId())
+#endif
+
 /* Privilege checks on servers went through object_aclcheck from 16 on. */
 #if PG_VERSION_NUM >= 160000
 #define server_aclcheck_compat(serverid, roleid, mode) \

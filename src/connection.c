@@ -1,7 +1,7 @@
 /*-------------------------------------------------------------------------
  *
  * connection.c
- *		  Cache of SQLite shard handles and their read transactions
+ *		  Cache of SQLite shard handles and their read and write transactions
  *
  * A backend keeps its shard handles open between statements, keyed by file
  * path, up to sqlite_shard_fdw.max_open_shards idle handles; beyond that
@@ -27,6 +27,19 @@
  * ends the wait: the backend keeps checking for interrupts while it waits
  * for the workers, and the error it raises stops the fan-out (the scan's
  * cleanup destroys it, or the transaction's abort stops it first).
+ *
+ * Handles are opened for writing but kept query_only until a write needs
+ * them.  A shard's write transaction begins at the PostgreSQL
+ * transaction's first write to it (BEGIN IMMEDIATE, which takes the write
+ * lock up front, or the upgrade of a read transaction the statement or a
+ * REPEATABLE READ snapshot still holds) and lasts until the PostgreSQL
+ * transaction ends: later reads of the shard see its writes.  Savepoints
+ * mirror PostgreSQL's subtransactions, so a failed statement inside a
+ * savepoint or a PL/pgSQL exception block undoes its shard writes too.  At
+ * commit the written shards commit one after another in shard id order;
+ * if one fails, the error names those that committed and those that did
+ * not (SQLite has no two-phase commit).  PREPARE TRANSACTION is refused
+ * once a shard was written.
  *
  *-------------------------------------------------------------------------
  */
@@ -59,6 +72,9 @@ struct ShardConn
 	List	   *stmts;			/* CachedStmt: idle prepared statements */
 	sqlite3_stmt *begin_stmt;	/* BEGIN and ROLLBACK, prepared once */
 	sqlite3_stmt *rollback_stmt;
+	bool		write_xact;		/* the transaction wrote to the shard */
+	int			savepoints;		/* PostgreSQL nesting level its savepoints
+								 * reach (1: none) */
 };
 
 /* An idle prepared statement kept for its SQL text. */
@@ -84,7 +100,14 @@ static int	open_count = 0;
 static List *holds = NIL;		/* ConnHold, in TopMemoryContext */
 
 static void shard_xact_callback(XactEvent event, void *arg);
+static void commit_writes(void);
+static void end_savepoints(bool commit);
 static void end_read_xact(ShardConn *conn);
+static ShardConn *hash_search_conn(ShardInfo *shard);
+static ShardConn *shard_conn_get_internal(ShardServerOptions *opts,
+										  ShardInfo *shard, bool missing_ok,
+										  bool immediate);
+static void conn_exec(ShardConn *conn, const char *sql, const char *what);
 
 /*
  * stale_read_xact
@@ -95,7 +118,7 @@ static bool
 stale_read_xact(ShardConn *conn)
 {
 	return conn->in_xact && conn->refcount == 0 && conn->open_stmts == 0 &&
-		!conn->xact_scoped &&
+		!conn->xact_scoped && !conn->write_xact &&
 		conn->xact_stmt != GetCurrentStatementStartTimestamp();
 }
 static void shard_subxact_callback(SubXactEvent event,
@@ -216,6 +239,67 @@ shard_report_sqlite_error(int elevel, int rc, const char *shard_id,
 }
 
 /*
+ * shard_report_write_error
+ *		Raise a failed write on a shard: a constraint SQLite enforces with
+ *		PostgreSQL's SQLSTATE for it (23502, 23505, 23514, 23503), a lost
+ *		snapshot upgrade as a serialization failure, a lock not had within
+ *		the busy timeout as 55P03; naming the table and tenant when known.
+ */
+void
+shard_report_write_error(int rc, const char *shard_id, const char *table,
+						 const char *tenant, const char *msg,
+						 const char *what)
+{
+	int			sqlstate;
+
+	switch (rc)
+	{
+		case SQLITE_CONSTRAINT_NOTNULL:
+			sqlstate = ERRCODE_NOT_NULL_VIOLATION;
+			break;
+		case SQLITE_CONSTRAINT_UNIQUE:
+		case SQLITE_CONSTRAINT_PRIMARYKEY:
+		case SQLITE_CONSTRAINT_ROWID:
+			sqlstate = ERRCODE_UNIQUE_VIOLATION;
+			break;
+		case SQLITE_CONSTRAINT_CHECK:
+			sqlstate = ERRCODE_CHECK_VIOLATION;
+			break;
+		case SQLITE_CONSTRAINT_FOREIGNKEY:
+			sqlstate = ERRCODE_FOREIGN_KEY_VIOLATION;
+			break;
+		case SQLITE_BUSY_SNAPSHOT:
+			ereport(ERROR,
+					(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+					 errmsg("could not serialize a write to shard \"%s\"",
+							shard_id),
+					 errdetail("Another connection wrote to the shard after this transaction read it."),
+					 errhint("The transaction might succeed if retried.")));
+			return;
+		default:
+			/* a cancel during the lock wait, or the wait's end: 55P03 */
+			shard_check_lock_wait(rc, false, shard_id, what);
+			if ((rc & 0xff) == SQLITE_CONSTRAINT)
+			{
+				sqlstate = ERRCODE_INTEGRITY_CONSTRAINT_VIOLATION;
+				break;
+			}
+			shard_report_sqlite_error(ERROR, rc, shard_id, what, msg);
+			return;
+	}
+	if (table != NULL && tenant != NULL)
+		ereport(ERROR,
+				(errcode(sqlstate),
+				 errmsg("row of tenant \"%s\" violates a constraint of table \"%s\" on shard \"%s\"",
+						tenant, table, shard_id),
+				 errdetail_internal("%s", msg)));
+	ereport(ERROR,
+			(errcode(sqlstate),
+			 errmsg("could not %s on shard \"%s\"", what, shard_id),
+			 errdetail_internal("%s", msg)));
+}
+
+/*
  * close_conn
  *		Close a handle and forget it.
  */
@@ -327,7 +411,19 @@ open_shard_file(ShardServerOptions *opts, ShardInfo *shard, bool missing_ok)
 			break;
 	}
 
-	rc = shardio_open(shard->path, 0, opts->busy_timeout_ms, &db, errbuf);
+	rc = shardio_open(shard->path, SHARDIO_OPEN_READWRITE,
+					  opts->busy_timeout_ms, &db, errbuf);
+	/* Writes only where a write asks for them; foreign keys enforced. */
+	if (rc == SQLITE_OK)
+	{
+		rc = sqlite3_exec(db, "PRAGMA query_only = 1; PRAGMA foreign_keys = 1",
+						  NULL, NULL, NULL);
+		if (rc != SQLITE_OK)
+		{
+			strlcpy(errbuf, sqlite3_errmsg(db), SHARDIO_ERRLEN);
+			shardio_close(db);
+		}
+	}
 	if (rc != SQLITE_OK)
 	{
 		if ((rc & 0xff) == SQLITE_NOTADB || (rc & 0xff) == SQLITE_CORRUPT)
@@ -351,6 +447,30 @@ open_shard_file(ShardServerOptions *opts, ShardInfo *shard, bool missing_ok)
  */
 ShardConn *
 shard_conn_get(ShardServerOptions *opts, ShardInfo *shard, bool missing_ok)
+{
+	return shard_conn_get_internal(opts, shard, missing_ok, false);
+}
+
+/*
+ * hash_search_conn
+ *		The cached handle of a shard, or NULL.
+ */
+static ShardConn *
+hash_search_conn(ShardInfo *shard)
+{
+	if (ConnectionHash == NULL || strlen(shard->path) >= MAXPGPATH)
+		return NULL;
+	return hash_search(ConnectionHash, shard->path, HASH_FIND, NULL);
+}
+
+/*
+ * shard_conn_get_internal
+ *		shard_conn_get; with immediate, a transaction it has to begin takes
+ *		the write lock at once (BEGIN IMMEDIATE).
+ */
+static ShardConn *
+shard_conn_get_internal(ShardServerOptions *opts, ShardInfo *shard,
+						bool missing_ok, bool immediate)
 {
 	ShardConn  *conn;
 	bool		found;
@@ -414,6 +534,8 @@ shard_conn_get(ShardServerOptions *opts, ShardInfo *shard, bool missing_ok)
 		conn->open_stmts = 0;
 		conn->in_xact = false;
 		conn->xact_scoped = false;
+		conn->write_xact = false;
+		conn->savepoints = 1;
 		conn->utf8 = -1;
 		{
 			struct stat st;
@@ -442,7 +564,18 @@ shard_conn_get(ShardServerOptions *opts, ShardInfo *shard, bool missing_ok)
 
 	if (stale_read_xact(conn))
 		end_read_xact(conn);
-	if (!conn->in_xact)
+	if (!conn->in_xact && immediate)
+	{
+		/* query_only goes back on when the transaction ends, however */
+		conn->write_xact = true;
+		conn->savepoints = 1;
+		conn_exec(conn, "PRAGMA query_only = 0", "allow writes");
+		conn_exec(conn, "BEGIN IMMEDIATE", "lock the shard for writing");
+		conn->in_xact = true;
+		conn->xact_scoped = true;
+		conn->xact_stmt = GetCurrentStatementStartTimestamp();
+	}
+	else if (!conn->in_xact)
 	{
 		int			rc = sqlite3_step(conn->begin_stmt);
 
@@ -464,6 +597,73 @@ shard_conn_get(ShardServerOptions *opts, ShardInfo *shard, bool missing_ok)
 		hold->subid = GetCurrentSubTransactionId();
 		holds = lappend(holds, hold);
 		MemoryContextSwitchTo(oldcxt);
+	}
+	return conn;
+}
+
+/*
+ * conn_exec
+ *		Run one of the write transaction's own statements on a shard, with
+ *		the SQLSTATE its failure calls for.
+ */
+static void
+conn_exec(ShardConn *conn, const char *sql, const char *what)
+{
+	char		errbuf[SHARDIO_ERRLEN];
+	int			rc = shardio_exec(conn->db, sql, errbuf);
+
+	if (rc != SQLITE_OK)
+		shard_report_write_error(sqlite3_extended_errcode(conn->db),
+								 conn->shard_id, NULL, NULL, errbuf, what);
+}
+
+/*
+ * savepoint_sql
+ *		"SAVEPOINT|RELEASE|ROLLBACK TO ssfdw_<level>".
+ */
+static char *
+savepoint_sql(const char *verb, int level)
+{
+	return psprintf("%s ssfdw_%d", verb, level);
+}
+
+/*
+ * shard_conn_get_for_write
+ *		A handle on a shard inside the PostgreSQL transaction's write
+ *		transaction on it, with savepoints up to the current subtransaction:
+ *		begun at the first write, upgraded from the read transaction the
+ *		statement (or a REPEATABLE READ snapshot) still needs, if any.
+ *		Match with shard_conn_release, as for reads.
+ */
+ShardConn *
+shard_conn_get_for_write(ShardServerOptions *opts, ShardInfo *shard)
+{
+	ShardConn  *conn;
+	int			level = GetCurrentTransactionNestLevel();
+
+	conn = hash_search_conn(shard);
+	if (conn != NULL && !conn->write_xact && stale_read_xact(conn))
+		end_read_xact(conn);
+	if (conn == NULL || !conn->in_xact)
+	{
+		/* No read to upgrade: take the write lock up front. */
+		conn = shard_conn_get_internal(opts, shard, false, true);
+	}
+	else
+		conn = shard_conn_get_internal(opts, shard, false, false);
+
+	if (!conn->write_xact)
+	{
+		conn_exec(conn, "PRAGMA query_only = 0", "allow writes");
+		conn->write_xact = true;
+		conn->xact_scoped = true;
+		conn->savepoints = 1;
+	}
+	while (conn->savepoints < level)
+	{
+		conn->savepoints++;
+		conn_exec(conn, savepoint_sql("SAVEPOINT", conn->savepoints),
+				  "set a savepoint");
 	}
 	return conn;
 }
@@ -826,6 +1026,11 @@ end_read_xact(ShardConn *conn)
 	}
 	conn->in_xact = false;
 	conn->xact_scoped = false;
+	if (conn->write_xact && conn->db != NULL)
+		(void) sqlite3_exec(conn->db, "PRAGMA query_only = 1", NULL, NULL,
+							NULL);
+	conn->write_xact = false;
+	conn->savepoints = 1;
 }
 
 /*
@@ -857,6 +1062,79 @@ shard_conn_release(ShardConn *conn)
 }
 
 /*
+ * write_conn_cmp
+ *		Order written shards by id: the fixed order commits follow.
+ */
+static int
+write_conn_cmp(const ListCell *a, const ListCell *b)
+{
+	return strcmp(((ShardConn *) lfirst(a))->shard_id,
+				  ((ShardConn *) lfirst(b))->shard_id);
+}
+
+/*
+ * commit_writes
+ *		Commit every shard the transaction wrote, in shard id order, before
+ *		PostgreSQL commits.  A failure is an error that aborts the
+ *		PostgreSQL transaction (the shards not yet committed roll back with
+ *		it) and lists the shards that committed, which stay committed.
+ */
+static void
+commit_writes(void)
+{
+	HASH_SEQ_STATUS scan;
+	ShardConn  *conn;
+	List	   *written = NIL;
+	ListCell   *lc;
+	StringInfoData done;
+
+	if (ConnectionHash == NULL)
+		return;
+	hash_seq_init(&scan, ConnectionHash);
+	while ((conn = hash_seq_search(&scan)) != NULL)
+		if (conn->write_xact)
+			written = lappend(written, conn);
+	list_sort(written, write_conn_cmp);
+
+	initStringInfo(&done);
+	foreach(lc, written)
+	{
+		char		errbuf[SHARDIO_ERRLEN];
+		int			rc;
+
+		conn = lfirst(lc);
+		rc = shardio_exec(conn->db, "COMMIT", errbuf);
+		if (rc != SQLITE_OK)
+		{
+			StringInfoData rest;
+			ListCell   *lc2;
+			int			xrc = sqlite3_extended_errcode(conn->db);
+
+			initStringInfo(&rest);
+			for_each_from(lc2, written, foreach_current_index(lc))
+				appendStringInfo(&rest, "%s\"%s\"", rest.len > 0 ? ", " : "",
+								 ((ShardConn *) lfirst(lc2))->shard_id);
+			ereport(ERROR,
+					(errcode(xrc == SQLITE_CONSTRAINT_FOREIGNKEY ?
+							 ERRCODE_FOREIGN_KEY_VIOLATION :
+							 shard_sqlite_sqlstate(xrc)),
+					 errmsg("could not commit the writes to shard \"%s\"",
+							conn->shard_id),
+					 done.len > 0 ?
+					 errdetail("%s. Shards %s committed; shards %s did not.",
+							   errbuf, done.data, rest.data) :
+					 errdetail("%s. No shard committed; shards %s did not.",
+							   errbuf, rest.data)));
+		}
+		appendStringInfo(&done, "%s\"%s\"", done.len > 0 ? ", " : "",
+						 conn->shard_id);
+		conn->in_xact = false;
+		end_read_xact(conn);
+	}
+	list_free(written);
+}
+
+/*
  * shard_xact_callback
  *		End every read transaction with the PostgreSQL transaction; after an
  *		error, scans never gave their handles back, so forget their counts.
@@ -867,6 +1145,28 @@ shard_xact_callback(XactEvent event, void *arg)
 	HASH_SEQ_STATUS scan;
 	ShardConn  *conn;
 
+	if (event == XACT_EVENT_PRE_COMMIT || event == XACT_EVENT_PARALLEL_PRE_COMMIT)
+	{
+		commit_writes();
+		return;
+	}
+	if (event == XACT_EVENT_PRE_PREPARE)
+	{
+		hash_seq_init(&scan, ConnectionHash);
+		while ((conn = hash_seq_search(&scan)) != NULL)
+		{
+			if (conn->write_xact)
+			{
+				hash_seq_term(&scan);
+				ereport(ERROR,
+						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+						 errmsg("cannot prepare a transaction that wrote to shard \"%s\"",
+								conn->shard_id),
+						 errdetail("SQLite has no two-phase commit.")));
+			}
+		}
+		return;
+	}
 	if (event != XACT_EVENT_COMMIT && event != XACT_EVENT_ABORT &&
 		event != XACT_EVENT_PARALLEL_COMMIT &&
 		event != XACT_EVENT_PARALLEL_ABORT && event != XACT_EVENT_PREPARE)
@@ -894,6 +1194,35 @@ shard_xact_callback(XactEvent event, void *arg)
 }
 
 /*
+ * end_savepoints
+ *		A subtransaction ends: release (commit) or roll back to and release
+ *		(abort) the savepoint of its level on every shard written inside it.
+ */
+static void
+end_savepoints(bool commit)
+{
+	HASH_SEQ_STATUS scan;
+	ShardConn  *conn;
+	int			level = GetCurrentTransactionNestLevel();
+
+	if (ConnectionHash == NULL)
+		return;
+	hash_seq_init(&scan, ConnectionHash);
+	while ((conn = hash_seq_search(&scan)) != NULL)
+	{
+		if (!conn->write_xact || conn->savepoints < level)
+			continue;
+		Assert(conn->savepoints == level);
+		if (!commit)
+			conn_exec(conn, savepoint_sql("ROLLBACK TO", level),
+					  "roll back to a savepoint");
+		conn_exec(conn, savepoint_sql("RELEASE", level),
+				  "release a savepoint");
+		conn->savepoints = level - 1;
+	}
+}
+
+/*
  * shard_subxact_callback
  *		Scans of an aborted subtransaction (a failed statement inside a
  *		savepoint or a PL/pgSQL exception block) never give their handles
@@ -909,6 +1238,7 @@ shard_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 
 	if (event != SUBXACT_EVENT_ABORT_SUB && event != SUBXACT_EVENT_COMMIT_SUB)
 		return;
+	end_savepoints(event == SUBXACT_EVENT_COMMIT_SUB);
 	foreach(lc, holds)
 	{
 		ConnHold   *hold = lfirst(lc);

@@ -53,7 +53,9 @@ static const ShardOption shard_options[] = {
 	{"max_shard_bytes", ForeignServerRelationId},
 	{"on_missing_shard", ForeignServerRelationId},
 	{"analyze_values", ForeignServerRelationId},
+	{"batch_size", ForeignServerRelationId},
 	{"table", ForeignTableRelationId},
+	{"batch_size", ForeignTableRelationId},
 	{"tenant_column", ForeignTableRelationId},
 	{"analyze_values", ForeignTableRelationId},
 	{"column", AttributeRelationId},
@@ -63,6 +65,7 @@ static const ShardOption shard_options[] = {
 
 #define DEFAULT_BUSY_TIMEOUT_MS 5000
 #define MAX_BUSY_TIMEOUT_MS 3600000	/* one hour */
+#define DEFAULT_BATCH_SIZE 1000
 #define DEFAULT_MAX_SHARD_BYTES (INT64CONST(10) * 1000 * 1000 * 1000)
 
 /* GUC: how many shard handles a backend keeps open when idle. */
@@ -473,6 +476,14 @@ sqlite_shard_fdw_validator(PG_FUNCTION_ARGS)
 			(void) parse_tenant_list(value);
 		else if (strcmp(def->defname, "analyze_values") == 0)
 			(void) parse_bool_option(def->defname, value);
+		else if (strcmp(def->defname, "batch_size") == 0)
+		{
+			if (parse_int_option(def->defname, value) < 1)
+				ereport(ERROR,
+						(errcode(ERRCODE_FDW_INVALID_ATTRIBUTE_VALUE),
+						 errmsg("invalid value for option \"batch_size\": \"%s\"", value),
+						 errhint("Give a positive integer.")));
+		}
 		else
 			check_nonempty(def->defname, value);
 	}
@@ -547,6 +558,16 @@ shard_table_options(Relation rel)
 	opts->table = RelationGetRelationName(rel);
 	opts->tenant_column = "tenant_id";
 	opts->serverid = table->serverid;
+	opts->batch_size = DEFAULT_BATCH_SIZE;
+	/* the server's batch_size, which the table's overrides */
+	foreach(lc, GetForeignServer(table->serverid)->options)
+	{
+		DefElem    *def = (DefElem *) lfirst(lc);
+
+		if (strcmp(def->defname, "batch_size") == 0)
+			opts->batch_size = parse_int_option(def->defname,
+												defGetString(def));
+	}
 	foreach(lc, table->options)
 	{
 		DefElem    *def = (DefElem *) lfirst(lc);
@@ -555,6 +576,9 @@ shard_table_options(Relation rel)
 			opts->table = defGetString(def);
 		else if (strcmp(def->defname, "tenant_column") == 0)
 			opts->tenant_column = defGetString(def);
+		else if (strcmp(def->defname, "batch_size") == 0)
+			opts->batch_size = parse_int_option(def->defname,
+												defGetString(def));
 	}
 
 	for (i = 0; i < tupdesc->natts; i++)

@@ -78,6 +78,17 @@ sqlite_shard_fdw_handler(PG_FUNCTION_ARGS)
 	routine->AnalyzeForeignTable = shardAnalyzeForeignTable;
 	routine->ImportForeignSchema = shardImportForeignSchema;
 
+	routine->IsForeignRelUpdatable = shardIsForeignRelUpdatable;
+	routine->PlanForeignModify = shardPlanForeignModify;
+	routine->BeginForeignModify = shardBeginForeignModify;
+	routine->ExecForeignInsert = shardExecForeignInsert;
+	routine->ExecForeignBatchInsert = shardExecForeignBatchInsert;
+	routine->GetForeignModifyBatchSize = shardGetForeignModifyBatchSize;
+	routine->EndForeignModify = shardEndForeignModify;
+	routine->BeginForeignInsert = shardBeginForeignInsert;
+	routine->EndForeignInsert = shardEndForeignInsert;
+	routine->ExplainForeignModify = shardExplainForeignModify;
+
 	PG_RETURN_POINTER(routine);
 }
 

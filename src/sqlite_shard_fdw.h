@@ -40,6 +40,7 @@ typedef struct ShardTableOptions
 	char	   *tenant_column;	/* SQLite name of the tenant column */
 	AttrNumber	tenant_attnum;	/* its foreign table column, or 0 */
 	Oid			serverid;		/* the table's server */
+	int			batch_size;		/* rows per batch insert */
 } ShardTableOptions;
 
 extern int	shard_max_open_shards;
@@ -113,6 +114,11 @@ extern bool shard_conn_is_utf8(ShardConn *conn);
 #define SHARD_NEEDS_INTEGER 'I'
 #define SHARD_NEEDS_NUMBER	'N'
 extern void shard_conn_release(ShardConn *conn);
+extern ShardConn *shard_conn_get_for_write(ShardServerOptions *opts,
+										   ShardInfo *shard);
+extern void shard_report_write_error(int rc, const char *shard_id,
+									 const char *table, const char *tenant,
+									 const char *msg, const char *what);
 extern int	shard_sqlite_sqlstate(int rc);
 extern void shard_report_sqlite_error(int elevel, int rc, const char *shard_id,
 									  const char *what, const char *msg);
@@ -341,6 +347,47 @@ extern void shardEndForeignScan(ForeignScanState *node);
 extern void shardExplainForeignScan(ForeignScanState *node,
 									struct ExplainState *es);
 extern void shard_warn_skipped(const ShardInfo *shard, const char *analyzed);
+
+/* in store.c */
+
+/* What a column needs to turn Datums into the values a shard stores. */
+typedef struct ShardStoreConv
+{
+	Oid			typid;
+	Oid			basetype;		/* typid with domains stripped */
+	FmgrInfo	outfunc;		/* output function, for text forms */
+} ShardStoreConv;
+
+extern void shard_store_init(ShardStoreConv *conv, Oid typid);
+extern void shard_store_value(ShardStoreConv *conv, Datum value, bool isnull,
+							  ShardValue *out);
+
+/* in modify.c */
+
+extern int	shardIsForeignRelUpdatable(Relation rel);
+extern List *shardPlanForeignModify(PlannerInfo *root, ModifyTable *plan,
+									Index resultRelation, int subplan_index);
+extern void shardBeginForeignModify(ModifyTableState *mtstate,
+									ResultRelInfo *rinfo, List *fdw_private,
+									int subplan_index, int eflags);
+extern void shardBeginForeignInsert(ModifyTableState *mtstate,
+									ResultRelInfo *rinfo);
+extern TupleTableSlot *shardExecForeignInsert(EState *estate,
+											  ResultRelInfo *rinfo,
+											  TupleTableSlot *slot,
+											  TupleTableSlot *planSlot);
+extern TupleTableSlot **shardExecForeignBatchInsert(EState *estate,
+													ResultRelInfo *rinfo,
+													TupleTableSlot **slots,
+													TupleTableSlot **planSlots,
+													int *numSlots);
+extern int	shardGetForeignModifyBatchSize(ResultRelInfo *rinfo);
+extern void shardEndForeignModify(EState *estate, ResultRelInfo *rinfo);
+extern void shardEndForeignInsert(EState *estate, ResultRelInfo *rinfo);
+extern void shardExplainForeignModify(ModifyTableState *mtstate,
+									  ResultRelInfo *rinfo, List *fdw_private,
+									  int subplan_index,
+									  struct ExplainState *es);
 
 /* in tenant.c */
 

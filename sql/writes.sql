@@ -1,0 +1,232 @@
+--
+-- Writes: INSERT, multi-row INSERT, INSERT ... SELECT, COPY and batch
+-- insert, each row to the shard of its tenant, inside shard transactions
+-- that commit and roll back with PostgreSQL's.  See test/fixtures/writes.sh.
+-- "\! bash test/fixtures/writes_peek.sh SHARD SQL" shows what a shard holds.
+--
+\! bash test/fixtures/writes.sh
+SET client_min_messages = warning;
+CREATE EXTENSION IF NOT EXISTS sqlite_shard_fdw;
+RESET client_min_messages;
+CREATE SERVER writes_srv FOREIGN DATA WRAPPER sqlite_shard_fdw
+  OPTIONS (directory '/tmp/ssfdw_regress/writes/directory.db');
+CREATE FOREIGN TABLE orders (tenant_id text, order_id bigint, status text,
+  amount_cents bigint, note text) SERVER writes_srv;
+CREATE FOREIGN TABLE customers (tenant_id text, customer_id bigint, name text)
+  SERVER writes_srv;
+CREATE FOREIGN TABLE invoices (tenant_id text, invoice_id bigint,
+  customer_id bigint) SERVER writes_srv;
+CREATE FOREIGN TABLE ledger (tenant_id text, entry_id bigint,
+  customer_id bigint) SERVER writes_srv;
+\set VERBOSITY default
+
+-- ===================================================================
+-- INSERT routes each row to its tenant's shard
+-- ===================================================================
+INSERT INTO orders (tenant_id, amount_cents, note) VALUES ('acme', 100, 'first');
+-- SQLite assigns the INTEGER PRIMARY KEY and applies its defaults.
+INSERT INTO orders (tenant_id, amount_cents) VALUES ('globex', 250)
+  RETURNING order_id, status, amount_cents;
+INSERT INTO orders VALUES ('acme', 10, 'paid', 300, 'second'),
+  ('globex', 11, 'paid', 400, 'third'), ('acme', 12, 'void', 0, NULL)
+  RETURNING *;
+\! bash test/fixtures/writes_peek.sh s1 "SELECT * FROM orders ORDER BY order_id"
+\! bash test/fixtures/writes_peek.sh s2 "SELECT * FROM orders ORDER BY order_id"
+SELECT * FROM orders ORDER BY order_id;
+-- MIGRATING writes go to the source, DONE to the target.
+INSERT INTO orders (tenant_id, order_id, amount_cents) VALUES
+  ('moving', 20, 1), ('done', 21, 2);
+\! bash test/fixtures/writes_peek.sh s1 "SELECT tenant_id, order_id FROM orders WHERE order_id >= 20"
+\! bash test/fixtures/writes_peek.sh s2 "SELECT tenant_id, order_id FROM orders WHERE order_id >= 20"
+EXPLAIN (VERBOSE, COSTS OFF)
+INSERT INTO orders (tenant_id, amount_cents) VALUES ('acme', 1) RETURNING order_id;
+
+-- INSERT ... SELECT from a native table and from a foreign table.
+CREATE TABLE native_orders (tenant_id text, amount_cents bigint, note text);
+INSERT INTO native_orders VALUES ('acme', 500, 'from native'),
+  ('globex', 600, 'from native');
+INSERT INTO orders (tenant_id, amount_cents, note)
+  SELECT tenant_id, amount_cents, note FROM native_orders;
+INSERT INTO customers (tenant_id, customer_id, name)
+  SELECT tenant_id, order_id, 'customer ' || order_id FROM orders
+  WHERE order_id IN (10, 11);
+SELECT * FROM customers ORDER BY tenant_id;
+SELECT tenant_id, count(*), sum(amount_cents) FROM orders GROUP BY 1 ORDER BY 1;
+
+-- COPY writes every column: one it does not list is NULL, or the foreign
+-- table's default.
+COPY orders (tenant_id, order_id, amount_cents, note) FROM STDIN;
+acme	100	1	copy 0
+\.
+ALTER FOREIGN TABLE orders ALTER COLUMN status SET DEFAULT 'new';
+-- COPY, batched.
+ALTER FOREIGN TABLE orders OPTIONS (ADD batch_size '2');
+COPY orders (tenant_id, order_id, amount_cents, note) FROM STDIN;
+acme	100	1	copy 1
+globex	101	2	copy 2
+acme	102	3	copy 3
+globex	103	4	copy 4
+acme	104	5	copy 5
+\.
+INSERT INTO orders (tenant_id, amount_cents, note)
+  SELECT CASE WHEN i % 2 = 0 THEN 'acme' ELSE 'globex' END, i, 'batch ' || i
+  FROM generate_series(1, 2500) i;
+SELECT tenant_id, count(*) FROM orders WHERE note LIKE 'batch %' OR note LIKE 'copy %'
+  GROUP BY 1 ORDER BY 1;
+ALTER FOREIGN TABLE orders OPTIONS (DROP batch_size);
+ALTER FOREIGN TABLE orders OPTIONS (ADD batch_size '0');
+ALTER SERVER writes_srv OPTIONS (ADD batch_size 'many');
+
+-- ===================================================================
+-- ON CONFLICT
+-- ===================================================================
+INSERT INTO orders VALUES ('acme', 10, 'dup', 1, 'dup') ON CONFLICT DO NOTHING;
+INSERT INTO orders VALUES ('acme', 10, 'dup', 1, 'dup') ON CONFLICT DO NOTHING
+  RETURNING order_id;
+INSERT INTO orders VALUES ('acme', 10, 'dup', 1, 'dup'), ('acme', 30, 'new', 1, 'not dup')
+  ON CONFLICT DO NOTHING;
+INSERT INTO orders VALUES ('acme', 10, 'dup', 1, 'dup')
+  ON CONFLICT (order_id) DO NOTHING;
+INSERT INTO orders VALUES ('acme', 10, 'dup', 1, 'dup')
+  ON CONFLICT (order_id) DO UPDATE SET status = 'x';
+
+-- ===================================================================
+-- Refusals: nothing of the statement is written
+-- ===================================================================
+INSERT INTO orders (tenant_id, amount_cents) VALUES ('nobody', 2);
+INSERT INTO orders (tenant_id, amount_cents) VALUES ('acme', -3);
+-- The SQLSTATE and message of each refusal.
+CREATE FUNCTION regress_sqlstate(q text) RETURNS text LANGUAGE plpgsql AS $$
+BEGIN
+  EXECUTE q;
+  RETURN 'ok';
+EXCEPTION WHEN OTHERS THEN
+  RETURN SQLSTATE || ': ' || SQLERRM;
+END $$;
+SELECT regress_sqlstate($$INSERT INTO orders (tenant_id, amount_cents) VALUES ('acme', 1), ('nobody', 2)$$);
+SELECT regress_sqlstate($$INSERT INTO orders (tenant_id, amount_cents) VALUES ('acme', 1), (NULL, 2)$$);
+SELECT regress_sqlstate($$INSERT INTO orders (tenant_id, status) VALUES ('acme', NULL)$$);
+SELECT regress_sqlstate($$INSERT INTO orders (tenant_id, amount_cents) VALUES ('acme', 7777), ('globex', -1)$$);
+SELECT regress_sqlstate($$INSERT INTO orders (tenant_id, order_id, amount_cents) VALUES ('globex', 11, 1)$$);
+SELECT regress_sqlstate($$INSERT INTO orders (tenant_id, amount_cents, note) VALUES ('acme', 1, 'first')$$);
+SELECT regress_sqlstate($$INSERT INTO invoices VALUES ('acme', 1, 999)$$);
+SELECT count(*) FROM orders WHERE amount_cents = 7777;
+UPDATE orders SET status = 'x';
+DELETE FROM orders;
+
+-- ===================================================================
+-- Transactions
+-- ===================================================================
+BEGIN;
+INSERT INTO orders (tenant_id, order_id, amount_cents) VALUES ('acme', 1000040, 1);
+SELECT order_id FROM orders WHERE tenant_id = 'acme' AND order_id = 1000040;
+ROLLBACK;
+SELECT count(*) FROM orders WHERE order_id = 1000040;
+BEGIN;
+INSERT INTO orders (tenant_id, order_id, amount_cents) VALUES ('acme', 1000041, 1);
+INSERT INTO orders (tenant_id, order_id, amount_cents) VALUES ('globex', 1000042, 1);
+SAVEPOINT a;
+INSERT INTO orders (tenant_id, order_id, amount_cents) VALUES ('acme', 1000043, 1);
+INSERT INTO orders (tenant_id, order_id, amount_cents) VALUES ('globex', 1000044, 1);
+ROLLBACK TO a;
+INSERT INTO orders (tenant_id, order_id, amount_cents) VALUES ('acme', 1000045, 1);
+SAVEPOINT b;
+INSERT INTO orders (tenant_id, order_id, amount_cents) VALUES ('globex', 1000046, 1);
+RELEASE b;
+SELECT tenant_id, order_id FROM orders WHERE order_id BETWEEN 1000040 AND 1000049 ORDER BY 2;
+COMMIT;
+SELECT tenant_id, order_id FROM orders WHERE order_id BETWEEN 1000040 AND 1000049 ORDER BY 2;
+-- A failed statement inside a PL/pgSQL exception block undoes its writes.
+DO $$
+BEGIN
+  INSERT INTO orders (tenant_id, order_id, amount_cents) VALUES ('acme', 1000050, 1);
+  BEGIN
+    INSERT INTO orders (tenant_id, order_id, amount_cents) VALUES ('globex', 1000051, 1);
+    INSERT INTO orders (tenant_id, order_id, amount_cents) VALUES ('acme', 1000052, -5);
+  EXCEPTION WHEN check_violation THEN
+    RAISE NOTICE 'caught %', SQLERRM;
+  END;
+END $$;
+SELECT tenant_id, order_id FROM orders WHERE order_id BETWEEN 1000050 AND 1000059 ORDER BY 2;
+-- An error rolls back every shard the transaction wrote.
+BEGIN;
+INSERT INTO orders (tenant_id, order_id, amount_cents) VALUES ('acme', 1000060, 1);
+INSERT INTO orders (tenant_id, order_id, amount_cents) VALUES ('globex', 1000061, 1);
+SELECT 1 / 0;
+COMMIT;
+SELECT count(*) FROM orders WHERE order_id BETWEEN 1000060 AND 1000069;
+-- No two-phase commit.
+BEGIN;
+INSERT INTO orders (tenant_id, order_id, amount_cents) VALUES ('acme', 1000070, 1);
+PREPARE TRANSACTION 'w';
+SELECT count(*) FROM orders WHERE order_id = 1000070;
+-- A shard that cannot commit: the deferred foreign key of s2 fails at
+-- COMMIT, after s1 committed; the error names both.
+INSERT INTO customers VALUES ('acme', 1, 'a'), ('globex', 1, 'g');
+BEGIN;
+INSERT INTO ledger VALUES ('acme', 1000001, 1);
+INSERT INTO ledger VALUES ('globex', 1000002, 99);
+COMMIT;
+SELECT * FROM ledger ORDER BY entry_id;
+
+-- ===================================================================
+-- A tenant-scoped login writes only its tenants
+-- ===================================================================
+CREATE ROLE regress_writer;
+GRANT SELECT, INSERT ON orders TO regress_writer;
+CREATE USER MAPPING FOR regress_writer SERVER writes_srv
+  OPTIONS (tenants 'acme');
+SET ROLE regress_writer;
+INSERT INTO orders (tenant_id, order_id, amount_cents) VALUES ('acme', 1000080, 1)
+  RETURNING tenant_id, order_id;
+INSERT INTO orders (tenant_id, order_id, amount_cents) VALUES ('globex', 1000081, 1);
+INSERT INTO orders (tenant_id, order_id, amount_cents) VALUES ('acme', 1000082, 1),
+  ('globex', 1000083, 1);
+INSERT INTO orders (tenant_id, order_id, amount_cents) VALUES ('acme', 1000080, 1)
+  ON CONFLICT DO NOTHING RETURNING *;
+COPY orders (tenant_id, order_id, amount_cents) FROM STDIN;
+globex	1000084	1
+\.
+RESET ROLE;
+SELECT tenant_id, order_id FROM orders WHERE order_id BETWEEN 1000080 AND 1000089 ORDER BY 2;
+DROP USER MAPPING FOR regress_writer SERVER writes_srv;
+REVOKE ALL ON orders FROM regress_writer;
+DROP ROLE regress_writer;
+
+-- ===================================================================
+-- Types: what is written reads back unchanged, in SQLite's forms
+-- ===================================================================
+CREATE FOREIGN TABLE typed (tenant_id text, id bigint, i2 smallint,
+  i4 integer, i8 bigint, f4 real, f8 double precision, num numeric,
+  b boolean, t text, vc varchar(5), bp char(4), "by" bytea, u uuid, j json,
+  jb jsonb, d date, ts timestamp, tz timestamptz) SERVER writes_srv;
+SET TimeZone = 'America/New_York';
+CREATE TABLE typed_in AS SELECT * FROM typed WHERE false;
+INSERT INTO typed_in VALUES
+  ('acme', 1, -32768, 2147483647, -9223372036854775808, 1.5, 0.1,
+   12345678901234567890.123456789, true, 'text ü', 'vc', 'ab', '\x00ff',
+   'A0EEBC99-9C0B-4EF8-BB6D-6BB9BD380A11', '{"a": [1, 2]}', '{"b": 1}',
+   '2024-02-29', '2024-02-29 23:59:59.123456', '2024-07-01 12:00:00-04'),
+  ('acme', 2, 0, 0, 0, 'NaN', 'Infinity', 'NaN', false, '', '', '',
+   '', '00000000-0000-0000-0000-000000000000', 'null', '[]',
+   '0001-01-01', '9999-12-31 23:59:59.999999', '2000-01-01 00:00:00+00'),
+  ('globex', 3, NULL, NULL, NULL, '-Infinity', '-0', -1.5e-10, NULL, NULL,
+   NULL, NULL, NULL, NULL, NULL, NULL, NULL, '1970-01-01', NULL);
+INSERT INTO typed SELECT * FROM typed_in;
+SELECT * FROM typed ORDER BY id;
+-- Every value compares equal to what was inserted.
+SELECT i.id, (i.*)::text = (t.*)::text AS same
+  FROM typed_in i JOIN typed t USING (id) ORDER BY 1;
+\! bash test/fixtures/writes_peek.sh s1 "SELECT id, typeof(b), b, typeof(f8), f8, num, d, ts, tz, u, quote(by) FROM typed ORDER BY id"
+RESET TimeZone;
+-- Values a shard cannot store.
+INSERT INTO typed (tenant_id, id, d) VALUES ('acme', 9, 'infinity');
+INSERT INTO typed (tenant_id, id, ts) VALUES ('acme', 9, '0001-01-01 00:00:00 BC');
+SELECT count(*) FROM typed WHERE id = 9;
+
+-- ===================================================================
+-- Clean up
+-- ===================================================================
+DROP TABLE native_orders, typed_in;
+DROP FUNCTION regress_sqlstate(text);
+DROP SERVER writes_srv CASCADE;
