@@ -17,7 +17,11 @@
  * when the statement started, however long the backend has been running.
  * In WAL mode a stamp of the files (shardio_change_stamp) taken without a
  * lock tells first whether anything was committed since the last check, so
- * the common case reads no data version at all.
+ * the common case reads no data version at all.  test/dirchange_test.sh
+ * holds this shortcut to the promise above: commits from another process
+ * in WAL mode across checkpoints and WAL restarts, in rollback-journal mode
+ * and across journal mode switches, read by backends that check both
+ * continuously and after pauses.
  * Tenants are looked up one at a time through shard_map's primary key and
  * cached individually, so a lookup costs the same for a thousand tenants
  * or a million.
