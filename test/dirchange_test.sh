@@ -64,7 +64,7 @@ cleanup()
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-cp test/directory.sql "$dir/directory.sql"
+cp test/directory.sql test/concurrency_check.py "$dir/"
 cat >"$dir/dirchange.py" <<'PY'
 import os
 import pwd
@@ -74,6 +74,9 @@ import subprocess
 import sys
 import threading
 import time
+
+# shared with the concurrency test, copied next to this file
+from concurrency_check import Checks, directory_schema
 
 NSHARDS = 100
 PHASE_SECONDS = float(os.environ.get("DIRCHANGE_SECONDS", "6"))
@@ -159,23 +162,6 @@ def reader_script(d, n):
             lines.append("EXECUTE p('t') \\gset e_")
             lines.append("\\echo p|:c|:e_v|:e_pg_read_file")
     return "\n".join(lines) + "\n"
-
-
-class Checks:
-    def __init__(self):
-        self.passed = 0
-        self.failed = 0
-
-    def check(self, ok, what, detail=""):
-        if ok:
-            self.passed += 1
-            print("ok      %s" % what, flush=True)
-        else:
-            self.failed += 1
-            print("FAILED  %s" % what, flush=True)
-            for line in detail.rstrip("\n").split("\n"):
-                if line:
-                    print("        " + line, flush=True)
 
 
 def run_phase(d, phase, checks):
@@ -264,7 +250,7 @@ def main():
         con.close()
     con = sqlite3.connect(os.path.join(d, "directory.db"))
     con.execute("PRAGMA journal_mode = WAL").fetchall()
-    con.executescript(open(os.path.join(d, "directory.sql")).read())
+    con.executescript(directory_schema())
     con.executemany("INSERT INTO shards VALUES (?, ?)",
                     [("s%d" % k, "s%d.db" % k) for k in range(NSHARDS)])
     con.execute("INSERT INTO shard_map(tenant_id, shard_id, updated_at) "
