@@ -19,7 +19,14 @@ CREATE FOREIGN DATA WRAPPER sqlite_shard_fdw
 
 -- Control plane: the directory of shards and tenants.
 
+-- directory_init(server) creates a missing directory file with mode 0660;
+-- directory_init(server, mode) with the given octal mode, such as '0600'.
 CREATE FUNCTION directory_init(server name)
+RETURNS void
+AS 'MODULE_PATHNAME', 'shard_directory_init'
+LANGUAGE C STRICT;
+
+CREATE FUNCTION directory_init(server name, mode text)
 RETURNS void
 AS 'MODULE_PATHNAME', 'shard_directory_init'
 LANGUAGE C STRICT;
@@ -49,5 +56,5 @@ RETURNS record
 AS 'MODULE_PATHNAME', 'shard_tenant_locate'
 LANGUAGE C STRICT;
 
-REVOKE ALL ON FUNCTION directory_init(name), shard_add(name, text, text),
-  tenant_add(name, text, text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION directory_init(name), directory_init(name, text),
+  shard_add(name, text, text), tenant_add(name, text, text) FROM PUBLIC;

@@ -94,7 +94,7 @@ SELECT most_common_vals, most_common_freqs FROM pg_stats
 \set VERBOSITY terse
 CREATE SERVER analyze_skip FOREIGN DATA WRAPPER sqlite_shard_fdw
   OPTIONS (directory '/tmp/ssfdw_regress/analyze/missing/directory.db',
-           on_missing_shard 'skip');
+           on_missing_shard 'skip', allow_outside_paths 'true');
 CREATE FOREIGN TABLE analyze_skip_items (
   tenant_id text, item_id bigint, status text, price float8, qty bigint,
   note text

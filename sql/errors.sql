@@ -49,7 +49,8 @@ CREATE SERVER err_dir_unreadable FOREIGN DATA WRAPPER sqlite_shard_fdw
 CREATE SERVER err_dir_nomap FOREIGN DATA WRAPPER sqlite_shard_fdw
   OPTIONS (directory '/tmp/ssfdw_regress/errors/nomap/directory.db');
 CREATE SERVER err_dir_noshards FOREIGN DATA WRAPPER sqlite_shard_fdw
-  OPTIONS (directory '/tmp/ssfdw_regress/errors/noshards/directory.db');
+  OPTIONS (directory '/tmp/ssfdw_regress/errors/noshards/directory.db',
+           allow_outside_paths 'true');
 CREATE SERVER err_dir_badlayout FOREIGN DATA WRAPPER sqlite_shard_fdw
   OPTIONS (directory '/tmp/ssfdw_regress/errors/badlayout/directory.db');
 CREATE FOREIGN TABLE err_dir_missing_items (tenant_id text, id int, val text)

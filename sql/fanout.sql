@@ -27,7 +27,7 @@ CREATE SERVER fanout_slow FOREIGN DATA WRAPPER sqlite_shard_fdw
 CREATE FOREIGN TABLE slow (tenant_id text, n bigint) SERVER fanout_slow;
 CREATE SERVER fanout_skip FOREIGN DATA WRAPPER sqlite_shard_fdw
   OPTIONS (directory '/tmp/ssfdw_regress/fanout/skip/directory.db',
-           on_missing_shard 'skip');
+           on_missing_shard 'skip', allow_outside_paths 'true');
 CREATE FOREIGN TABLE orders_skip (
   tenant_id text, order_id bigint, status text, amount bigint, note text
 ) SERVER fanout_skip OPTIONS (table 'orders');

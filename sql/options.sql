@@ -313,7 +313,10 @@ SELECT label, regress_sqlstate(stmt) FROM (VALUES
   ('tenant_add', $$SELECT tenant_add('opt_user_srv', 'a', 's1')$$)
 ) AS t(label, stmt);
 RESET ROLE;
-GRANT pg_write_server_files TO regress_user;
+-- shard_add also reads the file it adds: both file roles (sql/paths.sql
+-- tries each alone); s1 is outside the directory's folder new/
+GRANT pg_write_server_files, pg_read_server_files TO regress_user;
+ALTER SERVER opt_user_srv OPTIONS (ADD allow_outside_paths 'true');
 SET ROLE regress_user;
 SELECT directory_init('opt_user_srv');
 SELECT shard_add('opt_user_srv', 's1', '../shards/s1.db');

@@ -8,16 +8,19 @@
  * each, so two sessions adding tenants at once cannot both place a tenant
  * or break the directory; they need the privileges of
  * pg_write_server_files, as anything that writes files of the server's
- * choosing does.  Reads need USAGE on the server.
+ * choosing does, and shard_add, which names a file the server then reads,
+ * those of pg_read_server_files too.  Reads need USAGE on the server.
  *
  * New tenants go to the shard with the most free room under the server's
  * max_shard_bytes, the fewest tenants on a tie: a shard is as full as its
- * file (with its write-ahead log) is large.
+ * file (with its write-ahead log) is large.  Only shards whose file the
+ * server can read as an SQLite database take new tenants.
  *
  *-------------------------------------------------------------------------
  */
 #include "sqlite_shard_fdw.h"
 
+#include <fcntl.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 
@@ -26,6 +29,7 @@
 #include "foreign/foreign.h"
 #include "funcapi.h"
 #include "miscadmin.h"
+#include "storage/fd.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
@@ -37,6 +41,9 @@ PG_FUNCTION_INFO_V1(shard_add);
 PG_FUNCTION_INFO_V1(shard_list);
 PG_FUNCTION_INFO_V1(shard_tenant_add);
 PG_FUNCTION_INFO_V1(shard_tenant_locate);
+
+/* Who may open a directory file that directory_init creates. */
+#define DEFAULT_DIRECTORY_MODE 0660
 
 static const char *const directory_schema =
 "CREATE TABLE IF NOT EXISTS shards ("
@@ -103,6 +110,19 @@ open_for_write(ShardServerOptions *opts, bool create)
 							opts->directory, opts->servername),
 					 errhint("Create it with directory_init('%s').",
 							 opts->servername)));
+		if ((rc & 0xff) == SQLITE_NOTADB || (rc & 0xff) == SQLITE_CORRUPT)
+			ereport(ERROR,
+					(errcode(ERRCODE_DATA_CORRUPTED),
+					 errmsg("directory \"%s\" of server \"%s\" is not a valid SQLite database",
+							opts->directory, opts->servername),
+					 errdetail_internal("%s", errbuf)));
+		if ((rc & 0xff) == SQLITE_READONLY)
+			ereport(ERROR,
+					(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+					 errmsg("could not open directory \"%s\" of server \"%s\" for writing: the server may not write the file",
+							opts->directory, opts->servername),
+					 errdetail_internal("%s", errbuf),
+					 errhint("Give the server's operating system user write permission on the file, its folder and its \"-wal\" and \"-shm\" files.")));
 		ereport(ERROR,
 				(errcode((rc & 0xff) == SQLITE_BUSY ? ERRCODE_LOCK_NOT_AVAILABLE :
 						 ERRCODE_FDW_UNABLE_TO_ESTABLISH_CONNECTION),
@@ -172,17 +192,79 @@ run_stmt(sqlite3 *db, const char *sql, const char **vals, int nvals,
 }
 
 /*
+ * parse_file_mode
+ *		Read directory_init's mode argument: an octal file mode such as
+ *		'0660', which must let the owner (the server) read and write.
+ */
+static mode_t
+parse_file_mode(const char *value)
+{
+	const char *p = value;
+	mode_t		mode = 0;
+	int			ndigits = 0;
+
+	for (; *p >= '0' && *p <= '7'; p++, ndigits++)
+		mode = mode * 8 + (*p - '0');
+	if (*p != '\0' || ndigits < 3 || ndigits > 4 || mode > 0777 ||
+		(mode & 0600) != 0600)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("invalid file mode for the directory: \"%s\"", value),
+				 errhint("Give an octal mode such as '0660' or '0600' that lets the owner read and write.")));
+	return mode;
+}
+
+/*
+ * create_directory_file
+ *		Create the directory file with the given mode if it does not exist
+ *		yet; an existing file keeps its mode.
+ *
+ * SQLite would create the file itself, with the server's umask (0600): the
+ * application that shares the directory could then not open it.  The mode
+ * is set exactly, whatever the umask, and SQLite gives the -wal and -shm
+ * files it creates later the same mode.  A failure other than "exists" is
+ * left for the open that follows to report.
+ */
+static void
+create_directory_file(const char *path, mode_t mode)
+{
+	int			fd;
+
+	fd = OpenTransientFilePerm(path, O_WRONLY | O_CREAT | O_EXCL | PG_BINARY,
+							   mode);
+	if (fd < 0)
+		return;
+	if (fchmod(fd, mode) != 0)
+	{
+		int			save_errno = errno;
+
+		CloseTransientFile(fd);
+		errno = save_errno;
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not set the mode of directory file \"%s\": %m",
+						path)));
+	}
+	CloseTransientFile(fd);
+}
+
+/*
  * shard_directory_init
- *		directory_init(server): create the directory's tables (and the file)
- *		if they are missing.  Running it again changes nothing.
+ *		directory_init(server [, mode]): create the directory's tables (and
+ *		the file, with mode, default 0660) if they are missing.  Running it
+ *		again changes nothing.
  */
 Datum
 shard_directory_init(PG_FUNCTION_ARGS)
 {
 	ShardServerOptions *opts = server_options_by_name(PG_GETARG_NAME(0));
+	mode_t		mode = DEFAULT_DIRECTORY_MODE;
 	sqlite3    *volatile db;
 
+	if (PG_NARGS() > 1)
+		mode = parse_file_mode(text_to_cstring(PG_GETARG_TEXT_PP(1)));
 	shard_require_file_privilege(true, "initialize a shard directory");
+	create_directory_file(opts->directory, mode);
 	db = open_for_write(opts, true);
 	PG_TRY();
 	{
@@ -252,7 +334,9 @@ shard_add(PG_FUNCTION_ARGS)
 	opts = server_options_by_name(PG_GETARG_NAME(0));
 	shard_id = text_to_cstring(PG_GETARG_TEXT_PP(1));
 	path = text_to_cstring(PG_GETARG_TEXT_PP(2));
+	/* the file is written through the directory, then read */
 	shard_require_file_privilege(true, "add a shard");
+	shard_require_file_privilege(false, "add a shard");
 	if (shard_id[0] == '\0')
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -262,12 +346,13 @@ shard_add(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("path of shard \"%s\" must not be empty", shard_id)));
 
-	resolved = shard_resolve_path(opts, path);
+	resolved = shard_resolve_checked_path(opts, shard_id, path);
 	if (shardio_file_state(resolved) != SHARDIO_FILE_OK)
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_FILE),
 				 errmsg("could not add shard \"%s\": file \"%s\" does not exist or cannot be read",
 						shard_id, resolved)));
+	shard_check_wal_folder(shard_id, resolved);
 	if (shardio_open(resolved, 0, opts->busy_timeout_ms, &probe, errbuf) != SQLITE_OK)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATA_CORRUPTED),
@@ -275,6 +360,13 @@ shard_add(PG_FUNCTION_ARGS)
 						shard_id, resolved),
 				 errdetail_internal("%s", errbuf)));
 	shardio_close(probe);
+	/* SQLite takes an empty file for an empty database */
+	if (shard_file_kind(resolved) == SHARD_FILE_NOT_SQLITE)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("could not add shard \"%s\": file \"%s\" is not a valid SQLite database",
+						shard_id, resolved),
+				 errdetail("The file is empty or does not begin with SQLite's header.")));
 	real = realpath(resolved, NULL);
 
 	db = open_for_write(opts, false);
@@ -448,10 +540,59 @@ shard_list(PG_FUNCTION_ARGS)
 }
 
 /*
+ * check_shard_file
+ *		Refuse to place tenant on a shard whose file cannot hold it: missing
+ *		or unreadable, not a regular file, not an SQLite database (an empty
+ *		file included), or in WAL mode in a folder where the server cannot
+ *		create the -wal and -shm files.  Only looks at the file, without
+ *		SQLite, so a shard locked by a writer does not stall placement.
+ *		With report false, returns whether the shard is usable instead.
+ */
+static bool
+check_shard_file(ShardInfo *info, const char *tenant, bool report)
+{
+	int			kind;
+
+	switch (shardio_file_state(info->path))
+	{
+		case SHARDIO_FILE_OK:
+			break;
+		case SHARDIO_FILE_NOT_REGULAR:
+			if (report)
+				ereport(ERROR,
+						(errcode(ERRCODE_FDW_UNABLE_TO_ESTABLISH_CONNECTION),
+						 errmsg("could not add tenant \"%s\": \"%s\" of shard \"%s\" is not a regular file",
+								tenant, info->path, info->shard_id)));
+			return false;
+		default:
+			if (report)
+				ereport(ERROR,
+						(errcode(ERRCODE_UNDEFINED_FILE),
+						 errmsg("could not add tenant \"%s\": file \"%s\" of shard \"%s\" does not exist or cannot be read",
+								tenant, info->path, info->shard_id)));
+			return false;
+	}
+	kind = shard_file_kind(info->path);
+	if (kind != SHARD_FILE_ROLLBACK && kind != SHARD_FILE_WAL)
+	{
+		if (report)
+			ereport(ERROR,
+					(errcode(ERRCODE_DATA_CORRUPTED),
+					 errmsg("could not add tenant \"%s\": file \"%s\" of shard \"%s\" is not a valid SQLite database",
+							tenant, info->path, info->shard_id),
+					 errdetail("The file is empty or does not begin with SQLite's header.")));
+		return false;
+	}
+	if (report)
+		shard_check_wal_folder(info->shard_id, info->path);
+	return shard_wal_folder_unwritable(info->path) == NULL;
+}
+
+/*
  * place_tenant
  *		The shard to take tenant: the most free room under max_shard_bytes,
- *		fewest tenants on a tie; shards whose file is missing are never
- *		chosen.
+ *		fewest tenants on a tie; shards whose file cannot hold a tenant
+ *		(check_shard_file) are never chosen.
  */
 static ShardInfo *
 place_tenant(ShardServerOptions *opts, ShardLoad *loads, int n,
@@ -464,7 +605,7 @@ place_tenant(ShardServerOptions *opts, ShardLoad *loads, int n,
 	{
 		ShardLoad  *l = &loads[i];
 
-		if (l->bytes < 0)
+		if (l->bytes < 0 || !check_shard_file(l->info, tenant, false))
 			continue;
 		if (best == NULL ||
 			opts->max_shard_bytes - l->bytes > opts->max_shard_bytes - best->bytes ||
@@ -476,7 +617,7 @@ place_tenant(ShardServerOptions *opts, ShardLoad *loads, int n,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("no shard of server \"%s\" can take tenant \"%s\"",
 						opts->servername, tenant),
-				 errdetail("The directory lists no shard whose file exists."),
+				 errdetail("The directory lists no shard whose file exists and is an SQLite database the server can read."),
 				 errhint("Add a shard with shard_add().")));
 	if (best->bytes >= opts->max_shard_bytes)
 		ereport(ERROR,
@@ -531,12 +672,8 @@ shard_tenant_add(PG_FUNCTION_ARGS)
 					 errmsg("shard \"%s\" does not exist in directory \"%s\"",
 							shard_id, opts->directory)));
 
-		/* A tenant on a missing file would make every fan-out fail. */
-		if (shardio_file_state(info->path) != SHARDIO_FILE_OK)
-			ereport(ERROR,
-					(errcode(ERRCODE_UNDEFINED_FILE),
-					 errmsg("could not add tenant \"%s\": file \"%s\" of shard \"%s\" does not exist or cannot be read",
-							tenant, info->path, shard_id)));
+		/* A tenant on a file that cannot be read could never be read. */
+		(void) check_shard_file(info, tenant, true);
 	}
 
 	db = open_for_write(opts, false);

@@ -45,11 +45,14 @@
  */
 #include "sqlite_shard_fdw.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "access/xact.h"
 #include "fanout.h"
 #include "miscadmin.h"
+#include "storage/fd.h"
 #include "utils/hsearch.h"
 #include "utils/memutils.h"
 
@@ -371,6 +374,84 @@ evict_idle(int keep)
 }
 
 /*
+ * shard_file_kind
+ *		What a file's first 100 bytes say it is: not an SQLite database (an
+ *		empty file, text, anything without SQLite's header), or one in WAL
+ *		or rollback-journal mode.  Reads the header with a plain read, no
+ *		SQLite and no lock, so it never waits for a writer; the caller has
+ *		checked that the file is a regular one.
+ */
+int
+shard_file_kind(const char *path)
+{
+	unsigned char header[100];
+	ssize_t		n;
+	int			fd;
+
+	fd = OpenTransientFile(path, O_RDONLY | O_NONBLOCK | PG_BINARY);
+	if (fd < 0)
+		return SHARD_FILE_UNKNOWN;
+	n = read(fd, header, sizeof(header));
+	CloseTransientFile(fd);
+	if (n < 0)
+		return SHARD_FILE_UNKNOWN;
+	if (n < (ssize_t) sizeof(header) ||
+		memcmp(header, "SQLite format 3", 16) != 0)
+		return SHARD_FILE_NOT_SQLITE;
+	/* the file format's write and read versions: 2 is WAL */
+	if (header[18] == 2 || header[19] == 2)
+		return SHARD_FILE_WAL;
+	return SHARD_FILE_ROLLBACK;
+}
+
+/*
+ * shard_wal_folder_unwritable
+ *		The folder of a database in WAL mode when the server's operating
+ *		system user cannot create files in it; NULL otherwise.
+ *
+ * Reading a WAL database needs its -wal and -shm files.  While another
+ * process has the database open they exist and a read works; once the last
+ * one closes it, SQLite removes them and the next reader must create them,
+ * which fails with "attempt to write a readonly database".  Checked before
+ * every open, so the answer does not depend on what other processes do.
+ */
+char *
+shard_wal_folder_unwritable(const char *path)
+{
+	char	   *folder;
+
+	if (shard_file_kind(path) != SHARD_FILE_WAL)
+		return NULL;
+	folder = pstrdup(path);
+	get_parent_directory(folder);
+	if (folder[0] == '\0')
+		folder = pstrdup(".");
+	if (access(folder, W_OK | X_OK) == 0)
+		return NULL;
+	return folder;
+}
+
+/*
+ * shard_check_wal_folder
+ *		Refuse, with what is missing, a shard in WAL mode whose folder the
+ *		server cannot write (shard_wal_folder_unwritable).
+ */
+void
+shard_check_wal_folder(const char *shard_id, const char *path)
+{
+	char	   *folder = shard_wal_folder_unwritable(path);
+
+	if (folder != NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("cannot read shard \"%s\": the server cannot create files in folder \"%s\"",
+						shard_id, folder),
+				 errdetail("The shard is in WAL mode: reading it needs its \"-wal\" and \"-shm\" files, which SQLite creates next to file \"%s\" whenever no other process has it open.",
+						   path),
+				 errhint("Give the server's operating system user write permission on the folder, or take the shard out of WAL mode (PRAGMA journal_mode = DELETE).")));
+}
+
+/*
  * open_shard_file
  *		Open a shard read-only, telling a missing or unreadable file from one
  *		that is not an SQLite database.  Returns NULL only for a missing file
@@ -411,6 +492,8 @@ open_shard_file(ShardServerOptions *opts, ShardInfo *shard, bool missing_ok)
 			break;
 	}
 
+	shard_check_wal_folder(shard->shard_id, shard->path);
+
 	rc = shardio_open(shard->path, SHARDIO_OPEN_READWRITE,
 					  opts->busy_timeout_ms, &db, errbuf);
 	/* Writes only where a write asks for them; foreign keys enforced. */
@@ -431,8 +514,19 @@ open_shard_file(ShardServerOptions *opts, ShardInfo *shard, bool missing_ok)
 					(errcode(ERRCODE_DATA_CORRUPTED),
 					 errmsg("shard \"%s\" is not a valid SQLite database", shard->shard_id),
 					 errdetail_internal("File \"%s\": %s", shard->path, errbuf)));
-		shard_report_sqlite_error(ERROR, rc, shard->shard_id, "open the shard",
-								  errbuf);
+		if ((rc & 0xff) == SQLITE_READONLY)
+			ereport(ERROR,
+					(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+					 errmsg("could not open shard \"%s\": the server cannot write its \"-wal\" or \"-shm\" file",
+							shard->shard_id),
+					 errdetail_internal("File \"%s\": %s", shard->path, errbuf),
+					 errhint("Give the server's operating system user write permission on the shard's folder and on the \"-wal\" and \"-shm\" files next to it.")));
+		/* A cancel, timeout or termination in the lock wait; a lock held. */
+		shard_check_lock_wait(rc, false, shard->shard_id, "open the shard");
+		ereport(ERROR,
+				(errcode(shard_sqlite_sqlstate(rc)),
+				 errmsg("could not open shard \"%s\"", shard->shard_id),
+				 errdetail_internal("File \"%s\": %s", shard->path, errbuf)));
 	}
 	return db;
 }

@@ -17,7 +17,11 @@
  * when the statement started, however long the backend has been running.
  * In WAL mode a stamp of the files (shardio_change_stamp) taken without a
  * lock tells first whether anything was committed since the last check, so
- * the common case reads no data version at all.
+ * the common case reads no data version at all.  test/dirchange_test.sh
+ * holds this shortcut to the promise above: commits from another process
+ * in WAL mode across checkpoints and WAL restarts, in rollback-journal mode
+ * and across journal mode switches, read by backends that check both
+ * continuously and after pauses.
  * Tenants are looked up one at a time through shard_map's primary key and
  * cached individually, so a lookup costs the same for a thousand tenants
  * or a million.
@@ -54,6 +58,7 @@ struct ShardDirectory
 	Oid			serverid;
 	char	   *path;			/* the control database */
 	char	   *shard_path;		/* pattern from the server, or NULL */
+	bool		allow_outside;	/* the server's allow_outside_paths */
 	sqlite3    *db;
 	sqlite3_stmt *version_stmt;
 	sqlite3_stmt *locate_stmt;
@@ -166,6 +171,7 @@ open_directory(ShardServerOptions *opts)
 	ShardDirectory *dir;
 	MemoryContext oldcxt;
 	char		errbuf[SHARDIO_ERRLEN];
+	char	   *folder;
 	int			rc;
 
 	switch (shardio_file_state(opts->directory))
@@ -194,12 +200,21 @@ open_directory(ShardServerOptions *opts)
 		default:
 			break;
 	}
+	folder = shard_wal_folder_unwritable(opts->directory);
+	if (folder != NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("cannot read directory \"%s\" of server \"%s\": the server cannot create files in folder \"%s\"",
+						opts->directory, opts->servername, folder),
+				 errdetail("The directory is in WAL mode: reading it needs its \"-wal\" and \"-shm\" files, which SQLite creates next to it whenever no other process has it open."),
+				 errhint("Give the server's operating system user write permission on the folder, or take the directory out of WAL mode (PRAGMA journal_mode = DELETE).")));
 
 	oldcxt = MemoryContextSwitchTo(DirectoryCacheContext);
 	dir = palloc0(sizeof(ShardDirectory));
 	dir->serverid = opts->serverid;
 	dir->path = pstrdup(opts->directory);
 	dir->shard_path = opts->shard_path ? pstrdup(opts->shard_path) : NULL;
+	dir->allow_outside = opts->allow_outside_paths;
 	dir->cxt = AllocSetContextCreate(DirectoryCacheContext,
 									 "sqlite_shard_fdw directory",
 									 ALLOCSET_DEFAULT_SIZES);
@@ -347,6 +362,7 @@ shard_directory_get(ShardServerOptions *opts)
 		if (d->serverid != opts->serverid)
 			continue;
 		if (strcmp(d->path, opts->directory) == 0 &&
+			d->allow_outside == opts->allow_outside_paths &&
 			((d->shard_path == NULL && opts->shard_path == NULL) ||
 			 (d->shard_path && opts->shard_path &&
 			  strcmp(d->shard_path, opts->shard_path) == 0)) &&
@@ -355,8 +371,9 @@ shard_directory_get(ShardServerOptions *opts)
 		else
 		{
 			/*
-			 * ALTER SERVER changed where the directory is, or the file was
-			 * replaced (a restore, a rename over it): reopen.
+			 * ALTER SERVER changed where the directory or the shards are, or
+			 * the file was replaced (a restore, a rename over it): reopen,
+			 * forgetting every path resolved under the old options.
 			 */
 			directories = foreach_delete_current(directories, lc);
 			release_directory(d);
@@ -540,7 +557,8 @@ check_shard_id_for_pattern(ShardDirectory *dir, const char *shard_id)
 /*
  * shard_resolve_path
  *		Make a shard path absolute: relative paths are taken from the folder
- *		that holds the directory file.
+ *		that holds the directory file.  Nothing is checked: see
+ *		shard_resolve_checked_path for a path that will be read.
  */
 char *
 shard_resolve_path(ShardServerOptions *opts, const char *path)
@@ -560,17 +578,166 @@ shard_resolve_path(ShardServerOptions *opts, const char *path)
 }
 
 /*
- * directory_relative_path
- *		A path from the directory, made absolute against its folder.
+ * normalize_path
+ *		An absolute path with its ".", ".." and empty components taken out,
+ *		by the letters alone, without asking the file system.
  */
 static char *
-directory_relative_path(ShardDirectory *dir, const char *path)
+normalize_path(const char *path)
+{
+	char	   *result = palloc(strlen(path) + 2);
+	int			len = 0;
+	const char *p = path;
+
+	while (*p)
+	{
+		const char *start;
+		int			n;
+
+		while (*p == '/')
+			p++;
+		start = p;
+		while (*p && *p != '/')
+			p++;
+		n = p - start;
+		if (n == 0 || (n == 1 && start[0] == '.'))
+			continue;
+		if (n == 2 && start[0] == '.' && start[1] == '.')
+		{
+			/* drop the last component; ".." of the root is the root */
+			while (len > 0 && result[len - 1] != '/')
+				len--;
+			if (len > 0)
+				len--;
+			continue;
+		}
+		result[len++] = '/';
+		memcpy(result + len, start, n);
+		len += n;
+	}
+	if (len == 0)
+		result[len++] = '/';
+	result[len] = '\0';
+	return result;
+}
+
+/*
+ * path_is_inside
+ *		Is path (normalized) the folder (normalized) or below it?
+ */
+static bool
+path_is_inside(const char *folder, const char *path)
+{
+	size_t		len = strlen(folder);
+
+	if (strcmp(folder, "/") == 0)
+		return true;
+	return strncmp(path, folder, len) == 0 &&
+		(path[len] == '/' || path[len] == '\0');
+}
+
+/*
+ * check_path_inside
+ *		Refuse a shard file outside the folder of the directory file, unless
+ *		the server's option allow_outside_paths says otherwise.
+ *
+ * Whoever can write the directory (the application, a role allowed to
+ * call shard_add) decides which files the server reads.  Confining them to
+ * the fleet's folder keeps a ".." in shards.path or in the shard_path
+ * pattern, or an absolute path, from reading another fleet's files or the
+ * server's own.  The path is judged by its letters first, then, when the
+ * file exists, by where its symbolic links lead.  Only a superuser or a
+ * member of pg_read_server_files may set allow_outside_paths.
+ */
+static void
+check_path_inside(const char *directory, bool allow_outside,
+				  const char *shard_id, const char *path,
+				  const char *resolved, bool from_pattern)
+{
+	char	   *folder;
+	char	   *slash;
+	char	   *real_path;
+	char	   *real_folder;
+	bool		inside;
+
+	if (allow_outside)
+		return;
+	folder = pstrdup(directory);
+	slash = strrchr(folder, '/');
+	if (slash)
+		slash[slash == folder ? 1 : 0] = '\0';
+
+	if (!path_is_inside(normalize_path(folder), normalize_path(resolved)))
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("path \"%s\" of shard \"%s\" leads outside the folder of directory \"%s\"",
+						path, shard_id, directory),
+				 from_pattern ?
+				 errdetail("The server option \"shard_path\" gives this path; shard files must be in folder \"%s\" or below it.",
+						   folder) :
+				 errdetail("Shard files must be in folder \"%s\" or below it.",
+						   folder),
+				 errhint("A superuser or a member of pg_read_server_files may allow paths elsewhere with the server option \"allow_outside_paths\".")));
+
+	/* Symbolic links: only once the file exists is there anything to follow. */
+	real_path = realpath(resolved, NULL);
+	if (real_path == NULL)
+		return;
+	real_folder = realpath(folder, NULL);
+	inside = (real_folder == NULL || path_is_inside(real_folder, real_path));
+	if (!inside)
+	{
+		char	   *target = pstrdup(real_path);
+
+		free(real_path);
+		free(real_folder);
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("path \"%s\" of shard \"%s\" leads outside the folder of directory \"%s\"",
+						path, shard_id, directory),
+				 errdetail("The path leads through a symbolic link to \"%s\"; shard files must be in folder \"%s\" or below it.",
+						   target, folder),
+				 errhint("A superuser or a member of pg_read_server_files may allow paths elsewhere with the server option \"allow_outside_paths\".")));
+	}
+	free(real_path);
+	free(real_folder);
+}
+
+/*
+ * shard_resolve_checked_path
+ *		The absolute path of a shard file that is about to be read, refused
+ *		when it leaves the directory's folder and the server does not allow
+ *		that.
+ */
+char *
+shard_resolve_checked_path(ShardServerOptions *opts, const char *shard_id,
+						   const char *path)
+{
+	char	   *resolved = shard_resolve_path(opts, path);
+
+	check_path_inside(opts->directory, opts->allow_outside_paths, shard_id,
+					  path, resolved, false);
+	return resolved;
+}
+
+/*
+ * directory_relative_path
+ *		The path of a shard, from the directory or its pattern, made
+ *		absolute against the directory's folder and checked.
+ */
+static char *
+directory_relative_path(ShardDirectory *dir, const char *shard_id,
+						const char *path, bool from_pattern)
 {
 	ShardServerOptions fake;
+	char	   *resolved;
 
 	memset(&fake, 0, sizeof(fake));
 	fake.directory = dir->path;
-	return shard_resolve_path(&fake, path);
+	resolved = shard_resolve_path(&fake, path);
+	check_path_inside(dir->path, dir->allow_outside, shard_id, path, resolved,
+					  from_pattern);
+	return resolved;
 }
 
 /*
@@ -600,7 +767,7 @@ expand_pattern(ShardDirectory *dir, const char *shard_id)
 		else
 			appendStringInfoChar(&buf, *p);
 	}
-	return directory_relative_path(dir, buf.data);
+	return directory_relative_path(dir, shard_id, buf.data, true);
 }
 
 /*
@@ -644,13 +811,21 @@ shard_directory_shard(ShardDirectory *dir, const char *shard_id)
 								shard_id, dir->path),
 						 errdetail("Column \"path\" of table \"shards\" is empty for this shard.")));
 			}
-			path = directory_relative_path(dir, stored);
+			path = pstrdup(stored);
 		}
 		sqlite3_reset(dir->shard_stmt);
 		if (rc != SQLITE_ROW && rc != SQLITE_DONE)
 		{
 			MemoryContextSwitchTo(oldcxt);
 			dir_error(dir, "look up a shard");
+		}
+		/* checked once the statement is reset: it may raise an error */
+		if (path != NULL)
+		{
+			char	   *stored = path;
+
+			path = directory_relative_path(dir, shard_id, stored, false);
+			pfree(stored);
 		}
 	}
 	else

@@ -7,7 +7,11 @@
  * time, so a mistyped name or a bad value fails when it is written rather
  * than at the first query.  Options that name files follow file_fdw: only
  * superusers and members of pg_read_server_files may point a server at a
- * file.  This file also holds _PG_init and the extension's settings.
+ * file, or let its shard paths leave the directory's folder
+ * (allow_outside_paths).  Since PostgreSQL hands the validator every option
+ * of the server, not only those that change, a role without that privilege
+ * cannot alter any option of a server that names a file, and is told so.
+ * This file also holds _PG_init and the extension's settings.
  *
  *-------------------------------------------------------------------------
  */
@@ -54,6 +58,7 @@ static const ShardOption shard_options[] = {
 	{"on_missing_shard", ForeignServerRelationId},
 	{"analyze_values", ForeignServerRelationId},
 	{"batch_size", ForeignServerRelationId},
+	{"allow_outside_paths", ForeignServerRelationId},
 	{"table", ForeignTableRelationId},
 	{"batch_size", ForeignTableRelationId},
 	{"tenant_column", ForeignTableRelationId},
@@ -328,7 +333,8 @@ check_shard_path_pattern(const char *value)
  * shard_require_file_privilege
  *		Only superusers and members of pg_read_server_files (or, for writes,
  *		pg_write_server_files) may make the server touch files of their
- *		choosing, as with file_fdw.
+ *		choosing, as with file_fdw.  A function that both writes and reads
+ *		files calls this twice.
  */
 void
 shard_require_file_privilege(bool write, const char *what)
@@ -342,6 +348,26 @@ shard_require_file_privilege(bool write, const char *what)
 				 errdetail("Only roles with privileges of the \"%s\" role may %s.",
 						   write ? "pg_write_server_files" : "pg_read_server_files",
 						   what)));
+}
+
+/*
+ * require_file_option_privilege
+ *		Refuse a server whose option "name" names files (or where they may
+ *		be) to a role without the privileges of pg_read_server_files.  The
+ *		validator sees the server's whole option list, so the role may be
+ *		changing another option: the message says that the server's options
+ *		as a whole were refused, and why.
+ */
+static void
+require_file_option_privilege(const char *name)
+{
+	if (!has_privs_of_role(GetUserId(), ROLE_PG_READ_SERVER_FILES))
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("permission denied to create or alter a server with option \"%s\"",
+						name),
+				 errdetail("Option \"%s\" decides which files the server reads: only roles with privileges of the \"pg_read_server_files\" role may create a sqlite_shard_fdw server with it or change any option of such a server.",
+						   name)));
 }
 
 /*
@@ -443,14 +469,19 @@ sqlite_shard_fdw_validator(PG_FUNCTION_ARGS)
 				ereport(ERROR,
 						(errcode(ERRCODE_FDW_INVALID_ATTRIBUTE_VALUE),
 						 errmsg("option \"directory\" must be an absolute path")));
-			shard_require_file_privilege(false, "set option \"directory\"");
+			require_file_option_privilege(def->defname);
 			has_directory = true;
 		}
 		else if (strcmp(def->defname, "shard_path") == 0)
 		{
 			check_nonempty(def->defname, value);
 			check_shard_path_pattern(value);
-			shard_require_file_privilege(false, "set option \"shard_path\"");
+			require_file_option_privilege(def->defname);
+		}
+		else if (strcmp(def->defname, "allow_outside_paths") == 0)
+		{
+			(void) parse_bool_option(def->defname, value);
+			require_file_option_privilege(def->defname);
 		}
 		else if (strcmp(def->defname, "busy_timeout_ms") == 0)
 		{
@@ -532,6 +563,8 @@ shard_server_options(Oid serverid)
 			opts->max_shard_bytes = parse_size_option(def->defname, value);
 		else if (strcmp(def->defname, "on_missing_shard") == 0)
 			opts->skip_missing = (strcmp(value, "skip") == 0);
+		else if (strcmp(def->defname, "allow_outside_paths") == 0)
+			opts->allow_outside_paths = parse_bool_option(def->defname, value);
 	}
 	if (opts->directory == NULL)
 		ereport(ERROR,

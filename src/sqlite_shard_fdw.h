@@ -32,6 +32,8 @@ typedef struct ShardServerOptions
 	int			busy_timeout_ms;
 	int64		max_shard_bytes;
 	bool		skip_missing;	/* on_missing_shard = skip */
+	bool		allow_outside_paths;	/* shard files may be outside the
+										 * directory's folder */
 } ShardServerOptions;
 
 typedef struct ShardTableOptions
@@ -85,6 +87,9 @@ extern List *shard_directory_stale_tenants(ShardDirectory *dir,
 extern sqlite3 *shard_directory_handle(ShardDirectory *dir);
 extern void shard_directory_changed(ShardDirectory *dir);
 extern char *shard_resolve_path(ShardServerOptions *opts, const char *path);
+extern char *shard_resolve_checked_path(ShardServerOptions *opts,
+										const char *shard_id,
+										const char *path);
 
 /* in connection.c */
 
@@ -125,6 +130,15 @@ extern void shard_report_sqlite_error(int elevel, int rc, const char *shard_id,
 extern int	shard_interrupts_pending(void);
 extern void shard_check_lock_wait(int rc, bool is_directory, const char *name,
 								  const char *what);
+
+/* What a file's first 100 bytes say it is (shard_file_kind). */
+#define SHARD_FILE_UNKNOWN		0	/* could not be read */
+#define SHARD_FILE_NOT_SQLITE	1	/* empty, short, or not SQLite's header */
+#define SHARD_FILE_ROLLBACK		2	/* SQLite, rollback journal */
+#define SHARD_FILE_WAL			3	/* SQLite, WAL mode */
+extern int	shard_file_kind(const char *path);
+extern char *shard_wal_folder_unwritable(const char *path);
+extern void shard_check_wal_folder(const char *shard_id, const char *path);
 
 /* in deparse.c */
 
