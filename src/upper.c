@@ -1090,10 +1090,19 @@ shardGetForeignUpperPaths(PlannerInfo *root, UpperRelationKind stage,
 					   (FinalPathExtraData *) extra);
 		return;
 	}
+	/*
+	 * The grouping's input must be the scan alone, and one that needs no
+	 * outer rows: a scan with LATERAL references is parameterized by other
+	 * relations, which a path over it would have to pass on (postgres_fdw
+	 * likewise pushes no join with LATERAL references).  Values of outer
+	 * query levels arrive as executor parameters instead, which the pushed
+	 * query binds each time the scan restarts.
+	 */
 	if (stage != UPPERREL_GROUP_AGG || !shard_aggregate_pushdown ||
 		output_rel->fdw_private != NULL ||
 		input_rel->reloptkind != RELOPT_BASEREL ||
-		input_rel->fdw_private == NULL)
+		input_rel->fdw_private == NULL ||
+		!bms_is_empty(input_rel->lateral_relids))
 		return;
 	if (parse->groupingSets || parse->hasTargetSRFs || parse->hasWindowFuncs ||
 		gextra->patype != PARTITIONWISE_AGGREGATE_NONE ||
