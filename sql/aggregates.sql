@@ -709,6 +709,30 @@ SELECT sum(amount) FROM dirty;
 RESET sqlite_shard_fdw.aggregate_pushdown;
 
 -- ===================================================================
+-- Integer sums that leave 64 bits inside a shard: sales.amount (values
+-- near 2^62) read as integer, smallint and double precision.  Summing
+-- them as integers overflows in the shard (on the reading threads, and
+-- in SQLite's sum()); that is PostgreSQL's 22003, as reading the rows
+-- gives (each value is out of the column's range), never SQLite's
+-- "integer overflow" as an FDW error.  Read as double precision, the
+-- integer -2^63 (hooli's) is an ordinary number.
+-- ===================================================================
+CREATE FOREIGN TABLE sales_narrow (tenant_id text, id int, status text,
+  amount int, amount2 smallint OPTIONS (column 'amount'),
+  famount float8 OPTIONS (column 'amount'))
+  SERVER agg_srv OPTIONS (table 'sales');
+SELECT sum(amount) FROM sales_narrow WHERE tenant_id = 'acme';
+SET sqlite_shard_fdw.thread_aggregation = off;
+SELECT sum(amount) FROM sales_narrow WHERE tenant_id = 'acme';
+RESET sqlite_shard_fdw.thread_aggregation;
+SELECT * FROM regress_modes($$SELECT sum(amount) FROM sales_narrow WHERE tenant_id = 'acme'$$);
+SELECT * FROM regress_modes($$SELECT status, sum(amount2), count(*) FROM sales_narrow WHERE tenant_id IN ('acme', 'umbrella') GROUP BY status$$);
+SELECT * FROM regress_modes($$SELECT tenant_id, avg(amount) FROM sales_narrow WHERE tenant_id = 'globex' GROUP BY tenant_id$$);
+SELECT * FROM regress_modes($$SELECT tenant_id, sum(amount) FROM sales_narrow WHERE tenant_id = 'acme' GROUP BY tenant_id ORDER BY 2 LIMIT 1$$);
+SELECT * FROM regress_modes($$SELECT sum(famount), avg(famount), count(famount) FROM sales_narrow WHERE tenant_id = 'hooli'$$);
+DROP FOREIGN TABLE sales_narrow;
+
+-- ===================================================================
 -- Infinities: +Infinity and -Infinity on one shard sum to NaN
 -- ===================================================================
 SELECT * FROM regress_agg('SELECT sum(f), avg(f), min(f), max(f), count(f) FROM {t}', tbl => 'measures');

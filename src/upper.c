@@ -1411,9 +1411,12 @@ partial_cols(SelectList *sl, PlannerInfo *root, Aggref *agg, int op,
 				first = select_col(sl, psprintf("total(%s)", c), TA_TOTAL, c, NULL);
 				second = select_col(sl, psprintf("count(%s)", c), TA_COUNT, c, NULL);
 
-				/* Infinite inputs tell an infinite total from an overflow. */
+				/*
+				 * Infinite inputs tell an infinite total from an overflow
+				 * (not abs(), which fails on the integer -2^63).
+				 */
 				return list_make3_int(first, second,
-									  select_col(sl, psprintf("sum(abs(%s) = 9e999)", c),
+									  select_col(sl, psprintf("sum(%s IN (9e999, -9e999))", c),
 												 TA_COUNT_INF, c, NULL));
 			}
 		case AGGOP_MIN:
