@@ -1026,6 +1026,45 @@ RESET sqlite_shard_fdw.aggregate_pushdown;
 DROP SERVER agg_fsum CASCADE;
 
 -- ===================================================================
+-- The merge keeps its groups in memory and cannot spill to disk: when
+-- the estimated groups would exceed hash_mem (work_mem times
+-- hash_mem_multiplier), PostgreSQL aggregates the rows instead, within
+-- its limit.  ticks_hm reads the ticks table (28,001 rows, each time and
+-- id distinct, times over 6,700 years); ANALYZE gives the planner the
+-- number of distinct values and their range.
+-- ===================================================================
+CREATE FOREIGN TABLE ticks_hm (tenant_id text, id int, t bigint,
+  ts timestamp OPTIONS (column 't'))
+  SERVER agg_srv OPTIONS (table 'ticks');
+ANALYZE ticks_hm;
+SET work_mem = '1MB';
+SET hash_mem_multiplier = 1;
+-- 28,001 groups: PostgreSQL's
+EXPLAIN (COSTS OFF) SELECT t, count(*), max(id) FROM ticks_hm GROUP BY t;
+-- four groups: the shards'
+EXPLAIN (COSTS OFF) SELECT tenant_id, count(*), max(t) FROM ticks_hm GROUP BY tenant_id;
+-- one group, but 28,001 distinct values to count once each: PostgreSQL's
+EXPLAIN (COSTS OFF) SELECT count(DISTINCT id) FROM ticks_hm;
+-- a time bucket has fewer values than its column: seven days of the week
+-- (the shards'), but a day for each of the 28,001 times (PostgreSQL's)
+EXPLAIN (COSTS OFF) SELECT extract(dow FROM ts), count(*) FROM ticks_hm GROUP BY 1;
+EXPLAIN (COSTS OFF) SELECT date_trunc('day', ts), count(*) FROM ticks_hm GROUP BY 1;
+SELECT count(*), sum(n), min(n), max(n), sum(m)
+  FROM (SELECT t, count(*) AS n, max(id) AS m FROM ticks_hm GROUP BY t) s;
+SELECT count(DISTINCT id) FROM ticks_hm;
+-- sixteen times the memory: the shards'
+SET hash_mem_multiplier = 16;
+EXPLAIN (COSTS OFF) SELECT t, count(*), max(id) FROM ticks_hm GROUP BY t;
+EXPLAIN (COSTS OFF) SELECT count(DISTINCT id) FROM ticks_hm;
+EXPLAIN (COSTS OFF) SELECT date_trunc('day', ts), count(*) FROM ticks_hm GROUP BY 1;
+SELECT count(*), sum(n), min(n), max(n), sum(m)
+  FROM (SELECT t, count(*) AS n, max(id) AS m FROM ticks_hm GROUP BY t) s;
+SELECT count(DISTINCT id) FROM ticks_hm;
+RESET hash_mem_multiplier;
+RESET work_mem;
+DROP FOREIGN TABLE ticks_hm;
+
+-- ===================================================================
 -- Clean up
 -- ===================================================================
 DROP FUNCTION regress_agg(text, boolean, text);
