@@ -1026,6 +1026,21 @@ RESET sqlite_shard_fdw.aggregate_pushdown;
 DROP SERVER agg_fsum CASCADE;
 
 -- ===================================================================
+-- SQLite's own result codes keep their meaning: only the wrapper's
+-- functions' private codes carry a PostgreSQL SQLSTATE.  A shard's view
+-- returns a blob beyond SQLite's length limit: SQLITE_TOOBIG is a program
+-- limit (54000), not ssfdw_varchar's "value too long" (22001).
+-- ===================================================================
+\! mkdir -p /tmp/ssfdw_regress/aggregates/big && cd /tmp/ssfdw_regress/aggregates/big && rm -f *.db && sqlite3 a.db "CREATE VIEW t AS SELECT 'a' AS tenant_id, zeroblob(2000000000) AS b" && sqlite3 directory.db "CREATE TABLE shards(shard_id TEXT PRIMARY KEY, path TEXT NOT NULL UNIQUE); CREATE TABLE shard_map(tenant_id TEXT PRIMARY KEY, shard_id TEXT NOT NULL, status TEXT NOT NULL DEFAULT 'ACTIVE', target_shard_id TEXT, updated_at INTEGER NOT NULL); INSERT INTO shards VALUES ('ba', 'a.db'); INSERT INTO shard_map VALUES ('a', 'ba', 'ACTIVE', NULL, 0)" && chown -R postgres:postgres /tmp/ssfdw_regress/aggregates/big
+CREATE SERVER agg_big FOREIGN DATA WRAPPER sqlite_shard_fdw
+  OPTIONS (directory '/tmp/ssfdw_regress/aggregates/big/directory.db');
+CREATE FOREIGN TABLE big (tenant_id text, b bytea)
+  SERVER agg_big OPTIONS (table 't');
+SELECT count(b) FROM big;
+SELECT * FROM regress_modes($$SELECT count(b) FROM big$$);
+DROP SERVER agg_big CASCADE;
+
+-- ===================================================================
 -- The merge keeps its groups in memory and cannot spill to disk: when
 -- the estimated groups would exceed hash_mem (work_mem times
 -- hash_mem_multiplier), PostgreSQL aggregates the rows instead, within
