@@ -709,6 +709,30 @@ SELECT sum(amount) FROM dirty;
 RESET sqlite_shard_fdw.aggregate_pushdown;
 
 -- ===================================================================
+-- Integer sums that leave 64 bits inside a shard: sales.amount (values
+-- near 2^62) read as integer, smallint and double precision.  Summing
+-- them as integers overflows in the shard (on the reading threads, and
+-- in SQLite's sum()); that is PostgreSQL's 22003, as reading the rows
+-- gives (each value is out of the column's range), never SQLite's
+-- "integer overflow" as an FDW error.  Read as double precision, the
+-- integer -2^63 (hooli's) is an ordinary number.
+-- ===================================================================
+CREATE FOREIGN TABLE sales_narrow (tenant_id text, id int, status text,
+  amount int, amount2 smallint OPTIONS (column 'amount'),
+  famount float8 OPTIONS (column 'amount'))
+  SERVER agg_srv OPTIONS (table 'sales');
+SELECT sum(amount) FROM sales_narrow WHERE tenant_id = 'acme';
+SET sqlite_shard_fdw.thread_aggregation = off;
+SELECT sum(amount) FROM sales_narrow WHERE tenant_id = 'acme';
+RESET sqlite_shard_fdw.thread_aggregation;
+SELECT * FROM regress_modes($$SELECT sum(amount) FROM sales_narrow WHERE tenant_id = 'acme'$$);
+SELECT * FROM regress_modes($$SELECT status, sum(amount2), count(*) FROM sales_narrow WHERE tenant_id IN ('acme', 'umbrella') GROUP BY status$$);
+SELECT * FROM regress_modes($$SELECT tenant_id, avg(amount) FROM sales_narrow WHERE tenant_id = 'globex' GROUP BY tenant_id$$);
+SELECT * FROM regress_modes($$SELECT tenant_id, sum(amount) FROM sales_narrow WHERE tenant_id = 'acme' GROUP BY tenant_id ORDER BY 2 LIMIT 1$$);
+SELECT * FROM regress_modes($$SELECT sum(famount), avg(famount), count(famount) FROM sales_narrow WHERE tenant_id = 'hooli'$$);
+DROP FOREIGN TABLE sales_narrow;
+
+-- ===================================================================
 -- Infinities: +Infinity and -Infinity on one shard sum to NaN
 -- ===================================================================
 SELECT * FROM regress_agg('SELECT sum(f), avg(f), min(f), max(f), count(f) FROM {t}', tbl => 'measures');
@@ -1000,6 +1024,60 @@ SET sqlite_shard_fdw.aggregate_pushdown = off;
 SELECT sum(f) FROM fsum WHERE tenant_id IN ('a', 'b');
 RESET sqlite_shard_fdw.aggregate_pushdown;
 DROP SERVER agg_fsum CASCADE;
+
+-- ===================================================================
+-- SQLite's own result codes keep their meaning: only the wrapper's
+-- functions' private codes carry a PostgreSQL SQLSTATE.  A shard's view
+-- returns a blob beyond SQLite's length limit: SQLITE_TOOBIG is a program
+-- limit (54000), not ssfdw_varchar's "value too long" (22001).
+-- ===================================================================
+\! mkdir -p /tmp/ssfdw_regress/aggregates/big && cd /tmp/ssfdw_regress/aggregates/big && rm -f *.db && sqlite3 a.db "CREATE VIEW t AS SELECT 'a' AS tenant_id, zeroblob(2000000000) AS b" && sqlite3 directory.db "CREATE TABLE shards(shard_id TEXT PRIMARY KEY, path TEXT NOT NULL UNIQUE); CREATE TABLE shard_map(tenant_id TEXT PRIMARY KEY, shard_id TEXT NOT NULL, status TEXT NOT NULL DEFAULT 'ACTIVE', target_shard_id TEXT, updated_at INTEGER NOT NULL); INSERT INTO shards VALUES ('ba', 'a.db'); INSERT INTO shard_map VALUES ('a', 'ba', 'ACTIVE', NULL, 0)" && chown -R postgres:postgres /tmp/ssfdw_regress/aggregates/big
+CREATE SERVER agg_big FOREIGN DATA WRAPPER sqlite_shard_fdw
+  OPTIONS (directory '/tmp/ssfdw_regress/aggregates/big/directory.db');
+CREATE FOREIGN TABLE big (tenant_id text, b bytea)
+  SERVER agg_big OPTIONS (table 't');
+SELECT count(b) FROM big;
+SELECT * FROM regress_modes($$SELECT count(b) FROM big$$);
+DROP SERVER agg_big CASCADE;
+
+-- ===================================================================
+-- The merge keeps its groups in memory and cannot spill to disk: when
+-- the estimated groups would exceed hash_mem (work_mem times
+-- hash_mem_multiplier), PostgreSQL aggregates the rows instead, within
+-- its limit.  ticks_hm reads the ticks table (28,001 rows, each time and
+-- id distinct, times over 6,700 years); ANALYZE gives the planner the
+-- number of distinct values and their range.
+-- ===================================================================
+CREATE FOREIGN TABLE ticks_hm (tenant_id text, id int, t bigint,
+  ts timestamp OPTIONS (column 't'))
+  SERVER agg_srv OPTIONS (table 'ticks');
+ANALYZE ticks_hm;
+SET work_mem = '1MB';
+SET hash_mem_multiplier = 1;
+-- 28,001 groups: PostgreSQL's
+EXPLAIN (COSTS OFF) SELECT t, count(*), max(id) FROM ticks_hm GROUP BY t;
+-- four groups: the shards'
+EXPLAIN (COSTS OFF) SELECT tenant_id, count(*), max(t) FROM ticks_hm GROUP BY tenant_id;
+-- one group, but 28,001 distinct values to count once each: PostgreSQL's
+EXPLAIN (COSTS OFF) SELECT count(DISTINCT id) FROM ticks_hm;
+-- a time bucket has fewer values than its column: seven days of the week
+-- (the shards'), but a day for each of the 28,001 times (PostgreSQL's)
+EXPLAIN (COSTS OFF) SELECT extract(dow FROM ts), count(*) FROM ticks_hm GROUP BY 1;
+EXPLAIN (COSTS OFF) SELECT date_trunc('day', ts), count(*) FROM ticks_hm GROUP BY 1;
+SELECT count(*), sum(n), min(n), max(n), sum(m)
+  FROM (SELECT t, count(*) AS n, max(id) AS m FROM ticks_hm GROUP BY t) s;
+SELECT count(DISTINCT id) FROM ticks_hm;
+-- sixteen times the memory: the shards'
+SET hash_mem_multiplier = 16;
+EXPLAIN (COSTS OFF) SELECT t, count(*), max(id) FROM ticks_hm GROUP BY t;
+EXPLAIN (COSTS OFF) SELECT count(DISTINCT id) FROM ticks_hm;
+EXPLAIN (COSTS OFF) SELECT date_trunc('day', ts), count(*) FROM ticks_hm GROUP BY 1;
+SELECT count(*), sum(n), min(n), max(n), sum(m)
+  FROM (SELECT t, count(*) AS n, max(id) AS m FROM ticks_hm GROUP BY t) s;
+SELECT count(DISTINCT id) FROM ticks_hm;
+RESET hash_mem_multiplier;
+RESET work_mem;
+DROP FOREIGN TABLE ticks_hm;
 
 -- ===================================================================
 -- Clean up

@@ -179,12 +179,39 @@ shard_check_lock_wait(int rc, bool is_directory, const char *name,
 }
 
 /*
+ * The SQLSTATEs of the wrapper's own failures on the SQLite side (the
+ * SHARDIO_ERR_ codes of shardio.h): the errors PostgreSQL raises for the
+ * same values.
+ */
+static const struct
+{
+	int			code;
+	int			sqlstate;
+}			shardio_errors[] =
+{
+	{SHARDIO_ERR_NOT_UTF8, ERRCODE_CHARACTER_NOT_IN_REPERTOIRE},
+	{SHARDIO_ERR_TIME_FORMAT, ERRCODE_INVALID_DATETIME_FORMAT},
+	{SHARDIO_ERR_TIME_RANGE, ERRCODE_DATETIME_VALUE_OUT_OF_RANGE},
+	{SHARDIO_ERR_TIME_TYPE, ERRCODE_FDW_INVALID_DATA_TYPE},
+	{SHARDIO_ERR_TOO_LONG, ERRCODE_STRING_DATA_RIGHT_TRUNCATION},
+	{SHARDIO_ERR_SUM_OVERFLOW, ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE},
+};
+
+/*
  * shard_sqlite_sqlstate
- *		The SQLSTATE that matches an SQLite result code's cause.
+ *		The SQLSTATE that matches an SQLite result code's cause: the
+ *		wrapper's own codes by the table above, SQLite's by their primary
+ *		code.
  */
 int
 shard_sqlite_sqlstate(int rc)
 {
+	int			i;
+
+	for (i = 0; i < lengthof(shardio_errors); i++)
+		if (rc == shardio_errors[i].code)
+			return shardio_errors[i].sqlstate;
+
 	switch (rc & 0xff)
 	{
 		case SQLITE_BUSY:
@@ -200,19 +227,10 @@ shard_sqlite_sqlstate(int rc)
 		case SQLITE_INTERRUPT:
 			return ERRCODE_QUERY_CANCELED;
 		case SQLITE_TOOBIG:
-			/* also ssfdw_varchar's error for a value too long */
-			return ERRCODE_STRING_DATA_RIGHT_TRUNCATION;
-		case SQLITE_FORMAT:
-			/* only ssfdw_usecs's error: text that is no date and time */
-			return ERRCODE_INVALID_DATETIME_FORMAT;
-		case SQLITE_RANGE:
-			/* in a step, only ssfdw_usecs's: a time out of range */
-			return ERRCODE_DATETIME_VALUE_OUT_OF_RANGE;
+			/* a string or blob beyond SQLite's length limit */
+			return ERRCODE_PROGRAM_LIMIT_EXCEEDED;
 		case SQLITE_MISMATCH:
 			return ERRCODE_FDW_INVALID_DATA_TYPE;
-		case SQLITE_EMPTY:
-			/* only ssfdw_usecs's and ssfdw_days's: text that is not UTF-8 */
-			return ERRCODE_CHARACTER_NOT_IN_REPERTOIRE;
 		case SQLITE_CANTOPEN:
 		case SQLITE_PERM:
 		case SQLITE_AUTH:
@@ -226,17 +244,27 @@ shard_sqlite_sqlstate(int rc)
  * shard_report_sqlite_error
  *		Raise an SQLite failure on a shard with the SQLSTATE that matches
  *		its cause.
+ *
+ * SQLite's sum() (and abs()) fail with plain SQLITE_ERROR and the message
+ * "integer overflow" when an integer leaves 64 bits; PostgreSQL raises
+ * 22003 for that, as for thread aggregation's SHARDIO_ERR_SUM_OVERFLOW.
  */
 void
 shard_report_sqlite_error(int elevel, int rc, const char *shard_id,
 						  const char *what, const char *msg)
 {
+	int			sqlstate = shard_sqlite_sqlstate(rc);
+
 	/* A cancel, timeout or lock that ended the call: raise that. */
 	if (elevel >= ERROR)
 		shard_check_lock_wait(rc, false, shard_id, what);
 
+	if (rc == SQLITE_ERROR && msg != NULL &&
+		strcmp(msg, "integer overflow") == 0)
+		sqlstate = ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE;
+
 	ereport(elevel,
-			(errcode(shard_sqlite_sqlstate(rc)),
+			(errcode(sqlstate),
 			 errmsg("could not %s on shard \"%s\"", what, shard_id),
 			 errdetail_internal("%s", msg)));
 }

@@ -7,11 +7,12 @@
  * real, text, a blob or NULL in any column, whatever the table declares.
  * A foreign table column, on the other hand, has one PostgreSQL type, so
  * every value read from a shard is checked against that type here, one
- * value at a time.  The rules are deliberately strict (DESIGN.md, section 4,
- * invariants 5 and 8): a value is converted only when the conversion cannot
- * change its meaning (an integral real into an integer column, an integer
- * into a numeric column), and anything else is an error with its own
- * SQLSTATE, never a silently rounded, truncated or reinterpreted value.
+ * value at a time.  The rules are deliberately strict (pushdown never
+ * changes an answer, and bad input gets a clear error, not a guess): a
+ * value is converted only when the conversion cannot change its meaning
+ * (an integral real into an integer column, an integer into a numeric
+ * column), and anything else is an error with its own SQLSTATE, never a
+ * silently rounded, truncated or reinterpreted value.
  *
  *	- A storage class the column's type cannot take at all (a blob in an
  *	  integer column) is HV004, fdw_invalid_data_type.

@@ -27,6 +27,7 @@
 #include "catalog/pg_type.h"
 #include "common/int.h"
 #include "executor/executor.h"
+#include "executor/nodeAgg.h"
 #include "executor/tuptable.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
@@ -239,6 +240,20 @@ shard_merge_create(PlanState *ps, List *ops, List *cols, List *types,
 								  m->tempcxt);
 	}
 	return m;
+}
+
+/*
+ * shard_merge_group_bytes
+ *		The memory the merge takes per group of an aggregation with nout
+ *		output columns, whose keys (and text minima and maxima) take
+ *		data_width bytes: the hash table's entry, the key tuple and the
+ *		accumulators, estimated as PostgreSQL's HashAgg estimates its own.
+ *		The planner compares it with hash_mem, as the merge cannot spill.
+ */
+Size
+shard_merge_group_bytes(int nout, int data_width)
+{
+	return hash_agg_entry_size(0, data_width, sizeof(AggAcc) * nout);
 }
 
 /*

@@ -76,8 +76,13 @@ static const ShardOption shard_options[] = {
 /* GUC: how many shard handles a backend keeps open when idle. */
 int			shard_max_open_shards = 64;
 
-/* GUC: how many shards a fan-out reads at once (1: one after another). */
-int			shard_fanout_parallelism = 2;
+/*
+ * GUC: how many shards a fan-out reads at once (1: one after another).  Its
+ * boot value, the number of CPUs, is known only when _PG_init runs; until
+ * then the variable holds 0, the one value besides the boot value that
+ * PostgreSQL accepts in a setting's C variable.
+ */
+int			shard_fanout_parallelism = 0;
 
 void		_PG_init(void);
 

@@ -201,30 +201,46 @@ shard_rel_all_pushed(RelOptInfo *baserel)
  * shardGetForeignPaths
  *		One path: the shards do the pushed filtering, so its cost counts
  *		the rows that come back plus a start-up cost per scan.
+ *
+ * A relation with LATERAL references (a placeholder over another
+ * relation's column that must be computed in this scan's output, as below
+ * an outer join) can be scanned only inside a loop over those relations:
+ * its path is parameterized by them, as file_fdw's and postgres_fdw's are.
+ * A path without them would read such a value from the foreign row.  The
+ * join clauses that become evaluable here come with the parameterization
+ * (evaluated by PostgreSQL; a tenant condition among them also chooses
+ * the shards per outer row, see shardGetForeignPlan).
  */
 static void
 shardGetForeignPaths(PlannerInfo *root, RelOptInfo *baserel,
 					 Oid foreigntableid)
 {
+	Relids		required_outer = baserel->lateral_relids;
+	double		rows = baserel->rows;
 	Cost		startup = SHARD_STARTUP_COST;
 	Cost		total;
 
+	/* the shards return baserel->rows; the join clauses keep ppi_rows */
+	if (!bms_is_empty(required_outer))
+		rows = get_baserel_parampathinfo(root, baserel,
+										 required_outer)->ppi_rows;
 	total = startup + baserel->tuples * cpu_operator_cost +
 		baserel->rows * (cpu_tuple_cost + seq_page_cost * 0.01);
 	add_path(baserel, (Path *)
-			 create_foreignscan_path_compat(root, baserel, NULL, baserel->rows,
-											startup, total, NIL, NULL, NULL,
-											NIL));
+			 create_foreignscan_path_compat(root, baserel, NULL, rows,
+											startup, total, NIL,
+											required_outer, NULL, NIL));
 }
 
 /*
  * prune_value_ok
  *		Can the value side of a tenant condition be computed when the
- *		executor starts, and does its text form name the tenant the way the
- *		directory stores it?
+ *		executor starts (or, with outer, each time the scan restarts for
+ *		another row of those relations, whose columns it may read), and
+ *		does its text form name the tenant the way the directory stores it?
  */
 static bool
-prune_value_ok(Expr *val, Oid valtype)
+prune_value_ok(PlannerInfo *root, Expr *val, Oid valtype, Relids outer)
 {
 	switch (valtype)
 	{
@@ -238,8 +254,10 @@ prune_value_ok(Expr *val, Oid valtype)
 		default:
 			return false;
 	}
-	return !contain_var_clause((Node *) val) &&
-		!contain_volatile_functions((Node *) val) &&
+	if (bms_is_empty(outer) ? contain_var_clause((Node *) val) :
+		!bms_is_subset(pull_varnos(root, (Node *) val), outer))
+		return false;
+	return !contain_volatile_functions((Node *) val) &&
 		!contain_subplans((Node *) val) &&
 		!contain_agg_clause((Node *) val) &&
 		!contain_window_function((Node *) val);
@@ -275,17 +293,19 @@ equality_ok(Oid opno, Oid inputcollid)
 }
 
 /*
- * shard_find_tenant_condition
- *		The value (or array of values) that a condition of the scan pins the
- *		tenant column to, or NULL when the scan must read every shard.
+ * find_tenant_condition
+ *		The value (or array of values) that one of clauses (RestrictInfos)
+ *		pins the tenant column to, or NULL; values may read the columns of
+ *		the relations in outer (a parameterized scan's).
  */
-Expr *
-shard_find_tenant_condition(RelOptInfo *baserel, AttrNumber tenant_attnum,
-							ShardPruneKind *kind)
+static Expr *
+find_tenant_condition(PlannerInfo *root, List *clauses, RelOptInfo *baserel,
+					  AttrNumber tenant_attnum, Relids outer,
+					  ShardPruneKind *kind)
 {
 	ListCell   *lc;
 
-	foreach(lc, baserel->baserestrictinfo)
+	foreach(lc, clauses)
 	{
 		RestrictInfo *ri = lfirst_node(RestrictInfo, lc);
 		Expr	   *clause = ri->clause;
@@ -303,7 +323,8 @@ shard_find_tenant_condition(RelOptInfo *baserel, AttrNumber tenant_attnum,
 				val = r;
 			else if (is_tenant_column(r, baserel, tenant_attnum))
 				val = l;
-			if (val && prune_value_ok(val, exprType((Node *) val)))
+			if (val && prune_value_ok(root, val, exprType((Node *) val),
+									  outer))
 			{
 				*kind = PRUNE_EQ;
 				return val;
@@ -317,7 +338,8 @@ shard_find_tenant_condition(RelOptInfo *baserel, AttrNumber tenant_attnum,
 
 			if (saop->useOr && equality_ok(saop->opno, saop->inputcollid) &&
 				is_tenant_column(linitial(saop->args), baserel, tenant_attnum) &&
-				OidIsValid(elemtype) && prune_value_ok(arr, elemtype))
+				OidIsValid(elemtype) &&
+				prune_value_ok(root, arr, elemtype, outer))
 			{
 				*kind = PRUNE_ANY;
 				return arr;
@@ -326,6 +348,19 @@ shard_find_tenant_condition(RelOptInfo *baserel, AttrNumber tenant_attnum,
 	}
 	*kind = PRUNE_NONE;
 	return NULL;
+}
+
+/*
+ * shard_find_tenant_condition
+ *		The value (or array of values) that a condition of the scan pins the
+ *		tenant column to, or NULL when the scan must read every shard.
+ */
+Expr *
+shard_find_tenant_condition(RelOptInfo *baserel, AttrNumber tenant_attnum,
+							ShardPruneKind *kind)
+{
+	return find_tenant_condition(NULL, baserel->baserestrictinfo, baserel,
+								 tenant_attnum, NULL, kind);
 }
 
 /*
@@ -391,8 +426,21 @@ shardGetForeignPlan(PlannerInfo *root, RelOptInfo *baserel,
 			safe_sqls = list_concat(safe_sqls, one);
 	}
 
+	/*
+	 * A parameterized scan may also be pruned by a join clause that pins
+	 * the tenant to the outer row's value: its Vars become the nestloop's
+	 * parameters (createplan.c replaces them in fdw_exprs), so the shards
+	 * are chosen again for each outer row.  PostgreSQL still evaluates the
+	 * clause itself, among the local conditions.
+	 */
 	prune_expr = shard_find_tenant_condition(baserel, fpinfo->tenant_attnum,
 											 &prune_kind);
+	if (prune_expr == NULL && best_path->path.param_info != NULL)
+		prune_expr = find_tenant_condition(root,
+										   best_path->path.param_info->ppi_clauses,
+										   baserel, fpinfo->tenant_attnum,
+										   best_path->path.param_info->ppi_req_outer,
+										   &prune_kind);
 	if (prune_expr != NULL)
 		params = lappend(params, prune_expr);
 

@@ -386,16 +386,13 @@ time_func(sqlite3_context *ctx, int argc, sqlite3_value **argv)
 
 /*
  * function_error
- *		Fail an SQL function of the wrapper's with an error code of its own,
- *		which the backend maps to PostgreSQL's SQLSTATE, and a message made
- *		of fmt and one string.
+ *		Fail an SQL function of the wrapper's with one of its own result
+ *		codes (SHARDIO_ERR_*, shardio.h), which the backend maps to
+ *		PostgreSQL's SQLSTATE, and a whole message.
  */
 static void
-function_error(sqlite3_context *ctx, int code, const char *fmt, const char *arg)
+function_error(sqlite3_context *ctx, int code, const char *msg)
 {
-	char		msg[160];
-
-	snprintf(msg, sizeof(msg), fmt, arg);
 	sqlite3_result_error(ctx, msg, -1);
 	sqlite3_result_error_code(ctx, code);
 }
@@ -431,10 +428,12 @@ utf8_prefix(const char *str, int len, char *buf, int size)
  *		The timestamp the wrapper reads in v (convert.c's to_datetime), in
  *		microseconds since 2000-01-01 UTC in *usecs, or with as_date the date
  *		it falls on, in days since 2000-01-01 in *usecs.  Returns 1, or 0
- *		after failing the function with the wrapper's error: SQLITE_EMPTY
- *		for text that is not UTF-8, SQLITE_FORMAT for text in no date and
- *		time form, SQLITE_RANGE for impossible fields and values out of
- *		PostgreSQL's range, SQLITE_MISMATCH for a blob.  v must not be NULL.
+ *		after failing the function with the wrapper's error:
+ *		SHARDIO_ERR_NOT_UTF8 for text that is not UTF-8,
+ *		SHARDIO_ERR_TIME_FORMAT for text in no date and time form,
+ *		SHARDIO_ERR_TIME_RANGE for impossible fields and values out of
+ *		PostgreSQL's range, SHARDIO_ERR_TIME_TYPE for a blob.  v must not
+ *		be NULL.
  */
 static int
 wrapper_time(sqlite3_context *ctx, sqlite3_value *v, int as_date,
@@ -455,6 +454,7 @@ wrapper_time(sqlite3_context *ctx, sqlite3_value *v, int as_date,
 				const char *str = (const char *) sqlite3_value_text(v);
 				int			len = sqlite3_value_bytes(v);
 				char		shown[44];
+				char		msg[128];
 
 				if (str == NULL)
 				{
@@ -463,22 +463,23 @@ wrapper_time(sqlite3_context *ctx, sqlite3_value *v, int as_date,
 				}
 				if (!shardio_utf8_ok((const unsigned char *) str, len))
 				{
-					function_error(ctx, SQLITE_EMPTY,
-								   "invalid byte sequence for encoding \"%s\"",
-								   "UTF8");
+					function_error(ctx, SHARDIO_ERR_NOT_UTF8,
+								   "invalid byte sequence for encoding \"UTF8\"");
 					return 0;
 				}
 				switch (shardio_parse_datetime(str, len, &dt))
 				{
 					case SHARDIO_DT_BAD_FORMAT:
-						function_error(ctx, SQLITE_FORMAT,
-									   "text \"%s\" is not a date and time of SQLite",
-									   utf8_prefix(str, len, shown, sizeof(shown)));
+						snprintf(msg, sizeof(msg),
+								 "text \"%s\" is not a date and time of SQLite",
+								 utf8_prefix(str, len, shown, sizeof(shown)));
+						function_error(ctx, SHARDIO_ERR_TIME_FORMAT, msg);
 						return 0;
 					case SHARDIO_DT_BAD_FIELD:
-						function_error(ctx, SQLITE_RANGE,
-									   "date/time field value out of range: \"%s\"",
-									   utf8_prefix(str, len, shown, sizeof(shown)));
+						snprintf(msg, sizeof(msg),
+								 "date/time field value out of range: \"%s\"",
+								 utf8_prefix(str, len, shown, sizeof(shown)));
+						function_error(ctx, SHARDIO_ERR_TIME_RANGE, msg);
 						return 0;
 					default:
 						*usecs = shardio_datetime_usecs(&dt);
@@ -489,9 +490,8 @@ wrapper_time(sqlite3_context *ctx, sqlite3_value *v, int as_date,
 				break;
 			}
 		default:
-			function_error(ctx, SQLITE_MISMATCH,
-						   "cannot convert SQLite %s to a date or timestamp",
-						   "blob");
+			function_error(ctx, SHARDIO_ERR_TIME_TYPE,
+						   "cannot convert SQLite blob to a date or timestamp");
 			return 0;
 	}
 
@@ -500,8 +500,8 @@ wrapper_time(sqlite3_context *ctx, sqlite3_value *v, int as_date,
 	else if (ok)
 		ok = (*usecs >= PG_MIN_TIMESTAMP && *usecs < PG_END_TIMESTAMP);
 	if (!ok)
-		function_error(ctx, SQLITE_RANGE, "%s out of range",
-					   as_date ? "date" : "timestamp");
+		function_error(ctx, SHARDIO_ERR_TIME_RANGE,
+					   as_date ? "date out of range" : "timestamp out of range");
 	return ok;
 }
 
@@ -612,7 +612,7 @@ tz_grid_func(sqlite3_context *ctx, int argc, sqlite3_value **argv)
  *		reads it, so that pushed-down conditions compare what PostgreSQL
  *		would: text of at most n characters as it is, longer text cut to n
  *		characters when only spaces follow, and otherwise PostgreSQL's
- *		error (with SQLITE_TOOBIG).  Other values pass unchanged.
+ *		error (SHARDIO_ERR_TOO_LONG).  Other values pass unchanged.
  */
 static void
 varchar_func(sqlite3_context *ctx, int argc, sqlite3_value **argv)
@@ -658,11 +658,12 @@ varchar_func(sqlite3_context *ctx, int argc, sqlite3_value **argv)
 	{
 		if (p[i] != ' ')
 		{
-			char		num[24];
+			char		msg[80];
 
-			snprintf(num, sizeof(num), "%lld", (long long) n);
-			function_error(ctx, SQLITE_TOOBIG,
-						   "value too long for type character varying(%s)", num);
+			snprintf(msg, sizeof(msg),
+					 "value too long for type character varying(%lld)",
+					 (long long) n);
+			function_error(ctx, SHARDIO_ERR_TOO_LONG, msg);
 			return;
 		}
 	}

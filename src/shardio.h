@@ -24,6 +24,22 @@
 
 #define SHARDIO_ERRLEN 512
 
+/*
+ * Result codes of the wrapper's own failures on the SQLite side: its SQL
+ * functions' errors (sqlite3_result_error_code) and thread aggregation's.
+ * Each is an extended code of SQLITE_ERROR beyond any SQLite defines, so
+ * the backend gives it the SQLSTATE PostgreSQL would raise (connection.c,
+ * shard_sqlite_sqlstate) while SQLite's own codes, bind errors included,
+ * keep their generic meaning.  The message that comes with one is whole.
+ */
+#define SHARDIO_ERROR_CODE(n)		(SQLITE_ERROR | ((0x5300 + (n)) << 8))
+#define SHARDIO_ERR_NOT_UTF8		SHARDIO_ERROR_CODE(1)	/* 22021 */
+#define SHARDIO_ERR_TIME_FORMAT		SHARDIO_ERROR_CODE(2)	/* 22007 */
+#define SHARDIO_ERR_TIME_RANGE		SHARDIO_ERROR_CODE(3)	/* 22008 */
+#define SHARDIO_ERR_TIME_TYPE		SHARDIO_ERROR_CODE(4)	/* HV004 */
+#define SHARDIO_ERR_TOO_LONG		SHARDIO_ERROR_CODE(5)	/* 22001 */
+#define SHARDIO_ERR_SUM_OVERFLOW	SHARDIO_ERROR_CODE(6)	/* 22003 */
+
 /* One value copied out of, or to be bound into, an SQLite statement. */
 typedef struct ShardValue
 {

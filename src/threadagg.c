@@ -615,8 +615,10 @@ put_value(ShardBatch *batch, ShardValue *dst, const ShardValue *src)
 /*
  * group_value
  *		The partial column c of group g, as the shard's SQL would return it.
- *		Text points into the group.  Returns SQLITE_OK, or SQLITE_ERROR
- *		when an integer sum overflowed (SQLite's sum() reports that).
+ *		Text points into the group.  Returns SQLITE_OK, or
+ *		SHARDIO_ERR_SUM_OVERFLOW when an integer sum overflowed (with
+ *		SQLite's sum()'s message, which the backend maps to the same
+ *		SQLSTATE).
  */
 static int
 group_value(ThreadAgg *ta, TaGroup *g, int c, ShardValue *v, char *errbuf)
@@ -642,7 +644,7 @@ group_value(ThreadAgg *ta, TaGroup *g, int c, ShardValue *v, char *errbuf)
 			{
 				if (errbuf)
 					snprintf(errbuf, SHARDIO_ERRLEN, "integer overflow");
-				return SQLITE_ERROR;
+				return SHARDIO_ERR_SUM_OVERFLOW;
 			}
 			if (!acc->has)
 				v->type = SQLITE_NULL;
@@ -843,7 +845,7 @@ next_group(ThreadAgg *ta)
  * threadagg_emit
  *		Fill a batch with the next groups' partial rows.  Returns
  *		SQLITE_ROW when groups remain, SQLITE_DONE after the last, or an
- *		error (an integer sum overflowed, as SQLite's sum() reports it).
+ *		error (SHARDIO_ERR_SUM_OVERFLOW: an integer sum overflowed).
  */
 int
 threadagg_emit(ThreadAgg *ta, ShardBatch *batch, char *errbuf)

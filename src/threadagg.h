@@ -23,7 +23,8 @@ typedef enum ThreadAggOp
 	TA_MIN,						/* min(raw), BINARY for text */
 	TA_MAX,						/* max(raw) */
 	TA_COUNT_DIFF,				/* count(raw) - count(arg) */
-	TA_COUNT_INF,				/* sum(abs(raw) = 9e999): infinite inputs */
+	TA_COUNT_INF,				/* sum(raw IN (9e999, -9e999)): infinite
+								 * inputs */
 	TA_GUARD,					/* values of a storage class not allowed */
 	TA_KEYCHECK					/* the same, of key columns (keycheck
 								 * guards): keeps the group under a bound;

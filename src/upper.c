@@ -60,10 +60,12 @@
 #include "catalog/pg_aggregate.h"
 #include "catalog/pg_collation.h"
 #include "catalog/pg_namespace.h"
+#include "catalog/pg_statistic.h"
 #include "catalog/pg_type.h"
 #include "datatype/timestamp.h"
 #include "foreign/foreign.h"
 #include "mb/pg_wchar.h"
+#include "miscadmin.h"
 #include "nodes/makefuncs.h"
 #include "nodes/nodeFuncs.h"
 #include "optimizer/cost.h"
@@ -76,6 +78,7 @@
 #include "parser/parsetree.h"
 #include "rewrite/rewriteManip.h"
 #include "utils/builtins.h"
+#include "utils/date.h"
 #include "utils/fmgroids.h"
 #include "utils/formatting.h"
 #include "utils/lsyscache.h"
@@ -84,6 +87,8 @@
 #include "utils/selfuncs.h"
 
 #include "compat.h"
+
+#include "merge.h"
 
 /* GUC: push grouping and aggregates to the shards. */
 bool		shard_aggregate_pushdown = true;
@@ -884,6 +889,223 @@ sort_key_ok(ShardUpperInfo *info, int pos, SortGroupClause *sgc, Oid coll,
 }
 
 /*
+ * expr_width
+ *		The estimated width of a grouping key or aggregate argument: a
+ *		column's from its statistics, otherwise its type's.
+ */
+static int
+expr_width(RelOptInfo *baserel, Expr *expr)
+{
+	Var		   *var = shard_own_column(expr, baserel);
+
+	if (var != NULL && var->varattno <= baserel->max_attr &&
+		baserel->attr_widths[var->varattno - baserel->min_attr] > 0)
+		return baserel->attr_widths[var->varattno - baserel->min_attr];
+	return get_typavgwidth(exprType((Node *) expr), exprTypmod((Node *) expr));
+}
+
+/*
+ * column_span
+ *		The seconds between the least and the greatest value of a date or
+ *		time column that its statistics know (histogram bounds and most
+ *		common values); false without statistics.
+ */
+static bool
+column_span(PlannerInfo *root, Var *var, double *secs)
+{
+	static const int kinds[] = {STATISTIC_KIND_HISTOGRAM, STATISTIC_KIND_MCV};
+	VariableStatData vardata;
+	bool		found = false;
+	double		lo = 0,
+				hi = 0;
+	int			k;
+
+	examine_variable(root, (Node *) var, 0, &vardata);
+	for (k = 0; k < lengthof(kinds) && HeapTupleIsValid(vardata.statsTuple); k++)
+	{
+		AttStatsSlot sslot;
+		int			i;
+
+		if (!get_attstatsslot(&sslot, vardata.statsTuple, kinds[k], InvalidOid,
+							  ATTSTATSSLOT_VALUES))
+			continue;
+		for (i = 0; i < sslot.nvalues; i++)
+		{
+			double		t;
+
+			if (var->vartype == DATEOID)
+			{
+				DateADT		d = DatumGetDateADT(sslot.values[i]);
+
+				if (DATE_NOT_FINITE(d))
+					continue;
+				t = (double) d * SECS_PER_DAY;
+			}
+			else
+			{
+				Timestamp	ts = DatumGetTimestamp(sslot.values[i]);
+
+				if (TIMESTAMP_NOT_FINITE(ts))
+					continue;
+				t = (double) ts / USECS_PER_SEC;
+			}
+			lo = found ? Min(lo, t) : t;
+			hi = found ? Max(hi, t) : t;
+			found = true;
+		}
+		free_attstatsslot(&sslot);
+	}
+	ReleaseVariableStats(vardata);
+	*secs = hi - lo;
+	return found;
+}
+
+/*
+ * bucket_groups
+ *		The number of groups a time bucket key (date_trunc, extract or
+ *		date_part of a time, the date of a time) makes, or -1 for any other
+ *		key.  PostgreSQL takes an expression's distinct values to be its
+ *		column's, while a bucket holds many of them: a field has at most its
+ *		range of values, a unit at most one per unit of the span of the
+ *		column's values.
+ */
+static double
+bucket_groups(PlannerInfo *root, Expr *expr, RelOptInfo *baserel,
+			  double input_rows)
+{
+	static const struct
+	{
+		const char *unit;
+		double		secs;		/* shortest length of the unit */
+		double		values;		/* values of the field, or 0: no bound */
+	}			units[] =
+	{
+		{"minute", SECS_PER_MINUTE, 60},
+		{"hour", SECS_PER_HOUR, 24},
+		{"day", SECS_PER_DAY, 31},
+		{"week", 7 * SECS_PER_DAY, 53},
+		{"month", 28 * SECS_PER_DAY, 12},
+		{"quarter", 89 * SECS_PER_DAY, 4},
+		{"year", 365 * SECS_PER_DAY, 0},
+		{"isoyear", 364 * SECS_PER_DAY, 0},
+		{"dow", 0, 7},
+		{"isodow", 0, 7},
+		{"doy", 0, 366}
+	};
+	FuncExpr   *func = (FuncExpr *) expr;
+	Var		   *var;
+	char	   *unit;
+	bool		field;
+	double		column_groups;
+	double		span;
+	int			i;
+
+	if (!IsA(expr, FuncExpr) ||
+		(var = time_bucket_column(func, baserel)) == NULL)
+		return -1;
+	field = (func->funcid == F_EXTRACT_TEXT_TIMESTAMP ||
+			 func->funcid == F_EXTRACT_TEXT_TIMESTAMPTZ ||
+			 func->funcid == F_EXTRACT_TEXT_DATE ||
+			 func->funcid == F_DATE_PART_TEXT_TIMESTAMP ||
+			 func->funcid == F_DATE_PART_TEXT_TIMESTAMPTZ);
+	/* the date of a time: days */
+	unit = list_length(func->args) == 1 ? "day" :
+		const_text(linitial(func->args));
+	if (unit == NULL)
+		return -1;
+	unit = asc_tolower(unit, strlen(unit));
+	column_groups = estimate_num_groups(root, list_make1(var), input_rows,
+										NULL, NULL);
+	for (i = 0; i < lengthof(units); i++)
+	{
+		if (strcmp(unit, units[i].unit) != 0)
+			continue;
+		if (field && units[i].values > 0)
+			return Min(units[i].values, column_groups);
+		if (units[i].secs == 0 || !column_span(root, var, &span))
+			break;
+		return Min(floor(span / units[i].secs) + 2, column_groups);
+	}
+	return column_groups;
+}
+
+/*
+ * merge_groups
+ *		The number of groups that keys make of input_rows rows, as
+ *		estimate_num_groups estimates them but for time buckets
+ *		(bucket_groups).
+ */
+static double
+merge_groups(PlannerInfo *root, RelOptInfo *baserel, List *keys,
+			 double input_rows)
+{
+	List	   *others = NIL;
+	double		groups = 1;
+	ListCell   *lc;
+
+	foreach(lc, keys)
+	{
+		double		b = bucket_groups(root, lfirst(lc), baserel, input_rows);
+
+		if (b < 0)
+			others = lappend(others, lfirst(lc));
+		else
+			groups *= b;
+	}
+	if (others != NIL)
+		groups *= estimate_num_groups(root, others, input_rows, NULL, NULL);
+	return clamp_row_est(Min(groups, input_rows));
+}
+
+/*
+ * merge_bytes
+ *		The memory the merge of a pushed aggregation would take: its groups'
+ *		hash table (keys, accumulators, and the text of text minima and
+ *		maxima), and for count(DISTINCT x) the table of the (keys, x) pairs
+ *		it has seen.
+ */
+static double
+merge_bytes(PlannerInfo *root, ShardUpperInfo *info, List *keys,
+			double groups, double input_rows)
+{
+	int			key_width = 0;
+	int			text_width = 0;
+	double		bytes;
+	ListCell   *lc,
+			   *lc_op;
+
+	forboth(lc, info->tlist, lc_op, info->ops)
+	{
+		Expr	   *expr = ((TargetEntry *) lfirst(lc))->expr;
+		int			op = lfirst_int(lc_op);
+		Var		   *arg;
+
+		if (op == AGGOP_KEY)
+			key_width += expr_width(info->baserel, expr);
+		else if (op == AGGOP_MIN || op == AGGOP_MAX)
+		{
+			arg = agg_arg((Aggref *) expr, info->baserel);
+			if (arg->vartype == TEXTOID || arg->vartype == VARCHAROID)
+				text_width += expr_width(info->baserel, (Expr *) arg);
+		}
+	}
+	bytes = groups * shard_merge_group_bytes(list_length(info->tlist),
+											 key_width + text_width);
+	if (info->distinct)
+	{
+		Var		   *x = agg_arg(info->distinct, info->baserel);
+		double		pairs;
+
+		pairs = merge_groups(root, info->baserel,
+							 lappend(list_copy(keys), x), input_rows);
+		bytes += pairs * shard_merge_group_bytes(0, key_width +
+												 expr_width(info->baserel,
+															(Expr *) x));
+	}
+	return bytes;
+}
+
+/*
  * grouped_foreign_path
  *		The path shardGetForeignUpperPaths offered for the grouping, or
  *		NULL.
@@ -1090,10 +1312,19 @@ shardGetForeignUpperPaths(PlannerInfo *root, UpperRelationKind stage,
 					   (FinalPathExtraData *) extra);
 		return;
 	}
+	/*
+	 * The grouping's input must be the scan alone, and one that needs no
+	 * outer rows: a scan with LATERAL references is parameterized by other
+	 * relations, which a path over it would have to pass on (postgres_fdw
+	 * likewise pushes no join with LATERAL references).  Values of outer
+	 * query levels arrive as executor parameters instead, which the pushed
+	 * query binds each time the scan restarts.
+	 */
 	if (stage != UPPERREL_GROUP_AGG || !shard_aggregate_pushdown ||
 		output_rel->fdw_private != NULL ||
 		input_rel->reloptkind != RELOPT_BASEREL ||
-		input_rel->fdw_private == NULL)
+		input_rel->fdw_private == NULL ||
+		!bms_is_empty(input_rel->lateral_relids))
 		return;
 	if (parse->groupingSets || parse->hasTargetSRFs || parse->hasWindowFuncs ||
 		gextra->patype != PARTITIONWISE_AGGREGATE_NONE ||
@@ -1161,7 +1392,18 @@ shardGetForeignUpperPaths(PlannerInfo *root, UpperRelationKind stage,
 		return;
 
 	input_rows = input_rel->rows;
-	groups = keys ? estimate_num_groups(root, keys, input_rows, NULL, NULL) : 1;
+	groups = keys ? merge_groups(root, input_rel, keys, input_rows) : 1;
+
+	/*
+	 * The merge keeps every group in memory, where PostgreSQL's own hash
+	 * aggregation spills to disk beyond hash_mem (work_mem times
+	 * hash_mem_multiplier): groups that would not fit are left to
+	 * PostgreSQL, which aggregates the shards' rows within its limit.
+	 */
+	if ((keys != NIL || info->distinct != NULL) &&
+		merge_bytes(root, info, keys, groups, input_rows) >
+		(double) get_hash_memory_limit())
+		return;
 
 	/*
 	 * The shards scan and group; the backend merges one row per group and
@@ -1402,9 +1644,12 @@ partial_cols(SelectList *sl, PlannerInfo *root, Aggref *agg, int op,
 				first = select_col(sl, psprintf("total(%s)", c), TA_TOTAL, c, NULL);
 				second = select_col(sl, psprintf("count(%s)", c), TA_COUNT, c, NULL);
 
-				/* Infinite inputs tell an infinite total from an overflow. */
+				/*
+				 * Infinite inputs tell an infinite total from an overflow
+				 * (not abs(), which fails on the integer -2^63).
+				 */
 				return list_make3_int(first, second,
-									  select_col(sl, psprintf("sum(abs(%s) = 9e999)", c),
+									  select_col(sl, psprintf("sum(%s IN (9e999, -9e999))", c),
 												 TA_COUNT_INF, c, NULL));
 			}
 		case AGGOP_MIN:
