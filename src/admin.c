@@ -123,9 +123,11 @@ open_for_write(ShardServerOptions *opts, bool create)
 							opts->directory, opts->servername),
 					 errdetail_internal("%s", errbuf),
 					 errhint("Give the server's operating system user write permission on the file, its folder and its \"-wal\" and \"-shm\" files.")));
+		/* a cancel, timeout or termination in the lock wait; a lock held */
+		shard_check_lock_wait(rc, true, opts->directory,
+							  "write the directory");
 		ereport(ERROR,
-				(errcode((rc & 0xff) == SQLITE_BUSY ? ERRCODE_LOCK_NOT_AVAILABLE :
-						 ERRCODE_FDW_UNABLE_TO_ESTABLISH_CONNECTION),
+				(errcode(ERRCODE_FDW_UNABLE_TO_ESTABLISH_CONNECTION),
 				 errmsg("could not open directory \"%s\" of server \"%s\" for writing",
 						opts->directory, opts->servername),
 				 errdetail_internal("%s", errbuf)));

@@ -323,6 +323,38 @@ expect "directory opened already, busy timeout reached: 55P03" \
 $HOLD stop
 
 #
+# Writes: an INSERT waits for another process's lock on its shard, and a
+# directory write for a lock on the directory; the same interrupts end
+# those waits, and nothing is written by a statement that gave up.
+#
+$HOLD start "$d/shards/s2.db"
+run "SET statement_timeout = '1s';
+INSERT INTO items VALUES ('t2', 9, 90);"
+expect "insert, statement_timeout" \
+	"57014: canceling statement due to statement timeout" 10 0.9
+signal_while_waiting "insert, pg_cancel_backend" pg_cancel_backend \
+	"INSERT /* wait */ INTO items VALUES ('t2', 9, 90);" \
+	"57014: canceling statement due to user request"
+run "INSERT INTO items_short VALUES ('t2', 9, 90);"
+expect "insert, busy timeout reached: 55P03 naming the shard" \
+	'55P03: shard "s2" is locked' 10
+$HOLD stop
+run "SELECT 'rows: ' || count(*) FROM items WHERE tenant_id = 't2';"
+expect "insert, nothing written by the inserts that gave up" "^rows: 2$" 10
+run "INSERT INTO items VALUES ('t2', 9, 90);
+SELECT 'rows: ' || count(*) FROM items WHERE tenant_id = 't2';"
+expect "insert once the lock is gone" "^rows: 3$" 10
+$HOLD start "$d/directory.db"
+run "SET statement_timeout = '1s';
+SELECT tenant_add('lw', 't9', 's1');"
+expect "tenant_add, statement_timeout" \
+	"57014: canceling statement due to statement timeout" 10 0.9
+run "SELECT tenant_add('lw_short', 't9', 's1');"
+expect "tenant_add, busy timeout reached: 55P03 naming the directory" \
+	"55P03: directory \"$d/directory.db\" is locked" 10
+$HOLD stop
+
+#
 # No lock, but shard statements that run for seconds (2 million rows, 500
 # comparisons each, on each shard).
 #
