@@ -111,8 +111,6 @@ SELECT regress_sqlstate($$INSERT INTO orders (tenant_id, order_id, amount_cents)
 SELECT regress_sqlstate($$INSERT INTO orders (tenant_id, amount_cents, note) VALUES ('acme', 1, 'first')$$);
 SELECT regress_sqlstate($$INSERT INTO invoices VALUES ('acme', 1, 999)$$);
 SELECT count(*) FROM orders WHERE amount_cents = 7777;
-UPDATE orders SET status = 'x';
-DELETE FROM orders;
 
 -- ===================================================================
 -- Transactions
@@ -192,6 +190,77 @@ SELECT tenant_id, order_id FROM orders WHERE order_id BETWEEN 1000080 AND 100008
 DROP USER MAPPING FOR regress_writer SERVER writes_srv;
 REVOKE ALL ON orders FROM regress_writer;
 DROP ROLE regress_writer;
+
+-- ===================================================================
+-- UPDATE and DELETE run as one SQLite statement per shard
+-- ===================================================================
+INSERT INTO orders (tenant_id, order_id, amount_cents, note) VALUES
+  ('acme', 2000001, 10, 'u1'), ('acme', 2000002, 20, 'u2'),
+  ('globex', 2000003, 10, 'u3'), ('moving', 2000004, 10, 'u4');
+-- a stale copy of the moving tenant on its target: never touched
+\! bash test/fixtures/writes_peek.sh s2 "INSERT INTO orders VALUES ('moving', 2000004, 'stale', 10, 'u4')"
+EXPLAIN (VERBOSE, COSTS OFF)
+UPDATE orders SET status = 'shipped' WHERE tenant_id = 'acme' AND order_id = 2000001;
+UPDATE orders SET status = 'shipped' WHERE tenant_id = 'acme' AND order_id = 2000001;
+EXPLAIN (VERBOSE, COSTS OFF)
+UPDATE orders SET status = 'ten' WHERE amount_cents = 10 AND order_id > 2000000;
+UPDATE orders SET status = 'ten' WHERE amount_cents = 10 AND order_id > 2000000;
+SELECT tenant_id, order_id, status FROM orders WHERE order_id > 2000000 ORDER BY 2;
+\! bash test/fixtures/writes_peek.sh s2 "SELECT tenant_id, order_id, status FROM orders WHERE order_id > 2000000 ORDER BY 2"
+-- New values computed once: parameters, stable functions.
+PREPARE upd(text, bigint) AS
+  UPDATE orders SET status = $1 WHERE tenant_id = 'acme' AND order_id = $2;
+EXECUTE upd('by parameter', 2000002);
+SET plan_cache_mode = force_generic_plan;
+EXECUTE upd('generic', 2000002);
+RESET plan_cache_mode;
+DEALLOCATE upd;
+UPDATE orders SET note = current_setting('TimeZone') WHERE order_id = 2000002;
+SELECT status, note FROM orders WHERE order_id = 2000002;
+-- Refused: a value of the row, RETURNING, a condition SQLite cannot
+-- compute, a new tenant.
+SELECT regress_sqlstate($$UPDATE orders SET amount_cents = amount_cents + 1 WHERE tenant_id = 'acme'$$);
+SELECT regress_sqlstate($$UPDATE orders SET note = note WHERE tenant_id = 'acme'$$);
+SELECT regress_sqlstate($$UPDATE orders SET status = 'x' WHERE tenant_id = 'acme' RETURNING order_id$$);
+SELECT regress_sqlstate($$DELETE FROM orders WHERE status ILIKE 'TEN%'$$);
+UPDATE orders SET tenant_id = 'globex' WHERE tenant_id = 'acme';
+UPDATE orders SET status = 'x' WHERE status ~ 'x';
+-- Constraints of the shard, and transactions.
+SELECT regress_sqlstate($$UPDATE orders SET amount_cents = -1 WHERE order_id = 2000001$$);
+SELECT regress_sqlstate($$UPDATE orders SET status = NULL WHERE order_id = 2000001$$);
+BEGIN;
+DELETE FROM orders WHERE order_id > 2000000;
+SELECT count(*) FROM orders WHERE order_id > 2000000;
+ROLLBACK;
+SELECT count(*) FROM orders WHERE order_id > 2000000;
+BEGIN;
+UPDATE orders SET note = 'in savepoint' WHERE order_id = 2000003;
+SAVEPOINT s;
+DELETE FROM orders WHERE order_id = 2000003;
+ROLLBACK TO s;
+COMMIT;
+SELECT tenant_id, note FROM orders WHERE order_id = 2000003;
+EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF)
+DELETE FROM orders WHERE tenant_id = 'globex' AND order_id = 2000003;
+SELECT count(*) FROM orders WHERE order_id = 2000003;
+-- A tenant-scoped login changes only its tenants' rows.
+CREATE ROLE regress_updater;
+GRANT SELECT, UPDATE, DELETE ON orders TO regress_updater;
+CREATE USER MAPPING FOR regress_updater SERVER writes_srv
+  OPTIONS (tenants 'acme');
+SET ROLE regress_updater;
+UPDATE orders SET status = 'scoped' WHERE order_id > 2000000;
+DELETE FROM orders WHERE tenant_id = 'moving';
+DELETE FROM orders WHERE order_id = 2000004;
+UPDATE orders SET tenant_id = 'acme' WHERE tenant_id = 'moving';
+RESET ROLE;
+SELECT tenant_id, order_id, status FROM orders WHERE order_id > 2000000 ORDER BY 2;
+DROP USER MAPPING FOR regress_updater SERVER writes_srv;
+REVOKE ALL ON orders FROM regress_updater;
+DROP ROLE regress_updater;
+DELETE FROM orders WHERE order_id > 2000000;
+\! bash test/fixtures/writes_peek.sh s1 "SELECT count(*) FROM orders WHERE order_id > 2000000"
+\! bash test/fixtures/writes_peek.sh s2 "SELECT tenant_id, status FROM orders WHERE order_id > 2000000"
 
 -- ===================================================================
 -- Types: what is written reads back unchanged, in SQLite's forms

@@ -29,6 +29,8 @@
 #include "commands/explain.h"
 #include "executor/executor.h"
 #include "nodes/nodeFuncs.h"
+#include "optimizer/appendinfo.h"
+#include "optimizer/clauses.h"
 #include "optimizer/optimizer.h"
 #include "parser/parsetree.h"
 #include "utils/lsyscache.h"
@@ -102,12 +104,159 @@ tenant_allowed(List *allowed, const char *tenant)
 
 /*
  * shardIsForeignRelUpdatable
- *		Rows can be inserted; UPDATE and DELETE are not supported yet.
+ *		Rows can be inserted, updated and deleted; an UPDATE or DELETE must
+ *		run inside the shards (shardPlanDirectModify).
  */
 int
 shardIsForeignRelUpdatable(Relation rel)
 {
-	return (1 << CMD_INSERT);
+	return (1 << CMD_INSERT) | (1 << CMD_UPDATE) | (1 << CMD_DELETE);
+}
+
+/*
+ * modify_subplan
+ *		The foreign scan an UPDATE or DELETE of one foreign table reads its
+ *		rows from, when it is the ModifyTable's own subplan.
+ */
+static ForeignScan *
+modify_subplan(ModifyTable *plan, Index resultRelation)
+{
+	Plan	   *subplan = outerPlan(plan);
+
+	if (subplan != NULL && IsA(subplan, ForeignScan) &&
+		((ForeignScan *) subplan)->scan.scanrelid == resultRelation)
+		return (ForeignScan *) subplan;
+	return NULL;
+}
+
+/*
+ * set_value_pushable
+ *		Can an UPDATE's new value be computed once and stored as it is: no
+ *		column of the row, nothing volatile, nothing run per row?
+ */
+static bool
+set_value_pushable(Expr *expr)
+{
+	return !contain_var_clause((Node *) expr) &&
+		!contain_volatile_functions((Node *) expr) &&
+		!contain_subplans((Node *) expr);
+}
+
+/*
+ * shardPlanDirectModify
+ *		Run an UPDATE or DELETE as one SQLite statement per shard, when the
+ *		scan below it pushed every condition and each new value is computed
+ *		once (a constant, a parameter, a stable expression such as now()).
+ *		The shards are the scan's: the routed tenants, or every shard; the
+ *		scan's run-time tenant filters (the user mapping's tenants, a moving
+ *		tenant's stale copy) restrict the statement as they restrict reads.
+ */
+bool
+shardPlanDirectModify(PlannerInfo *root, ModifyTable *plan,
+					  Index resultRelation, int subplan_index)
+{
+	CmdType		operation = plan->operation;
+	ForeignScan *fscan;
+	RangeTblEntry *rte;
+	Relation	rel;
+	ShardTableOptions *topts;
+	ShardScanPrivate priv;
+	StringInfoData sql;
+	List	   *exprs;
+	Expr	   *prune = NULL;
+	int			nparams;
+
+	if (operation != CMD_UPDATE && operation != CMD_DELETE)
+		return false;
+	fscan = modify_subplan(plan, resultRelation);
+	if (fscan == NULL || fscan->scan.plan.qual != NIL ||
+		plan->returningLists != NIL)
+		return false;
+	shard_scan_private_read(fscan->fdw_private, &priv);
+	if (priv.mode != SCAN_ROWS || priv.order != NIL)
+		return false;
+
+	rte = planner_rt_fetch(resultRelation, root);
+	rel = table_open(rte->relid, NoLock);
+	topts = shard_table_options(rel);
+
+	/* the values to bind, then the tenant value when the scan prunes */
+	exprs = list_copy(fscan->fdw_exprs);
+	if (priv.prune_kind != PRUNE_NONE)
+	{
+		prune = llast(exprs);
+		exprs = list_truncate(exprs, list_length(exprs) - 1);
+	}
+	nparams = list_length(exprs);
+
+	initStringInfo(&sql);
+	if (operation == CMD_UPDATE)
+	{
+		List	   *processed_tlist;
+		List	   *target_attrs;
+		ListCell   *lc,
+				   *lc2;
+
+		get_translated_update_targetlist(root, resultRelation,
+										 &processed_tlist, &target_attrs);
+		appendStringInfoString(&sql, "UPDATE ");
+		shard_quote_identifier(&sql, topts->table);
+		appendStringInfoString(&sql, " SET ");
+		forboth(lc, processed_tlist, lc2, target_attrs)
+		{
+			TargetEntry *tle = lfirst_node(TargetEntry, lc);
+			AttrNumber	attnum = lfirst_int(lc2);
+
+			if (attnum == topts->tenant_attnum)
+				ereport(ERROR,
+						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+						 errmsg("cannot change the tenant of rows of foreign table \"%s\"",
+								RelationGetRelationName(rel)),
+						 errdetail("A row lives on the shard of its tenant; the tenant column decides where."),
+						 errhint("Insert the rows for the other tenant and delete them for this one, or move the whole tenant to another shard through the directory.")));
+			if (!set_value_pushable(tle->expr))
+			{
+				table_close(rel, NoLock);
+				return false;
+			}
+			if (foreach_current_index(lc) > 0)
+				appendStringInfoString(&sql, ", ");
+			shard_quote_identifier(&sql,
+								   shard_column_name(rte->relid, attnum));
+			exprs = lappend(exprs, tle->expr);
+			priv.param_kinds = lappend_int(list_copy(priv.param_kinds),
+										   SHARD_PARAM_STORE);
+			appendStringInfo(&sql, " = ?%d", ++nparams);
+		}
+	}
+	else
+	{
+		appendStringInfoString(&sql, "DELETE FROM ");
+		shard_quote_identifier(&sql, topts->table);
+	}
+	table_close(rel, NoLock);
+
+	if (prune != NULL)
+		exprs = lappend(exprs, prune);
+	priv.modify_sql = sql.data;
+	fscan->fdw_private = shard_scan_private_list(&priv);
+	fscan->fdw_exprs = exprs;
+	fscan->operation = operation;
+	fscan->resultRelation = resultRelation;
+	return true;
+}
+
+/*
+ * shardExecForeignUpdate
+ *		Row-by-row UPDATE and DELETE are refused when they are planned
+ *		(shardPlanForeignModify), so this never runs.
+ */
+TupleTableSlot *
+shardExecForeignUpdate(EState *estate, ResultRelInfo *rinfo,
+					   TupleTableSlot *slot, TupleTableSlot *planSlot)
+{
+	elog(ERROR, "row-by-row modification of a sqlite_shard_fdw table");
+	return NULL;
 }
 
 /*
@@ -183,9 +332,15 @@ shardPlanForeignModify(PlannerInfo *root, ModifyTable *plan,
 	bool		on_conflict_nothing = false;
 	int			i;
 
-	/* the executor refuses what IsForeignRelUpdatable does not offer */
+	/* an UPDATE or DELETE here is one shardPlanDirectModify could not run */
 	if (plan->operation != CMD_INSERT)
-		return NIL;
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("%s on foreign table \"%s\" cannot run inside the shards",
+						plan->operation == CMD_UPDATE ? "UPDATE" : "DELETE",
+						get_rel_name(planner_rt_fetch(resultRelation, root)->relid)),
+				 errdetail("An UPDATE or DELETE runs as one SQLite statement per shard: every condition must be one SQLite computes as PostgreSQL does, every new value a constant, a parameter or an expression computed once, and there may be no RETURNING; rows are not changed one by one."),
+				 errhint("Use conditions on the table's own columns that run inside the shards (EXPLAIN VERBOSE shows them in the SQLite query), and compute new values before the statement.")));
 
 	rel = table_open(rte->relid, NoLock);
 	tupdesc = RelationGetDescr(rel);

@@ -88,6 +88,13 @@ sqlite_shard_fdw_handler(PG_FUNCTION_ARGS)
 	routine->BeginForeignInsert = shardBeginForeignInsert;
 	routine->EndForeignInsert = shardEndForeignInsert;
 	routine->ExplainForeignModify = shardExplainForeignModify;
+	routine->ExecForeignUpdate = shardExecForeignUpdate;
+	routine->ExecForeignDelete = shardExecForeignUpdate;
+	routine->PlanDirectModify = shardPlanDirectModify;
+	routine->BeginDirectModify = shardBeginDirectModify;
+	routine->IterateDirectModify = shardIterateDirectModify;
+	routine->EndDirectModify = shardEndDirectModify;
+	routine->ExplainDirectModify = shardExplainDirectModify;
 
 	PG_RETURN_POINTER(routine);
 }

@@ -31,6 +31,7 @@ shard_scan_private_init(ShardScanPrivate *p)
 	p->group_sql = "";
 	p->guard_col = -1;
 	p->raw_sql = "";
+	p->modify_sql = "";
 }
 
 /*
@@ -64,6 +65,7 @@ shard_scan_private_list(const ShardScanPrivate *p)
 	l = lappend(l, p->order);
 	l = lappend(l, p->key_truncs);
 	l = lappend(l, makeInteger(p->nlimit_exprs));
+	l = lappend(l, makeString(pstrdup(p->modify_sql)));
 	Assert(list_length(l) == FdwScanPrivateCount);
 	return l;
 }
@@ -101,6 +103,7 @@ shard_scan_private_read(List *l, ShardScanPrivate *p)
 	p->order = list_nth(l, FdwScanPrivateOrder);
 	p->key_truncs = list_nth(l, FdwScanPrivateKeyTrunc);
 	p->nlimit_exprs = intVal(list_nth(l, FdwScanPrivateLimitExprs));
+	p->modify_sql = strVal(list_nth(l, FdwScanPrivateModifySql));
 	if (p->order != NIL && list_length(p->order) != FdwScanOrderCount)
 		elog(ERROR, "foreign scan has %d order items, expected %d",
 			 list_length(p->order), (int) FdwScanOrderCount);

@@ -121,6 +121,8 @@ typedef struct ShardScanState
 	ShardPruneKind prune_kind;
 	bool		prune_needs_run;	/* depends on values known only at run time */
 	List	   *allowed;		/* user mapping tenants (UTF-8 ids), or NIL */
+	char	   *modify_sql;		/* a direct UPDATE or DELETE, or NULL */
+	int64		modified;		/* rows it changed */
 
 	/* Where it reads, decided when the scan starts. */
 	MemoryContext resolve_cxt;
@@ -499,6 +501,11 @@ shardBeginForeignScan(ForeignScanState *node, int eflags)
 		priv.raw_sql[0] != '\0')
 		init_thread_agg(s, &priv);
 	s->safe_where_sqls = priv.safe_where_sqls;
+	if (priv.modify_sql[0] != '\0')
+	{
+		s->modify_sql = priv.modify_sql;
+		s->with_rowid = false;
+	}
 	s->recheck_quals = fsplan->fdw_recheck_quals;
 	s->cur_col = -1;
 
@@ -542,9 +549,6 @@ shardBeginForeignScan(ForeignScanState *node, int eflags)
 			s->tenant_pos = i;
 		i++;
 	}
-	if (s->mode == SCAN_ROWS && s->tenant_pos < 0)
-		elog(ERROR, "tenant column of foreign table \"%s\" is not fetched",
-			 s->table_name);
 	if (s->mode == SCAN_ROWS)
 		init_prep(s);
 	s->tenant_type = TupleDescAttr(tupdesc, s->topts->tenant_attnum - 1)->atttypid;
@@ -970,6 +974,13 @@ eval_params(ShardScanState *s, ExprContext *econtext)
 			v->u.i = grid[lfirst_int(lc_kind) - SHARD_PARAM_TZ_GRID_CUT];
 			v->len = 0;
 		}
+		else if (lfirst_int(lc_kind) == SHARD_PARAM_STORE)
+		{
+			ShardStoreConv conv;
+
+			shard_store_init(&conv, lfirst_oid(lc_type));
+			shard_store_value(&conv, value, false, v);
+		}
 		else if (!shard_datum_to_value(value, lfirst_oid(lc_type), v))
 			elog(ERROR, "cannot bind a value of type %u to a shard query",
 				 lfirst_oid(lc_type));
@@ -1130,6 +1141,13 @@ build_shard_sql(ShardScanState *s, ShardTarget *t, bool raw, List **extra)
 	shard_join_conditions(&where, conds);
 
 	initStringInfo(&sql);
+	if (s->modify_sql)
+	{
+		appendStringInfoString(&sql, s->modify_sql);
+		if (where.len > 0)
+			appendStringInfo(&sql, " WHERE %s", where.data);
+		return sql.data;
+	}
 	if (raw)
 		appendStringInfoString(&sql, s->raw_sql);
 	else if (s->with_rowid)
@@ -1888,6 +1906,153 @@ shardExplainForeignScan(ForeignScanState *node, ExplainState *es)
 		ExplainPropertyText("SQLite query", sql.data, es);
 	}
 
+	if (es->analyze && s->resolved)
+		explain_shard_times(s, es);
+}
+
+/*
+ * shardBeginDirectModify
+ *		Set up an UPDATE or DELETE that runs inside the shards: a scan of
+ *		the same shards with the same conditions, whose statement changes
+ *		rows instead of returning them.
+ */
+void
+shardBeginDirectModify(ForeignScanState *node, int eflags)
+{
+	shardBeginForeignScan(node, eflags);
+}
+
+/*
+ * modify_shard
+ *		Run the UPDATE or DELETE on one shard, inside its write transaction.
+ */
+static void
+modify_shard(ForeignScanState *node, ShardTarget *t)
+{
+	ShardScanState *s = (ShardScanState *) node->fdw_state;
+	MemoryContext oldcxt;
+	char		errbuf[SHARDIO_ERRLEN];
+	const char *what;
+	int			rc;
+
+	t->conn = shard_conn_get_for_write(s->opts, &t->info);
+	oldcxt = MemoryContextSwitchTo(s->resolve_cxt);
+	s->cur = t;
+	if (!s->params_ready)
+	{
+		eval_params(s, node->ss.ps.ps_ExprContext);
+		s->params_ready = true;
+	}
+	t->read = true;
+	t->rows = 0;
+	INSTR_TIME_SET_CURRENT(t->started);
+	what = psprintf("%s table \"%s\"",
+					strncmp(s->modify_sql, "UPDATE", 6) == 0 ?
+					"update" : "delete from", s->topts->table);
+
+	/*
+	 * A shard whose declarations would make a pushed condition inexact
+	 * cannot be modified by the statement: reads fall back to PostgreSQL
+	 * for such a shard, a modification has nothing to fall back to.
+	 */
+	plan_shard(s, t);
+	if (t->degraded)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("cannot %s on shard \"%s\"", what, t->info.shard_id),
+				 errdetail("The shard declares a compared column with another type than the statement's conditions assume, so SQLite would not pick the rows PostgreSQL would."),
+				 errhint("Declare the column alike in every shard.")));
+
+	rc = shard_conn_prepare(t->conn, t->sql, &t->stmt, errbuf);
+	if (rc != SQLITE_OK)
+	{
+		t->stmt = NULL;
+		diagnose_prepare_failure(s, t, rc, errbuf, s->rel);
+	}
+	rc = shardio_bind(t->stmt, 1, t->binds, t->nbinds, errbuf);
+	if (rc != SQLITE_OK)
+		shard_report_sqlite_error(ERROR, rc, t->info.shard_id, what, errbuf);
+	rc = sqlite3_step(t->stmt);
+	if (rc != SQLITE_DONE)
+	{
+		sqlite3	   *db = shard_conn_db(t->conn);
+		char	   *msg = pstrdup(sqlite3_errmsg(db));
+		int			xrc = sqlite3_extended_errcode(db);
+
+		sqlite3_reset(t->stmt);
+		shard_report_write_error(xrc, t->info.shard_id, NULL, NULL, msg,
+								 what);
+	}
+	t->rows = sqlite3_changes(shard_conn_db(t->conn));
+	s->modified += t->rows;
+	finish_shard(t);
+	MemoryContextSwitchTo(oldcxt);
+}
+
+/*
+ * shardIterateDirectModify
+ *		Run the statement on every shard of the scan, one after another,
+ *		and count the rows changed; there is no row to return.
+ */
+TupleTableSlot *
+shardIterateDirectModify(ForeignScanState *node)
+{
+	ShardScanState *s = (ShardScanState *) node->fdw_state;
+	EState	   *estate = node->ss.ps.state;
+	ListCell   *lc;
+
+	if (!s->resolved)
+	{
+		resolve_targets(node);
+		foreach(lc, s->targets)
+			modify_shard(node, lfirst(lc));
+		estate->es_processed += s->modified;
+		if (node->ss.ps.instrument)
+			node->ss.ps.instrument->tuplecount += s->modified;
+	}
+	return ExecClearTuple(node->ss.ss_ScanTupleSlot);
+}
+
+/*
+ * shardEndDirectModify
+ *		Give the shards back; their writes stay in the write transactions.
+ */
+void
+shardEndDirectModify(ForeignScanState *node)
+{
+	shardEndForeignScan(node);
+}
+
+/*
+ * shardExplainDirectModify
+ *		Show that the statement runs inside the shards, which shards, and
+ *		with VERBOSE the SQLite statement.
+ */
+void
+shardExplainDirectModify(ForeignScanState *node, ExplainState *es)
+{
+	ShardScanState *s = (ShardScanState *) node->fdw_state;
+
+	if (!s->resolved && !s->prune_needs_run && !es->analyze)
+		resolve_targets(node);
+	ExplainPropertyText("Direct Modify", "one statement per shard", es);
+	if (s->resolved)
+		ExplainPropertyText("Shards", shard_names(s), es);
+	else
+		ExplainPropertyText("Shards", "chosen at run time", es);
+	if (es->verbose)
+	{
+		StringInfoData sql;
+
+		initStringInfo(&sql);
+		appendStringInfoString(&sql, s->modify_sql);
+		if (s->where_sqls != NIL)
+		{
+			appendStringInfoString(&sql, " WHERE ");
+			shard_join_conditions(&sql, s->where_sqls);
+		}
+		ExplainPropertyText("SQLite statement", sql.data, es);
+	}
 	if (es->analyze && s->resolved)
 		explain_shard_times(s, es);
 }

@@ -151,7 +151,8 @@ typedef enum ShardParamKind
 	SHARD_PARAM_DATE_AS_TIMESTAMPTZ,	/* bound as that type's value */
 	SHARD_PARAM_TZ_GRID_CUT,	/* the session TimeZone's grid for a unit */
 	SHARD_PARAM_TZ_GRID_STEP,	/* of the given seconds (ssfdw_tz_grid): */
-	SHARD_PARAM_TZ_GRID_PHASE	/* where it starts, its step and phase */
+	SHARD_PARAM_TZ_GRID_PHASE,	/* where it starts, its step and phase */
+	SHARD_PARAM_STORE			/* a value an UPDATE stores (store.c) */
 } ShardParamKind;
 
 extern Expr *shard_strip_relabel(Expr *expr);
@@ -237,6 +238,8 @@ enum FdwScanPrivateIndex
 	FdwScanPrivateLimitExprs,	/* Integer: 2 when fdw_exprs holds OFFSET
 								 * and LIMIT (NULL when absent) after the
 								 * values to bind, else 0 */
+	FdwScanPrivateModifySql,	/* String: "UPDATE t SET ..." or "DELETE
+								 * FROM t" of a direct modification, or "" */
 	FdwScanPrivateCount
 };
 
@@ -334,6 +337,7 @@ typedef struct ShardScanPrivate
 	List	   *order;
 	List	   *key_truncs;
 	int			nlimit_exprs;
+	char	   *modify_sql;
 } ShardScanPrivate;
 
 extern void shard_scan_private_init(ShardScanPrivate *p);
@@ -360,6 +364,11 @@ extern void shardReScanForeignScan(ForeignScanState *node);
 extern void shardEndForeignScan(ForeignScanState *node);
 extern void shardExplainForeignScan(ForeignScanState *node,
 									struct ExplainState *es);
+extern void shardBeginDirectModify(ForeignScanState *node, int eflags);
+extern TupleTableSlot *shardIterateDirectModify(ForeignScanState *node);
+extern void shardEndDirectModify(ForeignScanState *node);
+extern void shardExplainDirectModify(ForeignScanState *node,
+									 struct ExplainState *es);
 extern void shard_warn_skipped(const ShardInfo *shard, const char *analyzed);
 
 /* in store.c */
@@ -379,6 +388,12 @@ extern void shard_store_value(ShardStoreConv *conv, Datum value, bool isnull,
 /* in modify.c */
 
 extern int	shardIsForeignRelUpdatable(Relation rel);
+extern bool shardPlanDirectModify(PlannerInfo *root, ModifyTable *plan,
+								  Index resultRelation, int subplan_index);
+extern TupleTableSlot *shardExecForeignUpdate(EState *estate,
+											  ResultRelInfo *rinfo,
+											  TupleTableSlot *slot,
+											  TupleTableSlot *planSlot);
 extern List *shardPlanForeignModify(PlannerInfo *root, ModifyTable *plan,
 									Index resultRelation, int subplan_index);
 extern void shardBeginForeignModify(ModifyTableState *mtstate,
