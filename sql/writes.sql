@@ -221,10 +221,23 @@ SELECT status, note FROM orders WHERE order_id = 2000002;
 -- compute, a new tenant.
 SELECT regress_sqlstate($$UPDATE orders SET amount_cents = amount_cents + 1 WHERE tenant_id = 'acme'$$);
 SELECT regress_sqlstate($$UPDATE orders SET note = note WHERE tenant_id = 'acme'$$);
-SELECT regress_sqlstate($$UPDATE orders SET status = 'x' WHERE tenant_id = 'acme' RETURNING order_id$$);
+
 SELECT regress_sqlstate($$DELETE FROM orders WHERE status ILIKE 'TEN%'$$);
 UPDATE orders SET tenant_id = 'globex' WHERE tenant_id = 'acme';
 UPDATE orders SET status = 'x' WHERE status ~ 'x';
+-- RETURNING: the rows as the shards stored them.
+UPDATE orders SET status = 'returned' WHERE order_id > 2000000 AND amount_cents = 10
+  RETURNING tenant_id, order_id, status;
+UPDATE orders SET note = 'r' WHERE tenant_id = 'acme' AND order_id = 2000002
+  RETURNING *;
+UPDATE orders SET note = 'r2' WHERE tenant_id = 'acme' AND order_id = 2000002
+  RETURNING 1 AS one;
+WITH d AS (UPDATE orders SET status = 'cte' WHERE order_id > 2000000
+             AND tenant_id IN ('acme', 'globex') RETURNING order_id)
+  SELECT count(*), min(order_id), max(order_id) FROM d;
+EXPLAIN (VERBOSE, COSTS OFF)
+DELETE FROM orders WHERE tenant_id = 'nobody' RETURNING order_id;
+DELETE FROM orders WHERE tenant_id = 'nobody' RETURNING order_id;
 -- Constraints of the shard, and transactions.
 SELECT regress_sqlstate($$UPDATE orders SET amount_cents = -1 WHERE order_id = 2000001$$);
 SELECT regress_sqlstate($$UPDATE orders SET status = NULL WHERE order_id = 2000001$$);
@@ -249,7 +262,8 @@ GRANT SELECT, UPDATE, DELETE ON orders TO regress_updater;
 CREATE USER MAPPING FOR regress_updater SERVER writes_srv
   OPTIONS (tenants 'acme');
 SET ROLE regress_updater;
-UPDATE orders SET status = 'scoped' WHERE order_id > 2000000;
+UPDATE orders SET status = 'scoped' WHERE order_id > 2000000
+  RETURNING tenant_id, order_id;
 DELETE FROM orders WHERE tenant_id = 'moving';
 DELETE FROM orders WHERE order_id = 2000004;
 UPDATE orders SET tenant_id = 'acme' WHERE tenant_id = 'moving';

@@ -84,6 +84,9 @@ typedef struct ShardModifyState
 	int			col;			/* returning column being read, or -1 */
 } ShardModifyState;
 
+static List *returning_attrs(TupleDesc tupdesc, List *returning,
+							 Index resultRelation);
+static void append_column_list(StringInfo sql, Relation rel, List *attnums);
 static void modify_error_callback(void *arg);
 static void modify_memory_callback(void *arg);
 
@@ -169,8 +172,7 @@ shardPlanDirectModify(PlannerInfo *root, ModifyTable *plan,
 	if (operation != CMD_UPDATE && operation != CMD_DELETE)
 		return false;
 	fscan = modify_subplan(plan, resultRelation);
-	if (fscan == NULL || fscan->scan.plan.qual != NIL ||
-		plan->returningLists != NIL)
+	if (fscan == NULL || fscan->scan.plan.qual != NIL)
 		return false;
 	shard_scan_private_read(fscan->fdw_private, &priv);
 	if (priv.mode != SCAN_ROWS || priv.order != NIL)
@@ -234,6 +236,21 @@ shardPlanDirectModify(PlannerInfo *root, ModifyTable *plan,
 		appendStringInfoString(&sql, "DELETE FROM ");
 		shard_quote_identifier(&sql, topts->table);
 	}
+
+	/*
+	 * RETURNING reads what SQLite changed, with SQLite's own RETURNING,
+	 * which the executor appends after the conditions.
+	 */
+	if (plan->returningLists != NIL)
+	{
+		priv.modify_returning =
+			returning_attrs(RelationGetDescr(rel),
+							list_nth(plan->returningLists, subplan_index),
+							resultRelation);
+		/* a RETURNING of no column still needs a row per change */
+		if (priv.modify_returning == NIL)
+			priv.modify_returning = list_make1_int(topts->tenant_attnum);
+	}
 	table_close(rel, NoLock);
 
 	if (prune != NULL)
@@ -260,16 +277,62 @@ shardExecForeignUpdate(EState *estate, ResultRelInfo *rinfo,
 }
 
 /*
+ * returning_attrs
+ *		The columns a RETURNING list reads of the result relation, in
+ *		attribute order (all of them for a whole-row reference).
+ */
+static List *
+returning_attrs(TupleDesc tupdesc, List *returning, Index resultRelation)
+{
+	Bitmapset  *attrs = NULL;
+	List	   *result = NIL;
+	bool		whole;
+	int			i;
+
+	pull_varattnos((Node *) returning, resultRelation, &attrs);
+	whole = bms_is_member(0 - FirstLowInvalidHeapAttributeNumber, attrs);
+	for (i = 0; i < tupdesc->natts; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(tupdesc, i);
+
+		if (att->attisdropped)
+			continue;
+		if (whole ||
+			bms_is_member(att->attnum - FirstLowInvalidHeapAttributeNumber,
+						  attrs))
+			result = lappend_int(result, att->attnum);
+	}
+	return result;
+}
+
+/*
+ * append_column_list
+ *		"col1", "col2", ... by their SQLite names.
+ */
+static void
+append_column_list(StringInfo sql, Relation rel, List *attnums)
+{
+	ListCell   *lc;
+
+	foreach(lc, attnums)
+	{
+		if (foreach_current_index(lc) > 0)
+			appendStringInfoString(sql, ", ");
+		shard_quote_identifier(sql, shard_column_name(RelationGetRelid(rel),
+													  lfirst_int(lc)));
+	}
+}
+
+/*
  * insert_sql
  *		INSERT INTO table (columns) VALUES (?, ...), with ON CONFLICT DO
  *		NOTHING and RETURNING as asked.
  */
 static char *
 insert_sql(Relation rel, ShardTableOptions *topts, List *target_attrs,
-		   bool on_conflict_nothing, List *returning_attrs)
+		   bool on_conflict_nothing, List *ret_attrs)
 {
 	StringInfoData sql;
-	ListCell   *lc;
 	int			i;
 
 	initStringInfo(&sql);
@@ -280,14 +343,7 @@ insert_sql(Relation rel, ShardTableOptions *topts, List *target_attrs,
 	else
 	{
 		appendStringInfoString(&sql, " (");
-		foreach(lc, target_attrs)
-		{
-			if (foreach_current_index(lc) > 0)
-				appendStringInfoString(&sql, ", ");
-			shard_quote_identifier(&sql,
-								   shard_column_name(RelationGetRelid(rel),
-													 lfirst_int(lc)));
-		}
+		append_column_list(&sql, rel, target_attrs);
 		appendStringInfoString(&sql, ") VALUES (");
 		for (i = 1; i <= list_length(target_attrs); i++)
 			appendStringInfo(&sql, "%s?%d", i > 1 ? ", " : "", i);
@@ -295,17 +351,10 @@ insert_sql(Relation rel, ShardTableOptions *topts, List *target_attrs,
 	}
 	if (on_conflict_nothing)
 		appendStringInfoString(&sql, " ON CONFLICT DO NOTHING");
-	if (returning_attrs != NIL)
+	if (ret_attrs != NIL)
 	{
 		appendStringInfoString(&sql, " RETURNING ");
-		foreach(lc, returning_attrs)
-		{
-			if (foreach_current_index(lc) > 0)
-				appendStringInfoString(&sql, ", ");
-			shard_quote_identifier(&sql,
-								   shard_column_name(RelationGetRelid(rel),
-													 lfirst_int(lc)));
-		}
+		append_column_list(&sql, rel, ret_attrs);
 	}
 	return sql.data;
 }
@@ -328,7 +377,7 @@ shardPlanForeignModify(PlannerInfo *root, ModifyTable *plan,
 	TupleDesc	tupdesc;
 	Bitmapset  *inserted = inserted_cols_compat(root, rte);
 	List	   *target_attrs = NIL;
-	List	   *returning_attrs = NIL;
+	List	   *ret_attrs = NIL;
 	bool		on_conflict_nothing = false;
 	int			i;
 
@@ -367,28 +416,13 @@ shardPlanForeignModify(PlannerInfo *root, ModifyTable *plan,
 	}
 
 	if (plan->returningLists != NIL)
-	{
-		List	   *returning = list_nth(plan->returningLists, subplan_index);
-		Bitmapset  *attrs = NULL;
-		bool		whole;
-
-		pull_varattnos((Node *) returning, resultRelation, &attrs);
-		whole = bms_is_member(0 - FirstLowInvalidHeapAttributeNumber, attrs);
-		for (i = 0; i < tupdesc->natts; i++)
-		{
-			Form_pg_attribute att = TupleDescAttr(tupdesc, i);
-
-			if (att->attisdropped)
-				continue;
-			if (whole ||
-				bms_is_member(att->attnum - FirstLowInvalidHeapAttributeNumber,
-							  attrs))
-				returning_attrs = lappend_int(returning_attrs, att->attnum);
-		}
-	}
+		ret_attrs = returning_attrs(tupdesc,
+									list_nth(plan->returningLists,
+											 subplan_index),
+									resultRelation);
 	table_close(rel, NoLock);
 
-	return list_make3(target_attrs, returning_attrs,
+	return list_make3(target_attrs, ret_attrs,
 					  makeInteger(on_conflict_nothing));
 }
 

@@ -66,6 +66,7 @@ shard_scan_private_list(const ShardScanPrivate *p)
 	l = lappend(l, p->key_truncs);
 	l = lappend(l, makeInteger(p->nlimit_exprs));
 	l = lappend(l, makeString(pstrdup(p->modify_sql)));
+	l = lappend(l, p->modify_returning);
 	Assert(list_length(l) == FdwScanPrivateCount);
 	return l;
 }
@@ -104,6 +105,7 @@ shard_scan_private_read(List *l, ShardScanPrivate *p)
 	p->key_truncs = list_nth(l, FdwScanPrivateKeyTrunc);
 	p->nlimit_exprs = intVal(list_nth(l, FdwScanPrivateLimitExprs));
 	p->modify_sql = strVal(list_nth(l, FdwScanPrivateModifySql));
+	p->modify_returning = list_nth(l, FdwScanPrivateModifyReturning);
 	if (p->order != NIL && list_length(p->order) != FdwScanOrderCount)
 		elog(ERROR, "foreign scan has %d order items, expected %d",
 			 list_length(p->order), (int) FdwScanOrderCount);

@@ -122,6 +122,11 @@ typedef struct ShardScanState
 	bool		prune_needs_run;	/* depends on values known only at run time */
 	List	   *allowed;		/* user mapping tenants (UTF-8 ids), or NIL */
 	char	   *modify_sql;		/* a direct UPDATE or DELETE, or NULL */
+	List	   *modify_returning;	/* attnums its RETURNING reads */
+	char	   *modify_returning_sql;	/* " RETURNING cols", or "" */
+	ShardColumnConv *modify_convs;	/* and their converters */
+	ShardTarget *modify_cur;	/* the shard whose statement runs */
+	const char *modify_what;	/* "update table ..." for messages */
 	int64		modified;		/* rows it changed */
 
 	/* Where it reads, decided when the scan starts. */
@@ -504,7 +509,32 @@ shardBeginForeignScan(ForeignScanState *node, int eflags)
 	if (priv.modify_sql[0] != '\0')
 	{
 		s->modify_sql = priv.modify_sql;
+		s->modify_returning = priv.modify_returning;
 		s->with_rowid = false;
+		s->modify_what = psprintf("%s table \"%s\"",
+								  strncmp(s->modify_sql, "UPDATE", 6) == 0 ?
+								  "update" : "delete from", s->topts->table);
+		s->modify_convs = palloc0(sizeof(ShardColumnConv) *
+								  (list_length(s->modify_returning) + 1));
+		i = 0;
+		{
+			StringInfoData ret;
+
+			initStringInfo(&ret);
+			foreach(lc, s->modify_returning)
+			{
+				Form_pg_attribute att = TupleDescAttr(tupdesc,
+													  lfirst_int(lc) - 1);
+
+				shard_conv_init(&s->modify_convs[i++], att->atttypid,
+								att->atttypmod);
+				appendStringInfoString(&ret, i == 1 ? " RETURNING " : ", ");
+				shard_quote_identifier(&ret,
+									   shard_column_name(RelationGetRelid(rel),
+														 att->attnum));
+			}
+			s->modify_returning_sql = ret.data;
+		}
 	}
 	s->recheck_quals = fsplan->fdw_recheck_quals;
 	s->cur_col = -1;
@@ -1146,6 +1176,7 @@ build_shard_sql(ShardScanState *s, ShardTarget *t, bool raw, List **extra)
 		appendStringInfoString(&sql, s->modify_sql);
 		if (where.len > 0)
 			appendStringInfo(&sql, " WHERE %s", where.data);
+		appendStringInfoString(&sql, s->modify_returning_sql);
 		return sql.data;
 	}
 	if (raw)
@@ -1923,16 +1954,16 @@ shardBeginDirectModify(ForeignScanState *node, int eflags)
 }
 
 /*
- * modify_shard
- *		Run the UPDATE or DELETE on one shard, inside its write transaction.
+ * start_modify
+ *		Prepare and bind the UPDATE or DELETE of one shard, inside its write
+ *		transaction.
  */
 static void
-modify_shard(ForeignScanState *node, ShardTarget *t)
+start_modify(ForeignScanState *node, ShardTarget *t)
 {
 	ShardScanState *s = (ShardScanState *) node->fdw_state;
 	MemoryContext oldcxt;
 	char		errbuf[SHARDIO_ERRLEN];
-	const char *what;
 	int			rc;
 
 	t->conn = shard_conn_get_for_write(s->opts, &t->info);
@@ -1946,9 +1977,6 @@ modify_shard(ForeignScanState *node, ShardTarget *t)
 	t->read = true;
 	t->rows = 0;
 	INSTR_TIME_SET_CURRENT(t->started);
-	what = psprintf("%s table \"%s\"",
-					strncmp(s->modify_sql, "UPDATE", 6) == 0 ?
-					"update" : "delete from", s->topts->table);
 
 	/*
 	 * A shard whose declarations would make a pushed condition inexact
@@ -1959,7 +1987,8 @@ modify_shard(ForeignScanState *node, ShardTarget *t)
 	if (t->degraded)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("cannot %s on shard \"%s\"", what, t->info.shard_id),
+				 errmsg("cannot %s on shard \"%s\"", s->modify_what,
+						t->info.shard_id),
 				 errdetail("The shard declares a compared column with another type than the statement's conditions assume, so SQLite would not pick the rows PostgreSQL would."),
 				 errhint("Declare the column alike in every shard.")));
 
@@ -1971,44 +2000,128 @@ modify_shard(ForeignScanState *node, ShardTarget *t)
 	}
 	rc = shardio_bind(t->stmt, 1, t->binds, t->nbinds, errbuf);
 	if (rc != SQLITE_OK)
-		shard_report_sqlite_error(ERROR, rc, t->info.shard_id, what, errbuf);
-	rc = sqlite3_step(t->stmt);
-	if (rc != SQLITE_DONE)
-	{
-		sqlite3	   *db = shard_conn_db(t->conn);
-		char	   *msg = pstrdup(sqlite3_errmsg(db));
-		int			xrc = sqlite3_extended_errcode(db);
-
-		sqlite3_reset(t->stmt);
-		shard_report_write_error(xrc, t->info.shard_id, NULL, NULL, msg,
-								 what);
-	}
-	t->rows = sqlite3_changes(shard_conn_db(t->conn));
-	s->modified += t->rows;
-	finish_shard(t);
+		shard_report_sqlite_error(ERROR, rc, t->info.shard_id, s->modify_what,
+								  errbuf);
 	MemoryContextSwitchTo(oldcxt);
 }
 
 /*
+ * returning_row
+ *		Put the row SQLite's RETURNING gave into the scan slot, where the
+ *		RETURNING list reads it.
+ */
+static TupleTableSlot *
+returning_row(ForeignScanState *node, ShardTarget *t)
+{
+	ShardScanState *s = (ShardScanState *) node->fdw_state;
+	TupleTableSlot *slot = node->ss.ss_ScanTupleSlot;
+	sqlite3_mutex *mutex = sqlite3_db_mutex(shard_conn_db(t->conn));
+	ResultRelInfo *rinfo = node->resultRelInfo;
+	ListCell   *lc;
+	int			i = 0;
+
+	ExecClearTuple(slot);
+	memset(slot->tts_isnull, true,
+		   sizeof(bool) * slot->tts_tupleDescriptor->natts);
+	foreach(lc, s->modify_returning)
+	{
+		AttrNumber	attnum = lfirst_int(lc);
+		ShardValue	v;
+		bool		ok;
+
+		/* copied under the handle's mutex, as shardio_column asks */
+		sqlite3_mutex_enter(mutex);
+		ok = shardio_column(t->stmt, i, &v);
+		if (ok && (v.type == SQLITE_TEXT || v.type == SQLITE_BLOB))
+			v.u.p = pnstrdup(v.u.p, v.len);
+		sqlite3_mutex_leave(mutex);
+		if (!ok)
+			ereport(ERROR,
+					(errcode(ERRCODE_OUT_OF_MEMORY),
+					 errmsg("out of memory")));
+		s->cur_col = i;
+		slot->tts_values[attnum - 1] =
+			shard_value_to_datum(&s->modify_convs[i], &v,
+								 &slot->tts_isnull[attnum - 1]);
+		s->cur_col = -1;
+		i++;
+	}
+	ExecStoreVirtualTuple(slot);
+	if (rinfo && rinfo->ri_projectReturning)
+		rinfo->ri_projectReturning->pi_exprContext->ecxt_scantuple = slot;
+	return slot;
+}
+
+/*
  * shardIterateDirectModify
- *		Run the statement on every shard of the scan, one after another,
- *		and count the rows changed; there is no row to return.
+ *		Run the statement on every shard of the scan, one after another, and
+ *		count the rows changed; with RETURNING, hand each changed row over
+ *		as it comes.
  */
 TupleTableSlot *
 shardIterateDirectModify(ForeignScanState *node)
 {
 	ShardScanState *s = (ShardScanState *) node->fdw_state;
 	EState	   *estate = node->ss.ps.state;
-	ListCell   *lc;
+	bool		returning = (s->modify_returning != NIL);
 
 	if (!s->resolved)
 	{
 		resolve_targets(node);
-		foreach(lc, s->targets)
-			modify_shard(node, lfirst(lc));
-		estate->es_processed += s->modified;
-		if (node->ss.ps.instrument)
-			node->ss.ps.instrument->tuplecount += s->modified;
+		s->modify_cur = NULL;
+	}
+	for (;;)
+	{
+		ShardTarget *t = s->modify_cur;
+		int			rc;
+
+		if (t == NULL)
+		{
+			if (s->next_target >= list_length(s->targets))
+				break;
+			t = list_nth(s->targets, s->next_target++);
+			start_modify(node, t);
+			s->modify_cur = t;
+		}
+
+		rc = sqlite3_step(t->stmt);
+		if (rc == SQLITE_ROW && returning)
+		{
+			MemoryContext oldcxt;
+			TupleTableSlot *slot;
+
+			t->rows++;
+			s->modified++;
+			estate->es_processed++;
+			if (node->ss.ps.instrument)
+				node->ss.ps.instrument->tuplecount++;
+			oldcxt = MemoryContextSwitchTo(node->ss.ps.ps_ExprContext->ecxt_per_tuple_memory);
+			slot = returning_row(node, t);
+			MemoryContextSwitchTo(oldcxt);
+			return slot;
+		}
+		if (rc != SQLITE_DONE)
+		{
+			sqlite3    *db = shard_conn_db(t->conn);
+			char	   *msg = pstrdup(sqlite3_errmsg(db));
+			int			xrc = sqlite3_extended_errcode(db);
+
+			sqlite3_reset(t->stmt);
+			shard_report_write_error(xrc, t->info.shard_id, NULL, NULL, msg,
+									 s->modify_what);
+		}
+		if (!returning)
+		{
+			int64		changes = sqlite3_changes(shard_conn_db(t->conn));
+
+			t->rows = changes;
+			s->modified += changes;
+			estate->es_processed += changes;
+			if (node->ss.ps.instrument)
+				node->ss.ps.instrument->tuplecount += changes;
+		}
+		finish_shard(t);
+		s->modify_cur = NULL;
 	}
 	return ExecClearTuple(node->ss.ss_ScanTupleSlot);
 }
@@ -2051,6 +2164,7 @@ shardExplainDirectModify(ForeignScanState *node, ExplainState *es)
 			appendStringInfoString(&sql, " WHERE ");
 			shard_join_conditions(&sql, s->where_sqls);
 		}
+		appendStringInfoString(&sql, s->modify_returning_sql);
 		ExplainPropertyText("SQLite statement", sql.data, es);
 	}
 	if (es->analyze && s->resolved)

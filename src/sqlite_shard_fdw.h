@@ -240,6 +240,8 @@ enum FdwScanPrivateIndex
 								 * values to bind, else 0 */
 	FdwScanPrivateModifySql,	/* String: "UPDATE t SET ..." or "DELETE
 								 * FROM t" of a direct modification, or "" */
+	FdwScanPrivateModifyReturning,	/* IntList: the attnums its RETURNING
+									 * reads, or NIL */
 	FdwScanPrivateCount
 };
 
@@ -338,6 +340,7 @@ typedef struct ShardScanPrivate
 	List	   *key_truncs;
 	int			nlimit_exprs;
 	char	   *modify_sql;
+	List	   *modify_returning;
 } ShardScanPrivate;
 
 extern void shard_scan_private_init(ShardScanPrivate *p);
