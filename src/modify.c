@@ -683,37 +683,11 @@ insert_row(ShardModifyState *ms, TupleTableSlot *slot)
 	if (rc == SQLITE_ROW)
 	{
 		/* RETURNING: the row as the shard stored it */
-		ExecClearTuple(slot);
-		memset(slot->tts_isnull, true,
-			   sizeof(bool) * slot->tts_tupleDescriptor->natts);
-		i = 0;
 		MemoryContextSwitchTo(oldcxt);
-		foreach(lc, ms->returning_attrs)
-		{
-			AttrNumber	attnum = lfirst_int(lc);
-			ShardValue	v;
-			sqlite3_mutex *mutex = sqlite3_db_mutex(shard_conn_db(t->conn));
-			bool		ok;
-
-			/* copied under the handle's mutex, as shardio_column asks */
-			sqlite3_mutex_enter(mutex);
-			ok = shardio_column(t->stmt, i, &v);
-			if (ok && (v.type == SQLITE_TEXT || v.type == SQLITE_BLOB))
-				v.u.p = pnstrdup(v.u.p, v.len);
-			sqlite3_mutex_leave(mutex);
-			if (!ok)
-				ereport(ERROR,
-						(errcode(ERRCODE_OUT_OF_MEMORY),
-						 errmsg("out of memory")));
-			ms->col = i;
-			slot->tts_values[attnum - 1] =
-				shard_value_to_datum(&ms->returning[i], &v,
-									 &slot->tts_isnull[attnum - 1]);
-			i++;
-		}
-		ms->col = -1;
+		shard_returning_to_slot(t->stmt, shard_conn_db(t->conn),
+								ms->returning_attrs, ms->returning, slot,
+								&ms->col);
 		MemoryContextSwitchTo(ms->row_cxt);
-		ExecStoreVirtualTuple(slot);
 		inserted = true;
 		rc = sqlite3_step(t->stmt);
 	}
@@ -737,6 +711,49 @@ insert_row(ShardModifyState *ms, TupleTableSlot *slot)
 	error_context_stack = errcallback.previous;
 	MemoryContextSwitchTo(oldcxt);
 	return inserted;
+}
+
+/*
+ * shard_returning_to_slot
+ *		Put the row an INSERT, UPDATE or DELETE ... RETURNING statement is
+ *		on into slot: its columns are attnums, converted by convs.  *col
+ *		names the column being converted, for error context callbacks.
+ */
+void
+shard_returning_to_slot(sqlite3_stmt *stmt, sqlite3 *db, List *attnums,
+						ShardColumnConv *convs, TupleTableSlot *slot,
+						int *col)
+{
+	sqlite3_mutex *mutex = sqlite3_db_mutex(db);
+	ListCell   *lc;
+	int			i = 0;
+
+	ExecClearTuple(slot);
+	memset(slot->tts_isnull, true,
+		   sizeof(bool) * slot->tts_tupleDescriptor->natts);
+	foreach(lc, attnums)
+	{
+		AttrNumber	attnum = lfirst_int(lc);
+		ShardValue	v;
+		bool		ok;
+
+		/* copied under the handle's mutex, as shardio_column asks */
+		sqlite3_mutex_enter(mutex);
+		ok = shardio_column(stmt, i, &v);
+		if (ok && (v.type == SQLITE_TEXT || v.type == SQLITE_BLOB))
+			v.u.p = pnstrdup(v.u.p, v.len);
+		sqlite3_mutex_leave(mutex);
+		if (!ok)
+			ereport(ERROR,
+					(errcode(ERRCODE_OUT_OF_MEMORY),
+					 errmsg("out of memory")));
+		*col = i;
+		slot->tts_values[attnum - 1] =
+			shard_value_to_datum(&convs[i], &v, &slot->tts_isnull[attnum - 1]);
+		i++;
+	}
+	*col = -1;
+	ExecStoreVirtualTuple(slot);
 }
 
 /*

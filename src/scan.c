@@ -2015,38 +2015,11 @@ returning_row(ForeignScanState *node, ShardTarget *t)
 {
 	ShardScanState *s = (ShardScanState *) node->fdw_state;
 	TupleTableSlot *slot = node->ss.ss_ScanTupleSlot;
-	sqlite3_mutex *mutex = sqlite3_db_mutex(shard_conn_db(t->conn));
 	ResultRelInfo *rinfo = node->resultRelInfo;
-	ListCell   *lc;
-	int			i = 0;
 
-	ExecClearTuple(slot);
-	memset(slot->tts_isnull, true,
-		   sizeof(bool) * slot->tts_tupleDescriptor->natts);
-	foreach(lc, s->modify_returning)
-	{
-		AttrNumber	attnum = lfirst_int(lc);
-		ShardValue	v;
-		bool		ok;
-
-		/* copied under the handle's mutex, as shardio_column asks */
-		sqlite3_mutex_enter(mutex);
-		ok = shardio_column(t->stmt, i, &v);
-		if (ok && (v.type == SQLITE_TEXT || v.type == SQLITE_BLOB))
-			v.u.p = pnstrdup(v.u.p, v.len);
-		sqlite3_mutex_leave(mutex);
-		if (!ok)
-			ereport(ERROR,
-					(errcode(ERRCODE_OUT_OF_MEMORY),
-					 errmsg("out of memory")));
-		s->cur_col = i;
-		slot->tts_values[attnum - 1] =
-			shard_value_to_datum(&s->modify_convs[i], &v,
-								 &slot->tts_isnull[attnum - 1]);
-		s->cur_col = -1;
-		i++;
-	}
-	ExecStoreVirtualTuple(slot);
+	shard_returning_to_slot(t->stmt, shard_conn_db(t->conn),
+							s->modify_returning, s->modify_convs, slot,
+							&s->cur_col);
 	if (rinfo && rinfo->ri_projectReturning)
 		rinfo->ri_projectReturning->pi_exprContext->ecxt_scantuple = slot;
 	return slot;

@@ -414,6 +414,9 @@ extern TupleTableSlot **shardExecForeignBatchInsert(EState *estate,
 													TupleTableSlot **planSlots,
 													int *numSlots);
 extern int	shardGetForeignModifyBatchSize(ResultRelInfo *rinfo);
+extern void shard_returning_to_slot(sqlite3_stmt *stmt, sqlite3 *db,
+									List *attnums, ShardColumnConv *convs,
+									TupleTableSlot *slot, int *col);
 extern void shardEndForeignModify(EState *estate, ResultRelInfo *rinfo);
 extern void shardEndForeignInsert(EState *estate, ResultRelInfo *rinfo);
 extern void shardExplainForeignModify(ModifyTableState *mtstate,
