@@ -167,6 +167,38 @@ INSERT INTO ledger VALUES ('globex', 1000002, 99);
 COMMIT;
 SELECT * FROM ledger ORDER BY entry_id;
 
+-- SQLite may roll back a whole shard transaction under a savepoint (an
+-- interrupt, a full disk, a trigger's RAISE(ROLLBACK)): the transaction
+-- may then neither write that shard again nor commit.
+CREATE FOREIGN TABLE fragile (tenant_id text, id bigint, v int)
+  SERVER writes_srv;
+BEGIN;
+INSERT INTO fragile VALUES ('acme', 1, 1);
+SAVEPOINT a;
+INSERT INTO fragile VALUES ('acme', 2, 999);
+ROLLBACK TO a;
+INSERT INTO fragile VALUES ('acme', 3, 3);
+ROLLBACK;
+BEGIN;
+INSERT INTO fragile VALUES ('acme', 4, 4), ('globex', 5, 5);
+SAVEPOINT a;
+INSERT INTO fragile VALUES ('acme', 6, 999);
+ROLLBACK TO a;
+COMMIT;
+SELECT * FROM fragile;
+DO $$
+BEGIN
+  INSERT INTO fragile VALUES ('acme', 7, 7);
+  BEGIN
+    INSERT INTO fragile VALUES ('acme', 8, 999);
+  EXCEPTION WHEN OTHERS THEN
+    RAISE NOTICE 'caught: %', SQLERRM;
+  END;
+END $$;
+SELECT * FROM fragile;
+INSERT INTO fragile VALUES ('acme', 9, 9);
+SELECT * FROM fragile;
+
 -- ===================================================================
 -- A tenant-scoped login writes only its tenants
 -- ===================================================================
@@ -277,6 +309,61 @@ DELETE FROM orders WHERE order_id > 2000000;
 \! bash test/fixtures/writes_peek.sh s2 "SELECT tenant_id, status FROM orders WHERE order_id > 2000000"
 
 -- ===================================================================
+-- What reads and writes one table at once, checks and triggers
+-- ===================================================================
+-- INSERT ... SELECT from the same table, while the scan has more to read:
+-- refused rather than reading its own rows.
+SELECT count(*) FROM orders WHERE tenant_id = 'acme' AND note LIKE 'batch %';
+INSERT INTO orders (tenant_id, amount_cents, note)
+  SELECT tenant_id, amount_cents, 'again ' || note FROM orders
+  WHERE tenant_id = 'acme' AND note LIKE 'batch %';
+BEGIN;
+DECLARE c CURSOR FOR SELECT order_id FROM orders WHERE tenant_id = 'acme';
+FETCH 1 FROM c;
+INSERT INTO orders (tenant_id, amount_cents) VALUES ('acme', 1);
+ROLLBACK;
+SELECT count(*) FROM orders WHERE note LIKE 'again %';
+-- A WITH CHECK OPTION and an AFTER ROW trigger see the whole row, also
+-- when RETURNING reads one column.
+CREATE VIEW paid_orders AS SELECT * FROM orders WHERE amount_cents > 0
+  WITH CHECK OPTION;
+INSERT INTO paid_orders (tenant_id, order_id, amount_cents)
+  VALUES ('acme', 3000001, 50) RETURNING order_id;
+INSERT INTO paid_orders (tenant_id, order_id, amount_cents)
+  VALUES ('acme', 3000002, 0) RETURNING order_id;
+CREATE FUNCTION regress_show_new() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  RAISE NOTICE 'after insert: %', NEW;
+  RETURN NEW;
+END $$;
+CREATE TRIGGER regress_after AFTER INSERT ON orders
+  FOR EACH ROW EXECUTE FUNCTION regress_show_new();
+INSERT INTO orders (tenant_id, order_id, amount_cents)
+  VALUES ('acme', 3000003, 60) RETURNING order_id;
+-- with a row trigger, an UPDATE cannot run inside the shards
+CREATE TRIGGER regress_after_upd AFTER UPDATE ON orders
+  FOR EACH ROW EXECUTE FUNCTION regress_show_new();
+SELECT regress_sqlstate($$UPDATE orders SET status = 'x' WHERE order_id = 3000003$$);
+DROP TRIGGER regress_after ON orders;
+DROP TRIGGER regress_after_upd ON orders;
+DROP FUNCTION regress_show_new();
+DROP VIEW paid_orders;
+-- Each shard reads the routed tenants it owns: an unregistered tenant's
+-- rows on a registered tenant's shard stay out.
+\! bash test/fixtures/writes_peek.sh s1 "INSERT INTO orders VALUES ('ghost', 3000010, 'g', 1, 'ghost')"
+SELECT count(*) FROM orders WHERE tenant_id IN ('acme', 'ghost') AND order_id = 3000010;
+SELECT count(*) FROM orders WHERE tenant_id = 'ghost';
+DELETE FROM orders WHERE tenant_id IN ('acme', 'ghost') AND order_id = 3000010;
+\! bash test/fixtures/writes_peek.sh s1 "SELECT tenant_id FROM orders WHERE order_id = 3000010"
+-- Two columns for the tenant column in different cases: refused.
+CREATE FOREIGN TABLE orders_twice (tenant_id text, alias text
+  OPTIONS (column 'TENANT_ID'), order_id bigint)
+  SERVER writes_srv OPTIONS (table 'orders');
+SELECT * FROM orders_twice LIMIT 1;
+UPDATE orders_twice SET alias = 'globex' WHERE tenant_id = 'acme';
+DROP FOREIGN TABLE orders_twice;
+
+-- ===================================================================
 -- Types: what is written reads back unchanged, in SQLite's forms
 -- ===================================================================
 CREATE FOREIGN TABLE typed (tenant_id text, id bigint, i2 smallint,
@@ -302,6 +389,24 @@ SELECT i.id, (i.*)::text = (t.*)::text AS same
   FROM typed_in i JOIN typed t USING (id) ORDER BY 1;
 \! bash test/fixtures/writes_peek.sh s1 "SELECT id, typeof(b), b, typeof(f8), f8, num, d, ts, tz, u, quote(by) FROM typed ORDER BY id"
 RESET TimeZone;
+-- A value is fitted to how the shard declares its column, or refused
+-- where SQLite would store it otherwise than it reads back.
+CREATE FOREIGN TABLE money (tenant_id text, id bigint, price numeric,
+  ratio double precision, code text, label text, f double precision)
+  SERVER writes_srv;
+INSERT INTO money VALUES ('acme', 1, 42, 0.30000000000000004, 'abc', '007',
+  0.30000000000000004), ('acme', 2, 1.25, 1e300, NULL, '1e5', 1e-7);
+SELECT * FROM money ORDER BY id;
+\! bash test/fixtures/writes_peek.sh s1 "SELECT id, typeof(price), price, typeof(code), typeof(label), label, typeof(f), f FROM money ORDER BY id"
+SELECT regress_sqlstate($$INSERT INTO money (tenant_id, id, price) VALUES ('acme', 3, 12345678901234567.8901234567)$$);
+SELECT regress_sqlstate($$INSERT INTO money (tenant_id, id, code) VALUES ('acme', 3, '007')$$);
+INSERT INTO money (tenant_id, id, code) VALUES ('acme', 3, ' 12 ');
+INSERT INTO money (tenant_id, id, code) VALUES ('acme', 4, '-12');
+SELECT code FROM money WHERE id = 4;
+-- a text tenant id the shard would store as the integer 7
+CREATE FOREIGN TABLE tcodes (tenant_id text, id bigint) SERVER writes_srv;
+INSERT INTO tcodes VALUES ('007', 1);
+SELECT count(*) FROM money WHERE id = 3;
 -- Values a shard cannot store.
 INSERT INTO typed (tenant_id, id, d) VALUES ('acme', 9, 'infinity');
 INSERT INTO typed (tenant_id, id, ts) VALUES ('acme', 9, '0001-01-01 00:00:00 BC');

@@ -76,6 +76,8 @@ struct ShardConn
 	sqlite3_stmt *begin_stmt;	/* BEGIN and ROLLBACK, prepared once */
 	sqlite3_stmt *rollback_stmt;
 	bool		write_xact;		/* the transaction wrote to the shard */
+	bool		write_lost;		/* ... and SQLite rolled that back after an
+								 * error (an interrupt, a full disk) */
 	int			savepoints;		/* PostgreSQL nesting level its savepoints
 								 * reach (1: none) */
 };
@@ -750,6 +752,71 @@ savepoint_sql(const char *verb, int level)
 }
 
 /*
+ * report_write_lost
+ *		Refuse to go on writing to, or to commit, a shard whose write
+ *		transaction SQLite rolled back: the transaction's earlier writes to
+ *		it are gone, so nothing more may be acknowledged.
+ */
+static void
+report_write_lost(ShardConn *conn)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_IN_FAILED_SQL_TRANSACTION),
+			 errmsg("the writes of this transaction to shard \"%s\" were rolled back",
+					conn->shard_id),
+			 errdetail("SQLite rolled back the shard's transaction when a write to it failed."),
+			 errhint("Roll back the transaction and run it again.")));
+}
+
+/*
+ * shard_conn_write_failed
+ *		A write statement on the handle failed: note whether SQLite rolled
+ *		back the whole write transaction with it (as it does after an
+ *		interrupt, a full disk or an I/O error), which a later write or the
+ *		commit must not ignore.
+ */
+void
+shard_conn_write_failed(ShardConn *conn)
+{
+	if (conn->write_xact && conn->db != NULL &&
+		sqlite3_get_autocommit(conn->db))
+		conn->write_lost = true;
+}
+
+/*
+ * shard_conn_check_no_reader
+ *		Refuse to write table on the shard while a statement of the same
+ *		handle is part-way through reading it (INSERT ... SELECT from the
+ *		same table, a cursor): SQLite leaves undefined what such a read
+ *		sees, and it could read the rows being written, without end.  Our
+ *		reads all say FROM "table".
+ */
+void
+shard_conn_check_no_reader(ShardConn *conn, const char *table)
+{
+	StringInfoData from;
+	sqlite3_stmt *stmt = NULL;
+
+	initStringInfo(&from);
+	appendStringInfoString(&from, " FROM ");
+	shard_quote_identifier(&from, table);
+	while ((stmt = sqlite3_next_stmt(conn->db, stmt)) != NULL)
+	{
+		const char *sql = sqlite3_sql(stmt);
+
+		if (sqlite3_stmt_busy(stmt) && sqlite3_stmt_readonly(stmt) &&
+			sql != NULL && strstr(sql, from.data) != NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("cannot write table \"%s\" on shard \"%s\" while the transaction reads it there",
+							table, conn->shard_id),
+					 errdetail("A scan of the same table on the same shard (the statement's own, or an open cursor's) has not finished; SQLite does not define what it would read of the rows written."),
+					 errhint("Copy the rows into a temporary table first, or finish the cursor.")));
+	}
+	pfree(from.data);
+}
+
+/*
  * shard_conn_get_for_write
  *		A handle on a shard inside the PostgreSQL transaction's write
  *		transaction on it, with savepoints up to the current subtransaction:
@@ -774,6 +841,8 @@ shard_conn_get_for_write(ShardServerOptions *opts, ShardInfo *shard)
 	else
 		conn = shard_conn_get_internal(opts, shard, false, false);
 
+	if (conn->write_lost)
+		report_write_lost(conn);
 	if (!conn->write_xact)
 	{
 		conn_exec(conn, "PRAGMA query_only = 0", "allow writes");
@@ -968,12 +1037,12 @@ shard_conn_is_utf8(ShardConn *conn)
 }
 
 /*
- * conn_column_affinity
+ * shard_conn_column_affinity
  *		The affinity of a column as this shard declares it, or 0 when the
  *		shard lacks it (the query then reports that).  Remembered per handle.
  */
-static char
-conn_column_affinity(ShardConn *conn, const char *table, const char *col)
+char
+shard_conn_column_affinity(ShardConn *conn, const char *table, const char *col)
 {
 	char	   *key = psprintf("%s.%s=", table, col);
 	size_t		keylen = strlen(key);
@@ -1031,7 +1100,7 @@ shard_conn_affinity_mismatch(ShardConn *conn, const char *table, List *needs)
 	foreach(lc, needs)
 	{
 		const char *need = strVal(lfirst(lc));
-		char		have = conn_column_affinity(conn, table, need + 1);
+		char		have = shard_conn_column_affinity(conn, table, need + 1);
 
 		if (have != 0 && !affinity_satisfies(need[0], have))
 			return have == 'U' && affinity_satisfies(need[0], 'T') ?
@@ -1152,6 +1221,7 @@ end_read_xact(ShardConn *conn)
 		(void) sqlite3_exec(conn->db, "PRAGMA query_only = 1", NULL, NULL,
 							NULL);
 	conn->write_xact = false;
+	conn->write_lost = false;
 	conn->savepoints = 1;
 }
 
@@ -1218,6 +1288,17 @@ commit_writes(void)
 			written = lappend(written, conn);
 	list_sort(written, write_conn_cmp);
 
+	/* nothing commits if one shard's writes are already gone */
+	foreach(lc, written)
+	{
+		conn = lfirst(lc);
+		if (conn->write_lost || sqlite3_get_autocommit(conn->db))
+		{
+			conn->write_lost = true;
+			report_write_lost(conn);
+		}
+	}
+
 	initStringInfo(&done);
 	foreach(lc, written)
 	{
@@ -1242,11 +1323,12 @@ commit_writes(void)
 							 shard_sqlite_sqlstate(xrc)),
 					 errmsg("could not commit the writes to shard \"%s\"",
 							conn->shard_id),
+					 errdetail_internal("%s", errbuf),
 					 done.len > 0 ?
-					 errdetail("%s. Shards %s committed; shards %s did not.",
-							   errbuf, done.data, rest.data) :
-					 errdetail("%s. No shard committed; shards %s did not.",
-							   errbuf, rest.data)));
+					 errhint("Shards %s committed; shards %s did not.",
+							 done.data, rest.data) :
+					 errhint("No shard committed; shards %s did not.",
+							 rest.data)));
 		}
 		appendStringInfo(&done, "%s\"%s\"", done.len > 0 ? ", " : "",
 						 conn->shard_id);
@@ -1332,15 +1414,38 @@ end_savepoints(bool commit)
 	hash_seq_init(&scan, ConnectionHash);
 	while ((conn = hash_seq_search(&scan)) != NULL)
 	{
+		char		errbuf[SHARDIO_ERRLEN] = "";
+
 		if (!conn->write_xact || conn->savepoints < level)
 			continue;
-		Assert(conn->savepoints == level);
-		if (!commit)
-			conn_exec(conn, savepoint_sql("ROLLBACK TO", level),
-					  "roll back to a savepoint");
-		conn_exec(conn, savepoint_sql("RELEASE", level),
-				  "release a savepoint");
 		conn->savepoints = level - 1;
+		if (commit)
+		{
+			/* before the subtransaction commits: an error is allowed */
+			conn_exec(conn, savepoint_sql("RELEASE", level),
+					  "release a savepoint");
+			continue;
+		}
+
+		/*
+		 * Aborting: no error may be raised here.  A savepoint that is gone
+		 * means SQLite rolled back the whole write transaction (after an
+		 * interrupt or an I/O error): the rest of the transaction must not
+		 * commit as if it had not.
+		 */
+		if (conn->write_lost || sqlite3_get_autocommit(conn->db) ||
+			shardio_exec(conn->db, savepoint_sql("ROLLBACK TO", level),
+						 errbuf) != SQLITE_OK ||
+			shardio_exec(conn->db, savepoint_sql("RELEASE", level),
+						 errbuf) != SQLITE_OK)
+		{
+			conn->write_lost = true;
+			if (!sqlite3_get_autocommit(conn->db))
+				ereport(WARNING,
+						(errmsg("could not roll back to a savepoint on shard \"%s\"",
+								conn->shard_id),
+						 errdetail_internal("%s", errbuf)));
+		}
 	}
 }
 
@@ -1358,9 +1463,15 @@ shard_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 {
 	ListCell   *lc;
 
+	if (event == SUBXACT_EVENT_PRE_COMMIT_SUB)
+	{
+		end_savepoints(true);
+		return;
+	}
 	if (event != SUBXACT_EVENT_ABORT_SUB && event != SUBXACT_EVENT_COMMIT_SUB)
 		return;
-	end_savepoints(event == SUBXACT_EVENT_COMMIT_SUB);
+	if (event == SUBXACT_EVENT_ABORT_SUB)
+		end_savepoints(false);
 	foreach(lc, holds)
 	{
 		ConnHold   *hold = lfirst(lc);

@@ -31,6 +31,7 @@
 #include "nodes/nodeFuncs.h"
 #include "optimizer/appendinfo.h"
 #include "optimizer/clauses.h"
+#include "nodes/makefuncs.h"
 #include "optimizer/optimizer.h"
 #include "parser/parsetree.h"
 #include "utils/lsyscache.h"
@@ -54,6 +55,8 @@ typedef struct ModifyTarget
 	char	   *shard_id;
 	ShardConn  *conn;
 	sqlite3_stmt *stmt;
+	char	   *affinity;		/* per target attr, as the shard declares */
+	char	  **colnames;		/* and its SQLite name */
 } ModifyTarget;
 
 /* Execution state of an INSERT or COPY into one foreign table. */
@@ -172,7 +175,8 @@ shardPlanDirectModify(PlannerInfo *root, ModifyTable *plan,
 	if (operation != CMD_UPDATE && operation != CMD_DELETE)
 		return false;
 	fscan = modify_subplan(plan, resultRelation);
-	if (fscan == NULL || fscan->scan.plan.qual != NIL)
+	if (fscan == NULL || fscan->scan.plan.qual != NIL ||
+		plan->withCheckOptionLists != NIL)
 		return false;
 	shard_scan_private_read(fscan->fdw_private, &priv);
 	if (priv.mode != SCAN_ROWS || priv.order != NIL)
@@ -181,6 +185,18 @@ shardPlanDirectModify(PlannerInfo *root, ModifyTable *plan,
 	rte = planner_rt_fetch(resultRelation, root);
 	rel = table_open(rte->relid, NoLock);
 	topts = shard_table_options(rel);
+
+	/* row triggers need the rows, one by one */
+	if (rel->trigdesc &&
+		(operation == CMD_UPDATE ?
+		 (rel->trigdesc->trig_update_before_row ||
+		  rel->trigdesc->trig_update_after_row) :
+		 (rel->trigdesc->trig_delete_before_row ||
+		  rel->trigdesc->trig_delete_after_row)))
+	{
+		table_close(rel, NoLock);
+		return false;
+	}
 
 	/* the values to bind, then the tenant value when the scan prunes */
 	exprs = list_copy(fscan->fdw_exprs);
@@ -388,7 +404,7 @@ shardPlanForeignModify(PlannerInfo *root, ModifyTable *plan,
 				 errmsg("%s on foreign table \"%s\" cannot run inside the shards",
 						plan->operation == CMD_UPDATE ? "UPDATE" : "DELETE",
 						get_rel_name(planner_rt_fetch(resultRelation, root)->relid)),
-				 errdetail("An UPDATE or DELETE runs as one SQLite statement per shard: every condition must be one SQLite computes as PostgreSQL does, every new value a constant, a parameter or an expression computed once, and there may be no RETURNING; rows are not changed one by one."),
+				 errdetail("An UPDATE or DELETE runs as one SQLite statement per shard: every condition must be one SQLite computes as PostgreSQL does, every new value a constant, a parameter or an expression computed once, and no row trigger or WITH CHECK OPTION may need the rows; rows are not changed one by one."),
 				 errhint("Use conditions on the table's own columns that run inside the shards (EXPLAIN VERBOSE shows them in the SQLite query), and compute new values before the statement.")));
 
 	rel = table_open(rte->relid, NoLock);
@@ -415,7 +431,18 @@ shardPlanForeignModify(PlannerInfo *root, ModifyTable *plan,
 			target_attrs = lappend_int(target_attrs, att->attnum);
 	}
 
-	if (plan->returningLists != NIL)
+	/*
+	 * The row must come back whole where a WITH CHECK OPTION or an AFTER
+	 * ROW trigger reads it, else as far as RETURNING reads it.
+	 */
+	if (plan->withCheckOptionLists != NIL ||
+		(rel->trigdesc && rel->trigdesc->trig_insert_after_row))
+		ret_attrs = returning_attrs(tupdesc,
+									list_make1(makeWholeRowVar(rte,
+															   resultRelation,
+															   0, false)),
+									resultRelation);
+	else if (plan->returningLists != NIL)
 		ret_attrs = returning_attrs(tupdesc,
 									list_nth(plan->returningLists,
 											 subplan_index),
@@ -522,8 +549,12 @@ shardBeginForeignInsert(ModifyTableState *mtstate, ResultRelInfo *rinfo)
 		if (!att->attisdropped && !att->attgenerated)
 			target_attrs = lappend_int(target_attrs, att->attnum);
 	}
-	/* A partition routed to by an INSERT ... RETURNING reads every column. */
-	if (rinfo->ri_returningList != NIL)
+	/*
+	 * A partition routed to by an INSERT ... RETURNING, or a table whose
+	 * AFTER ROW triggers or check options read the row, gets it back whole.
+	 */
+	if (rinfo->ri_returningList != NIL || rinfo->ri_WithCheckOptions != NIL ||
+		(rinfo->ri_TrigDesc && rinfo->ri_TrigDesc->trig_insert_after_row))
 		returning_attrs = list_copy(target_attrs);
 	rinfo->ri_FdwState =
 		begin_modify(mtstate->ps.state, rinfo, target_attrs, returning_attrs,
@@ -603,6 +634,20 @@ target_for(ShardModifyState *ms, ShardInfo *shard)
 	t->shard_id = pstrdup(shard->shard_id);
 	t->conn = shard_conn_get_for_write(ms->opts, shard);
 	ms->targets = lappend(ms->targets, t);
+	shard_conn_check_no_reader(t->conn, ms->topts->table);
+
+	/* values are fitted to how this shard declares each column */
+	t->affinity = palloc0(list_length(ms->target_attrs) + 1);
+	t->colnames = palloc0(sizeof(char *) * (list_length(ms->target_attrs) + 1));
+	foreach(lc, ms->target_attrs)
+	{
+		int			i = foreach_current_index(lc);
+
+		t->colnames[i] = shard_column_name(RelationGetRelid(ms->rel),
+										   lfirst_int(lc));
+		t->affinity[i] = shard_conn_column_affinity(t->conn, ms->topts->table,
+													t->colnames[i]);
+	}
 	MemoryContextSwitchTo(oldcxt);
 
 	rc = shard_conn_prepare(t->conn, ms->sql, &t->stmt, errbuf);
@@ -669,6 +714,9 @@ insert_row(ShardModifyState *ms, TupleTableSlot *slot)
 
 		shard_store_value(&ms->stores[i], slot->tts_values[attnum - 1],
 						  slot->tts_isnull[attnum - 1], &ms->values[i]);
+		shard_store_fit(&ms->stores[i], slot->tts_values[attnum - 1],
+						t->affinity[i], &ms->values[i], t->colnames[i],
+						ms->topts->table, shard->shard_id);
 		i++;
 	}
 	rc = shardio_bind(t->stmt, 1, ms->values, list_length(ms->target_attrs),
@@ -682,12 +730,13 @@ insert_row(ShardModifyState *ms, TupleTableSlot *slot)
 	rc = sqlite3_step(t->stmt);
 	if (rc == SQLITE_ROW)
 	{
-		/* RETURNING: the row as the shard stored it */
-		MemoryContextSwitchTo(oldcxt);
+		/*
+		 * RETURNING: the row as the shard stored it, in the row's context,
+		 * which lives until the next row: the executor is done with it.
+		 */
 		shard_returning_to_slot(t->stmt, shard_conn_db(t->conn),
 								ms->returning_attrs, ms->returning, slot,
 								&ms->col);
-		MemoryContextSwitchTo(ms->row_cxt);
 		inserted = true;
 		rc = sqlite3_step(t->stmt);
 	}
@@ -700,6 +749,7 @@ insert_row(ShardModifyState *ms, TupleTableSlot *slot)
 
 		rc = sqlite3_extended_errcode(shard_conn_db(t->conn));
 		sqlite3_reset(t->stmt);
+		shard_conn_write_failed(t->conn);
 		shard_report_write_error(rc, shard->shard_id, ms->topts->table,
 								 ms->tenant, msg,
 								 psprintf("insert into table \"%s\"",

@@ -619,18 +619,29 @@ shard_table_options(Relation rel)
 												defGetString(def));
 	}
 
+	/*
+	 * SQLite compares column names without regard to ASCII case, so two
+	 * columns naming the tenant column in different cases would be one, and
+	 * the second could change a row's tenant.
+	 */
 	for (i = 0; i < tupdesc->natts; i++)
 	{
 		Form_pg_attribute att = TupleDescAttr(tupdesc, i);
 
 		if (att->attisdropped)
 			continue;
-		if (strcmp(shard_column_name(RelationGetRelid(rel), att->attnum),
-				   opts->tenant_column) == 0)
-		{
-			opts->tenant_attnum = att->attnum;
-			break;
-		}
+		if (pg_strcasecmp(shard_column_name(RelationGetRelid(rel), att->attnum),
+						  opts->tenant_column) != 0)
+			continue;
+		if (opts->tenant_attnum != 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_FDW_INVALID_ATTRIBUTE_VALUE),
+					 errmsg("foreign table \"%s\" has two columns for tenant column \"%s\"",
+							RelationGetRelationName(rel), opts->tenant_column),
+					 errdetail("Columns \"%s\" and \"%s\" both name it; SQLite does not tell names apart by case.",
+							   NameStr(TupleDescAttr(tupdesc, opts->tenant_attnum - 1)->attname),
+							   NameStr(att->attname))));
+		opts->tenant_attnum = att->attnum;
 	}
 	if (opts->tenant_attnum == 0)
 		ereport(ERROR,

@@ -69,6 +69,8 @@ typedef struct ShardTarget
 {
 	ShardInfo	info;
 	List	   *excluded;		/* tenants (char *) whose rows here are stale */
+	List	   *tenants;		/* when restricted: the tenants it is read
+								 * for, those of the statement it owns */
 	bool		tenant_is_text; /* filters compare the column itself */
 
 	/* While the shard is read. */
@@ -134,8 +136,6 @@ typedef struct ShardScanState
 	bool		resolved;
 	bool		params_ready;	/* param_values computed for this run */
 	List	   *targets;
-	List	   *visible;		/* the tenants the statement may see, when
-								 * restricted */
 	bool		restricted;		/* routed, or a user mapping's tenants */
 	int			next_target;
 	ShardValue *param_values;
@@ -713,19 +713,25 @@ target_cmp(const ListCell *a, const ListCell *b)
  *		Add a shard to the scan unless it is there already.
  */
 static List *
-add_target(List *targets, ShardInfo *info)
+add_target(List *targets, ShardInfo *info, const char *tenant)
 {
 	ListCell   *lc;
-	ShardTarget *t;
+	ShardTarget *t = NULL;
 
 	foreach(lc, targets)
 		if (strcmp(((ShardTarget *) lfirst(lc))->info.shard_id,
 				   info->shard_id) == 0)
-			return targets;
-	t = palloc0(sizeof(ShardTarget));
-	t->info.shard_id = pstrdup(info->shard_id);
-	t->info.path = pstrdup(info->path);
-	return lappend(targets, t);
+			t = lfirst(lc);
+	if (t == NULL)
+	{
+		t = palloc0(sizeof(ShardTarget));
+		t->info.shard_id = pstrdup(info->shard_id);
+		t->info.path = pstrdup(info->path);
+		targets = lappend(targets, t);
+	}
+	if (tenant != NULL)
+		t->tenants = lappend(t->tenants, (char *) tenant);
+	return targets;
 }
 
 /*
@@ -1068,12 +1074,12 @@ resolve_targets(ForeignScanState *node)
 	}
 	else if (s->allowed != NIL)
 		tenants = s->allowed;
-	s->visible = tenants;
 
 	if (all_shards)
 	{
 		foreach(lc, shard_directory_shards(s->dir))
-			s->targets = add_target(s->targets, (ShardInfo *) lfirst(lc));
+			s->targets = add_target(s->targets, (ShardInfo *) lfirst(lc),
+									NULL);
 	}
 	else
 	{
@@ -1084,7 +1090,8 @@ resolve_targets(ForeignScanState *node)
 			/* An unknown tenant has no rows anywhere: read nothing. */
 			if (loc != NULL)
 				s->targets = add_target(s->targets,
-										shard_directory_shard(s->dir, loc->owner));
+										shard_directory_shard(s->dir, loc->owner),
+										lfirst(lc));
 		}
 	}
 	list_sort(s->targets, target_cmp);
@@ -1164,7 +1171,7 @@ build_shard_sql(ShardScanState *s, ShardTarget *t, bool raw, List **extra)
 	 */
 	*extra = NIL;
 	if (s->restricted)
-		conds = add_tenant_condition(s, t, conds, s->visible, false, extra);
+		conds = add_tenant_condition(s, t, conds, t->tenants, false, extra);
 	if (t->excluded != NIL)
 		conds = add_tenant_condition(s, t, conds, t->excluded, true, extra);
 	initStringInfo(&where);
@@ -1967,6 +1974,7 @@ start_modify(ForeignScanState *node, ShardTarget *t)
 	int			rc;
 
 	t->conn = shard_conn_get_for_write(s->opts, &t->info);
+	shard_conn_check_no_reader(t->conn, s->topts->table);
 	oldcxt = MemoryContextSwitchTo(s->resolve_cxt);
 	s->cur = t;
 	if (!s->params_ready)
@@ -2080,6 +2088,7 @@ shardIterateDirectModify(ForeignScanState *node)
 			int			xrc = sqlite3_extended_errcode(db);
 
 			sqlite3_reset(t->stmt);
+			shard_conn_write_failed(t->conn);
 			shard_report_write_error(xrc, t->info.shard_id, NULL, NULL, msg,
 									 s->modify_what);
 		}

@@ -121,6 +121,10 @@ extern bool shard_conn_is_utf8(ShardConn *conn);
 extern void shard_conn_release(ShardConn *conn);
 extern ShardConn *shard_conn_get_for_write(ShardServerOptions *opts,
 										   ShardInfo *shard);
+extern void shard_conn_write_failed(ShardConn *conn);
+extern void shard_conn_check_no_reader(ShardConn *conn, const char *table);
+extern char shard_conn_column_affinity(ShardConn *conn, const char *table,
+									   const char *col);
 extern void shard_report_write_error(int rc, const char *shard_id,
 									 const char *table, const char *tenant,
 									 const char *msg, const char *what);
@@ -387,6 +391,9 @@ typedef struct ShardStoreConv
 extern void shard_store_init(ShardStoreConv *conv, Oid typid);
 extern void shard_store_value(ShardStoreConv *conv, Datum value, bool isnull,
 							  ShardValue *out);
+extern void shard_store_fit(ShardStoreConv *conv, Datum value, char affinity,
+							ShardValue *v, const char *column,
+							const char *table, const char *shard_id);
 
 /* in modify.c */
 

@@ -25,14 +25,18 @@
  */
 #include "sqlite_shard_fdw.h"
 
+#include <ctype.h>
 #include <math.h>
 
 #include "catalog/pg_type.h"
+#include "common/shortest_dec.h"
 #include "mb/pg_wchar.h"
 #include "utils/builtins.h"
 #include "utils/date.h"
 #include "utils/datetime.h"
+#include "utils/fmgrprotos.h"
 #include "utils/lsyscache.h"
+#include "utils/numeric.h"
 #include "utils/timestamp.h"
 
 /*
@@ -188,4 +192,174 @@ shard_store_value(ShardStoreConv *conv, Datum value, bool isnull,
 			store_text(OutputFunctionCall(&conv->outfunc, value), out);
 			return;
 	}
+}
+
+/*
+ * text_is_number
+ *		Would SQLite read this text as a number when it stores it in a
+ *		column of numeric affinity: an integer or real literal, blanks
+ *		around it allowed?
+ */
+static bool
+text_is_number(const char *p, int len)
+{
+	const char *end = p + len;
+	int			digits = 0;
+
+	while (p < end && isspace((unsigned char) *p))
+		p++;
+	if (p < end && (*p == '+' || *p == '-'))
+		p++;
+	while (p < end && isdigit((unsigned char) *p))
+		p++, digits++;
+	if (p < end && *p == '.')
+	{
+		p++;
+		while (p < end && isdigit((unsigned char) *p))
+			p++, digits++;
+	}
+	if (digits == 0)
+		return false;
+	if (p < end && (*p == 'e' || *p == 'E'))
+	{
+		p++;
+		if (p < end && (*p == '+' || *p == '-'))
+			p++;
+		if (p >= end || !isdigit((unsigned char) *p))
+			return false;
+		while (p < end && isdigit((unsigned char) *p))
+			p++;
+	}
+	while (p < end && isspace((unsigned char) *p))
+		p++;
+	return p == end;
+}
+
+/*
+ * text_is_canonical_integer
+ *		Is the text an integer of 64 bits written as SQLite writes one back
+ *		(no blanks, no plus sign, no leading zero)?  SQLite stores it as an
+ *		integer, whose text is the same.
+ */
+static bool
+text_is_canonical_integer(const char *text)
+{
+	char		buf[32];
+	char	   *end;
+	long long	i;
+
+	errno = 0;
+	i = strtoll(text, &end, 10);
+	if (errno != 0 || *end != '\0' || end == text)
+		return false;
+	snprintf(buf, sizeof(buf), "%lld", i);
+	return strcmp(buf, text) == 0;
+}
+
+/*
+ * store_numeric_as_number
+ *		A numeric for a column of numeric affinity: as INTEGER when it is an
+ *		integer of 64 bits, as REAL when the double reads back as the same
+ *		number; false when neither holds it exactly.
+ */
+static bool
+store_numeric_as_number(Datum value, ShardValue *v)
+{
+	const char *text = v->u.p;
+	char	   *end;
+	long long	i;
+	double		d;
+	char		buf[DOUBLE_SHORTEST_DECIMAL_LEN + 1];
+	Datum		back;
+
+	if (strpbrk(text, ".eE") == NULL)
+	{
+		errno = 0;
+		i = strtoll(text, &end, 10);
+		if (errno == 0 && *end == '\0')
+		{
+			v->type = SQLITE_INTEGER;
+			v->u.i = i;
+			v->len = 0;
+			return true;
+		}
+	}
+	d = DatumGetFloat8(DirectFunctionCall1(numeric_float8, value));
+	if (isinf(d) || isnan(d))
+		return false;
+	double_to_shortest_decimal_buf(d, buf);
+	back = DirectFunctionCall3(numeric_in, CStringGetDatum(buf),
+							   ObjectIdGetDatum(InvalidOid), Int32GetDatum(-1));
+	if (!DatumGetBool(DirectFunctionCall2(numeric_eq, value, back)))
+		return false;
+	v->type = SQLITE_FLOAT;
+	v->u.d = d;
+	v->len = 0;
+	return true;
+}
+
+/*
+ * shard_store_fit
+ *		Fit a value to the affinity the shard declares its column with, so
+ *		that it is stored as it reads back: SQLite converts values to a
+ *		column's affinity (text that looks like a number becomes a number
+ *		in an INTEGER, REAL or NUMERIC column, a real becomes 15 digits of
+ *		text in a TEXT column).  A value no form fits is refused, naming
+ *		the column, table and shard.
+ */
+void
+shard_store_fit(ShardStoreConv *conv, Datum value, char affinity,
+				ShardValue *v, const char *column, const char *table,
+				const char *shard_id)
+{
+	const char *affname;
+
+	switch (affinity)
+	{
+		case 'T':
+		case 'U':
+			/* a real as its shortest exact text, not SQLite's 15 digits */
+			if (v->type == SQLITE_FLOAT)
+			{
+				char		buf[DOUBLE_SHORTEST_DECIMAL_LEN + 1];
+
+				double_to_shortest_decimal_buf(v->u.d, buf);
+				store_text(buf, v);
+			}
+			return;
+		case 'I':
+			affname = "INTEGER";
+			break;
+		case 'R':
+			affname = "REAL";
+			break;
+		case 'N':
+			affname = "NUMERIC";
+			break;
+		default:
+			return;				/* no affinity: stored as it is */
+	}
+
+	if (v->type == SQLITE_INTEGER && affinity == 'R' &&
+		(v->u.i > (INT64CONST(1) << 53) || v->u.i < -(INT64CONST(1) << 53)))
+		ereport(ERROR,
+				(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
+				 errmsg("cannot store value " INT64_FORMAT " exactly in column \"%s\" of table \"%s\" on shard \"%s\"",
+						(int64) v->u.i, column, table, shard_id),
+				 errdetail("The shard declares the column with REAL affinity, which would store the integer as a double.")));
+	if (v->type != SQLITE_TEXT || !text_is_number(v->u.p, v->len) ||
+		text_is_canonical_integer(v->u.p))
+		return;
+	if (conv->basetype == NUMERICOID && store_numeric_as_number(value, v))
+		return;
+	ereport(ERROR,
+			(errcode(conv->basetype == NUMERICOID ?
+					 ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE :
+					 ERRCODE_FDW_INVALID_DATA_TYPE),
+			 errmsg("cannot store value \"%s\" of type %s in column \"%s\" of table \"%s\" on shard \"%s\"",
+					v->u.p, format_type_be(conv->typid), column, table,
+					shard_id),
+			 errdetail("The shard declares the column with %s affinity, under which SQLite would store the value as a number that reads back otherwise.",
+					   affname),
+			 errhint("Declare the column in the shard without a type, or with one of TEXT affinity.")));
 }
