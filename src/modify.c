@@ -24,12 +24,15 @@
 #include "sqlite_shard_fdw.h"
 
 #include "access/sysattr.h"
+#include "catalog/pg_type.h"
 #include "miscadmin.h"
 #include "access/table.h"
 #include "commands/explain.h"
 #include "executor/executor.h"
 #include "nodes/nodeFuncs.h"
 #include "optimizer/appendinfo.h"
+#include "optimizer/inherit.h"
+#include "optimizer/pathnode.h"
 #include "optimizer/clauses.h"
 #include "nodes/makefuncs.h"
 #include "optimizer/optimizer.h"
@@ -46,6 +49,7 @@ enum FdwModifyPrivateIndex
 	FdwModifyPrivateTargetAttrs,	/* IntList: columns the INSERT sets */
 	FdwModifyPrivateReturningAttrs, /* IntList: columns RETURNING reads */
 	FdwModifyPrivateOnConflictNothing,	/* Integer: ON CONFLICT DO NOTHING */
+	FdwModifyPrivateOperation,	/* Integer: CMD_INSERT, _UPDATE or _DELETE */
 	FdwModifyPrivateCount
 };
 
@@ -73,6 +77,10 @@ typedef struct ShardModifyState
 	List	   *returning_attrs;	/* attnums RETURNING reads, in order */
 	ShardColumnConv *returning;	/* one per returning attr */
 	bool		on_conflict_nothing;
+	const char *what;			/* "insert into table ..." for messages */
+	CmdType		operation;
+	AttrNumber	ctid_junk;		/* row identity in the plan's rows: rowid */
+	AttrNumber	tenant_junk;	/* and tenant (UPDATE and DELETE) */
 	Oid			tenant_type;
 	List	   *allowed;		/* the user mapping's tenants, or NIL */
 	List	   *targets;		/* ModifyTarget per shard written */
@@ -89,6 +97,13 @@ typedef struct ShardModifyState
 
 static List *returning_attrs(TupleDesc tupdesc, List *returning,
 							 Index resultRelation);
+static List *plan_row_modify(PlannerInfo *root, ModifyTable *plan,
+							 Index resultRelation, int subplan_index);
+static char *row_sql(Relation rel, ShardTableOptions *topts,
+					 CmdType operation, List *target_attrs, List *ret_attrs);
+static int64 junk_rowid(ShardModifyState *ms, TupleTableSlot *planSlot);
+static bool write_row(ShardModifyState *ms, TupleTableSlot *slot,
+					  TupleTableSlot *planSlot);
 static void append_column_list(StringInfo sql, Relation rel, List *attnums);
 static void modify_error_callback(void *arg);
 static void modify_memory_callback(void *arg);
@@ -120,6 +135,22 @@ shardIsForeignRelUpdatable(Relation rel)
 }
 
 /*
+ * report_tenant_change
+ *		Refuse an UPDATE of the tenant column: a row lives on its tenant's
+ *		shard, so a new tenant would mean another shard.
+ */
+static void
+report_tenant_change(Relation rel)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+			 errmsg("cannot change the tenant of rows of foreign table \"%s\"",
+					RelationGetRelationName(rel)),
+			 errdetail("A row lives on the shard of its tenant; the tenant column decides where."),
+			 errhint("Insert the rows for the other tenant and delete them for this one, or move the whole tenant to another shard through the directory.")));
+}
+
+/*
  * modify_subplan
  *		The foreign scan an UPDATE or DELETE of one foreign table reads its
  *		rows from, when it is the ModifyTable's own subplan.
@@ -146,6 +177,205 @@ set_value_pushable(Expr *expr)
 	return !contain_var_clause((Node *) expr) &&
 		!contain_volatile_functions((Node *) expr) &&
 		!contain_subplans((Node *) expr);
+}
+
+/*
+ * shard_rowid_to_tid
+ *		A row's rowid as the ctid a row-by-row UPDATE or DELETE identifies
+ *		it by (with its tenant): its 48 low bits, or an invalid ctid for a
+ *		rowid that does not fit.
+ */
+void
+shard_rowid_to_tid(int64 rowid, ItemPointer tid)
+{
+	if (rowid < 0 || rowid >= (INT64CONST(1) << 48) - 0x10000)
+		ItemPointerSetInvalid(tid);
+	else
+		ItemPointerSet(tid, (BlockNumber) (rowid >> 16),
+					   (OffsetNumber) (rowid & 0xFFFF));
+}
+
+/*
+ * junk_rowid
+ *		The rowid of the row a scan read, from the plan row's ctid.
+ */
+static int64
+junk_rowid(ShardModifyState *ms, TupleTableSlot *planSlot)
+{
+	bool		isnull;
+	Datum		d = ExecGetJunkAttribute(planSlot, ms->ctid_junk, &isnull);
+	ItemPointer tid;
+
+	if (isnull)
+		elog(ERROR, "rowid of a row of foreign table \"%s\" is NULL",
+			 RelationGetRelationName(ms->rel));
+	tid = (ItemPointer) DatumGetPointer(d);
+	if (ItemPointerGetBlockNumberNoCheck(tid) == InvalidBlockNumber)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("cannot %s row by row", ms->what),
+				 errdetail("A row is found again by its rowid, and the table is WITHOUT ROWID, or a rowid is negative or beyond 2^48."),
+				 errhint("Change such rows with a statement that runs inside the shards.")));
+	return ((int64) ItemPointerGetBlockNumberNoCheck(tid) << 16) |
+		ItemPointerGetOffsetNumberNoCheck(tid);
+}
+
+/*
+ * row_sql
+ *		UPDATE table SET col = ?, ... WHERE rowid = ?, or DELETE FROM table
+ *		WHERE rowid = ?, with RETURNING as asked.
+ */
+static char *
+row_sql(Relation rel, ShardTableOptions *topts, CmdType operation,
+		List *target_attrs, List *ret_attrs)
+{
+	StringInfoData sql;
+	ListCell   *lc;
+
+	initStringInfo(&sql);
+	if (operation == CMD_UPDATE)
+	{
+		appendStringInfoString(&sql, "UPDATE ");
+		shard_quote_identifier(&sql, topts->table);
+		appendStringInfoString(&sql, " SET ");
+		foreach(lc, target_attrs)
+		{
+			if (foreach_current_index(lc) > 0)
+				appendStringInfoString(&sql, ", ");
+			shard_quote_identifier(&sql,
+								   shard_column_name(RelationGetRelid(rel),
+													 lfirst_int(lc)));
+			appendStringInfo(&sql, " = ?%d", foreach_current_index(lc) + 1);
+		}
+	}
+	else
+	{
+		appendStringInfoString(&sql, "DELETE FROM ");
+		shard_quote_identifier(&sql, topts->table);
+	}
+	appendStringInfo(&sql, " WHERE rowid = ?%d", list_length(target_attrs) + 1);
+	if (ret_attrs != NIL)
+	{
+		appendStringInfoString(&sql, " RETURNING ");
+		append_column_list(&sql, rel, ret_attrs);
+	}
+	return sql.data;
+}
+
+/*
+ * shardAddForeignUpdateTargets
+ *		A row-by-row UPDATE or DELETE finds a row again by its tenant (its
+ *		shard) and its rowid, which the scan hands over as the ctid.
+ */
+void
+shardAddForeignUpdateTargets(PlannerInfo *root, Index rtindex,
+							 RangeTblEntry *target_rte,
+							 Relation target_relation)
+{
+	ShardTableOptions *topts = shard_table_options(target_relation);
+	Form_pg_attribute att = TupleDescAttr(RelationGetDescr(target_relation),
+										  topts->tenant_attnum - 1);
+
+	add_row_identity_var(root,
+						 makeVar(rtindex, SelfItemPointerAttributeNumber,
+								 TIDOID, -1, InvalidOid, 0),
+						 rtindex, "ctid");
+	add_row_identity_var(root,
+						 makeVar(rtindex, topts->tenant_attnum, att->atttypid,
+								 att->atttypmod, att->attcollation, 0),
+						 rtindex, "ssfdw_tenant");
+}
+
+/*
+ * plan_row_modify
+ *		An UPDATE or DELETE that cannot run inside the shards: the scan
+ *		reads the rows (each shard to the end before any is changed, so no
+ *		read of a shard is under way while it is written), PostgreSQL
+ *		checks them, and each is changed by its rowid.
+ */
+static List *
+plan_row_modify(PlannerInfo *root, ModifyTable *plan, Index resultRelation,
+				int subplan_index)
+{
+	RangeTblEntry *rte = planner_rt_fetch(resultRelation, root);
+	Relation	rel = table_open(rte->relid, NoLock);
+	ShardTableOptions *topts = shard_table_options(rel);
+	List	   *target_attrs = NIL;
+	List	   *ret_attrs = NIL;
+	ForeignScan *fscan;
+
+	if (plan->operation == CMD_UPDATE)
+	{
+		Bitmapset  *cols = get_rel_all_updated_cols(root,
+													find_base_rel(root, resultRelation));
+		int			col = -1;
+
+		while ((col = bms_next_member(cols, col)) >= 0)
+		{
+			AttrNumber	attnum = col + FirstLowInvalidHeapAttributeNumber;
+
+			if (attnum <= InvalidAttrNumber)
+				elog(ERROR, "system-column update is not supported");
+			if (attnum == topts->tenant_attnum)
+				report_tenant_change(rel);
+			target_attrs = lappend_int(target_attrs, attnum);
+		}
+	}
+
+	/* as for INSERT: the whole row where check options or triggers read it */
+	if (plan->withCheckOptionLists != NIL ||
+		(rel->trigdesc &&
+		 (plan->operation == CMD_UPDATE ? rel->trigdesc->trig_update_after_row :
+		  rel->trigdesc->trig_delete_after_row)))
+		ret_attrs = returning_attrs(RelationGetDescr(rel),
+									list_make1(makeWholeRowVar(rte,
+															   resultRelation,
+															   0, false)),
+									resultRelation);
+	else if (plan->returningLists != NIL)
+		ret_attrs = returning_attrs(RelationGetDescr(rel),
+									list_nth(plan->returningLists,
+											 subplan_index),
+									resultRelation);
+	table_close(rel, NoLock);
+
+	/* the scan below reads each shard whole before it returns a row */
+	fscan = modify_subplan(plan, resultRelation);
+	if (fscan != NULL)
+	{
+		ShardScanPrivate priv;
+
+		shard_scan_private_read(fscan->fdw_private, &priv);
+		priv.materialize = true;
+		fscan->fdw_private = shard_scan_private_list(&priv);
+	}
+
+	return list_make4(target_attrs, ret_attrs, makeInteger(false),
+					  makeInteger(plan->operation));
+}
+
+/*
+ * shardExecForeignUpdate
+ *		Update one row the scan read.
+ */
+TupleTableSlot *
+shardExecForeignUpdate(EState *estate, ResultRelInfo *rinfo,
+					   TupleTableSlot *slot, TupleTableSlot *planSlot)
+{
+	return write_row((ShardModifyState *) rinfo->ri_FdwState, slot,
+					 planSlot) ? slot : NULL;
+}
+
+/*
+ * shardExecForeignDelete
+ *		Delete one row the scan read.
+ */
+TupleTableSlot *
+shardExecForeignDelete(EState *estate, ResultRelInfo *rinfo,
+					   TupleTableSlot *slot, TupleTableSlot *planSlot)
+{
+	return write_row((ShardModifyState *) rinfo->ri_FdwState, slot,
+					 planSlot) ? slot : NULL;
 }
 
 /*
@@ -226,12 +456,7 @@ shardPlanDirectModify(PlannerInfo *root, ModifyTable *plan,
 			AttrNumber	attnum = lfirst_int(lc2);
 
 			if (attnum == topts->tenant_attnum)
-				ereport(ERROR,
-						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-						 errmsg("cannot change the tenant of rows of foreign table \"%s\"",
-								RelationGetRelationName(rel)),
-						 errdetail("A row lives on the shard of its tenant; the tenant column decides where."),
-						 errhint("Insert the rows for the other tenant and delete them for this one, or move the whole tenant to another shard through the directory.")));
+				report_tenant_change(rel);
 			if (!set_value_pushable(tle->expr))
 			{
 				table_close(rel, NoLock);
@@ -277,19 +502,6 @@ shardPlanDirectModify(PlannerInfo *root, ModifyTable *plan,
 	fscan->operation = operation;
 	fscan->resultRelation = resultRelation;
 	return true;
-}
-
-/*
- * shardExecForeignUpdate
- *		Row-by-row UPDATE and DELETE are refused when they are planned
- *		(shardPlanForeignModify), so this never runs.
- */
-TupleTableSlot *
-shardExecForeignUpdate(EState *estate, ResultRelInfo *rinfo,
-					   TupleTableSlot *slot, TupleTableSlot *planSlot)
-{
-	elog(ERROR, "row-by-row modification of a sqlite_shard_fdw table");
-	return NULL;
 }
 
 /*
@@ -397,15 +609,8 @@ shardPlanForeignModify(PlannerInfo *root, ModifyTable *plan,
 	bool		on_conflict_nothing = false;
 	int			i;
 
-	/* an UPDATE or DELETE here is one shardPlanDirectModify could not run */
 	if (plan->operation != CMD_INSERT)
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("%s on foreign table \"%s\" cannot run inside the shards",
-						plan->operation == CMD_UPDATE ? "UPDATE" : "DELETE",
-						get_rel_name(planner_rt_fetch(resultRelation, root)->relid)),
-				 errdetail("An UPDATE or DELETE runs as one SQLite statement per shard: every condition must be one SQLite computes as PostgreSQL does, every new value a constant, a parameter or an expression computed once, and no row trigger or WITH CHECK OPTION may need the rows; rows are not changed one by one."),
-				 errhint("Use conditions on the table's own columns that run inside the shards (EXPLAIN VERBOSE shows them in the SQLite query), and compute new values before the statement.")));
+		return plan_row_modify(root, plan, resultRelation, subplan_index);
 
 	rel = table_open(rte->relid, NoLock);
 	tupdesc = RelationGetDescr(rel);
@@ -449,8 +654,9 @@ shardPlanForeignModify(PlannerInfo *root, ModifyTable *plan,
 									resultRelation);
 	table_close(rel, NoLock);
 
-	return list_make3(target_attrs, ret_attrs,
-					  makeInteger(on_conflict_nothing));
+	return list_make4(target_attrs, ret_attrs,
+					  makeInteger(on_conflict_nothing),
+					  makeInteger(CMD_INSERT));
 }
 
 /*
@@ -458,8 +664,9 @@ shardPlanForeignModify(PlannerInfo *root, ModifyTable *plan,
  *		Set up an INSERT (or COPY) of rows into a foreign table.
  */
 static ShardModifyState *
-begin_modify(EState *estate, ResultRelInfo *rinfo, List *target_attrs,
-			 List *returning_attrs, bool on_conflict_nothing)
+begin_modify(EState *estate, ResultRelInfo *rinfo, CmdType operation,
+			 List *target_attrs, List *returning_attrs,
+			 bool on_conflict_nothing)
 {
 	ShardModifyState *ms = palloc0(sizeof(ShardModifyState));
 	Relation	rel = rinfo->ri_RelationDesc;
@@ -473,8 +680,15 @@ begin_modify(EState *estate, ResultRelInfo *rinfo, List *target_attrs,
 	ms->target_attrs = target_attrs;
 	ms->returning_attrs = returning_attrs;
 	ms->on_conflict_nothing = on_conflict_nothing;
-	ms->sql = insert_sql(rel, ms->topts, target_attrs, on_conflict_nothing,
-						 returning_attrs);
+	ms->operation = operation;
+	ms->sql = operation == CMD_INSERT ?
+		insert_sql(rel, ms->topts, target_attrs, on_conflict_nothing,
+				   returning_attrs) :
+		row_sql(rel, ms->topts, operation, target_attrs, returning_attrs);
+	ms->what = psprintf("%s table \"%s\"",
+						operation == CMD_INSERT ? "insert into" :
+						operation == CMD_UPDATE ? "update" : "delete from",
+						ms->topts->table);
 	ms->col = -1;
 
 	ms->stores = palloc0(sizeof(ShardStoreConv) * (list_length(target_attrs) + 1));
@@ -498,7 +712,7 @@ begin_modify(EState *estate, ResultRelInfo *rinfo, List *target_attrs,
 	ms->dir = shard_directory_get(ms->opts);
 	ms->batch_size = ms->topts->batch_size;
 	ms->row_cxt = AllocSetContextCreate(estate->es_query_cxt,
-										"sqlite_shard_fdw insert row",
+										"sqlite_shard_fdw written row",
 										ALLOCSET_SMALL_SIZES);
 	{
 		MemoryContextCallback *cb = palloc0(sizeof(MemoryContextCallback));
@@ -513,20 +727,37 @@ begin_modify(EState *estate, ResultRelInfo *rinfo, List *target_attrs,
 
 /*
  * shardBeginForeignModify
- *		Start an INSERT planned by shardPlanForeignModify.
+ *		Start an INSERT, or a row-by-row UPDATE or DELETE, planned by
+ *		shardPlanForeignModify.
  */
 void
 shardBeginForeignModify(ModifyTableState *mtstate, ResultRelInfo *rinfo,
 						List *fdw_private, int subplan_index, int eflags)
 {
+	ShardModifyState *ms;
+	CmdType		operation;
+
 	if (eflags & EXEC_FLAG_EXPLAIN_ONLY)
 		return;
-	rinfo->ri_FdwState =
-		begin_modify(mtstate->ps.state, rinfo,
-					 list_nth(fdw_private, FdwModifyPrivateTargetAttrs),
-					 list_nth(fdw_private, FdwModifyPrivateReturningAttrs),
-					 intVal(list_nth(fdw_private,
-									 FdwModifyPrivateOnConflictNothing)));
+
+	operation = intVal(list_nth(fdw_private, FdwModifyPrivateOperation));
+	ms = begin_modify(mtstate->ps.state, rinfo, operation,
+					  list_nth(fdw_private, FdwModifyPrivateTargetAttrs),
+					  list_nth(fdw_private, FdwModifyPrivateReturningAttrs),
+					  intVal(list_nth(fdw_private,
+									  FdwModifyPrivateOnConflictNothing)));
+	if (operation != CMD_INSERT)
+	{
+		List	   *tlist = outerPlanState(mtstate)->plan->targetlist;
+
+		ms->ctid_junk = ExecFindJunkAttributeInTlist(tlist, "ctid");
+		ms->tenant_junk = ExecFindJunkAttributeInTlist(tlist, "ssfdw_tenant");
+		if (ms->ctid_junk == InvalidAttrNumber ||
+			ms->tenant_junk == InvalidAttrNumber)
+			elog(ERROR, "row identity of foreign table \"%s\" is missing",
+				 RelationGetRelationName(rinfo->ri_RelationDesc));
+	}
+	rinfo->ri_FdwState = ms;
 }
 
 /*
@@ -557,7 +788,8 @@ shardBeginForeignInsert(ModifyTableState *mtstate, ResultRelInfo *rinfo)
 		(rinfo->ri_TrigDesc && rinfo->ri_TrigDesc->trig_insert_after_row))
 		returning_attrs = list_copy(target_attrs);
 	rinfo->ri_FdwState =
-		begin_modify(mtstate->ps.state, rinfo, target_attrs, returning_attrs,
+		begin_modify(mtstate->ps.state, rinfo, CMD_INSERT, target_attrs,
+					 returning_attrs,
 					 mtstate->ps.plan != NULL &&
 					 ((ModifyTable *) mtstate->ps.plan)->onConflictAction ==
 					 ONCONFLICT_NOTHING);
@@ -570,11 +802,11 @@ shardBeginForeignInsert(ModifyTableState *mtstate, ResultRelInfo *rinfo)
  *		one the user mapping does not allow.
  */
 static ShardInfo *
-route_row(ShardModifyState *ms, TupleTableSlot *slot)
+route_row(ShardModifyState *ms, TupleTableSlot *slot, AttrNumber tenant_att)
 {
 	AttrNumber	attnum = ms->topts->tenant_attnum;
 	bool		isnull;
-	Datum		value = slot_getattr(slot, attnum, &isnull);
+	Datum		value = slot_getattr(slot, tenant_att, &isnull);
 	char	   *tenant;
 	ShardLocation *loc;
 
@@ -674,13 +906,15 @@ target_for(ShardModifyState *ms, ShardInfo *shard)
 }
 
 /*
- * insert_row
- *		Write one row to its shard; with RETURNING, read what the shard
- *		stored back into the slot.  Returns false when ON CONFLICT DO
- *		NOTHING skipped the row.
+ * write_row
+ *		Insert one row into its shard, or update or delete the row the scan
+ *		read (its tenant's shard, its rowid there); with RETURNING, read
+ *		what the shard stored back into the slot.  Returns false when no
+ *		row changed (ON CONFLICT DO NOTHING skipped it, or it was gone).
  */
 static bool
-insert_row(ShardModifyState *ms, TupleTableSlot *slot)
+write_row(ShardModifyState *ms, TupleTableSlot *slot,
+		  TupleTableSlot *planSlot)
 {
 	ErrorContextCallback errcallback;
 	MemoryContext oldcxt;
@@ -691,6 +925,7 @@ insert_row(ShardModifyState *ms, TupleTableSlot *slot)
 	bool		inserted;
 	int			rc;
 	int			i;
+	int			nvalues = list_length(ms->target_attrs);
 
 	MemoryContextReset(ms->row_cxt);
 	oldcxt = MemoryContextSwitchTo(ms->row_cxt);
@@ -700,10 +935,23 @@ insert_row(ShardModifyState *ms, TupleTableSlot *slot)
 	errcallback.previous = error_context_stack;
 	error_context_stack = &errcallback;
 
-	slot_getallattrs(slot);
 	ms->shard_id = NULL;
 	ms->tenant = NULL;
-	shard = route_row(ms, slot);
+	if (ms->operation == CMD_INSERT)
+	{
+		slot_getallattrs(slot);
+		shard = route_row(ms, slot, ms->topts->tenant_attnum);
+	}
+	else
+	{
+		/* the row the scan read: its tenant's shard, its rowid there */
+		if (ms->operation == CMD_UPDATE)
+			slot_getallattrs(slot);
+		shard = route_row(ms, planSlot, ms->tenant_junk);
+		ms->values[nvalues].type = SQLITE_INTEGER;
+		ms->values[nvalues].u.i = junk_rowid(ms, planSlot);
+		ms->values[nvalues].len = 0;
+	}
 	ms->shard_id = shard->shard_id;
 	t = target_for(ms, shard);
 
@@ -719,12 +967,10 @@ insert_row(ShardModifyState *ms, TupleTableSlot *slot)
 						ms->topts->table, shard->shard_id);
 		i++;
 	}
-	rc = shardio_bind(t->stmt, 1, ms->values, list_length(ms->target_attrs),
-					  errbuf);
+	rc = shardio_bind(t->stmt, 1, ms->values,
+					  nvalues + (ms->operation == CMD_INSERT ? 0 : 1), errbuf);
 	if (rc != SQLITE_OK)
-		shard_report_sqlite_error(ERROR, rc, shard->shard_id,
-								  psprintf("bind the values to insert into table \"%s\"",
-										   ms->topts->table),
+		shard_report_sqlite_error(ERROR, rc, shard->shard_id, ms->what,
 								  errbuf);
 
 	rc = sqlite3_step(t->stmt);
@@ -751,9 +997,7 @@ insert_row(ShardModifyState *ms, TupleTableSlot *slot)
 		sqlite3_reset(t->stmt);
 		shard_conn_write_failed(t->conn);
 		shard_report_write_error(rc, shard->shard_id, ms->topts->table,
-								 ms->tenant, msg,
-								 psprintf("insert into table \"%s\"",
-										  ms->topts->table));
+								 ms->tenant, msg, ms->what);
 	}
 	sqlite3_reset(t->stmt);
 	sqlite3_clear_bindings(t->stmt);
@@ -816,7 +1060,7 @@ shardExecForeignInsert(EState *estate, ResultRelInfo *rinfo,
 {
 	ShardModifyState *ms = (ShardModifyState *) rinfo->ri_FdwState;
 
-	return insert_row(ms, slot) ? slot : NULL;
+	return write_row(ms, slot, planSlot) ? slot : NULL;
 }
 
 /*
@@ -841,7 +1085,7 @@ shardExecForeignBatchInsert(EState *estate, ResultRelInfo *rinfo,
 	}
 	for (i = 0; i < *numSlots; i++)
 	{
-		if (insert_row(ms, slots[i]))
+		if (write_row(ms, slots[i], planSlots[i]))
 			ms->inserted[n++] = slots[i];
 	}
 	*numSlots = n;
@@ -950,13 +1194,26 @@ shardExplainForeignModify(ModifyTableState *mtstate, ResultRelInfo *rinfo,
 {
 	Relation	rel = rinfo->ri_RelationDesc;
 
+	CmdType		operation = intVal(list_nth(fdw_private,
+										  FdwModifyPrivateOperation));
+	List	   *target_attrs = list_nth(fdw_private,
+										FdwModifyPrivateTargetAttrs);
+	List	   *ret_attrs = list_nth(fdw_private,
+									 FdwModifyPrivateReturningAttrs);
+
+	if (operation != CMD_INSERT)
+		ExplainPropertyText("Row By Row",
+							"rows read by the scan, changed by rowid", es);
 	if (es->verbose)
 		ExplainPropertyText("SQLite statement",
+							operation == CMD_INSERT ?
 							insert_sql(rel, shard_table_options(rel),
-									   list_nth(fdw_private, FdwModifyPrivateTargetAttrs),
+									   target_attrs,
 									   intVal(list_nth(fdw_private,
 													   FdwModifyPrivateOnConflictNothing)),
-									   list_nth(fdw_private, FdwModifyPrivateReturningAttrs)),
+									   ret_attrs) :
+							row_sql(rel, shard_table_options(rel), operation,
+									target_attrs, ret_attrs),
 							es);
 }
 

@@ -88,8 +88,9 @@ sqlite_shard_fdw_handler(PG_FUNCTION_ARGS)
 	routine->BeginForeignInsert = shardBeginForeignInsert;
 	routine->EndForeignInsert = shardEndForeignInsert;
 	routine->ExplainForeignModify = shardExplainForeignModify;
+	routine->AddForeignUpdateTargets = shardAddForeignUpdateTargets;
 	routine->ExecForeignUpdate = shardExecForeignUpdate;
-	routine->ExecForeignDelete = shardExecForeignUpdate;
+	routine->ExecForeignDelete = shardExecForeignDelete;
 	routine->PlanDirectModify = shardPlanDirectModify;
 	routine->BeginDirectModify = shardBeginDirectModify;
 	routine->IterateDirectModify = shardIterateDirectModify;

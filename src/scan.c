@@ -124,6 +124,9 @@ typedef struct ShardScanState
 	bool		prune_needs_run;	/* depends on values known only at run time */
 	List	   *allowed;		/* user mapping tenants (UTF-8 ids), or NIL */
 	char	   *modify_sql;		/* a direct UPDATE or DELETE, or NULL */
+	bool		materialize;	/* each shard read whole before its rows */
+	List	   *mat_batches;	/* ShardBatch: the rest of its rows */
+	ShardTarget *mat_target;	/* whose they are */
 	List	   *modify_returning;	/* attnums its RETURNING reads */
 	char	   *modify_returning_sql;	/* " RETURNING cols", or "" */
 	ShardColumnConv *modify_convs;	/* and their converters */
@@ -225,6 +228,13 @@ stop_reading(ShardScanState *s, bool release)
 	/* A batch being converted belongs to the pool: give it back first. */
 	if (s->fanout && s->batch && s->batch != s->own_batch)
 		fanout_release_batch(s->fanout, s->batch);
+	else if (s->materialize && s->batch)
+		shardio_batch_free(s->batch);
+	while (s->mat_batches != NIL)
+	{
+		shardio_batch_free(linitial(s->mat_batches));
+		s->mat_batches = list_delete_first(s->mat_batches);
+	}
 	if (s->fanout)
 		fanout_destroy(s->fanout);
 	s->fanout = NULL;
@@ -506,6 +516,7 @@ shardBeginForeignScan(ForeignScanState *node, int eflags)
 		priv.raw_sql[0] != '\0')
 		init_thread_agg(s, &priv);
 	s->safe_where_sqls = priv.safe_where_sqls;
+	s->materialize = priv.materialize;
 	if (priv.modify_sql[0] != '\0')
 	{
 		s->modify_sql = priv.modify_sql;
@@ -1464,6 +1475,67 @@ finish_shard(ShardTarget *t)
 }
 
 /*
+ * next_batch_materialized
+ *		The next batch of a scan that reads each shard to the end before it
+ *		returns any of its rows: the scan below a row-by-row UPDATE or
+ *		DELETE, whose writes to the shard must not meet a read of it still
+ *		under way.  One shard's rows are held at a time.
+ */
+static bool
+next_batch_materialized(ForeignScanState *node)
+{
+	ShardScanState *s = (ShardScanState *) node->fdw_state;
+	char		errbuf[SHARDIO_ERRLEN];
+
+	for (;;)
+	{
+		ShardTarget *t;
+		int			rc;
+
+		if (s->mat_batches != NIL)
+		{
+			s->batch = linitial(s->mat_batches);
+			s->mat_batches = list_delete_first(s->mat_batches);
+			s->cur = s->mat_target;
+			s->batch_row = 0;
+			return true;
+		}
+		if (s->next_target >= list_length(s->targets))
+			return false;
+		t = list_nth(s->targets, s->next_target++);
+		if (!start_shard(node, t))
+			continue;
+		s->cur = t;
+		s->mat_target = t;
+		t->reader = shard_reader_start(&t->job);
+		if (t->reader == NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_OUT_OF_MEMORY),
+					 errmsg("out of memory")));
+		do
+		{
+			ShardBatch *b = shardio_batch_create(s->batch_cols,
+												 SCAN_BATCH_ROWS);
+			MemoryContext oldcxt;
+
+			if (b == NULL)
+				ereport(ERROR,
+						(errcode(ERRCODE_OUT_OF_MEMORY),
+						 errmsg("out of memory")));
+			oldcxt = MemoryContextSwitchTo(s->resolve_cxt);
+			s->mat_batches = lappend(s->mat_batches, b);
+			MemoryContextSwitchTo(oldcxt);
+			rc = shard_reader_next(t->reader, b, errbuf);
+			if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+				report_read_error(s, t, rc, errbuf);
+			t->rows += b->nrows;
+		} while (rc == SQLITE_ROW);
+		t->done = true;
+		finish_shard(t);
+	}
+}
+
+/*
  * next_batch_serial
  *		Fill the scan's own batch from the shard being read, moving to the
  *		next shard when one ends.  Returns false when every shard is done.
@@ -1474,6 +1546,9 @@ next_batch_serial(ForeignScanState *node)
 	ShardScanState *s = (ShardScanState *) node->fdw_state;
 	char		errbuf[SHARDIO_ERRLEN];
 	int			rc;
+
+	if (s->materialize)
+		return next_batch_materialized(node);
 
 	for (;;)
 	{
@@ -1615,7 +1690,8 @@ next_batch_parallel(ForeignScanState *node)
 static bool
 use_fanout(ShardScanState *s)
 {
-	return shard_fanout_parallelism > 1 && list_length(s->targets) > 1;
+	return shard_fanout_parallelism > 1 && list_length(s->targets) > 1 &&
+		!s->materialize;
 }
 
 /*
@@ -1705,6 +1781,11 @@ shardIterateForeignScan(ForeignScanState *node)
 			MemoryContextSwitchTo(oldcxt);
 
 			ExecStoreVirtualTuple(slot);
+			/* the row's identity for a row-by-row UPDATE or DELETE */
+			if (off)
+				shard_rowid_to_tid(s->cur_rowid, &slot->tts_tid);
+			else
+				ItemPointerSetInvalid(&slot->tts_tid);
 			if (s->cur->degraded && s->recheck_quals != NIL)
 			{
 				ExprContext *econtext = node->ss.ps.ps_ExprContext;
@@ -1728,6 +1809,8 @@ shardIterateForeignScan(ForeignScanState *node)
 		/* The batch is used up: hand it back and get the next. */
 		if (s->batch && s->fanout && s->batch != s->own_batch)
 			fanout_release_batch(s->fanout, s->batch);
+		else if (s->batch && s->materialize)
+			shardio_batch_free(s->batch);
 		s->batch = NULL;
 
 		if (!(use_fanout(s) ? next_batch_parallel(node) :

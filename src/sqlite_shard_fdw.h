@@ -246,6 +246,9 @@ enum FdwScanPrivateIndex
 								 * FROM t" of a direct modification, or "" */
 	FdwScanPrivateModifyReturning,	/* IntList: the attnums its RETURNING
 									 * reads, or NIL */
+	FdwScanPrivateMaterialize,	/* Integer: read each shard to the end
+								 * before returning its rows (below a
+								 * row-by-row UPDATE or DELETE) */
 	FdwScanPrivateCount
 };
 
@@ -345,6 +348,7 @@ typedef struct ShardScanPrivate
 	int			nlimit_exprs;
 	char	   *modify_sql;
 	List	   *modify_returning;
+	bool		materialize;
 } ShardScanPrivate;
 
 extern void shard_scan_private_init(ShardScanPrivate *p);
@@ -421,6 +425,14 @@ extern TupleTableSlot **shardExecForeignBatchInsert(EState *estate,
 													TupleTableSlot **planSlots,
 													int *numSlots);
 extern int	shardGetForeignModifyBatchSize(ResultRelInfo *rinfo);
+extern void shard_rowid_to_tid(int64 rowid, ItemPointer tid);
+extern void shardAddForeignUpdateTargets(PlannerInfo *root, Index rtindex,
+										 RangeTblEntry *target_rte,
+										 Relation target_relation);
+extern TupleTableSlot *shardExecForeignDelete(EState *estate,
+											  ResultRelInfo *rinfo,
+											  TupleTableSlot *slot,
+											  TupleTableSlot *planSlot);
 extern void shard_returning_to_slot(sqlite3_stmt *stmt, sqlite3 *db,
 									List *attnums, ShardColumnConv *convs,
 									TupleTableSlot *slot, int *col);
