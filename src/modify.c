@@ -253,7 +253,17 @@ row_sql(Relation rel, ShardTableOptions *topts, CmdType operation,
 		appendStringInfoString(&sql, "DELETE FROM ");
 		shard_quote_identifier(&sql, topts->table);
 	}
-	appendStringInfo(&sql, " WHERE rowid = ?%d", list_length(target_attrs) + 1);
+	/*
+	 * The tenant too, exactly as scans filter it: a rowid names one row of
+	 * the shard, which must be the statement's tenant's.
+	 */
+	appendStringInfo(&sql, " WHERE rowid = ?%d AND ",
+					 list_length(target_attrs) + 1);
+	(void) shard_tenant_condition(&sql, topts->tenant_column,
+								  shard_tenant_kind(TupleDescAttr(RelationGetDescr(rel),
+																  topts->tenant_attnum - 1)->atttypid),
+								  false, list_make1(""), false,
+								  list_length(target_attrs) + 2);
 	if (ret_attrs != NIL)
 	{
 		appendStringInfoString(&sql, " RETURNING ");
@@ -692,7 +702,8 @@ begin_modify(EState *estate, ResultRelInfo *rinfo, CmdType operation,
 	ms->col = -1;
 
 	ms->stores = palloc0(sizeof(ShardStoreConv) * (list_length(target_attrs) + 1));
-	ms->values = palloc0(sizeof(ShardValue) * (list_length(target_attrs) + 1));
+	/* and the rowid and tenant of an UPDATE or DELETE */
+	ms->values = palloc0(sizeof(ShardValue) * (list_length(target_attrs) + 2));
 	i = 0;
 	foreach(lc, target_attrs)
 		shard_store_init(&ms->stores[i++],
@@ -951,6 +962,9 @@ write_row(ShardModifyState *ms, TupleTableSlot *slot,
 		ms->values[nvalues].type = SQLITE_INTEGER;
 		ms->values[nvalues].u.i = junk_rowid(ms, planSlot);
 		ms->values[nvalues].len = 0;
+		ms->values[nvalues + 1].type = SQLITE_TEXT;
+		ms->values[nvalues + 1].u.p = ms->tenant;
+		ms->values[nvalues + 1].len = strlen(ms->tenant);
 	}
 	ms->shard_id = shard->shard_id;
 	t = target_for(ms, shard);
@@ -968,7 +982,7 @@ write_row(ShardModifyState *ms, TupleTableSlot *slot,
 		i++;
 	}
 	rc = shardio_bind(t->stmt, 1, ms->values,
-					  nvalues + (ms->operation == CMD_INSERT ? 0 : 1), errbuf);
+					  nvalues + (ms->operation == CMD_INSERT ? 0 : 2), errbuf);
 	if (rc != SQLITE_OK)
 		shard_report_sqlite_error(ERROR, rc, shard->shard_id, ms->what,
 								  errbuf);
