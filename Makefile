@@ -8,11 +8,11 @@
 
 EXTENSION = sqlite_shard_fdw
 MODULE_big = sqlite_shard_fdw
-OBJS = $(patsubst %.c,%.o,$(sort $(wildcard src/*.c)))
+OBJS = $(patsubst %.c,%.o,$(sort $(wildcard src/*.c src/*/*.c)))
 DATA = sqlite_shard_fdw--0.1.0.sql
 PGFILEDESC = "sqlite_shard_fdw - foreign data wrapper for tenant-sharded SQLite fleets"
 
-PG_CPPFLAGS = -Isrc
+PG_CPPFLAGS = -Isrc -Isrc/sqlite -Isrc/exec
 SHLIB_LINK = -lsqlite3 -lpthread
 ifeq ($(WERROR),1)
 PG_CFLAGS = -Wall -Werror
