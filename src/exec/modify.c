@@ -1049,7 +1049,14 @@ shard_returning_to_slot(sqlite3_stmt *stmt, sqlite3 *db, List *attnums,
 		sqlite3_mutex_enter(mutex);
 		ok = shardio_column(stmt, i, &v);
 		if (ok && (v.type == SQLITE_TEXT || v.type == SQLITE_BLOB))
-			v.u.p = pnstrdup(v.u.p, v.len);
+		{
+			/* every byte: a BLOB may hold zero bytes */
+			char	   *copy = palloc(v.len + 1);
+
+			memcpy(copy, v.u.p, v.len);
+			copy[v.len] = '\0';
+			v.u.p = copy;
+		}
 		sqlite3_mutex_leave(mutex);
 		if (!ok)
 			ereport(ERROR,
