@@ -9,8 +9,12 @@
 #	  (c) the extension's foreign tables,
 #	for the workload of issue 3: routed point lookup and routed tenant report
 #	(pgbench -M prepared), three fan-out reports and the full export (with
-#	the backend's peak memory).  Prints medians and ratios, and a last line
-#	that says which targets were met.
+#	the backend's peak memory); and for the writes of issue 10: COPY FROM a
+#	CSV spread over every tenant (against the sqlite3 CLI importing the same
+#	rows shard by shard), routed single-row INSERT and UPDATE (pgbench) and
+#	an UPDATE of one large tenant, on fresh copies of the fleet and of the
+#	native table, with the same durability on both sides.  Prints medians
+#	and ratios, and a last line that says which targets were met.
 #
 # Usage: bash test/bench.sh [--no-build]
 #
@@ -21,9 +25,16 @@
 #	BENCH_BIG_DIRECTORY=1	(or BIG=1, as in `make bench BIG=1`) also build a
 #							directory of 1,000,000 tenants (the 2,000 real ones
 #							plus 998,000 more pointing at the same shards) and
-#							compare the routed point lookup through it
+#							compare the routed point lookup through it; and
+#							COPY 1,000,000 rows
 #	BENCH_RUNS				timed runs per query, after one warm-up (default 5)
 #	BENCH_PGBENCH_SECONDS	length of each timed pgbench run (default 3)
+#	BENCH_COPY_ROWS			rows of the COPY FROM benchmark (default 200,000;
+#							1,000,000 with BIG=1)
+#	BENCH_COPY_RUNS			timed COPY runs per engine, each on fresh copies
+#							(default 3)
+#	BENCH_PARTS				what to measure: "read", "write" or "read,write"
+#							(default)
 #
 # Missed targets are numbers, not failures: the exit status is non-zero only
 # when something fails (a query error, a build error).
@@ -38,6 +49,8 @@ NSHARDS=16
 NTENANTS=2000
 NROWS=4000000
 BIG_TENANTS=1000000
+COPY_FIRST_ID=100000001		# order ids of the COPY rows: above the fleet's
+INSERT_FIRST_ID=200000001	# and of the single-row INSERTs: above those
 
 # psql_q ARGS...: psql, quiet, stop at the first error.
 psql_q()
@@ -57,12 +70,23 @@ since()
 	awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }'
 }
 
+# The native table and, once it is loaded, its keys and indexes: the same
+# in the read benchmark's table and in the write benchmark's template.
+NATIVE_ORDERS="CREATE TABLE native.orders (tenant_id text NOT NULL, order_id bigint NOT NULL,
+                            status text NOT NULL, amount_cents bigint NOT NULL,
+                            created_at timestamp NOT NULL);"
+NATIVE_ORDERS_INDEXES="SET maintenance_work_mem = '512MB';
+ALTER TABLE native.orders ADD PRIMARY KEY (order_id);
+CREATE INDEX orders_tenant ON native.orders (tenant_id, order_id);
+CREATE INDEX orders_tenant_created ON native.orders (tenant_id, created_at);"
+
 #
-# Inside the cluster: test/bench.sh --inner BENCH_DIR BIG
+# Inside the cluster: test/bench.sh --inner BENCH_DIR BIG PARTS
 #
 if [ "${1:-}" = "--inner" ]; then
 	bench_dir=$2
 	big=$3
+	parts=$4
 	fleet=$bench_dir/fleet
 
 	t0=$(now)
@@ -79,10 +103,8 @@ CREATE FOREIGN TABLE ext.customers (tenant_id text, customer_id bigint,
                                     created_at timestamp)
   SERVER fleet OPTIONS (table 'customers', tenant_column 'tenant_id');
 CREATE SCHEMA native;
-CREATE TABLE native.orders (tenant_id text NOT NULL, order_id bigint NOT NULL,
-                            status text NOT NULL, amount_cents bigint NOT NULL,
-                            created_at timestamp NOT NULL);
 SQL
+	psql_q -c "$NATIVE_ORDERS"
 
 	# The native table: the same rows, straight from the shard files, two
 	# shards at a time.
@@ -108,13 +130,7 @@ SQL
 	echo "native table loaded from the shards in $(since "$t0") s"
 
 	t0=$(now)
-	psql_q <<'SQL'
-SET maintenance_work_mem = '512MB';
-ALTER TABLE native.orders ADD PRIMARY KEY (order_id);
-CREATE INDEX orders_tenant ON native.orders (tenant_id, order_id);
-CREATE INDEX orders_tenant_created ON native.orders (tenant_id, created_at);
-VACUUM ANALYZE native.orders;
-SQL
+	psql_q -c "$NATIVE_ORDERS_INDEXES" -c "VACUUM ANALYZE native.orders"
 	echo "native indexes, VACUUM ANALYZE in $(since "$t0") s"
 
 	t0=$(now)
@@ -168,7 +184,39 @@ SQL
 		big_args=(--big)
 	fi
 
-	exec python3 test/bench_run.py --bench-dir "$bench_dir" "${big_args[@]}"
+	# The writes: a template database holding the native table as it is
+	# now, with the same keys and indexes (each timed COPY gets a fresh copy
+	# of it, as the extension and the sqlite3 CLI get fresh copies of the
+	# shard files), and a server over the fleet's copy that bench_run.py
+	# makes in $bench_dir/wfleet before the first write.
+	if [[ ",$parts," == *,write,* ]]; then
+		t0=$(now)
+		psql_q -c "CREATE DATABASE ssfdw_wtemplate"
+		PGDATABASE=ssfdw_wtemplate psql_q -c "CREATE SCHEMA native" \
+			-c "$NATIVE_ORDERS" \
+			-c "CREATE TABLE public.bench_keys (i int PRIMARY KEY, tenant_id text NOT NULL, order_id bigint NOT NULL)" \
+			-c "CREATE SEQUENCE public.bench_insert_ids START $INSERT_FIRST_ID"
+		for t in native.orders public.bench_keys; do
+			psql_q -c "COPY $t TO STDOUT" |
+				PGDATABASE=ssfdw_wtemplate psql_q -c "COPY $t FROM STDIN"
+		done
+		PGDATABASE=ssfdw_wtemplate psql_q -c "$NATIVE_ORDERS_INDEXES" \
+			-c "VACUUM ANALYZE"
+		psql_q -v directory="$bench_dir/wfleet/directory.db" \
+			-v first="$INSERT_FIRST_ID" <<'SQL'
+CREATE SEQUENCE public.bench_insert_ids START :first;
+CREATE SERVER wfleet FOREIGN DATA WRAPPER sqlite_shard_fdw
+  OPTIONS (directory :'directory');
+CREATE SCHEMA wext;
+CREATE FOREIGN TABLE wext.orders (tenant_id text, order_id bigint, status text,
+                                  amount_cents bigint, created_at timestamp)
+  SERVER wfleet OPTIONS (table 'orders', tenant_column 'tenant_id');
+SQL
+		echo "write template (database ssfdw_wtemplate) in $(since "$t0") s"
+	fi
+
+	exec python3 test/bench_run.py --bench-dir "$bench_dir" --parts "$parts" \
+		--copy-first-id "$COPY_FIRST_ID" "${big_args[@]}"
 fi
 
 #
@@ -194,6 +242,13 @@ case $big in
 	1 | yes | on | true) big=1 ;;
 	*) big=0 ;;
 esac
+
+COPY_ROWS=${BENCH_COPY_ROWS:-$([ "$big" = 1 ] && echo 1000000 || echo 200000)}
+parts=${BENCH_PARTS:-read,write}
+if ! [[ "$COPY_ROWS" =~ ^[1-9][0-9]*$ ]] || ! [[ ",$parts," =~ ^(,(read|write))+,$ ]]; then
+	echo "bench.sh: BENCH_COPY_ROWS must be a positive integer, BENCH_PARTS read, write or both" >&2
+	exit 2
+fi
 
 mkdir -p "$BENCH_DIR"
 BENCH_DIR=$(cd "$BENCH_DIR" && pwd)
@@ -262,8 +317,69 @@ SQL
 	fi
 fi
 
+# The rows of the COPY benchmark: COPY_ROWS new orders (ids from
+# COPY_FIRST_ID) spread over the tenants: each run of NTENANTS rows holds
+# every tenant once, in an order that sends consecutive rows to different
+# shards, as an ETL extract would.  copy.csv holds them in the foreign
+# table's column order for COPY; SHARD.csv the same rows of each shard, in
+# the shard's column order, for the sqlite3 CLI's .import.
+if [[ ",$parts," == *,write,* ]]; then
+	copy_dir=$BENCH_DIR/copy
+	copy_stamp="$stamp copy $COPY_ROWS first $COPY_FIRST_ID bench.sh $(md5sum test/bench.sh | cut -d' ' -f1)"
+	if [ -f "$copy_dir/copy.stamp" ] && [ "$(cat "$copy_dir/copy.stamp")" = "$copy_stamp" ]; then
+		echo "reusing the $COPY_ROWS rows to COPY in $copy_dir"
+	else
+		t0=$(now)
+		rm -rf "$copy_dir"
+		mkdir -p "$copy_dir"
+		{
+			cat <<SQL
+ATTACH '$fleet/directory.db' AS d;
+CREATE TABLE r AS
+SELECT o AS order_id, m.tenant_id, m.shard_id,
+	   CASE WHEN h % 100 < 12 THEN 'new'
+			WHEN h % 100 < 62 THEN 'paid'
+			WHEN h % 100 < 92 THEN 'shipped'
+			ELSE 'cancelled' END AS status,
+	   99 + (h / 100) % 49901 AS amount_cents,
+	   datetime(1735689600 + (j * 7919) % 31536000, 'unixepoch') AS created_at
+FROM (SELECT value AS j, $COPY_FIRST_ID + value AS o,
+			 printf('tenant_%04d',
+					1 + (value * 1237 + value / $NTENANTS * 7) % $NTENANTS) AS tenant_id,
+			 (value * 2246822519 + 3266489917) % 4294967296 / 256 AS h
+	  FROM generate_series(0, $COPY_ROWS - 1)) g
+	 JOIN d.shard_map m USING (tenant_id);
+DETACH d;
+.mode csv
+.once $copy_dir/copy.csv
+SELECT tenant_id, order_id, status, amount_cents, created_at FROM r ORDER BY order_id;
+SQL
+			sqlite3 -bail "$fleet/directory.db" "SELECT shard_id FROM shards ORDER BY shard_id" |
+				while read -r sid; do
+					echo ".once $copy_dir/$sid.csv"
+					echo "SELECT order_id, tenant_id, status, amount_cents, created_at FROM r WHERE shard_id = '$sid' ORDER BY order_id;"
+				done
+			echo ".mode list"
+			echo "SELECT count(*), count(DISTINCT tenant_id) FROM r;"
+		} | sqlite3 -bail >"$copy_dir/.gen.out"
+		want="$COPY_ROWS|$((COPY_ROWS < NTENANTS ? COPY_ROWS : NTENANTS))"
+		if [ "$(cat "$copy_dir/.gen.out")" != "$want" ]; then
+			echo "bench.sh: the rows to COPY are not $want (rows|tenants): $(cat "$copy_dir/.gen.out")" >&2
+			exit 1
+		fi
+		if [ "$(id -u)" -eq 0 ] && id postgres >/dev/null 2>&1; then
+			chown -R postgres:postgres "$copy_dir"
+		fi
+		chmod 0775 "$copy_dir"
+		chmod 0664 "$copy_dir"/*.csv
+		echo "$copy_stamp" >"$copy_dir/copy.stamp"
+		echo "$COPY_ROWS rows to COPY written to $copy_dir in $(since "$t0") s"
+	fi
+fi
+
 set +e
-BENCH_STARTED=$started ssfdw_virtualenv bash test/bench.sh --inner "$BENCH_DIR" "$big"
+BENCH_STARTED=$started BENCH_COPY_ROWS=$COPY_ROWS ssfdw_virtualenv \
+	bash test/bench.sh --inner "$BENCH_DIR" "$big" "$parts"
 rc=$?
 set -e
 if [ "$rc" -ne 0 ]; then

@@ -5,7 +5,8 @@
 #	(the native table, the foreign tables, the key tables) and runs this
 #	inside it, with the PG* variables set.
 #
-# Usage: python3 test/bench_run.py --bench-dir DIR [--big]
+# Usage: python3 test/bench_run.py --bench-dir DIR [--big] [--parts read,write]
+#			[--copy-first-id N]
 #
 # Three engines, side by side, on the same rows:
 #	sqlite3 floor	the sqlite3 CLI on the shard files: one sqlite3 process
@@ -32,17 +33,34 @@
 # and RssAnon (private memory) sampled every 5 ms while they run, against
 # its value after a fan-out that read every page of every shard.
 #
+# Writes, with fsync turned on in the cluster (pg_virtualenv's runs without
+# it) and SQLite's synchronous = FULL, so a COMMIT is on disk on both sides:
+#	COPY FROM		BENCH_COPY_RUNS rounds, engines taking turns, each run on a
+#					fresh copy: the native table in a database copied from a
+#					template (the table with the same rows and indexes), the
+#					extension on a copy of the fleet's files (BENCH_DIR/wfleet),
+#					the sqlite3 CLI's .import of the same rows, split by shard,
+#					one transaction per shard, on another copy (BENCH_DIR/cfleet)
+#	single-row		routed INSERT and UPDATE by key, pgbench as above, on the
+#					tables the last COPY left
+#	tenant UPDATE	every order of the largest tenant, timed as the fan-outs
+# A statement the extension cannot run yet ("cannot update foreign table")
+# is reported as not supported yet, and its target as missed.
+#
 # Exit status 1 when a query fails; missed targets do not fail.
 
 import argparse
 import os
+import pwd
 import re
+import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
 import threading
 import time
+import types
 
 RUNS = max(1, int(os.environ.get("BENCH_RUNS", "5")))
 PGBENCH_SECONDS = max(1, int(os.environ.get("BENCH_PGBENCH_SECONDS", "3")))
@@ -93,7 +111,8 @@ ROUTED = [
      "script": os.path.join(HERE, "bench_pgbench_report.sql")},
 ]
 
-LABELS = {"native": "native PG", "ext": "extension", "big": "ext, 1M-tenant dir"}
+LABELS = {"native": "native PG", "ext": "extension", "big": "ext, 1M-tenant dir",
+          "wnative": "native PG", "wext": "extension", "cli": "sqlite3 CLI"}
 
 
 # ---------------------------------------------------------------- sqlite3 floor
@@ -176,10 +195,20 @@ ERROR_RE = re.compile(r"\b(ERROR|FATAL|PANIC):|server closed the connection|"
 TIME_RE = re.compile(r"^Time: ([0-9.]+) ms")
 
 
-def pg_env(schema):
+# The engines of the write benchmarks: the native table's fresh copy in its
+# own database (made per COPY run, see copy_native), the foreign table over
+# the fleet's fresh copy; engine -> (schema, database).  Every other engine
+# is a schema of the cluster's database.
+WRITE_ENGINES = {"wnative": ("native", "ssfdw_wrun"), "wext": ("wext", None)}
+
+
+def pg_env(engine):
+    schema, db = WRITE_ENGINES.get(engine, (engine, None))
     env = dict(os.environ)
     env["PGOPTIONS"] = ("-c search_path=%s,public -c statement_timeout=%s"
                         % (schema, STATEMENT_TIMEOUT))
+    if db:
+        env["PGDATABASE"] = db
     return env
 
 
@@ -405,10 +434,12 @@ def pgbench_once(schema, script, seconds, defs):
                             p.returncode, "\n  ".join(out.strip().splitlines()[-15:])))
     m = re.search(r"number of transactions actually processed: (\d+)", out)
     ntx = int(m.group(1)) if m else 0
-    # the -r report: "   0.075   0  SELECT * FROM orders ..." (latency, failures)
+    # the -r report: "   0.075   0  SELECT * FROM orders ..." (latency,
+    # failures); the statement on orders is the one measured
     lat = None
     for line in out.splitlines():
-        mm = re.match(r"^\s+([0-9.]+)\s+(?:\d+\s+)?(SELECT .*\bFROM orders\b.*)$", line)
+        mm = re.match(r"^\s+([0-9.]+)\s+(?:\d+\s+)?"
+                      r"((?:SELECT .*\bFROM|INSERT INTO|UPDATE) orders\b.*)$", line)
         if mm:
             lat = float(mm.group(1)) * 1000.0
     if lat is None or ntx == 0:
@@ -434,6 +465,399 @@ def run_routed(q, schemas, errors, defs):
         return {"us": statistics.median(times), "all": times, "ntx": st["ntx"]}
 
     return take_turns(schemas, errors, start, step, finish)
+
+
+# ---------------------------------------------------------------- writes
+
+WRITE_DB = WRITE_ENGINES["wnative"][1]
+TEMPLATE_DB = "ssfdw_wtemplate"	# the native table as test/bench.sh loaded it
+COPY_RUNS = max(1, int(os.environ.get("BENCH_COPY_RUNS", "3")))
+CLI_STATEMENTS = 1000		# single-row statements the sqlite3 CLI times
+CLI_FIRST_ID = 300000001	# order ids of its INSERTs: above the others'
+# What PostgreSQL says of an UPDATE on a foreign table whose wrapper does
+# not do UPDATE: such a statement is "not supported yet", not a failure.
+NOT_SUPPORTED = "cannot update foreign table"
+
+ROUTED_WRITES = [
+    {"key": "insert", "name": "routed single-row INSERT",
+     "script": os.path.join(HERE, "bench_pgbench_insert.sql"),
+     "probe": None, "limit": 1.3,
+     "explain": "INSERT INTO orders (tenant_id, order_id, status, amount_cents, created_at) "
+                "VALUES ('tenant_0007', 1, 'new', 100, '2025-06-01 12:00:00')"},
+    {"key": "update", "name": "routed single-row UPDATE by key",
+     "script": os.path.join(HERE, "bench_pgbench_update.sql"),
+     "probe": "UPDATE orders SET amount_cents = 100 "
+              "WHERE tenant_id = 'tenant_0007' AND order_id = -1",
+     "limit": 1.3,
+     "explain": "UPDATE orders SET amount_cents = 100 "
+                "WHERE tenant_id = 'tenant_0007' AND order_id = 42"},
+]
+
+
+def psql_admin(*sqls, db=None):
+    """psql -c for each of sqls (each its own transaction), unaligned
+    tuples; stop at the first error."""
+    cmd = ["psql", "-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1"]
+    for q in sqls:
+        cmd += ["-c", q]
+    env = dict(os.environ)
+    if db:
+        env["PGDATABASE"] = db
+    p = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    if p.returncode != 0:
+        raise BenchError("psql -c %s: %s" % (sqls[0][:80], p.stderr.strip()[:500]))
+    return p.stdout.strip()
+
+
+def set_fsync(value):
+    """Turn the cluster's fsync on or off (a reload; new sessions see it)."""
+    psql_admin("ALTER SYSTEM SET fsync = %s" % value, "SELECT pg_reload_conf()")
+    for _ in range(100):
+        if psql_admin("SHOW fsync") == value:
+            return
+        time.sleep(0.05)
+    raise BenchError("fsync is still not %s after a reload" % value)
+
+
+def chown_postgres(top):
+    """Hand a tree to the OS user postgres (folders 0775, files 0664), as
+    test/fleet.sh does, when run as root."""
+    try:
+        pw = pwd.getpwnam("postgres")
+    except KeyError:
+        pw = None
+    for root, dirs, files in os.walk(top):
+        for path, mode in ([(root, 0o775)] + [(os.path.join(root, f), 0o664) for f in files]):
+            os.chmod(path, mode)
+            if pw and os.getuid() == 0:
+                os.chown(path, pw.pw_uid, pw.pw_gid)
+
+
+def copy_fleet(w, dst, for_server):
+    """A fresh copy of the benchmark fleet (its directory and shard files,
+    each with its WAL when that holds anything) in dst, in place of what was
+    there: new files, so that no handle on the old copy writes into the new
+    one; flushed to disk, so that the writeback does not land in the timed
+    run."""
+    if os.path.isdir(dst):
+        shutil.rmtree(dst)
+    for path in [os.path.join(w.fleet_dir, "directory.db")] + w.shard_paths:
+        rel = os.path.relpath(path, w.fleet_dir)
+        os.makedirs(os.path.dirname(os.path.join(dst, rel)), exist_ok=True)
+        for suffix in ("", "-wal"):
+            src = path + suffix
+            if suffix and (not os.path.exists(src) or os.path.getsize(src) == 0):
+                continue
+            shutil.copyfile(src, os.path.join(dst, rel + suffix))
+    if for_server:
+        chown_postgres(dst)
+    os.sync()
+
+
+def pg_quote(s):
+    return "'" + s.replace("'", "''") + "'"
+
+
+def timed_copy(engine, w):
+    """COPY the rows into engine's orders in a new session (autocommit, so
+    the commit is timed too); check that every row arrived.  Seconds."""
+    s = Psql(engine)
+    try:
+        s.timing_on()
+        ms = s.time_one("COPY orders FROM %s (FORMAT csv)" % pg_quote(w.csv))
+        s.run("\\timing off\n\\o")
+        n = int(s.value("SELECT count(*) FROM orders WHERE order_id >= %d" % w.first_id))
+    finally:
+        s.close()
+    if n != w.rows:
+        raise BenchError("COPY into %s: %d rows arrived, not %d" % (LABELS[engine], n, w.rows))
+    return ms / 1000.0
+
+
+def copy_native(w):
+    """COPY into a fresh copy of the native table (a database made from the
+    template by copying its files, as the shard files are copied)."""
+    psql_admin("DROP DATABASE IF EXISTS %s WITH (FORCE)" % WRITE_DB,
+               "CREATE DATABASE %s TEMPLATE %s STRATEGY FILE_COPY" % (WRITE_DB, TEMPLATE_DB))
+    os.sync()
+    return timed_copy("wnative", w)
+
+
+def copy_ext(w):
+    """COPY through the extension into a fresh copy of the fleet."""
+    copy_fleet(w, w.wfleet_dir, True)
+    return timed_copy("wext", w)
+
+
+def copy_cli(w):
+    """The sqlite3 CLI imports the same rows into a fresh copy of the fleet,
+    shard by shard (the rows already split by shard, as the application's
+    router would), one transaction per shard, synchronous = FULL: one
+    sqlite3 process timed from start to exit."""
+    copy_fleet(w, w.cfleet_dir, False)
+    dbs = [os.path.join(w.cfleet_dir, os.path.relpath(p, w.fleet_dir)) for p in w.shard_paths]
+    script = ".bail on\n" + "".join(
+        ".open %s\nPRAGMA synchronous = FULL;\nBEGIN;\n.import --csv %s orders\nCOMMIT;\n"
+        % (sqlite_quote(db), sqlite_quote(os.path.join(w.copy_dir, sid + ".csv")))
+        for sid, db in zip(w.shard_ids, dbs))
+    t0 = time.perf_counter()
+    p = subprocess.run(["sqlite3"], input=script, capture_output=True, text=True)
+    secs = time.perf_counter() - t0
+    if p.returncode != 0 or p.stderr.strip():
+        raise BenchError("sqlite3 .import failed: %s" % p.stderr.strip()[:500])
+    n = sum(int(sqlite_cli("SELECT count(*) FROM orders WHERE order_id >= %d;" % w.first_id,
+                           db)) for db in dbs)
+    if n != w.rows:
+        raise BenchError("sqlite3 .import: %d rows arrived, not %d" % (n, w.rows))
+    return secs
+
+
+def run_copy(w, errors):
+    """COPY_RUNS rounds in which the native table, the extension and the
+    sqlite3 CLI, taking turns, load the same rows into fresh copies.
+    Medians, in seconds."""
+    engines = {"wnative": copy_native, "wext": copy_ext, "cli": copy_cli}
+    times = {e: [] for e in engines}
+    for _ in range(COPY_RUNS):
+        for e, fn in list(engines.items()):
+            try:
+                times[e].append(fn(w))
+            except BenchError as ex:
+                errors.append(str(ex))
+                del engines[e]
+    return {e: {"s": statistics.median(times[e]), "all": times[e]} for e in engines}
+
+
+def cli_times(w, by_shard, warmup):
+    """Per-statement times in ms of the statements in by_shard (shard id ->
+    statements) on the sqlite3 CLI's copy of the fleet: one sqlite3 process
+    per shard, every statement in autocommit (its own transaction, as
+    pgbench runs them), synchronous = FULL, timed by .timer; the first
+    warmup statements of each shard dropped."""
+    times = []
+    for sid, stmts in sorted(by_shard.items()):
+        db = os.path.join(w.cfleet_dir, os.path.relpath(w.shard_paths[w.shard_ids.index(sid)],
+                                                        w.fleet_dir))
+        out = sqlite_cli("PRAGMA synchronous = FULL;\n.timer on\n" +
+                         "".join(sql + ";\n" for sql in stmts), db)
+        t = [float(x) * 1000.0 for x in re.findall(r"Run Time: real ([0-9.]+)", out)]
+        if len(t) != len(stmts):
+            raise BenchError("sqlite3 %s: expected %d timings, got: %s"
+                             % (db, len(stmts), out[:300]))
+        times += t[warmup:]
+    return times
+
+
+def cli_routed(w, key):
+    """The sqlite3 CLI's latency for a routed single-row statement, in us:
+    the mean over CLI_STATEMENTS statements on random tenants and keys (the
+    first of public.bench_keys, which are in random order), as pgbench
+    reports a mean."""
+    by_shard = {}
+    for n, (tenant, order_id) in enumerate(w.keys[:CLI_STATEMENTS]):
+        if key == "insert":
+            sql = ("INSERT INTO orders (order_id, tenant_id, status, amount_cents, created_at) "
+                   "VALUES (%d, %s, 'new', %d, '2025-06-01 12:00:00')"
+                   % (CLI_FIRST_ID + n, sqlite_quote(tenant), 99 + n % 49901))
+        else:
+            sql = ("UPDATE orders SET amount_cents = %d WHERE tenant_id = %s AND order_id = %s"
+                   % (99 + n % 49901, sqlite_quote(tenant), order_id))
+        # each shard's first statement, a read, opens the file (dropped)
+        by_shard.setdefault(w.tenant_shard[tenant],
+                            ["SELECT count(*) FROM orders WHERE order_id = 0"]).append(sql)
+    return statistics.mean(cli_times(w, by_shard, 1)) * 1000.0
+
+
+def supported(engine, sql):
+    """Whether engine runs sql (in a transaction rolled back): False when
+    PostgreSQL says the foreign table cannot be updated."""
+    s = Psql(engine)
+    try:
+        s.run("BEGIN;\n%s;\nROLLBACK;" % sql, sql)
+        return True
+    except BenchError as e:
+        if NOT_SUPPORTED in str(e):
+            return False
+        raise
+    finally:
+        s.close()
+
+
+def write_explain(explain, items, errors):
+    """Append EXPLAIN VERBOSE of the extension's write statements (without
+    running them) to the plans file."""
+    ex = Psql("wext")
+    try:
+        with open(explain, "a") as f:
+            for sql in items:
+                f.write("=== " + sql + "\n")
+                try:
+                    f.write("\n".join(ex.run("EXPLAIN (VERBOSE) " + sql + ";")) + "\n\n")
+                except BenchError as e:
+                    f.write("failed: %s\n\n" % e)
+    finally:
+        ex.close()
+
+
+def run_writes(args, fleet, explain, errors, notes, targets):
+    """The write workload of issue 10: COPY FROM a CSV spread over every
+    tenant, routed single-row INSERT and UPDATE through pgbench, and an
+    UPDATE of one large tenant; the native table (fsync on) and the
+    extension (synchronous = FULL), and for COPY the sqlite3 CLI."""
+    w = types.SimpleNamespace(
+        fleet_dir=os.path.join(args.bench_dir, "fleet"),
+        wfleet_dir=os.path.join(args.bench_dir, "wfleet"),
+        cfleet_dir=os.path.join(args.bench_dir, "cfleet"),
+        copy_dir=os.path.join(args.bench_dir, "copy"),
+        shard_ids=fleet.shard_ids, shard_paths=fleet.shards,
+        first_id=args.copy_first_id,
+        rows=int(os.environ["BENCH_COPY_ROWS"]))
+    w.csv = os.path.join(w.copy_dir, "copy.csv")
+    w.keys = [r.split("|") for r in psql_admin(
+        "SELECT tenant_id || '|' || order_id FROM public.bench_keys ORDER BY i "
+        "LIMIT %d" % CLI_STATEMENTS).splitlines()]
+    w.tenant_shard = dict(r.split("|") for r in sqlite_cli(
+        "SELECT tenant_id, shard_id FROM shard_map;",
+        os.path.join(w.fleet_dir, "directory.db")).splitlines())
+    load_start = loadavg()
+
+    # The same durability on both sides: a write acknowledged by COMMIT is
+    # on disk.  pg_virtualenv's cluster runs with fsync off; turn it on.
+    cluster_fsync = psql_admin("SHOW fsync")
+    set_fsync("on")
+    pg_settings = psql_admin(
+        "SELECT string_agg(name || '=' || setting, ', ' ORDER BY name) FROM pg_settings "
+        "WHERE name IN ('fsync', 'synchronous_commit', 'wal_sync_method', 'full_page_writes')")
+    results = {}
+
+    t0 = time.time()
+    results["copy"] = run_copy(w, errors)
+    log("  %-38s %s  (%.0f s)" % (
+        "COPY FROM, %s rows" % "{:,}".format(w.rows),
+        ", ".join("%s %s" % (LABELS[e], "%.2f s [%.2f-%.2f]" % (v["s"], min(v["all"]),
+                                                               max(v["all"])))
+                  for e, v in results["copy"].items()), time.time() - t0))
+    sync = sqlite_cli("PRAGMA journal_mode;\nPRAGMA synchronous;\n",
+                      os.path.join(w.cfleet_dir, os.path.relpath(w.shard_paths[0],
+                                                                 w.fleet_dir))).split()
+
+    # Single-row statements, on the tables as the last COPY left them.
+    for q in ROUTED_WRITES:
+        t0 = time.time()
+        engines = ["wnative", "wext"]
+        r = {"unsupported": []}
+        for e in engines:
+            if q["probe"] and not supported(e, q["probe"]):
+                r["unsupported"].append(e)
+        r.update(run_routed(q, [e for e in engines if e not in r["unsupported"]], errors,
+                            fleet.defs))
+        try:
+            r["cli"] = cli_routed(w, q["key"])
+        except BenchError as e:
+            errors.append(str(e))
+        results[q["key"]] = r
+        log("  %-38s %s, %s %s  (%.0f s)" % (q["name"], ", ".join(
+            "%s %s" % (LABELS[e], "not supported yet" if e in r["unsupported"]
+                       else spread(r.get(e), "us")) for e in engines),
+            LABELS["cli"], fmt_us(r.get("cli")), time.time() - t0))
+
+    # The UPDATE of every order of the largest tenant.
+    t0 = time.time()
+    big = psql_admin("SELECT tenant_id || ' ' || count(*) FROM native.orders GROUP BY tenant_id "
+                     "ORDER BY count(*) DESC, tenant_id LIMIT 1", db=WRITE_DB).split()
+    tenant, norders = big[0], int(big[1])
+    tq = {"key": "tenant_update",
+          "name": "UPDATE of one tenant, %s rows" % "{:,}".format(norders),
+          "sql": "UPDATE orders SET amount_cents = amount_cents + 1 WHERE tenant_id = %s"
+                 % pg_quote(tenant),
+          "probe": "UPDATE orders SET amount_cents = amount_cents + 1 "
+                   "WHERE tenant_id = %s AND order_id < 0" % pg_quote(tenant),
+          "ordered": False, "limit": 1.5}
+    r = {"unsupported": [] if supported("wext", tq["probe"]) else ["wext"]}
+    r.update(run_fanout(tq, [e for e in ("wnative", "wext") if e not in r["unsupported"]],
+                        errors))
+    # the sqlite3 CLI: the same UPDATE in the tenant's shard, a warm-up and
+    # RUNS runs, median
+    try:
+        r["cli"] = statistics.median(cli_times(w, {w.tenant_shard[tenant]:
+                                                   [tq["sql"]] * (1 + RUNS)}, 1))
+    except BenchError as e:
+        errors.append(str(e))
+    results[tq["key"]] = r
+    log("  %-38s %s, %s %s  (%.0f s)" % (tq["name"], ", ".join(
+        "%s %s" % (LABELS[e], "not supported yet" if e in r["unsupported"]
+                   else spread(r.get(e), "ms")) for e in ("wnative", "wext")),
+        LABELS["cli"], fmt_ms(r.get("cli")), time.time() - t0))
+
+    write_explain(explain, [q["explain"] for q in ROUTED_WRITES] + [tq["sql"]], errors)
+    set_fsync(cluster_fsync)
+
+    # ------------------------------------------------------------ the tables
+    c = results["copy"]
+    ext = c.get("wext")
+    log()
+    log("sqlite_shard_fdw write benchmark: COPY FROM a CSV of %s rows of all %d tenants "
+        "into %d shards holding %s orders, medians of %d runs on fresh copies; "
+        "single-row statements medians of %d pgbench runs of %d s (load average %s at "
+        "the start, %s at the end)"
+        % ("{:,}".format(w.rows), fleet.ntenants, len(w.shard_paths),
+           "{:,}".format(fleet.nrows), COPY_RUNS, RUNS, PGBENCH_SECONDS, load_start,
+           loadavg()))
+    log()
+    crows = []
+    for e, what in (("cli", "sqlite3 CLI .import, shard by shard"),
+                    ("wnative", "native PG COPY"), ("wext", "extension COPY")):
+        v = c.get(e)
+        crows.append([what, "-" if not v else "%.2f s" % v["s"],
+                      "-" if not v else "{:,.0f}".format(w.rows / v["s"]),
+                      "-" if not v or e == "wext" or not ext
+                      else fmt_ratio(ratio(v["s"], ext["s"]))])
+    log(table(["COPY FROM, %s rows" % "{:,}".format(w.rows), "time", "rows/s",
+               "ext rows/s vs this"], crows))
+    log()
+    lrows = []
+    for q, unit in [(q, "us") for q in ROUTED_WRITES] + [(tq, "ms")]:
+        r = results[q["key"]]
+        key = "us" if unit == "us" else "ms"
+        fmt = fmt_us if unit == "us" else fmt_ms
+        nat = r.get("wnative") and r["wnative"][key]
+        cliv = r.get("cli")
+        if "wext" in r["unsupported"]:
+            extv, rcli, rnat = "not supported yet", "-", "-"
+        else:
+            e = r.get("wext") and r["wext"][key]
+            extv, rcli, rnat = fmt(e), fmt_ratio(ratio(e, cliv)), fmt_ratio(ratio(e, nat))
+        lrows.append([q["name"] + (" (latency)" if unit == "us" else ""), fmt(cliv),
+                      fmt(nat), extv, rcli, rnat])
+    log(table(["statement", "sqlite3 CLI", "native PG", "extension", "ext/CLI",
+               "ext/native"], lrows))
+    log("sqlite3 CLI: the same statements in autocommit on its copy of the fleet, "
+        "timed inside the sqlite3 process (.timer), %d single-row statements on random "
+        "keys (mean), the tenant UPDATE a warm-up and %d runs (median)"
+        % (CLI_STATEMENTS, RUNS))
+    log()
+    log("durability: native PG %s (this cluster runs with fsync=%s; the write benchmarks "
+        "turn it on); SQLite journal_mode=%s, synchronous=%s (FULL: the library's "
+        "default, which the extension keeps; the CLI sets FULL itself)"
+        % (pg_settings, cluster_fsync, sync[0] if sync else "?",
+           sync[1] if len(sync) > 1 else "?"))
+
+    # ------------------------------------------------------------ targets
+    nat = c.get("wnative")
+    cli = c.get("cli")
+    targets.check(ratio(nat and nat["s"], ext and ext["s"]), 1.0,
+                  "COPY rows/s >= native", at_least=True)
+    targets.check(ratio(cli and cli["s"], ext and ext["s"]), 0.5,
+                  "COPY rows/s >= 0.5x sqlite3 CLI", at_least=True)
+    for q in ROUTED_WRITES + [tq]:
+        r = results[q["key"]]
+        key = "ms" if q is tq else "us"
+        text = "%s <= %.1fx native" % (q["key"], q["limit"])
+        if "wext" in r["unsupported"]:
+            targets.missed.append(text + " (not supported yet)")
+        else:
+            targets.check(ratio(r.get("wext") and r["wext"][key],
+                                r.get("wnative") and r["wnative"][key]), q["limit"], text)
 
 
 # ---------------------------------------------------------------- report
@@ -480,34 +904,30 @@ def loadavg():
         return "?"
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--bench-dir", required=True)
-    ap.add_argument("--big", action="store_true")
-    args = ap.parse_args()
+class Targets:
+    """The targets met and missed, as one line at the end."""
 
-    errors, notes = [], []
-    load_start = loadavg()
+    def __init__(self):
+        self.met, self.missed = [], []
 
-    setup = Psql("public")
-    try:
-        nkeys = int(setup.value("SELECT count(*) FROM public.bench_keys"))
-        ntypical = int(setup.value("SELECT count(*) FROM public.bench_tenants"))
-        typical = setup.value("SELECT min(orders) || '-' || max(orders) "
-                              "FROM public.bench_tenants")
-        nrows = int(setup.value("SELECT count(*) FROM native.orders"))
-        shards = setup.rows("SELECT path FROM shard_list('fleet') ORDER BY shard_id")
-    finally:
-        setup.close()
-    defs = {"nkeys": nkeys, "ntenants": ntypical}
+    def check(self, r, limit, text, at_least=False):
+        """r, a ratio, against limit: at most limit, or at least it."""
+        if r is None:
+            self.missed.append(text + " (not measured)")
+        elif (r >= limit) if at_least else (r <= limit):
+            self.met.append(text)
+        else:
+            self.missed.append("%s (%s)" % (text, fmt_ratio(r)))
 
-    # EXPLAIN of the extension's queries, for the reader; and the SQLite
-    # query it sends for each fan-out, for the floor of its own shape.
-    explain_path = os.path.join(args.bench_dir, "explain.txt")
+
+def read_explain(explain, errors):
+    """EXPLAIN of the extension's queries, for the reader (appended to the
+    plans file); returns the SQLite query each fan-out sends, for the floor
+    of its own shape."""
     ext_shapes = {}
     ex = Psql("ext")
     try:
-        with open(explain_path, "w") as f:
+        with open(explain, "a") as f:
             for key, sql in ([(q["key"], q["sql"]) for q in FANOUT] +
                              [("export", "SELECT * FROM orders"),
                               ("point", "SELECT * FROM orders WHERE tenant_id = 'tenant_0007' "
@@ -529,12 +949,20 @@ def main():
                     ext_shapes[key] = shapes[0]
     finally:
         ex.close()
+    return ext_shapes
 
+
+def run_reads(args, fleet, explain, errors, notes, targets):
+    """The read workload of issue 3: routed queries through pgbench, the
+    fan-out reports and the export; the floor, the native table and the
+    extension side by side."""
+    shards, nrows, defs = fleet.shards, fleet.nrows, fleet.defs
+    ext_shapes = read_explain(explain, errors)
     log("%d shards, %d orders; pgbench keys: %d (tenant, order) pairs, %d typical tenants "
-        "(%s orders each)" % (len(shards), nrows, nkeys, ntypical, typical))
+        "(%s orders each)" % (len(shards), nrows, fleet.nkeys, fleet.ntypical, fleet.typical))
     log("each query: a warm-up, then %d runs, engines taking turns; pgbench runs of %d s; "
         "EXPLAIN VERBOSE of the extension's queries in %s" % (RUNS, PGBENCH_SECONDS,
-                                                              explain_path))
+                                                              explain))
     results = {}
 
     # Routed queries, through pgbench.
@@ -606,7 +1034,7 @@ def main():
     log()
     log("sqlite_shard_fdw benchmark: %d shards, %s orders, medians of %d runs "
         "(load average %s at the start, %s at the end)"
-        % (len(shards), "{:,}".format(nrows), RUNS, load_start, loadavg()))
+        % (len(shards), "{:,}".format(nrows), RUNS, fleet.load_start, loadavg()))
     log()
     log(table(["query", "sqlite3 floor", "native PG", "extension", "ext/floor",
                "ext/native"], rows))
@@ -651,16 +1079,7 @@ def main():
             % (fmt_us(small), fmt_us(bigv), fmt_ratio(ratio(bigv, small))))
 
     # ------------------------------------------------------------ targets
-    met, missed = [], []
-
-    def check(r, limit, text):
-        if r is None:
-            missed.append(text + " (not measured)")
-        elif r <= limit:
-            met.append(text)
-        else:
-            missed.append("%s (%s)" % (text, fmt_ratio(r)))
-
+    check = targets.check
     for q in FANOUT:
         r = results[q["key"]]
         fl = r["floor"] and r["floor"]["floor"]
@@ -676,14 +1095,57 @@ def main():
           1.3, "export <= 1.3x floor")
     growth = ex.get("ext") and ex["ext"]["growth"]
     if growth is None:
-        missed.append("export memory flat (not measured)")
+        targets.missed.append("export memory flat (not measured)")
     elif growth < FLAT_MB:
-        met.append("export memory flat")
+        targets.met.append("export memory flat")
     else:
-        missed.append("export memory flat (%+.0f MB)" % growth)
+        targets.missed.append("export memory flat (%+.0f MB)" % growth)
     if args.big:
         check(ratio(pt.get("big") and pt["big"]["us"], pt.get("ext") and pt["ext"]["us"]),
               1.1, "1M-tenant directory point lookup within 10%")
+
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--bench-dir", required=True)
+    ap.add_argument("--big", action="store_true")
+    ap.add_argument("--parts", default="read,write")
+    ap.add_argument("--copy-first-id", type=int, default=100000001)
+    args = ap.parse_args()
+    parts = set(args.parts.split(","))
+
+    errors, notes = [], []
+    targets = Targets()
+    fleet = types.SimpleNamespace(load_start=loadavg())
+
+    setup = Psql("public")
+    try:
+        fleet.nkeys = int(setup.value("SELECT count(*) FROM public.bench_keys"))
+        fleet.ntenants = int(setup.value("SELECT count(DISTINCT tenant_id) "
+                                         "FROM public.bench_keys"))
+        fleet.ntypical = int(setup.value("SELECT count(*) FROM public.bench_tenants"))
+        fleet.typical = setup.value("SELECT min(orders) || '-' || max(orders) "
+                                    "FROM public.bench_tenants")
+        fleet.nrows = int(setup.value("SELECT count(*) FROM native.orders"))
+        shard_rows = [r.split("|", 1) for r in
+                      setup.rows("SELECT shard_id, path FROM shard_list('fleet') "
+                                 "ORDER BY shard_id")]
+    finally:
+        setup.close()
+    fleet.shard_ids = [r[0] for r in shard_rows]
+    fleet.shards = [r[1] for r in shard_rows]
+    fleet.defs = {"nkeys": fleet.nkeys, "ntenants": fleet.ntypical}
+
+    explain = os.path.join(args.bench_dir, "explain.txt")
+    open(explain, "w").close()
+    if "read" in parts:
+        run_reads(args, fleet, explain, errors, notes, targets)
+    if "write" in parts:
+        try:
+            run_writes(args, fleet, explain, errors, notes, targets)
+        except BenchError as e:
+            errors.append("writes: %s" % e)
 
     if notes:
         log()
@@ -701,7 +1163,8 @@ def main():
         log("make bench took %.0f s up to here (build, fleet, load and runs)"
             % (time.time() - float(started)))
     log("targets: %d of %d met; missed: %s"
-        % (len(met), len(met) + len(missed), "; ".join(missed) if missed else "none"))
+        % (len(targets.met), len(targets.met) + len(targets.missed),
+           "; ".join(targets.missed) if targets.missed else "none"))
     return 1 if errors else 0
 
 
