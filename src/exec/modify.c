@@ -1,7 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * modify.c
- *		  INSERT and COPY into a foreign table: each row to its tenant's shard
+ *		  Writes to a foreign table: INSERT and COPY, each row to its tenant's
+ *		  shard; the planning of UPDATE and DELETE; row-by-row UPDATE and DELETE
  *
  * A row goes to the shard that answers for its tenant when the statement
  * starts (the directory is checked for changes once per statement, as for
@@ -10,32 +11,39 @@
  * (NULL), or of a tenant outside the user mapping's "tenants" is refused
  * before anything is written.
  *
- * Each shard gets one prepared INSERT for the statement, run once per row
- * inside the shard's write transaction, which connection.c begins at the
- * first write and commits or rolls back with the PostgreSQL transaction.
- * The statement lists the columns the INSERT sets and those PostgreSQL has
- * a default for; a column left out gets the shard's own default, and an
- * INTEGER PRIMARY KEY left out (or NULL) the rowid SQLite assigns, which
+ * Each shard gets one prepared statement for the statement, run once per
+ * row inside the shard's write transaction, which connection.c begins at
+ * the first write and commits or rolls back with the PostgreSQL
+ * transaction.  An INSERT lists the columns it sets and those PostgreSQL
+ * has a default for; a column left out gets the shard's own default, and
+ * an INTEGER PRIMARY KEY left out (or NULL) the rowid SQLite assigns, which
  * RETURNING reads back with SQLite's own RETURNING.  Values are stored in
- * the forms store.c chooses, so that they read back unchanged.
+ * the forms store.c chooses, fitted to each shard column's affinity, so
+ * that they read back unchanged.
+ *
+ * An UPDATE or DELETE runs inside the shards when it can, as one statement
+ * per shard (shardPlanDirectModify; scan.c runs it).  Otherwise it runs row
+ * by row: the scan reads each shard to its end before it hands a row over,
+ * with the row's rowid as its ctid, PostgreSQL evaluates what SQLite
+ * cannot, and each row is changed by its rowid and tenant.
  *
  *-------------------------------------------------------------------------
  */
 #include "sqlite_shard_fdw.h"
 
 #include "access/sysattr.h"
-#include "catalog/pg_type.h"
-#include "miscadmin.h"
 #include "access/table.h"
+#include "catalog/pg_type.h"
 #include "commands/explain.h"
 #include "executor/executor.h"
+#include "miscadmin.h"
+#include "nodes/makefuncs.h"
 #include "nodes/nodeFuncs.h"
 #include "optimizer/appendinfo.h"
-#include "optimizer/inherit.h"
-#include "optimizer/pathnode.h"
 #include "optimizer/clauses.h"
-#include "nodes/makefuncs.h"
+#include "optimizer/inherit.h"
 #include "optimizer/optimizer.h"
+#include "optimizer/pathnode.h"
 #include "parser/parsetree.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"

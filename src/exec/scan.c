@@ -1,7 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * scan.c
- *		  Executor side of a foreign table scan: routing and shard reads
+ *		  Executor side of a foreign table scan: routing, shard reads, and
+ *		  UPDATE and DELETE run inside the shards
  *
  * When a scan first runs, it asks the directory (checked for changes at
  * that moment) which shards to read: the owners of the tenants its tenant
@@ -18,6 +19,11 @@
  * leftovers on the source after it, are skipped).  They are conditions of
  * each shard's query, exact however the shard declares the tenant column
  * (tenant.c), so a row the statement may not see never leaves SQLite.
+ *
+ * A direct UPDATE or DELETE (planned by modify.c) is such a scan whose
+ * statement changes the rows instead of returning them: the same shards,
+ * conditions and tenant filters, one SQLite statement per shard inside its
+ * write transaction, RETURNING read back from SQLite's own.
  *
  *-------------------------------------------------------------------------
  */
