@@ -89,15 +89,25 @@ if [ "${1:-}" = "--inner" ]; then
 	parts=$4
 	fleet=$bench_dir/fleet
 
-	t0=$(now)
-	psql_q -v directory="$fleet/directory.db" <<'SQL'
-CREATE EXTENSION sqlite_shard_fdw;
-CREATE SERVER fleet FOREIGN DATA WRAPPER sqlite_shard_fdw
+	# foreign_orders SERVER SCHEMA DIRECTORY: a server over the directory
+	# file DIRECTORY, and SCHEMA.orders through it.
+	foreign_orders()
+	{
+		psql_q -v server="$1" -v schema="$2" -v directory="$3" <<'SQL'
+CREATE SERVER :"server" FOREIGN DATA WRAPPER sqlite_shard_fdw
   OPTIONS (directory :'directory');
-CREATE SCHEMA ext;
-CREATE FOREIGN TABLE ext.orders (tenant_id text, order_id bigint, status text,
-                                 amount_cents bigint, created_at timestamp)
-  SERVER fleet OPTIONS (table 'orders', tenant_column 'tenant_id');
+CREATE SCHEMA :"schema";
+CREATE FOREIGN TABLE :"schema".orders (tenant_id text, order_id bigint,
+                                       status text, amount_cents bigint,
+                                       created_at timestamp)
+  SERVER :"server" OPTIONS (table 'orders', tenant_column 'tenant_id');
+SQL
+	}
+
+	t0=$(now)
+	psql_q -c "CREATE EXTENSION sqlite_shard_fdw"
+	foreign_orders fleet ext "$fleet/directory.db"
+	psql_q <<'SQL'
 CREATE FOREIGN TABLE ext.customers (tenant_id text, customer_id bigint,
                                     name text, country text,
                                     created_at timestamp)
@@ -173,14 +183,7 @@ SQL
 
 	big_args=()
 	if [ "$big" = 1 ]; then
-		psql_q -v directory="$fleet/directory_big.db" <<'SQL'
-CREATE SERVER fleet_big FOREIGN DATA WRAPPER sqlite_shard_fdw
-  OPTIONS (directory :'directory');
-CREATE SCHEMA big;
-CREATE FOREIGN TABLE big.orders (tenant_id text, order_id bigint, status text,
-                                 amount_cents bigint, created_at timestamp)
-  SERVER fleet_big OPTIONS (table 'orders', tenant_column 'tenant_id');
-SQL
+		foreign_orders fleet_big big "$fleet/directory_big.db"
 		big_args=(--big)
 	fi
 
@@ -202,16 +205,8 @@ SQL
 		done
 		PGDATABASE=ssfdw_wtemplate psql_q -c "$NATIVE_ORDERS_INDEXES" \
 			-c "VACUUM ANALYZE"
-		psql_q -v directory="$bench_dir/wfleet/directory.db" \
-			-v first="$INSERT_FIRST_ID" <<'SQL'
-CREATE SEQUENCE public.bench_insert_ids START :first;
-CREATE SERVER wfleet FOREIGN DATA WRAPPER sqlite_shard_fdw
-  OPTIONS (directory :'directory');
-CREATE SCHEMA wext;
-CREATE FOREIGN TABLE wext.orders (tenant_id text, order_id bigint, status text,
-                                  amount_cents bigint, created_at timestamp)
-  SERVER wfleet OPTIONS (table 'orders', tenant_column 'tenant_id');
-SQL
+		psql_q -c "CREATE SEQUENCE public.bench_insert_ids START $INSERT_FIRST_ID"
+		foreign_orders wfleet wext "$bench_dir/wfleet/directory.db"
 		echo "write template (database ssfdw_wtemplate) in $(since "$t0") s"
 	fi
 
