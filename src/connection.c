@@ -28,8 +28,8 @@
  * for the workers, and the error it raises stops the fan-out (the scan's
  * cleanup destroys it, or the transaction's abort stops it first).
  *
- * Handles are opened for writing but kept query_only until a write needs
- * them.  A shard's write transaction begins at the PostgreSQL
+ * Handles are opened for writing but kept query_only until a write first
+ * needs them.  A shard's write transaction begins at the PostgreSQL
  * transaction's first write to it (BEGIN IMMEDIATE, which takes the write
  * lock up front, or the upgrade of a read transaction the statement or a
  * REPEATABLE READ snapshot still holds) and lasts until the PostgreSQL
@@ -75,6 +75,7 @@ struct ShardConn
 	List	   *stmts;			/* CachedStmt: idle prepared statements */
 	sqlite3_stmt *begin_stmt;	/* BEGIN and ROLLBACK, prepared once */
 	sqlite3_stmt *rollback_stmt;
+	bool		writable;		/* query_only is off: a write needed it */
 	bool		write_xact;		/* the transaction wrote to the shard */
 	bool		write_lost;		/* ... and SQLite rolled that back after an
 								 * error (an interrupt, a full disk) */
@@ -113,6 +114,7 @@ static ShardConn *shard_conn_get_internal(ShardServerOptions *opts,
 										  ShardInfo *shard, bool missing_ok,
 										  bool immediate);
 static void conn_exec(ShardConn *conn, const char *sql, const char *what);
+static void allow_writes(ShardConn *conn);
 
 /*
  * stale_read_xact
@@ -658,6 +660,7 @@ shard_conn_get_internal(ShardServerOptions *opts, ShardInfo *shard,
 		conn->open_stmts = 0;
 		conn->in_xact = false;
 		conn->xact_scoped = false;
+		conn->writable = false;
 		conn->write_xact = false;
 		conn->savepoints = 1;
 		conn->utf8 = -1;
@@ -690,10 +693,9 @@ shard_conn_get_internal(ShardServerOptions *opts, ShardInfo *shard,
 		end_read_xact(conn);
 	if (!conn->in_xact && immediate)
 	{
-		/* query_only goes back on when the transaction ends, however */
 		conn->write_xact = true;
 		conn->savepoints = 1;
-		conn_exec(conn, "PRAGMA query_only = 0", "allow writes");
+		allow_writes(conn);
 		conn_exec(conn, "BEGIN IMMEDIATE", "lock the shard for writing");
 		conn->in_xact = true;
 		conn->xact_scoped = true;
@@ -739,6 +741,21 @@ conn_exec(ShardConn *conn, const char *sql, const char *what)
 	if (rc != SQLITE_OK)
 		shard_report_write_error(sqlite3_extended_errcode(conn->db),
 								 conn->shard_id, NULL, NULL, errbuf, what);
+}
+
+/*
+ * allow_writes
+ *		Turn query_only off on a handle's first write.  It stays off: turning
+ *		it on again after each write transaction would make SQLite prepare
+ *		every cached statement of the handle again.
+ */
+static void
+allow_writes(ShardConn *conn)
+{
+	if (conn->writable)
+		return;
+	conn_exec(conn, "PRAGMA query_only = 0", "allow writes");
+	conn->writable = true;
 }
 
 /*
@@ -845,7 +862,7 @@ shard_conn_get_for_write(ShardServerOptions *opts, ShardInfo *shard)
 		report_write_lost(conn);
 	if (!conn->write_xact)
 	{
-		conn_exec(conn, "PRAGMA query_only = 0", "allow writes");
+		allow_writes(conn);
 		conn->write_xact = true;
 		conn->xact_scoped = true;
 		conn->savepoints = 1;
@@ -1217,9 +1234,6 @@ end_read_xact(ShardConn *conn)
 	}
 	conn->in_xact = false;
 	conn->xact_scoped = false;
-	if (conn->write_xact && conn->db != NULL)
-		(void) sqlite3_exec(conn->db, "PRAGMA query_only = 1", NULL, NULL,
-							NULL);
 	conn->write_xact = false;
 	conn->write_lost = false;
 	conn->savepoints = 1;
