@@ -90,6 +90,7 @@ typedef struct ShardModifyState
 	AttrNumber	ctid_junk;		/* row identity in the plan's rows: rowid */
 	AttrNumber	tenant_junk;	/* and tenant (UPDATE and DELETE) */
 	Oid			tenant_type;
+	FmgrInfo	tenant_out;		/* its output function */
 	List	   *allowed;		/* the user mapping's tenants, or NIL */
 	List	   *targets;		/* ModifyTarget per shard written */
 	int			batch_size;
@@ -726,6 +727,13 @@ begin_modify(EState *estate, ResultRelInfo *rinfo, CmdType operation,
 	}
 
 	ms->tenant_type = TupleDescAttr(tupdesc, ms->topts->tenant_attnum - 1)->atttypid;
+	{
+		Oid			typoutput;
+		bool		typvarlena;
+
+		getTypeOutputInfo(ms->tenant_type, &typoutput, &typvarlena);
+		fmgr_info(typoutput, &ms->tenant_out);
+	}
 	ms->allowed = shard_tenant_ids_text(shard_user_tenants(ms->opts->serverid,
 														   modify_user_compat(rinfo, estate)));
 	ms->dir = shard_directory_get(ms->opts);
@@ -838,7 +846,8 @@ route_row(ShardModifyState *ms, TupleTableSlot *slot, AttrNumber tenant_att)
 						RelationGetRelationName(ms->rel)),
 				 errdetail("Every row of a sharded table belongs to a tenant.")));
 
-	tenant = shard_tenant_id(ms->tenant_type, value);
+	/* the output function looked up once: this runs for every row */
+	tenant = shard_tenant_id_text(OutputFunctionCall(&ms->tenant_out, value));
 	ms->tenant = tenant;
 	if (ms->allowed != NIL && !tenant_allowed(ms->allowed, tenant))
 		ereport(ERROR,

@@ -57,16 +57,13 @@ shard_store_init(ShardStoreConv *conv, Oid typid)
 
 /*
  * store_text
- *		A C string in the server encoding as a TEXT value in UTF-8.
+ *		A palloc'd C string in the server encoding as a TEXT value in UTF-8;
+ *		the value may point into the string.
  */
 static void
 store_text(const char *str, ShardValue *out)
 {
 	char	   *utf8 = pg_server_to_any(str, strlen(str), PG_UTF8);
-
-	/* the value must outlive a caller's buffer */
-	if (utf8 == str)
-		utf8 = pstrdup(str);
 
 	out->type = SQLITE_TEXT;
 	out->u.p = utf8;
@@ -111,7 +108,7 @@ store_time(ShardStoreConv *conv, Timestamp ts, bool is_date, ShardValue *out)
 				buf[--n] = '\0';
 		}
 	}
-	store_text(buf, out);
+	store_text(pstrdup(buf), out);
 }
 
 /*
@@ -155,9 +152,9 @@ shard_store_value(ShardStoreConv *conv, Datum value, bool isnull,
 					(double) DatumGetFloat4(value) : DatumGetFloat8(value);
 
 				if (isnan(d))
-					store_text("NaN", out);
+					store_text(pstrdup("NaN"), out);
 				else if (d == 0 && signbit(d))
-					store_text("-0", out);	/* SQLite drops the sign */
+					store_text(pstrdup("-0"), out);	/* SQLite drops the sign */
 				else
 				{
 					out->type = SQLITE_FLOAT;
@@ -324,7 +321,7 @@ shard_store_fit(ShardStoreConv *conv, Datum value, char affinity,
 				char		buf[DOUBLE_SHORTEST_DECIMAL_LEN + 1];
 
 				double_to_shortest_decimal_buf(v->u.d, buf);
-				store_text(buf, v);
+				store_text(pstrdup(buf), v);
 			}
 			return;
 		case 'I':
