@@ -446,6 +446,12 @@ SELECT code FROM money WHERE id = 4;
 CREATE FOREIGN TABLE tcodes (tenant_id text, id bigint) SERVER writes_srv;
 INSERT INTO tcodes VALUES ('007', 1);
 SELECT count(*) FROM money WHERE id = 3;
+-- the same for the new values of an UPDATE that runs inside the shards
+SELECT regress_sqlstate($$UPDATE money SET code = '007' WHERE tenant_id = 'acme' AND id = 1$$);
+SELECT regress_sqlstate($$UPDATE money SET price = 12345678901234567.8901234567 WHERE tenant_id = 'acme' AND id = 1$$);
+UPDATE money SET price = 2.5, code = '-5' WHERE tenant_id = 'acme' AND id = 1;
+SELECT price, code FROM money WHERE id = 1;
+\! bash test/fixtures/writes_peek.sh s1 "SELECT typeof(price), price, typeof(code) FROM money WHERE id = 1"
 -- Values a shard cannot store.
 INSERT INTO typed (tenant_id, id, d) VALUES ('acme', 9, 'infinity');
 INSERT INTO typed (tenant_id, id, ts) VALUES ('acme', 9, '0001-01-01 00:00:00 BC');

@@ -246,6 +246,9 @@ enum FdwScanPrivateIndex
 								 * FROM t" of a direct modification, or "" */
 	FdwScanPrivateModifyReturning,	/* IntList: the attnums its RETURNING
 									 * reads, or NIL */
+	FdwScanPrivateModifySetAttnums,	/* IntList: the column each new value
+										 * of a direct UPDATE is for (the
+										 * last values to bind) */
 	FdwScanPrivateMaterialize,	/* Integer: read each shard to the end
 								 * before returning its rows (below a
 								 * row-by-row UPDATE or DELETE) */
@@ -348,6 +351,7 @@ typedef struct ShardScanPrivate
 	int			nlimit_exprs;
 	char	   *modify_sql;
 	List	   *modify_returning;
+	List	   *modify_set_attnums;
 	bool		materialize;
 } ShardScanPrivate;
 

@@ -486,6 +486,8 @@ shardPlanDirectModify(PlannerInfo *root, ModifyTable *plan,
 			shard_quote_identifier(&sql,
 								   shard_column_name(rte->relid, attnum));
 			exprs = lappend(exprs, tle->expr);
+			priv.modify_set_attnums = lappend_int(priv.modify_set_attnums,
+												  attnum);
 			priv.param_kinds = lappend_int(list_copy(priv.param_kinds),
 										   SHARD_PARAM_STORE);
 			appendStringInfo(&sql, " = ?%d", ++nparams);

@@ -130,6 +130,9 @@ typedef struct ShardScanState
 	bool		prune_needs_run;	/* depends on values known only at run time */
 	List	   *allowed;		/* user mapping tenants (UTF-8 ids), or NIL */
 	char	   *modify_sql;		/* a direct UPDATE or DELETE, or NULL */
+	List	   *modify_set_attnums;	/* columns of its new values, which are
+									 * the last values bound */
+	ShardStoreConv *modify_set_convs;
 	bool		materialize;	/* each shard read whole before its rows */
 	List	   *mat_batches;	/* ShardBatch: the rest of its rows */
 	ShardTarget *mat_target;	/* whose they are */
@@ -527,6 +530,13 @@ shardBeginForeignScan(ForeignScanState *node, int eflags)
 	{
 		s->modify_sql = priv.modify_sql;
 		s->modify_returning = priv.modify_returning;
+		s->modify_set_attnums = priv.modify_set_attnums;
+		s->modify_set_convs = palloc0(sizeof(ShardStoreConv) *
+									  (list_length(s->modify_set_attnums) + 1));
+		i = 0;
+		foreach(lc, s->modify_set_attnums)
+			shard_store_init(&s->modify_set_convs[i++],
+							 TupleDescAttr(tupdesc, lfirst_int(lc) - 1)->atttypid);
 		s->with_rowid = false;
 		s->modify_what = psprintf("%s table \"%s\"",
 								  strncmp(s->modify_sql, "UPDATE", 6) == 0 ?
@@ -2088,6 +2098,32 @@ start_modify(ForeignScanState *node, ShardTarget *t)
 						t->info.shard_id),
 				 errdetail("The shard declares a compared column with another type than the statement's conditions assume, so SQLite would not pick the rows PostgreSQL would."),
 				 errhint("Declare the column alike in every shard.")));
+
+	/* new values fitted to how this shard declares their columns */
+	{
+		int			first = s->nparams - list_length(s->modify_set_attnums);
+		ListCell   *lc;
+
+		foreach(lc, s->modify_set_attnums)
+		{
+			int			k = foreach_current_index(lc);
+			ShardValue *v = &t->binds[first + k];
+			char	   *col = shard_column_name(RelationGetRelid(s->rel),
+												lfirst_int(lc));
+			Datum		value = (Datum) 0;
+
+			if (v->type == SQLITE_TEXT &&
+				s->modify_set_convs[k].basetype == NUMERICOID)
+				value = DirectFunctionCall3(numeric_in,
+											CStringGetDatum(v->u.p),
+											ObjectIdGetDatum(InvalidOid),
+											Int32GetDatum(-1));
+			shard_store_fit(&s->modify_set_convs[k], value,
+							shard_conn_column_affinity(t->conn,
+													   s->topts->table, col),
+							v, col, s->topts->table, t->info.shard_id);
+		}
+	}
 
 	rc = shard_conn_prepare(t->conn, t->sql, &t->stmt, errbuf);
 	if (rc != SQLITE_OK)

@@ -67,6 +67,7 @@ shard_scan_private_list(const ShardScanPrivate *p)
 	l = lappend(l, makeInteger(p->nlimit_exprs));
 	l = lappend(l, makeString(pstrdup(p->modify_sql)));
 	l = lappend(l, p->modify_returning);
+	l = lappend(l, p->modify_set_attnums);
 	l = lappend(l, makeInteger(p->materialize));
 	Assert(list_length(l) == FdwScanPrivateCount);
 	return l;
@@ -107,6 +108,7 @@ shard_scan_private_read(List *l, ShardScanPrivate *p)
 	p->nlimit_exprs = intVal(list_nth(l, FdwScanPrivateLimitExprs));
 	p->modify_sql = strVal(list_nth(l, FdwScanPrivateModifySql));
 	p->modify_returning = list_nth(l, FdwScanPrivateModifyReturning);
+	p->modify_set_attnums = list_nth(l, FdwScanPrivateModifySetAttnums);
 	p->materialize = intVal(list_nth(l, FdwScanPrivateMaterialize));
 	if (p->order != NIL && list_length(p->order) != FdwScanOrderCount)
 		elog(ERROR, "foreign scan has %d order items, expected %d",
