@@ -253,6 +253,65 @@ SELECT count(*) FROM orders WHERE tenant_id IN ('t1a', 't3b', 't3c');
 -- the native table's rows per shard (tenant tKx lives on shard fK)
 SELECT 'f' || substr(tenant_id, 2, 1) AS shard, count(*) FROM orders_native
   WHERE amount > 49000 GROUP BY 1 ORDER BY 1;
+
+-- A scan that a LIMIT stops early: the rows the backend took from each
+-- shard, the shards cut short "(stopped)", those never begun named.
+SET sqlite_shard_fdw.fanout_parallelism = 1;
+EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF)
+SELECT * FROM orders LIMIT 100;
+EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF)
+SELECT * FROM orders LIMIT 20100;
+-- In parallel which shards run depends on the threads, so check what must
+-- hold: every shard named once, the rows taken add up to the node's rows,
+-- and, where the scan's rows came from each shard's first batch (a small
+-- LIMIT; any query read one shard at a time), no shard's time exceeds the
+-- node's (the rows a worker read ahead and never handed over cost the
+-- query nothing it waited for).  Over many batches in parallel, threads
+-- also read while the plan above the scan works, which the node's time
+-- does not count.
+CREATE FUNCTION regress_limit_explain(q text) RETURNS TABLE (check_name text, ok boolean)
+LANGUAGE plpgsql AS $$
+DECLARE
+  plan json;
+  node json;
+  named text[] := '{}';
+  rows_sum bigint := 0;
+  slowest numeric;
+  item text;
+BEGIN
+  EXECUTE 'EXPLAIN (ANALYZE, FORMAT JSON) ' || q INTO plan;
+  node := plan -> 0 -> 'Plan';
+  WHILE node ->> 'Node Type' <> 'Foreign Scan' LOOP
+    node := node -> 'Plans' -> 0;
+  END LOOP;
+  FOREACH item IN ARRAY string_to_array(node ->> 'Shard Rows', ', ') LOOP
+    named := named || split_part(item, '=', 1);
+    rows_sum := rows_sum + split_part(split_part(item, '=', 2), ' ', 1)::bigint;
+  END LOOP;
+  IF node ->> 'Shards Not Started' IS NOT NULL THEN
+    named := named || string_to_array(node ->> 'Shards Not Started', ', ');
+  END IF;
+  slowest := substring(node ->> 'Slowest Shard' FROM '\(([0-9.]+) ms\)')::numeric;
+  check_name := 'every shard named once';
+  ok := (SELECT array_agg(x ORDER BY x) FROM unnest(named) x) = '{f1,f2,f3,f4,f5,f6}';
+  RETURN NEXT;
+  check_name := 'shard rows add up to the node''s';
+  ok := rows_sum = (node ->> 'Actual Rows')::bigint;
+  RETURN NEXT;
+  IF current_setting('sqlite_shard_fdw.fanout_parallelism') = '1' OR
+     (node ->> 'Actual Rows')::bigint <= 512 THEN
+    check_name := 'slowest shard within the node''s time';
+    ok := slowest IS NOT NULL AND slowest <= (node ->> 'Actual Total Time')::numeric;
+    RETURN NEXT;
+  END IF;
+END $$;
+SELECT * FROM regress_limit_explain('SELECT * FROM orders LIMIT 30000');
+SET sqlite_shard_fdw.fanout_parallelism = 2;
+SELECT * FROM regress_limit_explain('SELECT * FROM orders LIMIT 100');
+SELECT * FROM regress_limit_explain('SELECT * FROM orders LIMIT 30000');
+SELECT * FROM regress_limit_explain('SELECT * FROM orders WHERE amount > 49000 LIMIT 10');
+SELECT * FROM regress_limit_explain('SELECT * FROM orders');
+DROP FUNCTION regress_limit_explain(text);
 RESET sqlite_shard_fdw.fanout_parallelism;
 
 -- ===================================================================

@@ -99,9 +99,12 @@ typedef struct ShardTarget
 	instr_time	started;
 
 	/* For EXPLAIN ANALYZE. */
-	bool		read;
-	int64		rows;
-	double		elapsed_ms;
+	bool		read;			/* opened by this run of the scan */
+	int64		rows;			/* rows the backend took from it */
+	double		elapsed_ms;		/* a direct modification's time; a read's:
+								 * what filling the batches the backend
+								 * took cost (ShardBatch.fill_ms) */
+	int			reader_began;	/* a reader began its statement */
 } ShardTarget;
 
 typedef struct ShardScanState
@@ -1444,7 +1447,10 @@ start_shard(ForeignScanState *node, ShardTarget *t)
 								  errbuf);
 
 	memset(&t->job, 0, sizeof(t->job));
+	t->reader_began = 0;
+	t->elapsed_ms = 0;
 	t->job.stmt = t->stmt;
+	t->job.started = &t->reader_began;
 	if (s->prep)
 	{
 		t->job.prep = t->with_rowid ? s->prep : s->prep + 1;
@@ -1470,16 +1476,20 @@ start_shard(ForeignScanState *node, ShardTarget *t)
 /*
  * finish_shard
  *		A shard returned all its rows: close its statement, give its handle
- *		back and note its time.
+ *		back and, for a direct modification (run in the backend, without a
+ *		reader), note its time.  A read's time is that of its batches.
  */
 static void
 finish_shard(ShardTarget *t)
 {
 	instr_time	now;
 
-	INSTR_TIME_SET_CURRENT(now);
-	INSTR_TIME_SUBTRACT(now, t->started);
-	t->elapsed_ms = INSTR_TIME_GET_MILLISEC(now);
+	if (t->job.stmt == NULL)
+	{
+		INSTR_TIME_SET_CURRENT(now);
+		INSTR_TIME_SUBTRACT(now, t->started);
+		t->elapsed_ms = INSTR_TIME_GET_MILLISEC(now);
+	}
 	shard_reader_free(t->reader);
 	t->reader = NULL;
 	if (t->stmt)
@@ -1513,6 +1523,7 @@ next_batch_materialized(ForeignScanState *node)
 			s->batch = linitial(s->mat_batches);
 			s->mat_batches = list_delete_first(s->mat_batches);
 			s->cur = s->mat_target;
+			s->cur->elapsed_ms += s->batch->fill_ms;
 			s->batch_row = 0;
 			return true;
 		}
@@ -1544,7 +1555,6 @@ next_batch_materialized(ForeignScanState *node)
 			rc = shard_reader_next(t->reader, b, errbuf);
 			if (rc != SQLITE_ROW && rc != SQLITE_DONE)
 				report_read_error(s, t, rc, errbuf);
-			t->rows += b->nrows;
 		} while (rc == SQLITE_ROW);
 		t->done = true;
 		finish_shard(t);
@@ -1607,7 +1617,7 @@ next_batch_serial(ForeignScanState *node)
 		if (rc != SQLITE_ROW && rc != SQLITE_DONE)
 			report_read_error(s, t, rc, errbuf);
 		t->done = (rc == SQLITE_DONE);
-		t->rows += s->own_batch->nrows;
+		t->elapsed_ms += s->own_batch->fill_ms;
 		s->batch = s->own_batch;
 		s->batch_row = 0;
 		return true;
@@ -1673,13 +1683,16 @@ next_batch_parallel(ForeignScanState *node)
 				break;
 			case FANOUT_BATCH:
 				t = list_nth(s->targets, ev.task);
-				t->rows += ev.batch->nrows;
+				t->elapsed_ms += ev.batch->fill_ms;
 				s->cur = t;
 				s->batch = ev.batch;
 				s->batch_row = 0;
 				return true;
 			case FANOUT_DONE:
-				finish_shard(list_nth(s->targets, ev.task));
+				t = list_nth(s->targets, ev.task);
+				t->done = true;
+				t->elapsed_ms += ev.tail_ms;
+				finish_shard(t);
 				s->inflight--;
 				break;
 			case FANOUT_FAILED:
@@ -1739,6 +1752,7 @@ shardIterateForeignScan(ForeignScanState *node)
 		{
 			shard_merge_add_batch(s->merge, s->batch, s->cur->info.shard_id,
 								  s->shard_bound >= 0 && !s->cur->unbounded);
+			s->cur->rows += s->batch->nrows;
 			if (s->fanout && s->batch != s->own_batch)
 				fanout_release_batch(s->fanout, s->batch);
 			s->batch = NULL;
@@ -1770,6 +1784,7 @@ shardIterateForeignScan(ForeignScanState *node)
 			int			i = 0;
 
 			s->batch_row++;
+			s->cur->rows++;
 
 			/*
 			 * The previous row is dead now; resetting for every row costs
@@ -1920,38 +1935,62 @@ shard_names(ShardScanState *s)
 
 /*
  * explain_shard_times
- *		EXPLAIN ANALYZE: rows each shard returned and the slowest shard,
- *		which sets a fan-out's latency.
+ *		EXPLAIN ANALYZE: the rows the backend took from each shard, the
+ *		shards never started, and the slowest shard, which sets a fan-out's
+ *		latency.
+ *
+ * A scan that stopped early (a LIMIT above it) lists every shard it
+ * opened: those cut short are marked "stopped", and those whose statement
+ * never began (opened, or not even that, when the scan ended) are named
+ * under "Shards Not Started".  A shard's time is what producing the rows
+ * the backend took cost it (the time its reader spent filling those
+ * batches, SQLite's work and lock waits included): not its wall time,
+ * which counts the waits for the backend to take its rows, time the node
+ * itself does not count while the plan above it works, and not the rows a
+ * worker read ahead that were never used.  The fan-out is stopped first,
+ * so that no worker is left running.
  */
 static void
 explain_shard_times(ShardScanState *s, ExplainState *es)
 {
 	StringInfoData rows;
+	StringInfoData idle;
 	ShardTarget *slowest = NULL;
+	double		slowest_ms = 0;
 	ListCell   *lc;
-	int			n = 0;
 
+	if (s->fanout)
+		stop_reading(s, true);
 	initStringInfo(&rows);
+	initStringInfo(&idle);
 	foreach(lc, s->targets)
 	{
 		ShardTarget *t = lfirst(lc);
+		double		ms = t->elapsed_ms;
 
-		if (!t->read)
+		if (!t->read || (s->modify_sql == NULL && !t->reader_began))
+		{
+			appendStringInfo(&idle, "%s%s", idle.len > 0 ? ", " : "",
+							 t->info.shard_id);
 			continue;
-		if (n > 0)
-			appendStringInfoString(&rows, ", ");
-		appendStringInfo(&rows, "%s=" INT64_FORMAT, t->info.shard_id, t->rows);
-		if (slowest == NULL || t->elapsed_ms > slowest->elapsed_ms)
+		}
+		appendStringInfo(&rows, "%s%s=" INT64_FORMAT "%s",
+						 rows.len > 0 ? ", " : "", t->info.shard_id, t->rows,
+						 t->done || s->modify_sql != NULL ? "" : " (stopped)");
+		if (slowest == NULL || ms > slowest_ms)
+		{
 			slowest = t;
-		n++;
+			slowest_ms = ms;
+		}
 	}
-	if (n == 0)
-		return;
-	ExplainPropertyText("Shard Rows", rows.data, es);
-	if (es->timing)
+	if (rows.len > 0)
+		ExplainPropertyText("Shard Rows", rows.data, es);
+	if (idle.len > 0)
+		ExplainPropertyText("Shards Not Started", idle.data, es);
+	if (es->timing && slowest != NULL)
 	{
 		char	   *text = psprintf("%s (%.3f ms)", slowest->info.shard_id,
-									slowest->elapsed_ms);
+									slowest_ms);
 
 		ExplainPropertyText("Slowest Shard", text, es);
 	}

@@ -134,8 +134,6 @@ static void
 run_task(Fanout *f, FanoutTask *task)
 {
 	FanoutEvent ev;
-	double		start = now_ms();
-	long long	rows = 0;
 	ShardReader *reader;
 
 	memset(&ev, 0, sizeof(ev));
@@ -172,7 +170,8 @@ run_task(Fanout *f, FanoutTask *task)
 			ev.rc = rc;
 			break;
 		}
-		rows += batch->nrows;
+		if (batch->nrows == 0)
+			ev.tail_ms = batch->fill_ms;
 		if (batch->nrows > 0)
 		{
 			FanoutEvent bev;
@@ -188,8 +187,6 @@ run_task(Fanout *f, FanoutTask *task)
 		if (rc == SQLITE_DONE)
 		{
 			ev.kind = FANOUT_DONE;
-			ev.rows = rows;
-			ev.elapsed_ms = now_ms() - start;
 			break;
 		}
 	}
@@ -218,6 +215,8 @@ struct ShardReader
 	sqlite3_stmt *fallback;		/* the GROUP BY query after SQLITE_FULL */
 };
 
+static int	reader_fill(ShardReader *r, ShardBatch *batch, char *errbuf);
+
 /*
  * shard_reader_start
  *		Begin reading a job; NULL when memory runs out.
@@ -230,6 +229,8 @@ shard_reader_start(const FanoutJob *job)
 	if (r == NULL)
 		return NULL;
 	r->job = job;
+	if (job->started)
+		*job->started = 1;
 	if (job->agg)
 	{
 		r->agg = threadagg_create(job->agg, job->agg_bound);
@@ -249,9 +250,25 @@ shard_reader_start(const FanoutJob *job)
  *		whole shard), or, when the shard has more groups than thread
  *		aggregation keeps, the rows of the GROUP BY query run by SQLite.
  *		Returns SQLITE_ROW when more may follow, SQLITE_DONE, or an error.
+ *		The batch keeps the time it took to fill: what its rows cost the
+ *		shard, without the waits for a free batch between calls.
  */
 int
 shard_reader_next(ShardReader *r, ShardBatch *batch, char *errbuf)
+{
+	double		start = now_ms();
+	int			rc = reader_fill(r, batch, errbuf);
+
+	batch->fill_ms = now_ms() - start;
+	return rc;
+}
+
+/*
+ * reader_fill
+ *		The work of shard_reader_next, which times it.
+ */
+static int
+reader_fill(ShardReader *r, ShardBatch *batch, char *errbuf)
 {
 	int			rc;
 

@@ -39,6 +39,10 @@ typedef struct FanoutJob
 	const unsigned char *prep;	/* SHARDIO_PREP_ per column of stmt's rows,
 								 * or NULL */
 	int			nprep;
+	int		   *started;		/* set to 1 when a reader begins it, or
+								 * NULL; for EXPLAIN ANALYZE, read by the
+								 * backend once the job ended or its
+								 * fan-out is destroyed */
 } FanoutJob;
 
 /* A job being read into batches, by a worker or by the backend itself. */
@@ -67,8 +71,9 @@ typedef struct FanoutEvent
 								 * fanout_release_batch */
 	int			rc;				/* FANOUT_FAILED: SQLite result code */
 	char		errmsg[SHARDIO_ERRLEN];
-	long long	rows;			/* FANOUT_DONE: rows the statement returned */
-	double		elapsed_ms;		/* FANOUT_DONE: time from start to end */
+	double		tail_ms;		/* FANOUT_DONE: time of the reader's last
+								 * call, when it returned no rows (the time
+								 * of the others is in their batches) */
 } FanoutEvent;
 
 extern Fanout *fanout_create(int nthreads, int ncols, int batch_rows,

@@ -83,6 +83,8 @@ typedef struct ShardBatch
 	size_t		arena_size;
 	const unsigned char *prep;	/* SHARDIO_PREP_ per column, or NULL */
 	int			nprep;
+	double		fill_ms;		/* time its reader took to fill it
+								 * (fanout.c), for EXPLAIN ANALYZE */
 } ShardBatch;
 
 /* Flags for shardio_open. */
