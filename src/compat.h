@@ -114,4 +114,17 @@
 #define RemoveStatisticsData_compat(statsoid) ((void) (statsoid))
 #endif
 
+/*
+ * A wait event of the extension's own: from 17 on a named one, which the
+ * server registers on first use and cache then remembers; before that
+ * PostgreSQL's single "Extension" event.
+ */
+#if PG_VERSION_NUM >= 170000
+#define wait_event_extension_compat(cache, name) \
+	((cache) != 0 ? (cache) : ((cache) = WaitEventExtensionNew(name)))
+#else
+#define wait_event_extension_compat(cache, name) \
+	((void) (cache), (uint32) PG_WAIT_EXTENSION)
+#endif
+
 #endif							/* SQLITE_SHARD_FDW_COMPAT_H */

@@ -117,6 +117,8 @@ _PG_init(void)
 
 	/* SQLite's lock waits on the backend end when an interrupt is pending. */
 	shardio_set_interrupt_check(shard_interrupts_pending);
+	/* ... and show in pg_stat_activity (waits.c). */
+	shardio_set_wait_report(shard_report_lock_wait);
 
 	/*
 	 * Fan-out threads allocate heavily inside SQLite; its allocation

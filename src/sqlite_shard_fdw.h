@@ -464,10 +464,18 @@ extern ShardValue shard_tenant_condition(StringInfo buf, const char *column,
 extern List *shardImportForeignSchema(ImportForeignSchemaStmt *stmt,
 									  Oid serverOid);
 
+/* in waits.c */
+
+extern uint32 shard_wait_event_fanout(void);
+extern uint32 shard_wait_event_lock(void);
+extern void shard_report_lock_wait(int waiting);
+extern void shard_waits_init(void);
+
 /* in analyze.c */
 
 extern bool shardAnalyzeForeignTable(Relation relation,
 									 AcquireSampleRowsFunc *func,
 									 BlockNumber *totalpages);
+extern double shard_file_bytes(const char *path);
 
 #endif							/* SQLITE_SHARD_FDW_H */

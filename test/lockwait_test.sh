@@ -5,7 +5,10 @@
 #	timeout, on pg_cancel_backend and on pg_terminate_backend, whether the
 #	backend waits (a routed query, the directory) or the fan-out's worker
 #	threads do; and a wait that reaches the server's busy_timeout_ms ends
-#	with SQLSTATE 55P03 naming the shard or the directory.
+#	with SQLSTATE 55P03 naming the shard or the directory.  Meanwhile
+#	another session sees the wait in pg_stat_activity (wait_event_type
+#	"Extension"), and the progress of an ANALYZE that waits for a shard in
+#	pg_stat_progress_analyze.
 #
 #	The lock is taken by a separate process (python3's sqlite3 module,
 #	BEGIN EXCLUSIVE on a rollback-journal file, which keeps readers out)
@@ -386,6 +389,76 @@ SELECT count(*) FROM big WHERE $SLOW;
 ROLLBACK;"
 expect "backend scan after a failed fan-out in a subtransaction, statement_timeout" \
 	"57014: canceling statement due to statement timeout" 3.5 0.9
+
+#
+# What another session sees while a backend waits: pg_stat_activity's wait
+# event ("Extension" before PostgreSQL 17, then SqliteShardLock or
+# SqliteShardFanout), and pg_stat_progress_analyze while ANALYZE waits for
+# a locked shard after reading the others.
+#
+LOCK_EVENT="wait_event_type = 'Extension' AND wait_event IN ('Extension', 'SqliteShardLock')"
+FANOUT_EVENT="wait_event_type = 'Extension' AND wait_event IN ('Extension', 'SqliteShardFanout')"
+
+# seen_while_waiting WHAT SQL CONDITION: run SQL in a session of its own;
+# expect pg_stat_activity (as a), joined with pg_stat_progress_analyze (as
+# p) when the session runs ANALYZE, to show a row meeting CONDITION for
+# its statement marked /* wait */ within 10 seconds; then cancel it.
+seen_while_waiting()
+{
+	local what=$1 sql=$2 cond=$3
+	local app="lockwait_$RANDOM" bg seen=""
+
+	printf 'SET application_name = %s;\n%s\n' "$app" "$sql" |
+		timeout 30 psql -X -q -A -t >"$tmp/bg.out" 2>&1 &
+	bg=$!
+	bgpids+=("$bg")
+	for _ in $(seq 1 100); do
+		seen=$(psql -X -q -A -t -c "SELECT a.wait_event_type || '/' ||
+				a.wait_event || coalesce(', ' || p.phase || ' ' ||
+				p.sample_blks_scanned || ' of ' || p.sample_blks_total, '')
+			FROM pg_stat_activity a LEFT JOIN pg_stat_progress_analyze p
+			USING (pid) WHERE a.application_name = '$app'
+			AND a.query LIKE '%/* wait */%' AND $cond")
+		[ -n "$seen" ] && break
+		sleep 0.1
+	done
+	if [ -n "$seen" ]; then
+		result ok "$what ($seen)"
+	else
+		result failed "$what: never seen; pg_stat_activity said:"
+		psql -X -q -A -t -c "SELECT state, wait_event_type, wait_event, query
+			FROM pg_stat_activity WHERE application_name = '$app'" |
+			sed 's/^/        /'
+	fi
+	psql -X -q -A -t -c "SELECT pg_cancel_backend(pid) FROM pg_stat_activity
+		WHERE application_name = '$app'" >/dev/null
+	wait "$bg" || true
+}
+
+seen_while_waiting "routed, waiting for a lock: wait event" \
+	"\\! $HOLD start $d/shards/s1.db
+SELECT /* wait */ count(*) FROM items WHERE tenant_id = 't1';" \
+	"a.$LOCK_EVENT"
+$HOLD stop
+seen_while_waiting "fan-out, threads waiting for a lock: wait event" \
+	"$WARM
+SELECT /* wait */ count(*) FROM items;" \
+	"a.$LOCK_EVENT"
+$HOLD stop
+seen_while_waiting "fan-out, threads reading a slow shard: wait event" \
+	"SET sqlite_shard_fdw.fanout_parallelism = 2;
+SELECT /* wait */ count(*) FROM big WHERE $SLOW;" \
+	"a.$FANOUT_EVENT"
+seen_while_waiting "ANALYZE waiting for s3: progress counts s1 and s2 read" \
+	"\\! $HOLD start $d/shards/s3.db
+ANALYZE /* wait */ items;" \
+	"a.$LOCK_EVENT AND p.phase = 'acquiring sample rows'
+	 AND p.sample_blks_scanned > 0
+	 AND p.sample_blks_scanned < p.sample_blks_total"
+$HOLD stop
+run "ANALYZE items;
+SELECT 'rows: ' || reltuples FROM pg_class WHERE relname = 'items';"
+expect "ANALYZE once the lock is gone" "^rows: 7$" 10
 
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

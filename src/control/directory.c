@@ -350,6 +350,7 @@ shard_directory_get(ShardServerOptions *opts)
 	ShardioStamp stamp;
 	bool		stamp_ok;
 
+	shard_waits_init();
 	if (DirectoryCacheContext == NULL)
 		DirectoryCacheContext = AllocSetContextCreate(TopMemoryContext,
 													  "sqlite_shard_fdw directories",

@@ -49,10 +49,12 @@
 #include "catalog/heap.h"
 #include "catalog/pg_type.h"
 #include "commands/defrem.h"
+#include "commands/progress.h"
 #include "commands/vacuum.h"
 #include "foreign/fdwapi.h"
 #include "foreign/foreign.h"
 #include "miscadmin.h"
+#include "pgstat.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
@@ -108,6 +110,7 @@ static int	shard_acquire_sample_rows(Relation relation, int elevel,
 									  double *totalrows,
 									  double *totaldeadrows);
 static BlockNumber estimate_pages(List *shards);
+static double shard_file_pages(ShardInfo *shard);
 static List *copy_shard_list(List *shards);
 static bool shard_owns_allowed(ShardDirectory *dir, ShardInfo *shard,
 							   List *allowed);
@@ -146,32 +149,50 @@ shardAnalyzeForeignTable(Relation relation, AcquireSampleRowsFunc *func,
 }
 
 /*
+ * shard_file_bytes
+ *		The size of a shard: its file and its write-ahead log, which may
+ *		hold the newest pages; 0 when the file is missing.
+ */
+double
+shard_file_bytes(const char *path)
+{
+	struct stat st;
+	double		bytes = 0;
+	char	   *wal;
+
+	if (stat(path, &st) == 0)
+		bytes += st.st_size;
+	wal = psprintf("%s-wal", path);
+	if (stat(wal, &st) == 0)
+		bytes += st.st_size;
+	pfree(wal);
+	return bytes;
+}
+
+/*
+ * shard_file_pages
+ *		PostgreSQL pages' worth of a shard file (with its write-ahead log),
+ *		at least 1: what ANALYZE counts as the shard's blocks.
+ */
+static double
+shard_file_pages(ShardInfo *shard)
+{
+	return Max(ceil(shard_file_bytes(shard->path) / BLCKSZ), 1);
+}
+
+/*
  * estimate_pages
- *		PostgreSQL pages' worth of the shard files (with their write-ahead
- *		logs, which may hold the newest pages), at least 1.
+ *		PostgreSQL pages' worth of the shard files, at least 1.
  */
 static BlockNumber
 estimate_pages(List *shards)
 {
-	double		bytes = 0;
-	double		pages;
+	double		pages = 0;
 	ListCell   *lc;
 
 	foreach(lc, shards)
-	{
-		ShardInfo  *shard = (ShardInfo *) lfirst(lc);
-		struct stat st;
-		char	   *wal;
+		pages += shard_file_pages((ShardInfo *) lfirst(lc));
 
-		if (stat(shard->path, &st) == 0)
-			bytes += st.st_size;
-		wal = psprintf("%s-wal", shard->path);
-		if (stat(wal, &st) == 0)
-			bytes += st.st_size;
-		pfree(wal);
-	}
-
-	pages = ceil(bytes / BLCKSZ);
 	if (pages < 1)
 		pages = 1;
 	if (pages > (double) MaxBlockNumber)
@@ -200,6 +221,9 @@ shard_acquire_sample_rows(Relation relation, int elevel,
 	ListCell   *lc;
 	int			nshards = 0;
 	int			i;
+	List	   *to_read = NIL;
+	double		pages_total = 0;
+	double		pages_done = 0;
 
 	memset(&astate, 0, sizeof(astate));
 	astate.rows = rows;
@@ -278,20 +302,37 @@ shard_acquire_sample_rows(Relation relation, int elevel,
 	errcallback.previous = error_context_stack;
 	error_context_stack = &errcallback;
 
+	/*
+	 * A restricted role reads only the shards that own its tenants.  The
+	 * shards to read, counted in pages of their files, are the blocks that
+	 * pg_stat_progress_analyze shows, each shard's counted as done once
+	 * it has been read.
+	 */
 	foreach(lc, shards)
 	{
 		ShardInfo  *shard = (ShardInfo *) lfirst(lc);
 
-		/* A restricted role reads only the shards that own its tenants. */
 		if (astate.allowed != NIL &&
 			!shard_owns_allowed(dir, shard, astate.allowed))
 			continue;
+		to_read = lappend(to_read, shard);
+		pages_total += shard_file_pages(shard);
+	}
+	pgstat_progress_update_param(PROGRESS_ANALYZE_BLOCKS_TOTAL,
+								 (int64) pages_total);
+
+	foreach(lc, to_read)
+	{
+		ShardInfo  *shard = (ShardInfo *) lfirst(lc);
 
 		astate.excluded = shard_directory_stale_tenants(dir, shard->shard_id);
 		astate.shard_id = shard->shard_id;
 		sample_shard(&astate, opts, shard, query.data);
 		astate.shard_id = NULL;
 		nshards++;
+		pages_done = Min(pages_done + shard_file_pages(shard), pages_total);
+		pgstat_progress_update_param(PROGRESS_ANALYZE_BLOCKS_DONE,
+									 (int64) pages_done);
 	}
 
 	error_context_stack = errcallback.previous;

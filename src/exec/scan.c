@@ -47,6 +47,7 @@
 #include "utils/json.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
+#include "utils/wait_event.h"
 
 #include "compat.h"
 #include "fanout.h"
@@ -1670,7 +1671,12 @@ next_batch_parallel(ForeignScanState *node)
 			s->inflight++;
 		}
 
+		/* named after what the workers wait for (waits.c) */
+		pgstat_report_wait_start(fanout_lock_waits(s->fanout) > 0 ?
+								 shard_wait_event_lock() :
+								 shard_wait_event_fanout());
 		fanout_next(s->fanout, FANOUT_WAIT_MS, &ev);
+		pgstat_report_wait_end();
 		switch (ev.kind)
 		{
 			case FANOUT_TIMEOUT:

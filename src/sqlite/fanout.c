@@ -63,6 +63,8 @@ struct Fanout
 	int			nthreads;
 	pthread_t  *threads;
 	volatile int stopping;		/* read by the workers' SQLite handlers */
+	int			lock_waits;		/* workers sleeping in a lock wait now
+								 * (atomic; see fanout_lock_waits) */
 
 	FanoutTask *queued_head;	/* FIFO of tasks not started */
 	FanoutTask *queued_tail;
@@ -343,6 +345,7 @@ worker_main(void *arg)
 	Fanout	   *f = (Fanout *) arg;
 
 	shardio_thread_stop_flag(&f->stopping);
+	shardio_thread_lock_waits(&f->lock_waits);
 	pthread_mutex_lock(&f->lock);
 	for (;;)
 	{
@@ -514,6 +517,17 @@ fanout_next(Fanout *f, int timeout_ms, FanoutEvent *ev)
 		}
 	}
 	pthread_mutex_unlock(&f->lock);
+}
+
+/*
+ * fanout_lock_waits
+ *		How many of the workers wait for another process's lock right now:
+ *		the backend names its own wait after it.
+ */
+int
+fanout_lock_waits(Fanout *f)
+{
+	return __atomic_load_n(&f->lock_waits, __ATOMIC_RELAXED);
 }
 
 /*

@@ -81,6 +81,7 @@ extern Fanout *fanout_create(int nthreads, int ncols, int batch_rows,
 extern int	fanout_submit(Fanout *f, const FanoutJob *job, int task);
 extern void fanout_next(Fanout *f, int timeout_ms, FanoutEvent *ev);
 extern void fanout_release_batch(Fanout *f, ShardBatch *batch);
+extern int	fanout_lock_waits(Fanout *f);
 extern void fanout_destroy(Fanout *f);
 extern void fanout_stop_all(void);
 

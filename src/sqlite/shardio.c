@@ -708,6 +708,11 @@ static pthread_once_t stop_flag_once = PTHREAD_ONCE_INIT;
 static int	stop_flag_key_made = 0;
 static ShardioInterruptCheck backend_check = NULL;
 
+/* Who hears of lock waits: a worker's counter, or the backend's report. */
+static pthread_key_t lock_waits_key;
+static int	lock_waits_key_made = 0;
+static ShardioWaitReport backend_wait_report = NULL;
+
 /* Progress handler period, in SQLite virtual machine instructions. */
 #define PROGRESS_OPS		1000
 
@@ -722,6 +727,7 @@ static void
 make_stop_flag_key(void)
 {
 	stop_flag_key_made = (pthread_key_create(&stop_flag_key, NULL) == 0);
+	lock_waits_key_made = (pthread_key_create(&lock_waits_key, NULL) == 0);
 }
 
 /*
@@ -746,6 +752,63 @@ shardio_thread_stop_flag(volatile int *flag)
 	pthread_once(&stop_flag_once, make_stop_flag_key);
 	if (stop_flag_key_made)
 		pthread_setspecific(stop_flag_key, (void *) flag);
+}
+
+/*
+ * shardio_set_wait_report
+ *		Register the backend's report of its lock waits, once, before any
+ *		handle opens.
+ */
+void
+shardio_set_wait_report(ShardioWaitReport report)
+{
+	pthread_once(&stop_flag_once, make_stop_flag_key);
+	backend_wait_report = report;
+}
+
+/*
+ * shardio_thread_lock_waits
+ *		On a worker thread: count this thread's lock waits in *counter while
+ *		they sleep.
+ */
+void
+shardio_thread_lock_waits(int *counter)
+{
+	pthread_once(&stop_flag_once, make_stop_flag_key);
+	if (lock_waits_key_made)
+		pthread_setspecific(lock_waits_key, (void *) counter);
+}
+
+/*
+ * lock_wait_sleep
+ *		Sleep ms milliseconds of a wait for a lock, letting whoever watches
+ *		this thread know: a worker's counter, or the backend's report (a
+ *		worker has a stop flag, the backend none).
+ */
+static void
+lock_wait_sleep(long long ms)
+{
+	int		   *counter = NULL;
+	int			backend = 0;
+	struct timespec ts;
+
+	if (lock_waits_key_made)
+		counter = (int *) pthread_getspecific(lock_waits_key);
+	if (counter != NULL)
+		__atomic_add_fetch(counter, 1, __ATOMIC_RELAXED);
+	else if (backend_wait_report != NULL &&
+			 (!stop_flag_key_made || pthread_getspecific(stop_flag_key) == NULL))
+	{
+		backend = 1;
+		backend_wait_report(1);
+	}
+	ts.tv_sec = 0;
+	ts.tv_nsec = (long) ms * 1000000L;
+	nanosleep(&ts, NULL);
+	if (counter != NULL)
+		__atomic_sub_fetch(counter, 1, __ATOMIC_RELAXED);
+	else if (backend)
+		backend_wait_report(0);
 }
 
 /*
@@ -796,7 +859,6 @@ busy_handler(void *arg, int count)
 	long long	timeout_ms = (long long) (intptr_t) arg;
 	long long	waited_ms;
 	long long	sleep_ms;
-	struct timespec ts;
 
 	if (count < 3)
 	{
@@ -813,9 +875,7 @@ busy_handler(void *arg, int count)
 		return 0;
 	if (sleep_ms > timeout_ms - waited_ms)
 		sleep_ms = timeout_ms - waited_ms;
-	ts.tv_sec = 0;
-	ts.tv_nsec = (long) sleep_ms * 1000000L;
-	nanosleep(&ts, NULL);
+	lock_wait_sleep(sleep_ms);
 	return 1;
 }
 

@@ -124,6 +124,19 @@ typedef int (*ShardioInterruptCheck) (void);
 extern void shardio_set_interrupt_check(ShardioInterruptCheck check);
 extern void shardio_thread_stop_flag(volatile int *flag);
 
+/*
+ * Who hears of a wait for another process's lock, so that it shows in
+ * pg_stat_activity: on the backend thread, the function the backend
+ * registered once, called with 1 before each sleep of the wait and with 0
+ * after it; on a fan-out worker, the counter given with
+ * shardio_thread_lock_waits, raised during each sleep, which the backend
+ * reads (a worker never calls into PostgreSQL).
+ */
+typedef void (*ShardioWaitReport) (int waiting);
+
+extern void shardio_set_wait_report(ShardioWaitReport report);
+extern void shardio_thread_lock_waits(int *counter);
+
 extern int	shardio_file_state(const char *path);
 
 /* What of a WAL database's files changes with every commit. */
