@@ -524,8 +524,9 @@ SELECT * FROM regress_check($$ts >= '2024-01-16'::timestamp - interval '1 day'$$
 EXPLAIN (VERBOSE, COSTS OFF)
 SELECT id FROM times WHERE tz >= now() - interval '100 years';
 SELECT * FROM regress_check($$tz >= now() - interval '100 years'$$, 'times');
--- timestamp against timestamptz depends on the TimeZone, a volatile
--- function's value on the row: both stay local
+-- timestamp against timestamptz is pushed too, the value turned into the
+-- column's bounds in the TimeZone (sql/timepush.sql); a volatile
+-- function's value stays local
 EXPLAIN (VERBOSE, COSTS OFF)
 SELECT id FROM times WHERE ts >= now() - interval '100 years';
 SELECT * FROM regress_check($$ts >= now() - interval '100 years'$$, 'times');
@@ -648,7 +649,8 @@ SELECT * FROM regress_check($$ts::date < '2024-01-15'$$, 'times');
 SELECT * FROM regress_check($$'1969-12-31' = ts::date$$, 'times');
 SELECT * FROM regress_check($$ts0::date = '2024-01-15'$$, 'times');
 SELECT * FROM regress_check($$tz::date = '2024-01-15'$$, 'times');
--- date against timestamp is not pushed
+-- date against timestamp is pushed as the first and last date the
+-- comparison keeps (sql/timepush.sql)
 EXPLAIN (VERBOSE, COSTS OFF)
 SELECT id FROM dates WHERE ts >= '2024-01-15 12:00'::timestamp;
 SELECT * FROM regress_check($$ts >= '2024-01-15 12:00'::timestamp$$, 'dates');

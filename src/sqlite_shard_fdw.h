@@ -151,12 +151,12 @@ typedef enum ShardParamKind
 {
 	SHARD_PARAM_SCALAR,			/* one value */
 	SHARD_PARAM_JSON_ARRAY,		/* an array, bound as JSON for json_each() */
-	SHARD_PARAM_DATE_AS_TIMESTAMP,	/* a date compared with a timestamp: */
-	SHARD_PARAM_DATE_AS_TIMESTAMPTZ,	/* bound as that type's value */
 	SHARD_PARAM_TZ_GRID_CUT,	/* the session TimeZone's grid for a unit */
 	SHARD_PARAM_TZ_GRID_STEP,	/* of the given seconds (ssfdw_tz_grid): */
 	SHARD_PARAM_TZ_GRID_PHASE,	/* where it starts, its step and phase */
-	SHARD_PARAM_STORE			/* a value an UPDATE stores (store.c) */
+	SHARD_PARAM_STORE,			/* a value an UPDATE stores (store.c) */
+	SHARD_PARAM_TIME = 64		/* and above: a time value's bound
+								 * (timepush.c) */
 } ShardParamKind;
 
 extern Expr *shard_strip_relabel(Expr *expr);
@@ -179,6 +179,26 @@ extern bool shard_sql_may_fail(const char *sql);
 extern void shard_join_conditions(StringInfo buf, List *sqls);
 extern List *shard_text_columns(PlannerInfo *root, List *exprs, List *needs);
 extern char *shard_like_to_glob(const char *pattern, int len);
+
+/* in timepush.c */
+
+/* Starts and separates the fields of a time column's index range. */
+#define SHARD_TIME_RANGE_MARK	'\001'
+
+extern Var *shard_time_date_of_timestamp(Expr *expr, RelOptInfo *baserel);
+extern bool shard_time_comparable(Expr *col, Oid valtype);
+extern void shard_time_deparse_comparison(StringInfo buf, StringInfo range,
+										  PlannerInfo *root,
+										  const char *colexpr, Var *colvar,
+										  Oid coltypid, const char *op,
+										  Expr *val, List **params,
+										  List **param_kinds);
+extern void shard_time_deparse_in_range(StringInfo range, PlannerInfo *root,
+										Var *colvar, Oid coltypid, Expr *arr,
+										List **params, List **param_kinds);
+extern List *shard_time_range_append(List *safe, List *marks);
+extern bool shard_time_bind(int kind, Datum value, ShardValue *out,
+							int64 grid[3]);
 
 /* in convert.c */
 

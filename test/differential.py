@@ -310,15 +310,18 @@ SCHEMAS = {
             i INTEGER, j INTEGER, k, f REAL, g, t TEXT, u, ts TEXT, te,
             b INTEGER, n, PRIMARY KEY(tenant_id, id));
         CREATE INDEX items_i ON items(i);
-        CREATE INDEX items_t ON items(t);""",
+        CREATE INDEX items_t ON items(t);
+        CREATE INDEX items_ts ON items(ts);
+        CREATE INDEX items_te ON items(te);""",
     # other column order, NOCASE text, NUMERIC integer, rollback journal
     "shard_b": """
-        CREATE TABLE items(n, b INTEGER, te, ts TEXT, u, t TEXT COLLATE NOCASE,
+        CREATE TABLE items(n, b INTEGER, te DATETIME, ts TEXT, u, t TEXT COLLATE NOCASE,
             g, f FLOAT, k, j INT, i NUMERIC, id INTEGER PRIMARY KEY,
             tenant_id TEXT COLLATE NOCASE NOT NULL);
         CREATE INDEX items_t ON items(t);
         CREATE INDEX items_tenant ON items(tenant_id);
-        CREATE INDEX items_f ON items(f);""",
+        CREATE INDEX items_f ON items(f);
+        CREATE INDEX items_te ON items(te);""",
     # WITHOUT ROWID, WAL
     "shard_c": """
         CREATE TABLE items(tenant_id TEXT NOT NULL, id INTEGER NOT NULL,
@@ -330,7 +333,9 @@ SCHEMAS = {
         CREATE TABLE items(tenant_id VARCHAR(64) NOT NULL, id BIGINT NOT NULL,
             i BIGINT, j INT, k, f DOUBLE, g, t VARCHAR(100), u, ts DATETIME,
             te, b BOOLEAN, n, UNIQUE(tenant_id, id));
-        CREATE INDEX items_i ON items(i, t);""",
+        CREATE INDEX items_i ON items(i, t);
+        CREATE INDEX items_ts ON items(tenant_id, ts);
+        CREATE INDEX items_te ON items(te);""",
 }
 SCHEMAS["shard_e"] = SCHEMAS["shard_a"]
 WAL = {"shard_a": True, "shard_b": False, "shard_c": True, "shard_d": False,
@@ -535,7 +540,7 @@ def setup_sql(has_icu, has_ci):
 SET client_min_messages = warning;
 CREATE EXTENSION IF NOT EXISTS sqlite_shard_fdw;
 DROP SERVER IF EXISTS {SERVER} CASCADE;
-DROP TABLE IF EXISTS {NT};
+DROP TABLE IF EXISTS {NT} CASCADE;
 {ci}CREATE SERVER {SERVER} FOREIGN DATA WRAPPER sqlite_shard_fdw
   OPTIONS (directory {sql_str(os.path.join(DIR, "directory.db"))});
 CREATE FOREIGN TABLE {FT} (
@@ -896,6 +901,82 @@ class Gen:
             return self.routing_atom()
         op = self.pick(["=", "<>", "<", ">="])
         return "%s %s %s" % (col, op, self.literal_for(col))
+
+    # --- time conditions and buckets (issue 11) ------------------------------
+    # Every form of time condition the shards run (an exact check plus an
+    # index range on the stored column): each comparison, BETWEEN and IN,
+    # values of every time type against every time column, values computed
+    # once per statement; over ts (TEXT in shards a-c, DATETIME, so NUMERIC,
+    # in d), te (untyped in a and c, DATETIME in b and d: integers, reals
+    # and text) and the dates of both.
+
+    def time_value(self, col):
+        """A value of any time type, near the column's stored values."""
+        col = "te" if "te" in col else col.split("::")[0]
+        vals = self.vals.get(col) or ["2020-01-01 00:00:00"]
+        v = self.pick(vals).replace("+00", "")
+        if self.chance(0.3):
+            v = v[:10] + self.pick([" 00:00:00", " 23:59:59.999999", "",
+                                    " 05:30", " 12:00:00.5"])
+        if self.chance(0.1):
+            v = self.pick(["1970-01-01", "1969-12-31 23:59:59.75",
+                           "0001-01-01", "9999-12-31 23:59:59",
+                           "infinity", "-infinity", "2024-03-10 02:30",
+                           "2024-11-03 01:30"])
+        r = self.rng.random()
+        if r < 0.55:
+            return sql_str(v) + self.pick(["", "::timestamp",
+                                           "::timestamptz", "::date"])
+        if r < 0.7:
+            return "%s::timestamptz %s interval '%d %s'" % (
+                sql_str(v), self.pick(["-", "+"]), self.rng.randrange(0, 40),
+                self.pick(["days", "hours", "minutes"]))
+        if r < 0.8:
+            return "to_timestamp(%s)" % self.pick([
+                str(self.rng.randrange(0, 2200000000)), "1710054000.5",
+                "-86400.25", "946684800"])
+        if r < 0.9:
+            return "date_trunc('%s', %s::timestamptz)" % (
+                self.pick(["day", "month", "hour"]), sql_str(v))
+        return self.pick(["now() - interval '%d days'" % self.rng.randrange(0, 20000),
+                          "current_date - %d" % self.rng.randrange(0, 20000),
+                          "CAST(now() + interval '-30 day' AS date)",
+                          "localtimestamp - interval '40 years'"])
+
+    def time_atom(self):
+        col = self.pick(["ts", "ts", "tz", "d", "te", "te", "ts::date",
+                         "CAST(te AS date)"])
+        r = self.rng.random()
+        if r < 0.6:
+            op = self.pick(["=", "<>", "<", "<=", ">", ">="])
+            if self.chance(0.15):
+                return "%s %s %s" % (self.time_value(col), op, col)
+            return "%s %s %s" % (col, op, self.time_value(col))
+        if r < 0.8:
+            return "%s %sBETWEEN %s AND %s" % (
+                col, self.pick(["", "", "NOT "]), self.time_value(col),
+                self.time_value(col))
+        typ = {"tz": "timestamptz", "d": "date", "ts::date": "date",
+               "CAST(te AS date)": "date"}.get(col, "timestamp")
+        items = [self.time_value(col) for _ in range(self.rng.randrange(1, 4))]
+        if self.chance(0.2):
+            items.append("NULL")
+        return "%s %s (%s)" % (col, self.pick(["IN", "IN", "NOT IN"]),
+                               ", ".join("(%s)::%s" % (x, typ) for x in items))
+
+    def time_case(self):
+        """Rows by time conditions (mostly ANDed, at the top, where their
+        index ranges go), with other conditions and routing now and then."""
+        conds = [self.time_atom() for _ in range(self.rng.randrange(1, 4))]
+        if self.chance(0.3):
+            conds.append(self.pred(2))
+        if self.chance(0.25):
+            conds.append(self.routing_atom())
+        glue = " AND " if self.chance(0.85) else " OR "
+        case = Case("SELECT id, ts, tz, d, te FROM {T} x WHERE %s" %
+                    glue.join(conds))
+        case.time = True
+        return case
 
     def routing_atom(self):
         r = self.rng.random()
@@ -1379,6 +1460,17 @@ def top_n_pushdown(cases):
     return len(top), out.count("sorted and limited")
 
 
+def time_pushdown(cases):
+    """(time cases, how many of them run every condition in the shards):
+    the comparison proves the exact checks and index ranges right only if
+    they are sent."""
+    cases = [c for c in cases if getattr(c, "time", False)]
+    lines = [SESSION] + ["EXPLAIN (VERBOSE, COSTS OFF) %s;" %
+                         c.query.replace("{T}", FT) for c in cases]
+    rc, out, err = psql("\n".join(lines) + "\n")
+    return len(cases), out.count("Foreign Scan") - out.count("Filter:")
+
+
 def compare(cases, results):
     passed = failed = both_err = 0
     for idx, case in enumerate(cases):
@@ -1520,6 +1612,8 @@ def run_test():
         cases.append(gen.case())
     cases += [gen.top_n_case() for _ in range(NCASES // 5)]
 
+    cases += [gen.time_case() for _ in range(NCASES // 4)]
+
     results = run_cases(cases)
     passed, failed, both_err = compare(cases, results)
     ntop, npushed = top_n_pushdown(cases)
@@ -1528,6 +1622,15 @@ def run_test():
     if npushed < max(1, ntop // 5):
         failures.append("too few top-N cases were sorted and limited in the "
                         "shards: %d of %d" % (npushed, ntop))
+        failed += 1
+    else:
+        passed += 1
+
+    ntime, npushed = time_pushdown(cases)
+    log("%d time cases, %d of them pushed whole" % (ntime, npushed))
+    if npushed < ntime // 2:
+        failures.append("too few time cases ran every condition in the "
+                        "shards: %d of %d" % (npushed, ntime))
         failed += 1
     else:
         passed += 1

@@ -13,7 +13,9 @@
 #	pg_virtualenv -v 15 bash -c 'cd /work/main && test/differential_test.sh'
 #
 # DIFF_SEED (default 20241129) changes the fleet and the queries,
-# DIFF_QUERIES (default 800) the number of query cases.  The fixture lives
+# DIFF_QUERIES (default 800) the number of query cases; DIFF_SEEDS (default
+# "20241129 11 2026") runs one fleet per seed, each with its own queries,
+# time conditions over every stored form among them.  The fixture lives
 # in a new /tmp/ssfdw_diff.XXXXXX folder, removed at the end (DIFF_KEEP=1
 # keeps it).  Takes a few seconds.  Prints the failures, then
 # "N passed, M failed"; exits non-zero if anything failed.
@@ -29,4 +31,23 @@ if [ -z "${PGDATABASE:-}" ] || [ "$PGDATABASE" = "postgres" ]; then
 	export PGDATABASE=ssfdw_diff
 fi
 
-exec python3 test/differential.py
+# One run per seed; the counts add up to the last line.
+if [ -n "${DIFF_SEED:-}" ]; then
+	exec python3 test/differential.py
+fi
+passed=0
+failed=0
+for seed in ${DIFF_SEEDS:-20241129 11 2026}; do
+	out=$(DIFF_SEED=$seed python3 test/differential.py) || true
+	echo "$out" | sed '$d'
+	last=$(echo "$out" | tail -n 1)
+	if [[ "$last" =~ ^([0-9]+)\ passed,\ ([0-9]+)\ failed$ ]]; then
+		passed=$((passed + BASH_REMATCH[1]))
+		failed=$((failed + BASH_REMATCH[2]))
+	else
+		echo "$last"
+		failed=$((failed + 1))
+	fi
+done
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]

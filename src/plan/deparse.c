@@ -208,27 +208,6 @@ is_value(Expr *expr, PushCategory cat, bool computed_ok)
 }
 
 /*
- * time_param_kind
- *		How a value compared with a date or time column is bound: as itself
- *		when of the column's type, as the timestamp or timestamptz of its
- *		midnight when a date compared with such a column; -1 otherwise.
- */
-static int
-time_param_kind(Expr *col, Expr *val)
-{
-	Oid			coltype = exprType((Node *) shard_strip_relabel(col));
-	Oid			valtype = exprType((Node *) shard_strip_relabel(val));
-
-	if (coltype == valtype)
-		return SHARD_PARAM_SCALAR;
-	if (valtype == DATEOID && coltype == TIMESTAMPOID)
-		return SHARD_PARAM_DATE_AS_TIMESTAMP;
-	if (valtype == DATEOID && coltype == TIMESTAMPTZOID)
-		return SHARD_PARAM_DATE_AS_TIMESTAMPTZ;
-	return -1;
-}
-
-/*
  * comparison_name
  *		The SQL spelling of a built-in comparison operator, or NULL.
  */
@@ -286,28 +265,6 @@ text_collation_ok(Oid collid, bool ordering)
 }
 
 /*
- * date_of_timestamp
- *		The timestamp column of this table whose date expr is (CAST(ts AS
- *		date), which BI tools filter days by), or NULL.  Not of timestamp(p)
- *		with p < 6, which rounds the time, perhaps into the next day, first.
- */
-static Var *
-date_of_timestamp(Expr *expr, RelOptInfo *baserel)
-{
-	FuncExpr   *f = (FuncExpr *) expr;
-	Var		   *var;
-
-	if (expr == NULL || !IsA(expr, FuncExpr) ||
-		f->funcid != F_DATE_TIMESTAMP || list_length(f->args) != 1)
-		return NULL;
-	var = shard_own_column(linitial(f->args), baserel);
-	if (var == NULL || var->vartype != TIMESTAMPOID ||
-		(var->vartypmod >= 0 && var->vartypmod < 6))
-		return NULL;
-	return var;
-}
-
-/*
  * column_side
  *		Is expr what a pushed comparison reads on its column side: a column
  *		of this table, or the date of a timestamp column?
@@ -316,7 +273,7 @@ static bool
 column_side(Expr *expr, RelOptInfo *baserel)
 {
 	return is_own_column(expr, baserel) ||
-		date_of_timestamp(expr, baserel) != NULL;
+		shard_time_date_of_timestamp(expr, baserel) != NULL;
 }
 
 /*
@@ -512,12 +469,12 @@ pushable(PlannerInfo *root, RelOptInfo *baserel, Expr *expr, bool computed_ok)
 				if (name == NULL || !is_value(val, cat, computed_ok))
 					return false;
 				/*
-				 * timestamp against timestamptz depends on the TimeZone; a
-				 * date value is compared with a timestamp as the midnight
-				 * that starts it, which scan.c computes as PostgreSQL does.
+				 * Times of any two types: a value of another type than the
+				 * column's becomes its bounds in the column's type, as
+				 * PostgreSQL compares them in the TimeZone (timepush.c).
 				 */
 				if (cat == PUSH_TIME &&
-					time_param_kind(col, val) < 0)
+					!shard_time_comparable(col, exprType((Node *) val)))
 					return false;
 				if (cat == PUSH_TEXT &&
 					!text_collation_ok(op->inputcollid,
@@ -544,7 +501,7 @@ pushable(PlannerInfo *root, RelOptInfo *baserel, Expr *expr, bool computed_ok)
 				if (cat == PUSH_TEXT &&
 					!text_collation_ok(saop->inputcollid, false))
 					return false;
-				/* times only against their own type, as time_param_kind */
+				/* times in a list only against their own type */
 				if (cat == PUSH_TIME &&
 					get_element_type(exprType(lsecond(saop->args))) !=
 					exprType((Node *) shard_strip_relabel(col)))
@@ -733,7 +690,7 @@ shard_text_columns(PlannerInfo *root, List *exprs, List *needs)
 static void
 deparse_column(Expr *expr, DeparseContext *ctx)
 {
-	Var		   *ts = date_of_timestamp(expr, ctx->baserel);
+	Var		   *ts = shard_time_date_of_timestamp(expr, ctx->baserel);
 
 	/* the date of the time the wrapper reads: ssfdw_days */
 	if (ts)
@@ -922,12 +879,32 @@ deparse_expr(Expr *expr, DeparseContext *ctx)
 					else if (strcmp(name, ">=") == 0)
 						name = "<=";
 				}
+				if (cat == PUSH_TIME)
+				{
+					StringInfo	save = ctx->buf;
+					StringInfoData colexpr;
+					Var		   *ts = shard_time_date_of_timestamp(col,
+																  ctx->baserel);
+
+					/* the column as the wrapper reads it, then the value */
+					initStringInfo(&colexpr);
+					ctx->buf = &colexpr;
+					deparse_column(col, ctx);
+					ctx->buf = save;
+					shard_time_deparse_comparison(ctx->buf, range, ctx->root,
+												  colexpr.data,
+												  ts ? ts : shard_own_column(col, ctx->baserel),
+												  exprType((Node *) shard_strip_relabel(col)),
+												  name, val, ctx->params,
+												  ctx->param_kinds);
+					appendStringInfoChar(ctx->buf, ')');
+					break;
+				}
 				deparse_column(col, ctx);
 				if (cat == PUSH_TEXT)
 					appendStringInfoString(ctx->buf, " COLLATE BINARY");
 				appendStringInfo(ctx->buf, " %s ", name);
-				add_param(val, cat == PUSH_TIME ? time_param_kind(col, val) :
-						  SHARD_PARAM_SCALAR, cat, ctx);
+				add_param(val, SHARD_PARAM_SCALAR, cat, ctx);
 
 				/*
 				 * A varchar(n) value equal to x is stored as x, perhaps with
@@ -966,6 +943,13 @@ deparse_expr(Expr *expr, DeparseContext *ctx)
 				appendStringInfoString(ctx->buf, " IN (");
 				add_param(lsecond(saop->args), SHARD_PARAM_JSON_ARRAY, cat, ctx);
 				appendStringInfoString(ctx->buf, "))");
+				/* a top-level list of times: its index range */
+				if (cat == PUSH_TIME && saop->useOr && range != NULL)
+					shard_time_deparse_in_range(range, ctx->root,
+												shard_own_column(col, ctx->baserel),
+												exprType((Node *) shard_strip_relabel(col)),
+												lsecond(saop->args),
+												ctx->params, ctx->param_kinds);
 				break;
 			}
 		default:
@@ -1041,15 +1025,26 @@ shard_join_conditions(StringInfo buf, List *sqls)
 {
 	List	   *safe = NIL;
 	List	   *failing = NIL;
+	List	   *ranges = NIL;
 	ListCell   *lc;
 
 	foreach(lc, sqls)
 	{
-		if (shard_sql_may_fail(strVal(lfirst(lc))))
+		if (strVal(lfirst(lc))[0] == SHARD_TIME_RANGE_MARK)
+			ranges = lappend(ranges, lfirst(lc));
+		else if (shard_sql_may_fail(strVal(lfirst(lc))))
 			failing = lappend(failing, lfirst(lc));
 		else
 			safe = lappend(safe, lfirst(lc));
 	}
+	/*
+	 * One index range per time column first, where SQLite looks for index
+	 * terms; they only narrow what the exact checks read.
+	 */
+	ranges = shard_time_range_append(NIL, ranges);
+	append_and(buf, ranges);
+	if (ranges != NIL && (safe != NIL || failing != NIL))
+		appendStringInfoString(buf, " AND ");
 	append_and(buf, safe);
 	if (failing == NIL)
 		return;

@@ -1,0 +1,806 @@
+/*-------------------------------------------------------------------------
+ *
+ * timepush.c
+ *		  Time values on the backend side: what is pushed, and what is bound
+ *
+ * Every date and time the shards compare or group by passes through here;
+ * what SQLite computes of them on the thread side is shardtime.c's.
+ *
+ * A condition on a date or time column is sent twice over (deparse.c calls
+ * shard_time_deparse_comparison):
+ *
+ * - the exact check, ssfdw_usecs(col, p) or ssfdw_days(col, of_ts) (the
+ *   value the wrapper reads from any stored form) compared with a bound
+ *   number.  A value of another time type than the column's (timestamp
+ *   against timestamptz, a date against a time, now() - interval '30
+ *   days' against a timestamp column) is turned, when the scan starts,
+ *   into the first and the last value of the column's type that compare
+ *   at least and at most equal to it, found with PostgreSQL's own
+ *   cross-type comparison in the session's TimeZone (time_bound).  That
+ *   comparison is monotonic in the column's value, so "col >= v" is
+ *   exactly "col >= first", "col <= v" is "col <= last", and so on.
+ *
+ * - a range on the stored column that contains every row that can match,
+ *   which SQLite can search an index for.  Stored values are numbers (Unix
+ *   seconds, integer or real), which SQLite orders before all text, or
+ *   text 'YYYY-MM-DD[ |T]HH:MM...' with an optional offset of up to 14:59,
+ *   which orders as its local time to the minute (the space before 'T').
+ *   So the range is two: numbers between the bound's seconds less and plus
+ *   two, and text between the local minutes of the bound less and plus 15
+ *   hours and a minute ("(c >= n1 AND c <= n2) OR (c >= t1 AND c < t2)").
+ *   Text that starts with no digit, and blobs, can be no time: two more
+ *   arms keep them in, so that the exact check raises their error as
+ *   before.  The values are bound bare, so that SQLite applies the
+ *   column's own affinity to them (a TEXT column turns the numbers into
+ *   text, which then match nothing).  shard_join_conditions merges the
+ *   ranges of one column into one, and puts them first, where SQLite looks
+ *   for index terms; the exact checks keep the answer.
+ *
+ * A row outside the range is not read, as a row any other pushed condition
+ * drops: a number out of PostgreSQL's range there, or text that starts
+ * with a digit but is no time, raises nothing.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "sqlite_shard_fdw.h"
+
+#include "catalog/pg_type.h"
+#include "common/int.h"
+#include "datatype/timestamp.h"
+#include "nodes/nodeFuncs.h"
+#include "parser/scansup.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/date.h"
+#include "utils/datetime.h"
+#include "utils/fmgroids.h"
+#include "utils/fmgrprotos.h"
+#include "utils/lsyscache.h"
+#include "utils/timestamp.h"
+
+/* What a time kind binds (the "form" of SHARD_TIME_KIND). */
+enum
+{
+	TIME_FORM_EXACT,			/* the bound, in the column's units */
+	TIME_FORM_NUM_LOWER,		/* Unix seconds at or below the range */
+	TIME_FORM_NUM_UPPER,		/* Unix seconds at or above it */
+	TIME_FORM_TEXT_LOWER,		/* text at or below the range */
+	TIME_FORM_TEXT_UPPER,		/* text above it */
+	TIME_NFORMS
+};
+
+/* Which bound of a value (the "which" of SHARD_TIME_KIND). */
+#define TIME_FIRST	0			/* the first column value >= the value */
+#define TIME_LAST	1			/* the last column value <= the value */
+
+/*
+ * A time kind: the parameter kind of a value compared with a date or time
+ * column, SHARD_PARAM_TIME and above, with what to bind packed in.
+ */
+#define SHARD_TIME_KIND(array, form, coltype, valtype, which) \
+	(SHARD_PARAM_TIME + \
+	 (((((array) * TIME_NFORMS + (form)) * 3 + (coltype)) * 3 + (valtype)) * 2 + \
+	  (which)))
+
+/* Slack of the ranges: more than rounding and the largest offset move. */
+#define RANGE_SLACK_SECS	2
+#define RANGE_SLACK_USECS	((15 * SECS_PER_HOUR + SECS_PER_MINUTE) * USECS_PER_SEC)
+
+/* Microseconds since 2000-01-01 of 0000-01-01 and of 10000-01-01. */
+#define USECS_YEAR_0		(-730485 * USECS_PER_DAY)
+#define USECS_YEAR_10000	(2921940 * USECS_PER_DAY)
+
+/* Seconds from 1970-01-01 to 2000-01-01. */
+#define UNIX_EPOCH_DIFF_SECS \
+	((int64) (POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE) * SECS_PER_DAY)
+
+/* Days a date bound is clamped to before it becomes microseconds. */
+#define DAYS_CLAMP			100000000
+
+/*
+ * time_code
+ *		0, 1, 2 for timestamp, timestamptz, date; -1 for other types.
+ */
+static int
+time_code(Oid typid)
+{
+	switch (typid)
+	{
+		case TIMESTAMPOID:
+			return 0;
+		case TIMESTAMPTZOID:
+			return 1;
+		case DATEOID:
+			return 2;
+		default:
+			return -1;
+	}
+}
+
+/*
+ * shard_time_date_of_timestamp
+ *		The timestamp column of this table whose date expr is (CAST(ts AS
+ *		date), which BI tools filter days by), or NULL.  Not of timestamp(p)
+ *		with p < 6, which rounds the time, perhaps into the next day, first.
+ */
+Var *
+shard_time_date_of_timestamp(Expr *expr, RelOptInfo *baserel)
+{
+	FuncExpr   *f = (FuncExpr *) expr;
+	Var		   *var;
+
+	if (expr == NULL || !IsA(expr, FuncExpr) ||
+		f->funcid != F_DATE_TIMESTAMP || list_length(f->args) != 1)
+		return NULL;
+	var = shard_own_column(linitial(f->args), baserel);
+	if (var == NULL || var->vartype != TIMESTAMPOID ||
+		(var->vartypmod >= 0 && var->vartypmod < 6))
+		return NULL;
+	return var;
+}
+
+/*
+ * shard_time_comparable
+ *		May a time column (or the date of a timestamp column) be compared
+ *		with a value of valtype in the shards?  Any of timestamp,
+ *		timestamptz and date against any: the value becomes the column's
+ *		bounds when the scan starts.
+ */
+bool
+shard_time_comparable(Expr *col, Oid valtype)
+{
+	return time_code(exprType((Node *) shard_strip_relabel(col))) >= 0 &&
+		time_code(valtype) >= 0;
+}
+
+/*
+ * add_time_param
+ *		Collect a value to bind with a time kind; returns its number.
+ */
+static int
+add_time_param(Expr *val, int kind, List **params, List **param_kinds)
+{
+	*params = lappend(*params, val);
+	*param_kinds = lappend_int(*param_kinds, kind);
+	return list_length(*params);
+}
+
+/*
+ * deparse_range
+ *		Write into range the marker of a range on the stored column colsql
+ *		for shard_join_conditions: the parameters of its numeric and text
+ *		lower bounds (lower) and upper bounds (upper), each "" when absent.
+ */
+static void
+deparse_range(StringInfo range, const char *colsql, Expr *val, int coltype,
+			  int valtype, bool array, int lower, int upper,
+			  List **params, List **param_kinds)
+{
+	int			forms[2][2] = {{TIME_FORM_NUM_LOWER, TIME_FORM_TEXT_LOWER},
+	{TIME_FORM_NUM_UPPER, TIME_FORM_TEXT_UPPER}};
+	int			which[2] = {lower, upper};
+	int			side,
+				i;
+
+	appendStringInfo(range, "%c%s", SHARD_TIME_RANGE_MARK, colsql);
+	for (side = 0; side < 2; side++)
+		for (i = 0; i < 2; i++)
+		{
+			appendStringInfoChar(range, SHARD_TIME_RANGE_MARK);
+			if (which[side] >= 0)
+				appendStringInfo(range, "?%d",
+								 add_time_param(val,
+												SHARD_TIME_KIND(array, forms[side][i],
+																coltype, valtype,
+																which[side]),
+												params, param_kinds));
+		}
+}
+
+/*
+ * shard_time_deparse_comparison
+ *		Write "colexpr op value" of a time column (colexpr: ssfdw_usecs or
+ *		ssfdw_days of it, colvar the column whose stored values are read)
+ *		into buf, the value bound as a number of the column's units; and,
+ *		with range not NULL (a condition at the top of the WHERE), a range
+ *		of the stored column that holds every row that can match (see the
+ *		file header).  op is the comparison's SQL spelling, column first.
+ */
+void
+shard_time_deparse_comparison(StringInfo buf, StringInfo range,
+							  PlannerInfo *root, const char *colexpr,
+							  Var *colvar, Oid coltypid, const char *op,
+							  Expr *val, List **params, List **param_kinds)
+{
+	Oid			valtypid = exprType((Node *) shard_strip_relabel(val));
+	int			coltype = time_code(coltypid);
+	int			valtype = time_code(valtypid);
+	bool		same = (coltype == valtype);
+	int			lower = -1;
+	int			upper = -1;
+
+#define EXACT(which) \
+	add_time_param(val, same ? SHARD_PARAM_SCALAR : \
+				   SHARD_TIME_KIND(0, TIME_FORM_EXACT, coltype, valtype, which), \
+				   params, param_kinds)
+
+	if (strcmp(op, "=") == 0 || strcmp(op, "<>") == 0)
+	{
+		int			first = EXACT(TIME_FIRST);
+		int			last = same ? first : EXACT(TIME_LAST);
+
+		appendStringInfo(buf, "%s %sBETWEEN CAST(?%d AS INTEGER) AND CAST(?%d AS INTEGER)",
+						 colexpr, op[0] == '=' ? "" : "NOT ", first, last);
+		if (op[0] == '=')
+			lower = TIME_FIRST, upper = TIME_LAST;
+	}
+	else
+	{
+		/* "> v" is "> last", "< v" is "< first"; "<=" and ">=" likewise */
+		int			which = (strcmp(op, ">") == 0 || strcmp(op, "<=") == 0) ?
+			TIME_LAST : TIME_FIRST;
+
+		appendStringInfo(buf, "%s %s CAST(?%d AS INTEGER)", colexpr, op,
+						 EXACT(which));
+		if (op[0] == '>')
+			lower = which;
+		else
+			upper = which;
+	}
+#undef EXACT
+
+	if (range != NULL && (lower >= 0 || upper >= 0))
+	{
+		StringInfoData colsql;
+
+		initStringInfo(&colsql);
+		shard_deparse_column_ref(&colsql, root, colvar);
+		deparse_range(range, colsql.data, val,
+					  coltype, valtype, false, lower, upper,
+					  params, param_kinds);
+	}
+}
+
+/*
+ * shard_time_deparse_in_range
+ *		For "col IN (array)" at the top of the WHERE: a range of the stored
+ *		column from the array's least value to its greatest.
+ */
+void
+shard_time_deparse_in_range(StringInfo range, PlannerInfo *root, Var *colvar,
+							Oid coltypid, Expr *arr, List **params,
+							List **param_kinds)
+{
+	StringInfoData colsql;
+	int			coltype = time_code(coltypid);
+
+	initStringInfo(&colsql);
+	shard_deparse_column_ref(&colsql, root, colvar);
+	deparse_range(range, colsql.data, arr, coltype, coltype, true,
+				  TIME_FIRST, TIME_LAST, params, param_kinds);
+}
+
+/*
+ * shard_time_range_append
+ *		Write the index range of every column that range markers
+ *		(SHARD_TIME_RANGE_MARK ...) name, one per column, into *safe as
+ *		String nodes: the lower bounds of one column combined with max(),
+ *		the upper ones with min().
+ */
+List *
+shard_time_range_append(List *safe, List *marks)
+{
+	List	   *cols = NIL;
+	ListCell   *lc;
+
+	foreach(lc, marks)
+	{
+		char	   *col = pstrdup(strVal(lfirst(lc)) + 1);
+		char	   *p = strchr(col, SHARD_TIME_RANGE_MARK);
+		ListCell   *lc2;
+		bool		seen = false;
+
+		*p = '\0';
+		foreach(lc2, cols)
+			if (strcmp(strVal(lfirst(lc2)), col) == 0)
+				seen = true;
+		if (!seen)
+			cols = lappend(cols, makeString(col));
+	}
+
+	foreach(lc, cols)
+	{
+		const char *col = strVal(lfirst(lc));
+		List	   *bounds[4] = {NIL, NIL, NIL, NIL};
+		const char *fn[4] = {"max", "max", "min", "min"};
+		char	   *b[4];
+		ListCell   *lc2;
+		StringInfoData sql;
+		int			i;
+
+		/* marker: mark col mark numlo mark textlo mark numhi mark texthi */
+		foreach(lc2, marks)
+		{
+			char	   *m = pstrdup(strVal(lfirst(lc2)) + 1);
+			char	   *parts[5];
+
+			parts[0] = m;
+			for (i = 1; i < 5; i++)
+			{
+				parts[i] = strchr(parts[i - 1], SHARD_TIME_RANGE_MARK);
+				*parts[i]++ = '\0';
+			}
+			if (strcmp(parts[0], col) != 0)
+				continue;
+			for (i = 0; i < 4; i++)
+				if (parts[i + 1][0] != '\0')
+					bounds[i] = lappend(bounds[i], parts[i + 1]);
+		}
+		for (i = 0; i < 4; i++)
+		{
+			StringInfoData one;
+			ListCell   *lc3;
+
+			b[i] = NULL;
+			if (bounds[i] == NIL)
+				continue;
+			if (list_length(bounds[i]) == 1)
+			{
+				b[i] = linitial(bounds[i]);
+				continue;
+			}
+			initStringInfo(&one);
+			appendStringInfo(&one, "%s(", fn[i]);
+			foreach(lc3, bounds[i])
+				appendStringInfo(&one, "%s%s",
+								 foreach_current_index(lc3) ? ", " : "",
+								 (char *) lfirst(lc3));
+			appendStringInfoChar(&one, ')');
+			b[i] = one.data;
+		}
+
+		/*
+		 * Numbers sort before text, text before blobs.  Text that starts
+		 * with no digit, and blobs, are no time: they stay in, so that
+		 * the exact check raises their error as before.
+		 */
+		initStringInfo(&sql);
+		appendStringInfoString(&sql, "((");
+		if (b[0])
+			appendStringInfo(&sql, "%s >= %s AND ", col, b[0]);
+		if (b[2])
+			appendStringInfo(&sql, "%s <= %s", col, b[2]);
+		else
+			appendStringInfo(&sql, "%s < ''", col);
+		appendStringInfo(&sql, ") OR (%s >= %s AND %s < %s) OR (%s >= '' AND %s < '0') OR %s >= ':')",
+						 col, b[1] ? b[1] : "'0'", col, b[3] ? b[3] : "':'",
+						 col, col, col);
+		safe = lappend(safe, makeString(sql.data));
+	}
+	return safe;
+}
+
+/*
+ * cross_time_cmp
+ *		PostgreSQL's comparison of a value of the column's type (column
+ *		units: microseconds or days) with a value of another time type.
+ */
+static int
+cross_time_cmp(int coltype, int valtype, int64 c, Datum val)
+{
+	static PGFunction const cmps[3][3] = {
+		{NULL, timestamp_cmp_timestamptz, timestamp_cmp_date},
+		{timestamptz_cmp_timestamp, NULL, timestamptz_cmp_date},
+		{date_cmp_timestamp, date_cmp_timestamptz, NULL}
+	};
+	Datum		cd = (coltype == 2) ? DateADTGetDatum((DateADT) c) :
+		TimestampGetDatum((Timestamp) c);
+
+	return DatumGetInt32(DirectFunctionCall2(cmps[coltype][valtype], cd, val));
+}
+
+/*
+ * time_bound
+ *		The first value of the column's type that compares at least equal
+ *		to val (TIME_FIRST), or the last that compares at most equal
+ *		(TIME_LAST), in column units; PG_INT64_MAX (PG_INT64_MIN) when none
+ *		does.  The comparison is monotonic within the type's valid range,
+ *		so a binary search finds it there; beyond it, where a stored time
+ *		rounded by timestamp(p) may land, PostgreSQL compares as with
+ *		infinities, and so do the sentinels.
+ */
+static int64
+time_bound(int coltype, int valtype, Datum val, int which)
+{
+	int64		lo = (coltype == 2) ?
+		(int64) DATETIME_MIN_JULIAN - POSTGRES_EPOCH_JDATE : MIN_TIMESTAMP;
+	int64		hi = (coltype == 2) ?
+		(int64) DATE_END_JULIAN - POSTGRES_EPOCH_JDATE - 1 : END_TIMESTAMP - 1;
+	bool		noend = (valtype == 2) ? DATE_IS_NOEND(DatumGetDateADT(val)) :
+		TIMESTAMP_IS_NOEND(DatumGetTimestamp(val));
+	bool		nobegin = (valtype == 2) ? DATE_IS_NOBEGIN(DatumGetDateADT(val)) :
+		TIMESTAMP_IS_NOBEGIN(DatumGetTimestamp(val));
+
+	if (noend)
+		return which == TIME_FIRST ? PG_INT64_MAX : PG_INT64_MAX - 1;
+	if (nobegin)
+		return which == TIME_FIRST ? PG_INT64_MIN + 1 : PG_INT64_MIN;
+
+	if (which == TIME_FIRST)
+	{
+		if (cross_time_cmp(coltype, valtype, hi, val) < 0)
+			return PG_INT64_MAX;
+		/* the first c in [lo, hi] with cmp >= 0 */
+		while (lo < hi)
+		{
+			int64		mid = (lo & hi) + ((lo ^ hi) >> 1);	/* floor */
+
+			if (cross_time_cmp(coltype, valtype, mid, val) >= 0)
+				hi = mid;
+			else
+				lo = mid + 1;
+		}
+		return lo;
+	}
+	if (cross_time_cmp(coltype, valtype, lo, val) > 0)
+		return PG_INT64_MIN;
+	/* the last c in [lo, hi] with cmp <= 0 */
+	while (lo < hi)
+	{
+		int64		mid = (lo | hi) - ((lo ^ hi) >> 1);	/* ceiling */
+
+		if (cross_time_cmp(coltype, valtype, mid, val) <= 0)
+			lo = mid;
+		else
+			hi = mid - 1;
+	}
+	return lo;
+}
+
+/*
+ * array_extreme
+ *		The least (TIME_FIRST) or greatest (TIME_LAST) non-null element of
+ *		an array of the column's type, in column units; false when there is
+ *		none.
+ */
+static bool
+array_extreme(Datum arr, int which, int64 *out)
+{
+	ArrayType  *a = DatumGetArrayTypeP(arr);
+	int16		typlen;
+	bool		typbyval;
+	char		typalign;
+	Datum	   *elems;
+	bool	   *nulls;
+	int			n,
+				i;
+	bool		found = false;
+
+	get_typlenbyvalalign(ARR_ELEMTYPE(a), &typlen, &typbyval, &typalign);
+	deconstruct_array(a, ARR_ELEMTYPE(a), typlen, typbyval, typalign,
+					  &elems, &nulls, &n);
+	for (i = 0; i < n; i++)
+	{
+		int64		v;
+
+		if (nulls[i])
+			continue;
+		v = (ARR_ELEMTYPE(a) == DATEOID) ? DatumGetDateADT(elems[i]) :
+			DatumGetTimestamp(elems[i]);
+		if (!found || (which == TIME_FIRST ? v < *out : v > *out))
+			*out = v;
+		found = true;
+	}
+	return found;
+}
+
+/*
+ * range_text
+ *		The text bound of a range: the minute of t (microseconds since
+ *		2000-01-01) as 'YYYY-MM-DD HH:MM' (sep ' ') or 'YYYY-MM-DDTHH:MM';
+ *		"" before every four-digit year, ":" (after every digit) after.
+ */
+static char *
+range_text(int64 t, char sep)
+{
+	int			y,
+				m,
+				d;
+	int64		days;
+	int64		rem;
+
+	if (t < USECS_YEAR_0)
+		return "";
+	if (t >= USECS_YEAR_10000)
+		return ":";
+	days = t / USECS_PER_DAY;
+	rem = t % USECS_PER_DAY;
+	if (rem < 0)
+	{
+		days--;
+		rem += USECS_PER_DAY;
+	}
+	j2date((int) (days + POSTGRES_EPOCH_JDATE), &y, &m, &d);
+	return psprintf("%04d-%02d-%02d%c%02d:%02d", y, m, d, sep,
+					(int) (rem / USECS_PER_HOUR),
+					(int) (rem / USECS_PER_MINUTE % 60));
+}
+
+/*
+ * range_value
+ *		A range bound (form) from the column-unit bound b of a column of
+ *		type coltype: see the file header.
+ */
+static void
+range_value(int form, int coltype, int64 b, ShardValue *out)
+{
+	bool		upper = (form == TIME_FORM_NUM_UPPER ||
+						 form == TIME_FORM_TEXT_UPPER);
+	int64		us;
+
+	/* the microseconds the bound stands for: a day spans the whole day */
+	if (coltype == 2)
+	{
+		b = Max(Min(b, DAYS_CLAMP), -DAYS_CLAMP);
+		us = b * USECS_PER_DAY + (upper ? USECS_PER_DAY - 1 : 0);
+	}
+	else
+		us = b;
+
+	out->len = 0;
+	switch (form)
+	{
+		case TIME_FORM_NUM_LOWER:
+			out->type = SQLITE_INTEGER;
+			out->u.i = us / USECS_PER_SEC - 1 + UNIX_EPOCH_DIFF_SECS - RANGE_SLACK_SECS;
+			break;
+		case TIME_FORM_NUM_UPPER:
+			out->type = SQLITE_INTEGER;
+			out->u.i = us / USECS_PER_SEC + 1 + UNIX_EPOCH_DIFF_SECS + RANGE_SLACK_SECS;
+			break;
+		default:
+			{
+				int64		t;
+				char	   *text;
+
+				if (upper)
+				{
+					/* every minute before t's next is below the text */
+					if (pg_add_s64_overflow(us, RANGE_SLACK_USECS + USECS_PER_MINUTE, &t))
+						t = PG_INT64_MAX;
+					text = range_text(t, 'T');
+				}
+				else
+				{
+					if (pg_sub_s64_overflow(us, RANGE_SLACK_USECS, &t))
+						t = PG_INT64_MIN;
+					text = range_text(t, ' ');
+				}
+				out->type = SQLITE_TEXT;
+				out->u.p = text;
+				out->len = strlen(text);
+			}
+	}
+}
+
+/* Times before 1800 and after 2300 (Unix seconds): see bind_tz_grid. */
+#define TZ_GRID_START	INT64CONST(-5364662400)
+#define TZ_GRID_END		INT64CONST(10413792000)
+/* The second day of PostgreSQL's timestamps (4714-11-25 BC, Unix seconds). */
+#define TZ_GRID_FIRST_DAY \
+	(((int64) 0 - UNIX_EPOCH_JDATE + 1) * SECS_PER_DAY)
+
+/*
+ * gcd64
+ *		The greatest common divisor of a and |b|, a > 0.
+ */
+static int64
+gcd64(int64 a, int64 b)
+{
+	if (b < 0)
+		b = -b;
+	while (b != 0)
+	{
+		int64		r = a % b;
+
+		a = b;
+		b = r;
+	}
+	return a;
+}
+
+/*
+ * bind_tz_grid
+ *		The grid that ssfdw_tz_grid rounds times down to for a date_trunc
+ *		key in zone tz (upper.c, key_trunc_unit): from
+ *		grid[0] (Unix seconds) on, every local boundary of a unit of
+ *		unit_secs seconds (a minute, an hour, or a day for the longer
+ *		units) falls on grid[2] plus a multiple of grid[1] seconds, so that
+ *		date_trunc has one value between two such times; times before
+ *		grid[0] are taken to the second.
+ *
+ * A local boundary is a multiple of unit_secs in local time, so in UTC that
+ * multiple less the offset in force, or the moment a transition skips it:
+ * the step divides unit_secs, the differences between the offsets, and
+ * the transitions' distances from the first.  Offsets of no whole quarter
+ * hour (local mean time, before standard time) would bring it down to
+ * seconds, so the grid starts after the last period with one, and after
+ * 1800.  Transitions are followed to the end of the zone's table, or to
+ * 2300 for a zone whose rules go on; both repeat every 400 years.
+ */
+static void
+bind_tz_grid(int unit_secs, pg_tz *tz, int64 grid[3])
+{
+	static pg_tz *cached_tz = NULL;
+	static int	cached_unit = 0;
+	static int64 cached[3];
+	pg_time_t	t = TZ_GRID_START;
+	int64		cut = TZ_GRID_START;
+	int64		step = unit_secs;
+	int64		phase = 0;
+	bool		have_phase = false;
+	bool		complete = false;
+	int			i;
+
+	if (cached_tz == tz && cached_unit == unit_secs)
+	{
+		memcpy(grid, cached, sizeof(cached));
+		return;
+	}
+	for (i = 0; i < 100000 && !complete; i++)
+	{
+		long		before_off;
+		long		after_off;
+		int			before_dst;
+		int			after_dst;
+		pg_time_t	boundary;
+		int			rc;
+
+		rc = pg_next_dst_boundary(&t, &before_off, &before_dst, &boundary,
+								  &after_off, &after_dst, tz);
+		if (rc < 0)
+			break;
+		if (before_off % 900 != 0)
+		{
+			if (rc == 0)
+				break;			/* for ever */
+			cut = boundary;		/* the grid starts after this period */
+			step = unit_secs;
+			have_phase = false;
+		}
+		else if (!have_phase)
+		{
+			phase = -(int64) before_off;
+			have_phase = true;
+		}
+		else
+			step = gcd64(step, -(int64) before_off - phase);
+		if (rc == 0)
+			complete = true;
+		else
+		{
+			if (have_phase)
+				step = gcd64(step, boundary - phase);
+			complete = (boundary > TZ_GRID_END);
+			t = boundary;
+		}
+	}
+	if (!complete || !have_phase)
+	{
+		cut = PG_INT64_MAX;		/* no grid: every time to the second */
+		step = 1;
+		phase = 0;
+	}
+	grid[0] = cut;
+	grid[1] = step;
+	grid[2] = phase % step;
+	cached_tz = tz;
+	cached_unit = unit_secs;
+	memcpy(cached, grid, sizeof(cached));
+}
+
+/*
+ * bind_zone_grid
+ *		The grid of a key's parameter "<longest step>[ <zone>]" (upper.c):
+ *		in the session's TimeZone, or in the zone, found as timezone(zone,
+ *		tz) finds it: an abbreviation of a fixed offset first, then a zone
+ *		name.  Where the grid is not known (an abbreviation whose offset
+ *		depends on the date, a zone that does not exist, for which the
+ *		merge raises PostgreSQL's error), every time is taken to the second.
+ */
+static void
+bind_zone_grid(const char *spec, int64 grid[3])
+{
+	char	   *rest;
+	long		unit_secs = strtol(spec, &rest, 10);
+	char	   *lowzone;
+	int			offset;
+	pg_tz	   *tz = NULL;
+	int			type;
+
+	if (*rest == '\0')
+	{
+		bind_tz_grid(unit_secs, session_timezone, grid);
+		return;
+	}
+	rest++;
+	lowzone = downcase_truncate_identifier(rest, strlen(rest), false);
+	type = DecodeTimezoneAbbrev(0, lowzone, &offset, &tz);
+	if (type == TZ || type == DTZ)
+	{
+		/*
+		 * A fixed offset east of UTC: local boundaries less the offset;
+		 * but not in the first day, where a time rounded down could fall
+		 * before the first timestamp.
+		 */
+		grid[0] = TZ_GRID_FIRST_DAY;
+		grid[1] = unit_secs;
+		grid[2] = -(int64) offset % unit_secs;
+		return;
+	}
+	tz = (type == DYNTZ || strlen(rest) > TZ_STRLEN_MAX) ? NULL : pg_tzset(rest);
+	if (tz == NULL)
+	{
+		grid[0] = PG_INT64_MAX;
+		grid[1] = 1;
+		grid[2] = 0;
+		return;
+	}
+	bind_tz_grid(unit_secs, tz, grid);
+}
+
+/*
+ * shard_time_bind
+ *		Compute the value of a time parameter (kind, value not NULL) when
+ *		the scan starts; false when kind is not a time kind.
+ *		grid carries a time zone grid from its first parameter to the two
+ *		after it.
+ */
+bool
+shard_time_bind(int kind, Datum value, ShardValue *out, int64 grid[3])
+{
+	out->len = 0;
+	if (kind >= SHARD_PARAM_TZ_GRID_CUT && kind <= SHARD_PARAM_TZ_GRID_PHASE)
+	{
+		/* a key's three come in order: work the grid out once */
+		if (kind == SHARD_PARAM_TZ_GRID_CUT)
+			bind_zone_grid(TextDatumGetCString(value), grid);
+		out->type = SQLITE_INTEGER;
+		out->u.i = grid[kind - SHARD_PARAM_TZ_GRID_CUT];
+		return true;
+	}
+	if (kind >= SHARD_PARAM_TIME)
+	{
+		int			code = kind - SHARD_PARAM_TIME;
+		int			which = code % 2;
+		int			valtype = (code / 2) % 3;
+		int			coltype = (code / 6) % 3;
+		int			form = (code / 18) % TIME_NFORMS;
+		bool		array = (code / (18 * TIME_NFORMS)) != 0;
+		int64		b;
+
+		if (array)
+		{
+			if (!array_extreme(value, which, &b))
+			{
+				out->type = SQLITE_NULL;	/* matches nothing, as IN () */
+				return true;
+			}
+		}
+		else if (coltype == valtype)
+			b = (coltype == 2) ? DatumGetDateADT(value) :
+				DatumGetTimestamp(value);
+		else
+			b = time_bound(coltype, valtype, value, which);
+
+		if (form == TIME_FORM_EXACT)
+		{
+			out->type = SQLITE_INTEGER;
+			out->u.i = b;
+		}
+		else
+			range_value(form, coltype, b, out);
+		return true;
+	}
+	return false;
+}
