@@ -458,6 +458,27 @@ INSERT INTO typed (tenant_id, id, ts) VALUES ('acme', 9, '0001-01-01 00:00:00 BC
 SELECT count(*) FROM typed WHERE id = 9;
 
 -- ===================================================================
+-- A fan-out UPDATE or DELETE without RETURNING runs on every shard at
+-- once; a failure on one shard fails the statement, and every shard stays
+-- as it was
+-- ===================================================================
+SELECT tenant_id, count(*), min(amount_cents) FROM orders GROUP BY 1 ORDER BY 1;
+EXPLAIN (COSTS OFF) UPDATE orders SET status = 'bulk' WHERE amount_cents >= 0;
+UPDATE orders SET status = 'bulk' WHERE amount_cents >= 0;
+UPDATE orders SET amount_cents = -1 WHERE amount_cents >= 0;
+SELECT tenant_id, count(*) FILTER (WHERE status = 'bulk') AS bulk,
+  min(amount_cents) FROM orders GROUP BY 1 ORDER BY 1;
+BEGIN;
+DELETE FROM orders WHERE status = 'bulk';
+SELECT count(*) FROM orders;
+ROLLBACK;
+-- one shard at a time with RETURNING, or without parallelism
+EXPLAIN (COSTS OFF) UPDATE orders SET status = 'bulk' RETURNING order_id;
+SET sqlite_shard_fdw.fanout_parallelism = 1;
+EXPLAIN (COSTS OFF) UPDATE orders SET status = 'bulk';
+RESET sqlite_shard_fdw.fanout_parallelism;
+
+-- ===================================================================
 -- Clean up
 -- ===================================================================
 DROP TABLE native_orders, typed_in;

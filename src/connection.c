@@ -81,6 +81,7 @@ struct ShardConn
 								 * error (an interrupt, a full disk) */
 	int			savepoints;		/* PostgreSQL nesting level its savepoints
 								 * reach (1: none) */
+	bool		is_directory;	/* the server's directory, not a shard */
 };
 
 /* An idle prepared statement kept for its SQL text. */
@@ -100,8 +101,17 @@ typedef struct ConnHold
 	SubTransactionId subid;
 } ConnHold;
 
+/* Which file a handle is opened on, and how. */
+typedef enum ConnFile
+{
+	CONN_SHARD,					/* a shard file, which must exist */
+	CONN_DIRECTORY,				/* the directory, which must exist */
+	CONN_DIRECTORY_CREATE		/* the directory, created if missing */
+} ConnFile;
+
 static HTAB *ConnectionHash = NULL;
 static uint64 use_counter = 0;
+static uint64 directory_generation = 0;
 static int	open_count = 0;
 static List *holds = NIL;		/* ConnHold, in TopMemoryContext */
 
@@ -112,7 +122,7 @@ static void end_read_xact(ShardConn *conn);
 static ShardConn *hash_search_conn(ShardInfo *shard);
 static ShardConn *shard_conn_get_internal(ShardServerOptions *opts,
 										  ShardInfo *shard, bool missing_ok,
-										  bool immediate);
+										  bool immediate, ConnFile file);
 static void conn_exec(ShardConn *conn, const char *sql, const char *what);
 static void allow_writes(ShardConn *conn);
 
@@ -308,7 +318,7 @@ shard_report_write_error(int rc, const char *shard_id, const char *table,
 					(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
 					 errmsg("could not serialize a write to shard \"%s\"",
 							shard_id),
-					 errdetail("Another connection wrote to the shard after this transaction read it."),
+					 errdetail("Another connection wrote to the shard, or was writing it, after this transaction read it."),
 					 errhint("The transaction might succeed if retried.")));
 			return;
 		default:
@@ -409,25 +419,22 @@ evict_idle(int keep)
  * shard_file_kind
  *		What a file's first 100 bytes say it is: not an SQLite database (an
  *		empty file, text, anything without SQLite's header), or one in WAL
- *		or rollback-journal mode.  Reads the header with a plain read, no
- *		SQLite and no lock, so it never waits for a writer; the caller has
- *		checked that the file is a regular one.
+ *		or rollback-journal mode.  Reads the header without a lock, so it
+ *		never waits for a writer, and through SQLite's file layer, so the
+ *		locks of the handles this backend has open on the file stay
+ *		(shardio_read_header); the caller has checked that the file is a
+ *		regular one.
  */
 int
 shard_file_kind(const char *path)
 {
 	unsigned char header[100];
-	ssize_t		n;
-	int			fd;
+	int			n;
 
-	fd = OpenTransientFile(path, O_RDONLY | O_NONBLOCK | PG_BINARY);
-	if (fd < 0)
-		return SHARD_FILE_UNKNOWN;
-	n = read(fd, header, sizeof(header));
-	CloseTransientFile(fd);
+	n = shardio_read_header(path, header, sizeof(header));
 	if (n < 0)
 		return SHARD_FILE_UNKNOWN;
-	if (n < (ssize_t) sizeof(header) ||
+	if (n < (int) sizeof(header) ||
 		memcmp(header, "SQLite format 3", 16) != 0)
 		return SHARD_FILE_NOT_SQLITE;
 	/* the file format's write and read versions: 2 is WAL */
@@ -564,6 +571,49 @@ open_shard_file(ShardServerOptions *opts, ShardInfo *shard, bool missing_ok)
 }
 
 /*
+ * open_directory_file
+ *		A read-write handle on a server's directory file, for the directory
+ *		functions' and auto_register's writes; with create, a missing file
+ *		is created (directory_init).
+ */
+static sqlite3 *
+open_directory_file(ShardServerOptions *opts, bool create)
+{
+	sqlite3    *db;
+	char		errbuf[SHARDIO_ERRLEN];
+	int			rc;
+
+	rc = shardio_open(opts->directory,
+					  SHARDIO_OPEN_READWRITE | (create ? SHARDIO_OPEN_CREATE : 0),
+					  opts->busy_timeout_ms, &db, errbuf);
+	if (rc == SQLITE_OK)
+		return db;
+	if (!create && shardio_file_state(opts->directory) == SHARDIO_FILE_MISSING)
+		shard_directory_report_missing(opts);
+	if ((rc & 0xff) == SQLITE_NOTADB || (rc & 0xff) == SQLITE_CORRUPT)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("directory \"%s\" of server \"%s\" is not a valid SQLite database",
+						opts->directory, opts->servername),
+				 errdetail_internal("%s", errbuf)));
+	if ((rc & 0xff) == SQLITE_READONLY)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("could not open directory \"%s\" of server \"%s\" for writing: the server may not write the file",
+						opts->directory, opts->servername),
+				 errdetail_internal("%s", errbuf),
+				 errhint("Give the server's operating system user write permission on the file, its folder and its \"-wal\" and \"-shm\" files.")));
+	/* a cancel, timeout or termination in the lock wait; a lock held */
+	shard_check_lock_wait(rc, true, opts->directory, "write the directory");
+	ereport(ERROR,
+			(errcode(ERRCODE_FDW_UNABLE_TO_ESTABLISH_CONNECTION),
+			 errmsg("could not open directory \"%s\" of server \"%s\" for writing",
+					opts->directory, opts->servername),
+			 errdetail_internal("%s", errbuf)));
+	return NULL;				/* keep compiler quiet */
+}
+
+/*
  * shard_conn_get
  *		A handle on a shard inside a read transaction, for one scan.
  *
@@ -574,7 +624,7 @@ open_shard_file(ShardServerOptions *opts, ShardInfo *shard, bool missing_ok)
 ShardConn *
 shard_conn_get(ShardServerOptions *opts, ShardInfo *shard, bool missing_ok)
 {
-	return shard_conn_get_internal(opts, shard, missing_ok, false);
+	return shard_conn_get_internal(opts, shard, missing_ok, false, CONN_SHARD);
 }
 
 /*
@@ -596,7 +646,7 @@ hash_search_conn(ShardInfo *shard)
  */
 static ShardConn *
 shard_conn_get_internal(ShardServerOptions *opts, ShardInfo *shard,
-						bool missing_ok, bool immediate)
+						bool missing_ok, bool immediate, ConnFile file)
 {
 	ShardConn  *conn;
 	bool		found;
@@ -647,7 +697,10 @@ shard_conn_get_internal(ShardServerOptions *opts, ShardInfo *shard,
 
 		/* Make room first, so the cap holds once this one is idle again. */
 		evict_idle(shard_max_open_shards - 1);
-		db = open_shard_file(opts, shard, missing_ok);
+		if (file == CONN_SHARD)
+			db = open_shard_file(opts, shard, missing_ok);
+		else
+			db = open_directory_file(opts, file == CONN_DIRECTORY_CREATE);
 		if (db == NULL)
 			return NULL;
 		conn = hash_search(ConnectionHash, shard->path, HASH_ENTER, &found);
@@ -660,7 +713,8 @@ shard_conn_get_internal(ShardServerOptions *opts, ShardInfo *shard,
 		conn->open_stmts = 0;
 		conn->in_xact = false;
 		conn->xact_scoped = false;
-		conn->writable = false;
+		conn->writable = (file != CONN_SHARD);
+		conn->is_directory = (file != CONN_SHARD);
 		conn->write_xact = false;
 		conn->savepoints = 1;
 		conn->utf8 = -1;
@@ -738,9 +792,18 @@ conn_exec(ShardConn *conn, const char *sql, const char *what)
 	char		errbuf[SHARDIO_ERRLEN];
 	int			rc = shardio_exec(conn->db, sql, errbuf);
 
-	if (rc != SQLITE_OK)
-		shard_report_write_error(sqlite3_extended_errcode(conn->db),
-								 conn->shard_id, NULL, NULL, errbuf, what);
+	if (rc == SQLITE_OK)
+		return;
+	rc = sqlite3_extended_errcode(conn->db);
+	if (conn->is_directory)
+	{
+		shard_check_lock_wait(rc, true, conn->path, what);
+		ereport(ERROR,
+				(errcode(shard_sqlite_sqlstate(rc)),
+				 errmsg("could not %s in directory \"%s\"", what, conn->path),
+				 errdetail_internal("%s", errbuf)));
+	}
+	shard_report_write_error(rc, conn->shard_id, NULL, NULL, errbuf, what);
 }
 
 /*
@@ -769,6 +832,18 @@ savepoint_sql(const char *verb, int level)
 }
 
 /*
+ * conn_label
+ *		How messages name a handle's file: shard "id", or directory "path".
+ */
+static char *
+conn_label(ShardConn *conn)
+{
+	if (conn->is_directory)
+		return psprintf("directory \"%s\"", conn->path);
+	return psprintf("shard \"%s\"", conn->shard_id);
+}
+
+/*
  * report_write_lost
  *		Refuse to go on writing to, or to commit, a shard whose write
  *		transaction SQLite rolled back: the transaction's earlier writes to
@@ -779,25 +854,34 @@ report_write_lost(ShardConn *conn)
 {
 	ereport(ERROR,
 			(errcode(ERRCODE_IN_FAILED_SQL_TRANSACTION),
-			 errmsg("the writes of this transaction to shard \"%s\" were rolled back",
-					conn->shard_id),
-			 errdetail("SQLite rolled back the shard's transaction when a write to it failed."),
+			 errmsg("the writes of this transaction to %s were rolled back",
+					conn_label(conn)),
+			 errdetail("SQLite rolled back the file's transaction when a write to it failed."),
 			 errhint("Roll back the transaction and run it again.")));
 }
 
 /*
  * shard_conn_write_failed
- *		A write statement on the handle failed: note whether SQLite rolled
- *		back the whole write transaction with it (as it does after an
+ *		A write statement on the handle failed with rc: note whether SQLite
+ *		rolled back the whole write transaction with it (as it does after an
  *		interrupt, a full disk or an I/O error), which a later write or the
- *		commit must not ignore.
+ *		commit must not ignore; and return the result code to report.
+ *
+ * A lock refused while the transaction's read snapshot was to become a
+ * write is a serialization failure, not a lock timeout: SQLite does not
+ * wait there (another writer could not commit while the snapshot is held,
+ * or has committed past it), and a retry of the transaction succeeds.
  */
-void
-shard_conn_write_failed(ShardConn *conn)
+int
+shard_conn_write_failed(ShardConn *conn, int rc)
 {
 	if (conn->write_xact && conn->db != NULL &&
 		sqlite3_get_autocommit(conn->db))
 		conn->write_lost = true;
+	if ((rc & 0xff) == SQLITE_BUSY && conn->db != NULL &&
+		sqlite3_txn_state(conn->db, "main") == SQLITE_TXN_READ)
+		return SQLITE_BUSY_SNAPSHOT;
+	return rc;
 }
 
 /*
@@ -834,15 +918,11 @@ shard_conn_check_no_reader(ShardConn *conn, const char *table)
 }
 
 /*
- * shard_conn_get_for_write
- *		A handle on a shard inside the PostgreSQL transaction's write
- *		transaction on it, with savepoints up to the current subtransaction:
- *		begun at the first write, upgraded from the read transaction the
- *		statement (or a REPEATABLE READ snapshot) still needs, if any.
- *		Match with shard_conn_release, as for reads.
+ * get_for_write
+ *		shard_conn_get_for_write on a shard or on the directory file.
  */
-ShardConn *
-shard_conn_get_for_write(ShardServerOptions *opts, ShardInfo *shard)
+static ShardConn *
+get_for_write(ShardServerOptions *opts, ShardInfo *shard, ConnFile file)
 {
 	ShardConn  *conn;
 	int			level = GetCurrentTransactionNestLevel();
@@ -850,13 +930,9 @@ shard_conn_get_for_write(ShardServerOptions *opts, ShardInfo *shard)
 	conn = hash_search_conn(shard);
 	if (conn != NULL && !conn->write_xact && stale_read_xact(conn))
 		end_read_xact(conn);
-	if (conn == NULL || !conn->in_xact)
-	{
-		/* No read to upgrade: take the write lock up front. */
-		conn = shard_conn_get_internal(opts, shard, false, true);
-	}
-	else
-		conn = shard_conn_get_internal(opts, shard, false, false);
+	/* No read to upgrade: take the write lock up front. */
+	conn = shard_conn_get_internal(opts, shard, false,
+								   conn == NULL || !conn->in_xact, file);
 
 	if (conn->write_lost)
 		report_write_lost(conn);
@@ -874,6 +950,65 @@ shard_conn_get_for_write(ShardServerOptions *opts, ShardInfo *shard)
 				  "set a savepoint");
 	}
 	return conn;
+}
+
+/*
+ * shard_conn_get_for_write
+ *		A handle on a shard inside the PostgreSQL transaction's write
+ *		transaction on it, with savepoints up to the current subtransaction:
+ *		begun at the first write, upgraded from the read transaction the
+ *		statement (or a REPEATABLE READ snapshot) still needs, if any.
+ *		Match with shard_conn_release, as for reads.
+ */
+ShardConn *
+shard_conn_get_for_write(ShardServerOptions *opts, ShardInfo *shard)
+{
+	return get_for_write(opts, shard, CONN_SHARD);
+}
+
+/*
+ * shard_conn_directory_for_write
+ *		The server's directory file inside the PostgreSQL transaction's
+ *		write transaction on it, as a shard's (shard_conn_get_for_write):
+ *		the directory functions and auto_register write through it, so
+ *		that their changes commit with the transaction, before any shard,
+ *		and vanish with its rollback; while it lasts, the backend's
+ *		directory lookups read through it (shard_directory_get) and see
+ *		them.  With create, a missing file is created.  Match with
+ *		shard_conn_release.
+ */
+ShardConn *
+shard_conn_directory_for_write(ShardServerOptions *opts, bool create)
+{
+	ShardInfo	info;
+	ShardConn  *conn;
+
+	info.shard_id = "directory";
+	info.path = opts->directory;
+	conn = get_for_write(opts, &info,
+						 create ? CONN_DIRECTORY_CREATE : CONN_DIRECTORY);
+	directory_generation++;
+	return conn;
+}
+
+/*
+ * shard_conn_directory_writer
+ *		The handle of the directory file at path while the transaction
+ *		writes it, or NULL; and the count of directory writes, savepoint
+ *		rollbacks and transaction ends, which changes whenever what that
+ *		handle shows may have.
+ */
+sqlite3 *
+shard_conn_directory_writer(const char *path, uint64 *generation)
+{
+	ShardConn  *conn = NULL;
+
+	*generation = directory_generation;
+	if (ConnectionHash != NULL && strlen(path) < MAXPGPATH)
+		conn = hash_search(ConnectionHash, path, HASH_FIND, NULL);
+	if (conn == NULL || !conn->is_directory || !conn->write_xact)
+		return NULL;
+	return conn->db;
 }
 
 /*
@@ -1274,8 +1409,12 @@ shard_conn_release(ShardConn *conn)
 static int
 write_conn_cmp(const ListCell *a, const ListCell *b)
 {
-	return strcmp(((ShardConn *) lfirst(a))->shard_id,
-				  ((ShardConn *) lfirst(b))->shard_id);
+	ShardConn  *ca = lfirst(a);
+	ShardConn  *cb = lfirst(b);
+
+	if (ca->is_directory != cb->is_directory)
+		return ca->is_directory ? -1 : 1;
+	return strcmp(ca->shard_id, cb->shard_id);
 }
 
 /*
@@ -1329,23 +1468,23 @@ commit_writes(void)
 
 			initStringInfo(&rest);
 			for_each_from(lc2, written, foreach_current_index(lc))
-				appendStringInfo(&rest, "%s\"%s\"", rest.len > 0 ? ", " : "",
-								 ((ShardConn *) lfirst(lc2))->shard_id);
+				appendStringInfo(&rest, "%s%s", rest.len > 0 ? ", " : "",
+								 conn_label(lfirst(lc2)));
 			ereport(ERROR,
 					(errcode(xrc == SQLITE_CONSTRAINT_FOREIGNKEY ?
 							 ERRCODE_FOREIGN_KEY_VIOLATION :
 							 shard_sqlite_sqlstate(xrc)),
-					 errmsg("could not commit the writes to shard \"%s\"",
-							conn->shard_id),
+					 errmsg("could not commit the writes to %s",
+							conn_label(conn)),
 					 errdetail_internal("%s", errbuf),
 					 done.len > 0 ?
-					 errhint("Shards %s committed; shards %s did not.",
+					 errhint("These committed: %s. These did not: %s.",
 							 done.data, rest.data) :
-					 errhint("No shard committed; shards %s did not.",
+					 errhint("Nothing committed; these did not: %s.",
 							 rest.data)));
 		}
-		appendStringInfo(&done, "%s\"%s\"", done.len > 0 ? ", " : "",
-						 conn->shard_id);
+		appendStringInfo(&done, "%s%s", done.len > 0 ? ", " : "",
+						 conn_label(conn));
 		conn->in_xact = false;
 		end_read_xact(conn);
 	}
@@ -1378,8 +1517,8 @@ shard_xact_callback(XactEvent event, void *arg)
 				hash_seq_term(&scan);
 				ereport(ERROR,
 						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-						 errmsg("cannot prepare a transaction that wrote to shard \"%s\"",
-								conn->shard_id),
+						 errmsg("cannot prepare a transaction that wrote to %s",
+								conn_label(conn)),
 						 errdetail("SQLite has no two-phase commit.")));
 			}
 		}
@@ -1402,10 +1541,14 @@ shard_xact_callback(XactEvent event, void *arg)
 	hash_seq_init(&scan, ConnectionHash);
 	while ((conn = hash_seq_search(&scan)) != NULL)
 	{
+		/* the directory's lookups go back to their own handle */
+		if (conn->is_directory)
+			shard_directory_writer_gone(conn->db);
 		end_read_xact(conn);
 		conn->refcount = 0;
 		conn->open_stmts = 0;
 	}
+	directory_generation++;
 	list_free_deep(holds);
 	holds = NIL;
 	evict_idle(shard_max_open_shards);
@@ -1433,6 +1576,8 @@ end_savepoints(bool commit)
 		if (!conn->write_xact || conn->savepoints < level)
 			continue;
 		conn->savepoints = level - 1;
+		if (conn->is_directory && !commit)
+			directory_generation++;
 		if (commit)
 		{
 			/* before the subtransaction commits: an error is allowed */
@@ -1456,8 +1601,8 @@ end_savepoints(bool commit)
 			conn->write_lost = true;
 			if (!sqlite3_get_autocommit(conn->db))
 				ereport(WARNING,
-						(errmsg("could not roll back to a savepoint on shard \"%s\"",
-								conn->shard_id),
+						(errmsg("could not roll back to a savepoint on %s",
+								conn_label(conn)),
 						 errdetail_internal("%s", errbuf)));
 		}
 	}

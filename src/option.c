@@ -59,7 +59,9 @@ static const ShardOption shard_options[] = {
 	{"analyze_values", ForeignServerRelationId},
 	{"batch_size", ForeignServerRelationId},
 	{"allow_outside_paths", ForeignServerRelationId},
+	{"auto_register", ForeignServerRelationId},
 	{"table", ForeignTableRelationId},
+	{"auto_register", ForeignTableRelationId},
 	{"batch_size", ForeignTableRelationId},
 	{"tenant_column", ForeignTableRelationId},
 	{"analyze_values", ForeignTableRelationId},
@@ -99,13 +101,14 @@ _PG_init(void)
 	/*
 	 * The SQLite library is the one the server's dynamic linker found, not
 	 * necessarily the one this was compiled against.  The wrapper's SQL
-	 * reads sqlite_schema (3.33.0), and fan-out threads share handles,
-	 * which needs a library built with its mutexes.
+	 * reads sqlite_schema (3.33.0), writes ask for transaction states
+	 * (3.34.0), and fan-out threads share handles, which needs a library
+	 * built with its mutexes.
 	 */
 	if (sqlite3_libversion_number() < SHARDIO_MIN_SQLITE_VERSION)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("sqlite_shard_fdw needs SQLite 3.33.0 or later, but the server loaded SQLite %s",
+				 errmsg("sqlite_shard_fdw needs SQLite 3.34.0 or later, but the server loaded SQLite %s",
 						sqlite3_libversion()),
 				 errhint("Install a newer SQLite library (libsqlite3) on the server.")));
 	if (sqlite3_threadsafe() == 0)
@@ -490,6 +493,15 @@ sqlite_shard_fdw_validator(PG_FUNCTION_ARGS)
 			(void) parse_bool_option(def->defname, value);
 			require_file_option_privilege(def->defname);
 		}
+		else if (strcmp(def->defname, "auto_register") == 0)
+		{
+			(void) parse_bool_option(def->defname, value);
+			if (!has_privs_of_role(GetUserId(), ROLE_PG_WRITE_SERVER_FILES))
+				ereport(ERROR,
+						(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+						 errmsg("permission denied to set or keep option \"auto_register\""),
+						 errdetail("With option \"auto_register\" every role that inserts rows writes the directory file: only roles with privileges of the \"pg_write_server_files\" role may set it, or change any option where it is set.")));
+		}
 		else if (strcmp(def->defname, "busy_timeout_ms") == 0)
 		{
 			if (parse_int_option(def->defname, value) > MAX_BUSY_TIMEOUT_MS)
@@ -599,7 +611,7 @@ shard_table_options(Relation rel)
 	opts->tenant_column = "tenant_id";
 	opts->serverid = table->serverid;
 	opts->batch_size = DEFAULT_BATCH_SIZE;
-	/* the server's batch_size, which the table's overrides */
+	/* the server's batch_size and auto_register, which the table's override */
 	foreach(lc, GetForeignServer(table->serverid)->options)
 	{
 		DefElem    *def = (DefElem *) lfirst(lc);
@@ -607,6 +619,9 @@ shard_table_options(Relation rel)
 		if (strcmp(def->defname, "batch_size") == 0)
 			opts->batch_size = parse_int_option(def->defname,
 												defGetString(def));
+		else if (strcmp(def->defname, "auto_register") == 0)
+			opts->auto_register = parse_bool_option(def->defname,
+													defGetString(def));
 	}
 	foreach(lc, table->options)
 	{
@@ -619,6 +634,9 @@ shard_table_options(Relation rel)
 		else if (strcmp(def->defname, "batch_size") == 0)
 			opts->batch_size = parse_int_option(def->defname,
 												defGetString(def));
+		else if (strcmp(def->defname, "auto_register") == 0)
+			opts->auto_register = parse_bool_option(def->defname,
+													defGetString(def));
 	}
 
 	/*

@@ -43,6 +43,7 @@ typedef struct ShardTableOptions
 	AttrNumber	tenant_attnum;	/* its foreign table column, or 0 */
 	Oid			serverid;		/* the table's server */
 	int			batch_size;		/* rows per batch insert */
+	bool		auto_register;	/* INSERT registers unknown tenants */
 } ShardTableOptions;
 
 extern int	shard_max_open_shards;
@@ -86,6 +87,10 @@ extern List *shard_directory_stale_tenants(ShardDirectory *dir,
 										   const char *shard_id);
 extern sqlite3 *shard_directory_handle(ShardDirectory *dir);
 extern void shard_directory_changed(ShardDirectory *dir);
+extern void shard_directory_writer_gone(sqlite3 *db);
+extern void shard_directory_report_missing(ShardServerOptions *opts) pg_attribute_noreturn();
+extern char *shard_tenant_register(ShardServerOptions *opts, const char *tenant,
+								   const char *shard_id, bool existing_ok);
 extern char *shard_resolve_path(ShardServerOptions *opts, const char *path);
 extern char *shard_resolve_checked_path(ShardServerOptions *opts,
 										const char *shard_id,
@@ -121,7 +126,11 @@ extern bool shard_conn_is_utf8(ShardConn *conn);
 extern void shard_conn_release(ShardConn *conn);
 extern ShardConn *shard_conn_get_for_write(ShardServerOptions *opts,
 										   ShardInfo *shard);
-extern void shard_conn_write_failed(ShardConn *conn);
+extern ShardConn *shard_conn_directory_for_write(ShardServerOptions *opts,
+												 bool create);
+extern sqlite3 *shard_conn_directory_writer(const char *path,
+											uint64 *generation);
+extern int	shard_conn_write_failed(ShardConn *conn, int rc);
 extern void shard_conn_check_no_reader(ShardConn *conn, const char *table);
 extern char shard_conn_column_affinity(ShardConn *conn, const char *table,
 									   const char *col);

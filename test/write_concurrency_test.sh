@@ -25,8 +25,8 @@
 #	   succeeds (also after it read the shard in the transaction, under
 #	   READ COMMITTED).  Under REPEATABLE READ, a read while the first one
 #	   holds the lock fixes the second one's snapshot, which cannot become
-#	   a write transaction: its INSERT fails with a retryable error (40001
-#	   or 55P03), the first one commits, and a retry succeeds.
+#	   a write transaction: its INSERT fails at once with a serialization
+#	   failure (40001), the first one commits, and a retry succeeds.
 #
 # Run by test/run_suites.sh inside a throw-away cluster, with PGDATABASE
 # set to a fresh database.  Run by hand (PGDATABASE unset or "postgres"),
@@ -512,17 +512,17 @@ session B: $b_out"
 	# REPEATABLE READ: B's read snapshot, taken while A holds the write
 	# lock, cannot become a write transaction (SQLite does not wait for
 	# the lock there: the reader would block A's commit in rollback-journal
-	# mode, and would miss A's rows in WAL mode).  B fails with a retryable
-	# error, A commits, and B's retry succeeds.
+	# mode, and would miss A's rows in WAL mode).  B fails with 40001, A
+	# commits, and B's retry succeeds.
 	tag="rr_$mode"
 	serial "$mode" "REPEATABLE READ" 1 "$tag"
 	got=$(rows_of "$tag")
-	if echo "$b_out" | grep -q -E 'ERROR:  (40001|55P03): ' &&
+	if echo "$b_out" | grep -q -E 'ERROR:  40001: could not serialize a write to shard' &&
 	   [ "$got" = "a_$tag" ] && ! echo "$a_out" | grep -q ERROR &&
 	   [ -n "$(field a_commit "$a_out")" ]; then
-		result ok "$mode, REPEATABLE READ after a read: the second session's INSERT fails ($(echo "$b_out" | grep -o -E '(40001|55P03)' | head -n 1)), the first one commits"
+		result ok "$mode, REPEATABLE READ after a read: the second session's INSERT fails with 40001, the first one commits"
 	else
-		result failed "$mode, REPEATABLE READ after a read: the second session's INSERT fails with 40001 or 55P03, the first one commits" \
+		result failed "$mode, REPEATABLE READ after a read: the second session's INSERT fails with 40001, the first one commits" \
 			"session A: $a_out
 session B: $b_out
 rows: $got"

@@ -4,9 +4,11 @@
  *		  SQL functions of the control plane: the directory's contents
  *
  * These functions read and write the directory, the SQLite control database
- * shared with the application.  Writes run in one IMMEDIATE transaction
- * each, so two sessions adding tenants at once cannot both place a tenant
- * or break the directory; they need the privileges of
+ * shared with the application.  Writes join the PostgreSQL transaction: the
+ * first takes the directory's write lock (BEGIN IMMEDIATE), and they commit
+ * with the transaction, before any shard, or vanish with its rollback
+ * (connection.c), so two sessions adding tenants at once cannot both place
+ * a tenant or break the directory.  They need the privileges of
  * pg_write_server_files, as anything that writes files of the server's
  * choosing does, and shard_add, which names a file the server then reads,
  * those of pg_read_server_files too.  Reads need USAGE on the server.
@@ -82,79 +84,6 @@ server_options_by_name(Name servername)
 }
 
 /*
- * open_for_write
- *		A read-write handle on the directory, in an IMMEDIATE transaction.
- */
-static sqlite3 *
-open_for_write(ShardServerOptions *opts, bool create)
-{
-	sqlite3    *db;
-	char		errbuf[SHARDIO_ERRLEN];
-	int			rc;
-
-	rc = shardio_open(opts->directory,
-					  SHARDIO_OPEN_READWRITE | (create ? SHARDIO_OPEN_CREATE : 0),
-					  opts->busy_timeout_ms, &db, errbuf);
-	if (rc == SQLITE_OK)
-	{
-		rc = shardio_exec(db, "BEGIN IMMEDIATE", errbuf);
-		if (rc != SQLITE_OK)
-			shardio_close(db);
-	}
-	if (rc != SQLITE_OK)
-	{
-		if (!create && shardio_file_state(opts->directory) == SHARDIO_FILE_MISSING)
-			ereport(ERROR,
-					(errcode(ERRCODE_FDW_UNABLE_TO_ESTABLISH_CONNECTION),
-					 errmsg("directory \"%s\" of server \"%s\" does not exist",
-							opts->directory, opts->servername),
-					 errhint("Create it with directory_init('%s').",
-							 opts->servername)));
-		if ((rc & 0xff) == SQLITE_NOTADB || (rc & 0xff) == SQLITE_CORRUPT)
-			ereport(ERROR,
-					(errcode(ERRCODE_DATA_CORRUPTED),
-					 errmsg("directory \"%s\" of server \"%s\" is not a valid SQLite database",
-							opts->directory, opts->servername),
-					 errdetail_internal("%s", errbuf)));
-		if ((rc & 0xff) == SQLITE_READONLY)
-			ereport(ERROR,
-					(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-					 errmsg("could not open directory \"%s\" of server \"%s\" for writing: the server may not write the file",
-							opts->directory, opts->servername),
-					 errdetail_internal("%s", errbuf),
-					 errhint("Give the server's operating system user write permission on the file, its folder and its \"-wal\" and \"-shm\" files.")));
-		/* a cancel, timeout or termination in the lock wait; a lock held */
-		shard_check_lock_wait(rc, true, opts->directory,
-							  "write the directory");
-		ereport(ERROR,
-				(errcode(ERRCODE_FDW_UNABLE_TO_ESTABLISH_CONNECTION),
-				 errmsg("could not open directory \"%s\" of server \"%s\" for writing",
-						opts->directory, opts->servername),
-				 errdetail_internal("%s", errbuf)));
-	}
-	return db;
-}
-
-/*
- * finish_write
- *		Commit the directory transaction and close the handle, and let this
- *		backend's cache see the change at once.
- */
-static void
-finish_write(ShardServerOptions *opts, sqlite3 *db)
-{
-	char		errbuf[SHARDIO_ERRLEN];
-	int			rc = shardio_exec(db, "COMMIT", errbuf);
-
-	shardio_close(db);
-	if (rc != SQLITE_OK)
-		ereport(ERROR,
-				(errcode(shard_sqlite_sqlstate(rc)),
-				 errmsg("could not commit to directory \"%s\"", opts->directory),
-				 errdetail_internal("%s", errbuf)));
-}
-
-/*
  * write_failed
  *		Report an SQLite failure during a directory write.
  */
@@ -180,6 +109,8 @@ run_stmt(sqlite3 *db, const char *sql, const char **vals, int nvals,
 	int			i;
 	int			rc;
 
+	if (out)
+		*out = NULL;
 	rc = sqlite3_prepare_v2(db, sql, -1, &stmt, NULL);
 	if (rc != SQLITE_OK)
 		return rc;
@@ -261,31 +192,21 @@ shard_directory_init(PG_FUNCTION_ARGS)
 {
 	ShardServerOptions *opts = server_options_by_name(PG_GETARG_NAME(0));
 	mode_t		mode = DEFAULT_DIRECTORY_MODE;
-	sqlite3    *volatile db;
+	ShardConn  *conn;
+	char		errbuf[SHARDIO_ERRLEN];
 
 	if (PG_NARGS() > 1)
 		mode = parse_file_mode(text_to_cstring(PG_GETARG_TEXT_PP(1)));
 	shard_require_file_privilege(true, "initialize a shard directory");
 	create_directory_file(opts->directory, mode);
-	db = open_for_write(opts, true);
-	PG_TRY();
-	{
-		char		errbuf[SHARDIO_ERRLEN];
-
-		if (shardio_exec(db, directory_schema, errbuf) != SQLITE_OK)
-			ereport(ERROR,
-					(errcode(ERRCODE_FDW_ERROR),
-					 errmsg("could not create the tables of directory \"%s\"",
-							opts->directory),
-					 errdetail_internal("%s", errbuf)));
-	}
-	PG_CATCH();
-	{
-		shardio_close(db);
-		PG_RE_THROW();
-	}
-	PG_END_TRY();
-	finish_write(opts, db);
+	conn = shard_conn_directory_for_write(opts, true);
+	if (shardio_exec(shard_conn_db(conn), directory_schema, errbuf) != SQLITE_OK)
+		ereport(ERROR,
+				(errcode(ERRCODE_FDW_ERROR),
+				 errmsg("could not create the tables of directory \"%s\"",
+						opts->directory),
+				 errdetail_internal("%s", errbuf)));
+	shard_conn_release(conn);
 	PG_RETURN_VOID();
 }
 
@@ -325,7 +246,8 @@ shard_add(PG_FUNCTION_ARGS)
 	char	   *path;
 	char	   *resolved;
 	char	   *real;
-	sqlite3    *volatile db;
+	ShardConn  *conn;
+	sqlite3    *db;
 	sqlite3    *probe;
 	char		errbuf[SHARDIO_ERRLEN];
 
@@ -369,10 +291,15 @@ shard_add(PG_FUNCTION_ARGS)
 				 errmsg("could not add shard \"%s\": file \"%s\" is not a valid SQLite database",
 						shard_id, resolved),
 				 errdetail("The file is empty or does not begin with SQLite's header.")));
-	real = realpath(resolved, NULL);
+	{
+		char	   *r = realpath(resolved, NULL);
 
-	db = open_for_write(opts, false);
-	PG_TRY();
+		real = r ? pstrdup(r) : NULL;
+		free(r);
+	}
+
+	conn = shard_conn_directory_for_write(opts, false);
+	db = shard_conn_db(conn);
 	{
 		sqlite3_stmt *stmt;
 		const char *vals[2] = {shard_id, path};
@@ -396,9 +323,8 @@ shard_add(PG_FUNCTION_ARGS)
 					 errmsg("file \"%s\" is already a shard of directory \"%s\"",
 							path, opts->directory)));
 		}
-		if (rc == SQLITE_DONE)
-			sqlite3_finalize(stmt);
-		else
+		sqlite3_finalize(stmt);
+		if (rc != SQLITE_DONE)
 		{
 			if (rc != SQLITE_ERROR || sqlite3_errmsg(db) == NULL ||
 				strstr(sqlite3_errmsg(db), "no such table") == NULL)
@@ -443,15 +369,7 @@ shard_add(PG_FUNCTION_ARGS)
 					 vals, 2, NULL) != SQLITE_DONE)
 			write_failed(opts, db, "add a shard");
 	}
-	PG_CATCH();
-	{
-		shardio_close(db);
-		free(real);
-		PG_RE_THROW();
-	}
-	PG_END_TRY();
-	free(real);
-	finish_write(opts, db);
+	shard_conn_release(conn);
 	PG_RETURN_VOID();
 }
 
@@ -632,37 +550,33 @@ place_tenant(ShardServerOptions *opts, ShardLoad *loads, int n,
 }
 
 /*
- * shard_tenant_add
- *		tenant_add(server, tenant [, shard]): register a tenant on the given
- *		shard, or on the one placement picks.  Returns the shard id.
+ * shard_tenant_register
+ *		Register tenant on shard_id, or on the shard placement picks when
+ *		that is NULL, inside the transaction's write transaction on the
+ *		directory; returns the shard that answers for it.  A tenant already
+ *		registered is an error, unless existing_ok (an INSERT under
+ *		auto_register that another session's tenant was placed before).
+ *		The caller has checked privileges.
  */
-Datum
-shard_tenant_add(PG_FUNCTION_ARGS)
+char *
+shard_tenant_register(ShardServerOptions *opts, const char *tenant,
+					  const char *shard_id, bool existing_ok)
 {
-	ShardServerOptions *opts;
+	ShardConn  *conn;
 	ShardDirectory *dir;
-	char	   *tenant;
-	char	   *shard_id = NULL;
-	sqlite3    *volatile db;
+	sqlite3    *db;
+	sqlite3_stmt *stmt;
+	const char *vals[2];
+	int			rc;
 
-	if (PG_ARGISNULL(0))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("server must not be null")));
-	if (PG_ARGISNULL(1))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("tenant must not be null")));
-	opts = server_options_by_name(PG_GETARG_NAME(0));
-	tenant = text_to_cstring(PG_GETARG_TEXT_PP(1));
-	if (!PG_ARGISNULL(2))
-		shard_id = text_to_cstring(PG_GETARG_TEXT_PP(2));
-	shard_require_file_privilege(true, "add a tenant");
 	if (tenant[0] == '\0')
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("tenant id must not be empty")));
 
+	/* lookups below read through the write transaction: take it first */
+	conn = shard_conn_directory_for_write(opts, false);
+	db = shard_conn_db(conn);
 	dir = shard_directory_get(opts);
 	if (shard_id != NULL)
 	{
@@ -678,52 +592,70 @@ shard_tenant_add(PG_FUNCTION_ARGS)
 		(void) check_shard_file(info, tenant, true);
 	}
 
-	db = open_for_write(opts, false);
-	PG_TRY();
+	vals[0] = tenant;
+	rc = run_stmt(db, "SELECT shard_id FROM shard_map WHERE tenant_id = ?",
+				  vals, 1, &stmt);
+	if (rc == SQLITE_ROW)
 	{
-		sqlite3_stmt *stmt;
-		const char *vals[2];
-		int			rc;
+		char	   *existing = pstrdup((const char *) sqlite3_column_text(stmt, 0));
 
-		vals[0] = tenant;
-		rc = run_stmt(db, "SELECT shard_id FROM shard_map WHERE tenant_id = ?",
-					  vals, 1, &stmt);
-		if (rc == SQLITE_ROW)
-		{
-			char	   *existing = pstrdup((const char *) sqlite3_column_text(stmt, 0));
-
-			sqlite3_finalize(stmt);
+		sqlite3_finalize(stmt);
+		if (!existing_ok)
 			ereport(ERROR,
 					(errcode(ERRCODE_UNIQUE_VIOLATION),
 					 errmsg("tenant \"%s\" already exists on shard \"%s\"",
 							tenant, existing)));
-		}
-		sqlite3_finalize(stmt);
-		if (rc != SQLITE_DONE)
-			write_failed(opts, db, "look up a tenant");
-
-		if (shard_id == NULL)
-		{
-			ShardLoad  *loads;
-			int			n;
-
-			loads = shard_loads(opts, dir, db, &n);
-			shard_id = place_tenant(opts, loads, n, tenant)->shard_id;
-		}
-		vals[1] = shard_id;
-		if (run_stmt(db, "INSERT INTO shard_map (tenant_id, shard_id, status, updated_at) "
-					 "VALUES (?, ?, 'ACTIVE', CAST(strftime('%s', 'now') AS INTEGER))",
-					 vals, 2, NULL) != SQLITE_DONE)
-			write_failed(opts, db, "add a tenant");
+		shard_conn_release(conn);
+		return shard_directory_locate(dir, tenant)->owner;
 	}
-	PG_CATCH();
+	sqlite3_finalize(stmt);
+	if (rc != SQLITE_DONE)
+		write_failed(opts, db, "look up a tenant");
+
+	if (shard_id == NULL)
 	{
-		shardio_close(db);
-		PG_RE_THROW();
+		ShardLoad  *loads;
+		int			n;
+
+		loads = shard_loads(opts, dir, db, &n);
+		shard_id = place_tenant(opts, loads, n, tenant)->shard_id;
 	}
-	PG_END_TRY();
-	finish_write(opts, db);
+	vals[1] = shard_id;
+	if (run_stmt(db, "INSERT INTO shard_map (tenant_id, shard_id, status, updated_at) "
+				 "VALUES (?, ?, 'ACTIVE', CAST(strftime('%s', 'now') AS INTEGER))",
+				 vals, 2, NULL) != SQLITE_DONE)
+		write_failed(opts, db, "add a tenant");
 	shard_directory_changed(dir);
+	shard_conn_release(conn);
+	return pstrdup(shard_id);
+}
+
+/*
+ * shard_tenant_add
+ *		tenant_add(server, tenant [, shard]): register a tenant on the given
+ *		shard, or on the one placement picks.  Returns the shard id.
+ */
+Datum
+shard_tenant_add(PG_FUNCTION_ARGS)
+{
+	ShardServerOptions *opts;
+	char	   *tenant;
+	char	   *shard_id = NULL;
+
+	if (PG_ARGISNULL(0))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("server must not be null")));
+	if (PG_ARGISNULL(1))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("tenant must not be null")));
+	opts = server_options_by_name(PG_GETARG_NAME(0));
+	tenant = text_to_cstring(PG_GETARG_TEXT_PP(1));
+	if (!PG_ARGISNULL(2))
+		shard_id = text_to_cstring(PG_GETARG_TEXT_PP(2));
+	shard_require_file_privilege(true, "add a tenant");
+	shard_id = shard_tenant_register(opts, tenant, shard_id, false);
 	PG_RETURN_TEXT_P(cstring_to_text(shard_id));
 }
 

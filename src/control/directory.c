@@ -59,7 +59,11 @@ struct ShardDirectory
 	char	   *path;			/* the control database */
 	char	   *shard_path;		/* pattern from the server, or NULL */
 	bool		allow_outside;	/* the server's allow_outside_paths */
-	sqlite3    *db;
+	sqlite3    *db;				/* lookups read here: read_db, or the
+								 * transaction's directory writer */
+	sqlite3    *read_db;		/* the backend's own read-only handle */
+	bool		ready;			/* the statements below are prepared on db */
+	uint64		write_generation;	/* of the writer, when db is one */
 	sqlite3_stmt *version_stmt;
 	sqlite3_stmt *locate_stmt;
 	sqlite3_stmt *shard_stmt;	/* NULL without a shards table */
@@ -125,16 +129,30 @@ reset_cache(ShardDirectory *dir)
 }
 
 /*
+ * finalize_lookups
+ *		Finalize the statements prepared on the handle lookups read.
+ */
+static void
+finalize_lookups(ShardDirectory *dir)
+{
+	sqlite3_finalize(dir->version_stmt);
+	sqlite3_finalize(dir->locate_stmt);
+	sqlite3_finalize(dir->shard_stmt);
+	dir->version_stmt = NULL;
+	dir->locate_stmt = NULL;
+	dir->shard_stmt = NULL;
+	dir->ready = false;
+}
+
+/*
  * release_directory
  *		Close a cached directory whose server options changed.
  */
 static void
 release_directory(ShardDirectory *dir)
 {
-	sqlite3_finalize(dir->version_stmt);
-	sqlite3_finalize(dir->locate_stmt);
-	sqlite3_finalize(dir->shard_stmt);
-	shardio_close(dir->db);
+	finalize_lookups(dir);
+	shardio_close(dir->read_db);
 	MemoryContextDelete(dir->cxt);
 	pfree(dir->path);
 	if (dir->shard_path)
@@ -162,6 +180,21 @@ prepare_or_error(ShardDirectory *dir, const char *sql)
 }
 
 /*
+ * shard_directory_report_missing
+ *		Raise that a server's directory file does not exist.
+ */
+void
+shard_directory_report_missing(ShardServerOptions *opts)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_FDW_UNABLE_TO_ESTABLISH_CONNECTION),
+			 errmsg("directory \"%s\" of server \"%s\" does not exist",
+					opts->directory, opts->servername),
+			 errhint("Create it with directory_init('%s'), or correct the server option \"directory\".",
+					 opts->servername)));
+}
+
+/*
  * open_directory
  *		Open a server's control database and check that it is one.
  */
@@ -177,12 +210,7 @@ open_directory(ShardServerOptions *opts)
 	switch (shardio_file_state(opts->directory))
 	{
 		case SHARDIO_FILE_MISSING:
-			ereport(ERROR,
-					(errcode(ERRCODE_FDW_UNABLE_TO_ESTABLISH_CONNECTION),
-					 errmsg("directory \"%s\" of server \"%s\" does not exist",
-							opts->directory, opts->servername),
-					 errhint("Create it with directory_init('%s'), or correct the server option \"directory\".",
-							 opts->servername)));
+			shard_directory_report_missing(opts);
 			break;
 		case SHARDIO_FILE_UNREADABLE:
 			ereport(ERROR,
@@ -220,7 +248,7 @@ open_directory(ShardServerOptions *opts)
 									 ALLOCSET_DEFAULT_SIZES);
 	MemoryContextSwitchTo(oldcxt);
 
-	rc = shardio_open(dir->path, 0, opts->busy_timeout_ms, &dir->db, errbuf);
+	rc = shardio_open(dir->path, 0, opts->busy_timeout_ms, &dir->read_db, errbuf);
 	if (rc != SQLITE_OK)
 	{
 		int			errcode_sql = ((rc & 0xff) == SQLITE_NOTADB ||
@@ -243,6 +271,12 @@ open_directory(ShardServerOptions *opts)
 	/* An error from here on must not leak the handle. */
 	PG_TRY();
 	{
+		uint64		generation;
+		sqlite3    *writer = shard_conn_directory_writer(dir->path,
+														 &generation);
+
+		dir->db = writer ? writer : dir->read_db;
+		dir->write_generation = generation;
 		check_directory(dir, opts);
 	}
 	PG_CATCH();
@@ -281,6 +315,7 @@ check_directory(ShardDirectory *dir, ShardServerOptions *opts)
 	int			rc;
 
 	reset_cache(dir);
+	dir->has_shards_table = false;
 	if (shardio_prepare(dir->db,
 						"SELECT name FROM sqlite_schema WHERE type = 'table' "
 						"AND name IN ('shard_map', 'shards')",
@@ -321,6 +356,7 @@ check_directory(ShardDirectory *dir, ShardServerOptions *opts)
 		dir->shard_stmt = prepare_or_error(dir,
 										   "SELECT path FROM shards WHERE shard_id = ?");
 	dir->data_version = -1;
+	dir->ready = true;
 }
 
 /*
@@ -386,6 +422,32 @@ shard_directory_get(ShardServerOptions *opts)
 		dir = open_directory(opts);
 
 	/*
+	 * While this transaction writes the directory, lookups read through its
+	 * handle, to see its own changes; nobody else can commit meanwhile, as
+	 * it holds the write lock.  Its cache lasts until the writer writes
+	 * again or rolls back to a savepoint.
+	 */
+	{
+		uint64		generation;
+		sqlite3    *writer = shard_conn_directory_writer(dir->path,
+														 &generation);
+		sqlite3    *target = writer ? writer : dir->read_db;
+
+		if (dir->db != target || !dir->ready)
+		{
+			finalize_lookups(dir);
+			dir->db = target;
+			check_directory(dir, opts);
+			dir->stamp_valid = false;
+		}
+		else if (writer != NULL && generation != dir->write_generation)
+			reset_cache(dir);
+		dir->write_generation = generation;
+		if (writer != NULL)
+			return dir;
+	}
+
+	/*
 	 * Reading the data version takes a read transaction, a few file locks.
 	 * When the files' stamp is what it was then, no commit has become
 	 * visible since, and the version cannot have moved.  The stamp is taken
@@ -425,6 +487,32 @@ shard_directory_changed(ShardDirectory *dir)
 	reset_cache(dir);
 	dir->data_version = -1;
 	dir->stamp_valid = false;
+}
+
+/*
+ * shard_directory_writer_gone
+ *		The transaction that wrote a directory through db ended: its
+ *		directories read through their own handles again (prepared anew at
+ *		their next use, where an error may be raised), with their caches
+ *		emptied.
+ */
+void
+shard_directory_writer_gone(sqlite3 *db)
+{
+	ListCell   *lc;
+
+	foreach(lc, directories)
+	{
+		ShardDirectory *dir = (ShardDirectory *) lfirst(lc);
+
+		if (dir->db != db)
+			continue;
+		finalize_lookups(dir);
+		dir->db = dir->read_db;
+		reset_cache(dir);
+		dir->data_version = -1;
+		dir->stamp_valid = false;
+	}
 }
 
 /*

@@ -859,6 +859,12 @@ route_row(ShardModifyState *ms, TupleTableSlot *slot, AttrNumber tenant_att)
 				 errdetail("The user mapping limits the role to its own tenants.")));
 
 	loc = shard_directory_locate(ms->dir, tenant);
+	if (loc == NULL && ms->topts->auto_register)
+	{
+		/* placed inside this transaction; ms->dir now reads through it */
+		(void) shard_tenant_register(ms->opts, tenant, NULL, true);
+		loc = shard_directory_locate(ms->dir, tenant);
+	}
 	if (loc == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_FOREIGN_KEY_VIOLATION),
@@ -1028,7 +1034,7 @@ write_row(ShardModifyState *ms, TupleTableSlot *slot,
 
 		rc = sqlite3_extended_errcode(shard_conn_db(t->conn));
 		sqlite3_reset(t->stmt);
-		shard_conn_write_failed(t->conn);
+		rc = shard_conn_write_failed(t->conn, rc);
 		shard_report_write_error(rc, shard->shard_id, ms->topts->table,
 								 ms->tenant, msg, ms->what);
 	}

@@ -1421,6 +1421,28 @@ next_batch_serial(ForeignScanState *node)
 }
 
 /*
+ * next_fanout_event
+ *		The fan-out's next event, however long it takes: Ctrl-C and
+ *		statement_timeout are checked while nothing arrives.
+ */
+static void
+next_fanout_event(ShardScanState *s, FanoutEvent *ev)
+{
+	for (;;)
+	{
+		/* named after what the workers wait for (waits.c) */
+		pgstat_report_wait_start(fanout_lock_waits(s->fanout) > 0 ?
+								 shard_wait_event_lock() :
+								 shard_wait_event_fanout());
+		fanout_next(s->fanout, FANOUT_WAIT_MS, ev);
+		pgstat_report_wait_end();
+		if (ev->kind != FANOUT_TIMEOUT)
+			return;
+		CHECK_FOR_INTERRUPTS();
+	}
+}
+
+/*
  * next_batch_parallel
  *		Keep up to sqlite_shard_fdw.fanout_parallelism shards running on
  *		worker threads and take the next batch any of them produced.
@@ -1466,17 +1488,10 @@ next_batch_parallel(ForeignScanState *node)
 			s->inflight++;
 		}
 
-		/* named after what the workers wait for (waits.c) */
-		pgstat_report_wait_start(fanout_lock_waits(s->fanout) > 0 ?
-								 shard_wait_event_lock() :
-								 shard_wait_event_fanout());
-		fanout_next(s->fanout, FANOUT_WAIT_MS, &ev);
-		pgstat_report_wait_end();
+		next_fanout_event(s, &ev);
 		switch (ev.kind)
 		{
 			case FANOUT_TIMEOUT:
-				/* Ctrl-C and statement_timeout land here. */
-				CHECK_FOR_INTERRUPTS();
 				break;
 			case FANOUT_IDLE:
 				if (s->next_target >= ntargets)
@@ -1999,10 +2014,128 @@ returning_row(ForeignScanState *node, ShardTarget *t)
 }
 
 /*
+ * count_modified
+ *		Add the rows the statement changed on a shard to the counts.
+ */
+static void
+count_modified(ForeignScanState *node, ShardTarget *t, int64 changes)
+{
+	ShardScanState *s = (ShardScanState *) node->fdw_state;
+
+	t->rows = changes;
+	s->modified += changes;
+	node->ss.ps.state->es_processed += changes;
+	if (node->ss.ps.instrument)
+		node->ss.ps.instrument->tuplecount += changes;
+}
+
+/*
+ * modify_parallel
+ *		Run a statement without RETURNING on every shard at once, on the
+ *		fan-out's worker threads, as reads run.  The backend takes each
+ *		shard's write lock and prepares and binds its statement first, in
+ *		shard order, so the workers only step the statements; a failure is
+ *		raised once every shard has stopped, for the first failed shard in
+ *		that order.
+ */
+static void
+modify_parallel(ForeignScanState *node)
+{
+	ShardScanState *s = (ShardScanState *) node->fdw_state;
+	int			ntargets = list_length(s->targets);
+	int			nworkers = Min(shard_fanout_parallelism, ntargets);
+	int			pending = 0;
+	int			failed = -1;
+	int			failed_rc = SQLITE_OK;
+	char		failed_msg[SHARDIO_ERRLEN];
+	ListCell   *lc;
+
+	foreach(lc, s->targets)
+	{
+		ShardTarget *t = lfirst(lc);
+
+		start_modify(node, t);
+		memset(&t->job, 0, sizeof(t->job));
+		t->job.stmt = t->stmt;
+	}
+	s->cur = NULL;
+	s->next_target = ntargets;
+
+	s->fanout = fanout_create(nworkers, 0, SCAN_BATCH_ROWS, nworkers);
+	if (s->fanout == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_OUT_OF_MEMORY),
+				 errmsg("out of memory")));
+	foreach(lc, s->targets)
+	{
+		ShardTarget *t = lfirst(lc);
+
+		if (fanout_submit(s->fanout, &t->job, foreach_current_index(lc)) != 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_INSUFFICIENT_RESOURCES),
+					 errmsg("could not start a fan-out worker thread"),
+					 errdetail("The thread was to %s on shard \"%s\".",
+							   s->modify_what, t->info.shard_id)));
+		pending++;
+	}
+
+	while (pending > 0)
+	{
+		FanoutEvent ev;
+		ShardTarget *t;
+
+		next_fanout_event(s, &ev);
+		switch (ev.kind)
+		{
+			case FANOUT_TIMEOUT:
+				break;
+			case FANOUT_IDLE:
+				pending = 0;
+				break;
+			case FANOUT_BATCH:
+				/* a statement without RETURNING returns no rows */
+				fanout_release_batch(s->fanout, ev.batch);
+				break;
+			case FANOUT_DONE:
+				t = list_nth(s->targets, ev.task);
+				count_modified(node, t, sqlite3_changes(shard_conn_db(t->conn)));
+				finish_shard(t);
+				pending--;
+				break;
+			case FANOUT_FAILED:
+				t = list_nth(s->targets, ev.task);
+				sqlite3_reset(t->stmt);
+				ev.rc = shard_conn_write_failed(t->conn, ev.rc);
+				if (failed < 0 || ev.task < failed)
+				{
+					failed = ev.task;
+					failed_rc = ev.rc;
+					strlcpy(failed_msg, ev.errmsg, sizeof(failed_msg));
+				}
+				pending--;
+				break;
+			case FANOUT_NOMEM:
+				ereport(ERROR,
+						(errcode(ERRCODE_OUT_OF_MEMORY),
+						 errmsg("out of memory"),
+						 errdetail("A thread running the statement on table \"%s\" ran out of memory.",
+								   s->topts->table)));
+				break;
+		}
+	}
+	fanout_destroy(s->fanout);
+	s->fanout = NULL;
+	if (failed >= 0)
+		shard_report_write_error(failed_rc,
+								 ((ShardTarget *) list_nth(s->targets, failed))->info.shard_id,
+								 NULL, NULL, failed_msg, s->modify_what);
+}
+
+/*
  * shardIterateDirectModify
- *		Run the statement on every shard of the scan, one after another, and
- *		count the rows changed; with RETURNING, hand each changed row over
- *		as it comes.
+ *		Run the statement on every shard of the scan and count the rows
+ *		changed: in parallel without RETURNING (modify_parallel), else one
+ *		shard after another, handing each changed row over as it comes.
  */
 TupleTableSlot *
 shardIterateDirectModify(ForeignScanState *node)
@@ -2015,6 +2148,8 @@ shardIterateDirectModify(ForeignScanState *node)
 	{
 		resolve_targets(node);
 		s->modify_cur = NULL;
+		if (!returning && use_fanout(s))
+			modify_parallel(node);
 	}
 	for (;;)
 	{
@@ -2053,20 +2188,12 @@ shardIterateDirectModify(ForeignScanState *node)
 			int			xrc = sqlite3_extended_errcode(db);
 
 			sqlite3_reset(t->stmt);
-			shard_conn_write_failed(t->conn);
+			xrc = shard_conn_write_failed(t->conn, xrc);
 			shard_report_write_error(xrc, t->info.shard_id, NULL, NULL, msg,
 									 s->modify_what);
 		}
 		if (!returning)
-		{
-			int64		changes = sqlite3_changes(shard_conn_db(t->conn));
-
-			t->rows = changes;
-			s->modified += changes;
-			estate->es_processed += changes;
-			if (node->ss.ps.instrument)
-				node->ss.ps.instrument->tuplecount += changes;
-		}
+			count_modified(node, t, sqlite3_changes(shard_conn_db(t->conn)));
 		finish_shard(t);
 		s->modify_cur = NULL;
 	}
@@ -2095,7 +2222,11 @@ shardExplainDirectModify(ForeignScanState *node, ExplainState *es)
 
 	if (!s->resolved && !s->prune_needs_run && !es->analyze)
 		resolve_targets(node);
-	ExplainPropertyText("Direct Modify", "one statement per shard", es);
+	ExplainPropertyText("Direct Modify",
+						s->resolved && s->modify_returning == NIL &&
+						use_fanout(s) ?
+						"one statement per shard, in parallel" :
+						"one statement per shard", es);
 	if (s->resolved)
 		ExplainPropertyText("Shards", shard_names(s), es);
 	else

@@ -945,7 +945,7 @@ shardio_open(const char *path, int flags, int busy_timeout_ms,
 	*db = NULL;
 	if (sqlite3_libversion_number() < SHARDIO_MIN_SQLITE_VERSION)
 	{
-		set_error(errbuf, "the SQLite library is older than 3.33.0");
+		set_error(errbuf, "the SQLite library is older than 3.34.0");
 		return SQLITE_ERROR;
 	}
 	if (flags & SHARDIO_OPEN_READWRITE)
@@ -1439,6 +1439,58 @@ shardio_file_state(const char *path)
 	if (access(path, R_OK) != 0)
 		return SHARDIO_FILE_UNREADABLE;
 	return SHARDIO_FILE_OK;
+}
+
+/*
+ * shardio_read_header
+ *		Read the first len bytes of a database file into buf, through
+ *		SQLite's own file layer, without a lock; returns how many bytes the
+ *		file has of them (0 for an empty file), or -1 when it cannot be
+ *		opened or read.
+ *
+ * Not with open() and close(): closing any descriptor of a file drops
+ * every POSIX lock the process holds on it, the locks of the SQLite
+ * handles this process has open on the same file included.  Another
+ * process could then take the file for unused and, in WAL mode, delete the
+ * -wal and -shm files under those handles, whose later writes would be
+ * lost.  SQLite's unix layer keeps one record per file for all its handles
+ * in a process and defers such a close while a lock is held.
+ */
+int
+shardio_read_header(const char *path, unsigned char *buf, int len)
+{
+	sqlite3_vfs *vfs = sqlite3_vfs_find(NULL);
+	sqlite3_file *file;
+	sqlite3_int64 size = 0;
+	int			outflags = 0;
+	int			rc;
+
+	if (vfs == NULL)
+		return -1;
+	file = calloc(1, vfs->szOsFile);
+	if (file == NULL)
+		return -1;
+	rc = vfs->xOpen(vfs, path, file,
+					SQLITE_OPEN_READONLY | SQLITE_OPEN_MAIN_DB, &outflags);
+	if (rc != SQLITE_OK)
+	{
+		if (file->pMethods)
+			file->pMethods->xClose(file);
+		free(file);
+		return -1;
+	}
+	rc = file->pMethods->xFileSize(file, &size);
+	if (rc == SQLITE_OK && size > 0)
+	{
+		if (size < len)
+			len = (int) size;
+		rc = file->pMethods->xRead(file, buf, len, 0);
+	}
+	else
+		len = 0;
+	file->pMethods->xClose(file);
+	free(file);
+	return rc == SQLITE_OK ? len : -1;
 }
 
 /*

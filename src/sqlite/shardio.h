@@ -109,8 +109,8 @@ extern long shardio_arena_store(ShardBatch *batch, const void *src,
 								size_t len);
 extern void shardio_batch_fix_pointers(ShardBatch *batch);
 
-/* The oldest SQLite the wrapper runs on (sqlite_schema is 3.33.0's). */
-#define SHARDIO_MIN_SQLITE_VERSION 3033000
+/* The oldest SQLite the wrapper runs on (sqlite3_txn_state is 3.34.0's). */
+#define SHARDIO_MIN_SQLITE_VERSION 3034000
 
 /*
  * What ends a wait for a lock, or a running statement, before its time:
@@ -138,6 +138,7 @@ extern void shardio_set_wait_report(ShardioWaitReport report);
 extern void shardio_thread_lock_waits(int *counter);
 
 extern int	shardio_file_state(const char *path);
+extern int	shardio_read_header(const char *path, unsigned char *buf, int len);
 
 /* What of a WAL database's files changes with every commit. */
 typedef struct ShardioStamp
