@@ -2099,6 +2099,7 @@ modify_parallel(ForeignScanState *node)
 			case FANOUT_DONE:
 				t = list_nth(s->targets, ev.task);
 				count_modified(node, t, sqlite3_changes(shard_conn_db(t->conn)));
+				t->elapsed_ms = ev.elapsed_ms;
 				finish_shard(t);
 				pending--;
 				break;
