@@ -2099,7 +2099,8 @@ modify_parallel(ForeignScanState *node)
 			case FANOUT_DONE:
 				t = list_nth(s->targets, ev.task);
 				count_modified(node, t, sqlite3_changes(shard_conn_db(t->conn)));
-				t->elapsed_ms = ev.elapsed_ms;
+				/* its time: from its start to its end, seen here */
+				t->job.stmt = NULL;
 				finish_shard(t);
 				pending--;
 				break;
