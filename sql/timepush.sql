@@ -202,6 +202,75 @@ SELECT id FROM ev WHERE ts >= '2024-03-10 12:00' ORDER BY id;
 SELECT id FROM ev WHERE ts >= '2024-03-12' ORDER BY id;
 \! sqlite3 /tmp/ssfdw_regress/timepush/shards/t1.db "DELETE FROM ev WHERE id = 50"
 
+-- ===================================================================
+-- Time buckets: one number per row (ssfdw_bucket), no text formatted
+-- ===================================================================
+EXPLAIN (VERBOSE, COSTS OFF)
+SELECT date_trunc('month', ts), extract(dow FROM d), count(*) FROM ev GROUP BY 1, 2;
+EXPLAIN (VERBOSE, COSTS OFF)
+SELECT ts::date, count(*), min(ts), max(d) FROM ev WHERE ts >= '2024-03-01' GROUP BY 1;
+-- every unit and field, on a DATETIME and a TEXT column and on dates,
+-- against the native table, by the reading threads and by SQLite
+CREATE FUNCTION regress_buckets(q text, OUT same_as_native boolean,
+                                OUT groups bigint, OUT pushed boolean)
+LANGUAGE plpgsql AS $$
+DECLARE
+  line text;
+BEGIN
+  EXECUTE format($f$
+    SELECT NOT EXISTS ((%1$s EXCEPT ALL %2$s) UNION ALL (%2$s EXCEPT ALL %1$s))$f$,
+    replace(q, '{t}', 'ev'), replace(q, '{t}', 'ev_native')) INTO same_as_native;
+  EXECUTE format('SELECT count(*) FROM (%s) g', replace(q, '{t}', 'ev')) INTO groups;
+  -- grouped in the shards, on no text made per row
+  pushed := false;
+  FOR line IN EXECUTE 'EXPLAIN (VERBOSE, COSTS OFF) ' || replace(q, '{t}', 'ev')
+  LOOP
+    IF line LIKE '%Pushdown: %aggregates%' OR line LIKE '%Pushdown: whole groups%' THEN
+      pushed := true;
+    END IF;
+    IF line LIKE '%strftime%' OR line LIKE '%ssfdw_time(%' THEN
+      pushed := false;
+      EXIT;
+    END IF;
+  END LOOP;
+END
+$$;
+CREATE TABLE regress_bucket_q (n serial, q text);
+INSERT INTO regress_bucket_q (q)
+SELECT format('SELECT %s, count(*), sum(n), min(id) FROM {t} GROUP BY 1', k)
+FROM unnest(ARRAY[
+  'date_trunc(''minute'', ts)', 'date_trunc(''hour'', ts)',
+  'date_trunc(''day'', ts)', 'date_trunc(''week'', ts)',
+  'date_trunc(''month'', ts)', 'date_trunc(''quarter'', ts)',
+  'date_trunc(''year'', ts)', 'date_trunc(''hour'', tt)',
+  'date_trunc(''week'', tt)', 'ts::date', 'CAST(tt AS date)',
+  'extract(year FROM ts)', 'extract(quarter FROM ts)',
+  'extract(month FROM ts)', 'extract(day FROM ts)', 'extract(hour FROM ts)',
+  'extract(minute FROM ts)', 'extract(dow FROM ts)',
+  'extract(isodow FROM ts)', 'extract(doy FROM ts)',
+  'date_part(''hour'', tt)', 'date_part(''doy'', ts)',
+  'date_trunc(''day'', d::timestamp)', 'date_trunc(''week'', d::timestamp)',
+  'date_trunc(''month'', d::timestamp)', 'date_trunc(''quarter'', d::timestamp)',
+  'date_trunc(''year'', d::timestamp)', 'date_trunc(''month'', d)',
+  'date_trunc(''week'', d)', 'extract(year FROM d)', 'extract(quarter FROM d)',
+  'extract(month FROM d)', 'extract(day FROM d)', 'extract(dow FROM d)',
+  'extract(isodow FROM d)', 'extract(doy FROM d)', 'date_part(''dow'', d)']) k;
+INSERT INTO regress_bucket_q (q) VALUES
+  ('SELECT tenant_id, date_trunc(''month'', ts), count(*) FROM {t} GROUP BY 1, 2'),
+  ('SELECT date_trunc(''year'', d::timestamp), extract(hour FROM ts), count(*) FROM {t} WHERE ts >= ''2024-01-01'' GROUP BY 1, 2');
+SELECT n, q, b.* FROM regress_bucket_q, regress_buckets(q) b ORDER BY n;
+SET sqlite_shard_fdw.thread_aggregation = off;
+SELECT n, q, b.* FROM regress_bucket_q, regress_buckets(q) b
+  WHERE NOT b.same_as_native OR NOT b.pushed ORDER BY n;
+RESET sqlite_shard_fdw.thread_aggregation;
+-- min and max of time columns are numbers too (ssfdw_usecs, ssfdw_days)
+SELECT * FROM regress_buckets('SELECT tenant_id, min(ts), max(tz), min(d), max(tt), count(*) FROM {t} GROUP BY 1');
+-- a time the wrapper cannot read is its error, naming the shard
+\! sqlite3 /tmp/ssfdw_regress/timepush/shards/t1.db "INSERT INTO ev VALUES ('a', 50, '2024-03-10 25:00', 'now', NULL, 50)"
+SELECT date_trunc('day', ts), count(*) FROM ev GROUP BY 1;
+SELECT extract(year FROM tt), count(*) FROM ev GROUP BY 1;
+\! sqlite3 /tmp/ssfdw_regress/timepush/shards/t1.db "DELETE FROM ev WHERE id = 50"
+
 DROP SERVER timepush_srv CASCADE;
-DROP TABLE ev_native, regress_conds;
-DROP FUNCTION regress_check;
+DROP TABLE ev_native, regress_conds, regress_bucket_q;
+DROP FUNCTION regress_check, regress_buckets;

@@ -194,7 +194,14 @@ extern char *shard_like_to_glob(const char *pattern, int len);
 /* Starts and separates the fields of a time column's index range. */
 #define SHARD_TIME_RANGE_MARK	'\001'
 
+extern char *shard_const_text(Expr *expr);
 extern Var *shard_time_date_of_timestamp(Expr *expr, RelOptInfo *baserel);
+extern Var *shard_time_bucket_column(FuncExpr *func, RelOptInfo *baserel);
+extern char *shard_time_key_unit(FuncExpr *func, RelOptInfo *baserel,
+								 int *grid, char **zone);
+extern bool shard_time_deparse_bucket(StringInfo buf, PlannerInfo *root,
+									  FuncExpr *func, RelOptInfo *baserel,
+									  int tz_param);
 extern bool shard_time_comparable(Expr *col, Oid valtype);
 extern void shard_time_deparse_comparison(StringInfo buf, StringInfo range,
 										  PlannerInfo *root,

@@ -13,7 +13,9 @@
 #	CSV spread over every tenant (against the sqlite3 CLI importing the same
 #	rows shard by shard), routed single-row INSERT and UPDATE (pgbench) and
 #	an UPDATE of one large tenant, on fresh copies of the fleet and of the
-#	native table, with the same durability on both sides.  Prints medians
+#	native table, with the same durability on both sides; and the time
+#	ranges and buckets of issue 11 (created_at as timestamp and as
+#	timestamptz, an index on created_at on both sides).  Prints medians
 #	and ratios, and a last line that says which targets were met.
 #
 # Usage: bash test/bench.sh [--no-build]
@@ -33,8 +35,9 @@
 #							1,000,000 with BIG=1)
 #	BENCH_COPY_RUNS			timed COPY runs per engine, each on fresh copies
 #							(default 3)
-#	BENCH_PARTS				what to measure: "read", "write" or "read,write"
-#							(default)
+#	BENCH_PARTS				what to measure: a list of "read", "time" (the time
+#							ranges and buckets of issue 11) and "write"
+#							(default "read,time,write")
 #
 # Missed targets are numbers, not failures: the exit status is non-zero only
 # when something fails (a query error, a build error).
@@ -78,7 +81,8 @@ NATIVE_ORDERS="CREATE TABLE native.orders (tenant_id text NOT NULL, order_id big
 NATIVE_ORDERS_INDEXES="SET maintenance_work_mem = '512MB';
 ALTER TABLE native.orders ADD PRIMARY KEY (order_id);
 CREATE INDEX orders_tenant ON native.orders (tenant_id, order_id);
-CREATE INDEX orders_tenant_created ON native.orders (tenant_id, created_at);"
+CREATE INDEX orders_tenant_created ON native.orders (tenant_id, created_at);
+CREATE INDEX orders_created ON native.orders (created_at);"
 
 #
 # Inside the cluster: test/bench.sh --inner BENCH_DIR BIG PARTS
@@ -181,6 +185,32 @@ WHERE pr BETWEEN 0.45 AND 0.55;
 ANALYZE public.bench_keys, public.bench_tenants;
 SQL
 
+	# ---- time queries (issue 11) ----------------------------------------
+	# created_at read as timestamptz too: a foreign table over the same
+	# shards, and a native table of the same instants (the stored times are
+	# UTC), with the same index on created_at.
+	if [[ ",$parts," == *,time,* ]]; then
+		t0=$(now)
+		psql_q <<'SQL'
+CREATE SCHEMA exttz;
+CREATE FOREIGN TABLE exttz.orders (tenant_id text, order_id bigint,
+                                   status text, amount_cents bigint,
+                                   created_at timestamptz)
+  SERVER fleet OPTIONS (table 'orders', tenant_column 'tenant_id');
+CREATE SCHEMA nativetz;
+CREATE TABLE nativetz.orders AS
+  SELECT tenant_id, order_id, status, amount_cents,
+         created_at AT TIME ZONE 'UTC' AS created_at
+  FROM native.orders;
+SET maintenance_work_mem = '512MB';
+CREATE INDEX orders_tz_created ON nativetz.orders (created_at);
+VACUUM ANALYZE nativetz.orders;
+ANALYZE exttz.orders;
+SQL
+		echo "timestamptz tables (exttz, nativetz) in $(since "$t0") s"
+	fi
+	# ---- end of time queries ----------------------------------------------
+
 	big_args=()
 	if [ "$big" = 1 ]; then
 		foreign_orders fleet_big big "$fleet/directory_big.db"
@@ -239,9 +269,9 @@ case $big in
 esac
 
 COPY_ROWS=${BENCH_COPY_ROWS:-$([ "$big" = 1 ] && echo 1000000 || echo 200000)}
-parts=${BENCH_PARTS:-read,write}
-if ! [[ "$COPY_ROWS" =~ ^[1-9][0-9]*$ ]] || ! [[ ",$parts," =~ ^(,(read|write))+,$ ]]; then
-	echo "bench.sh: BENCH_COPY_ROWS must be a positive integer, BENCH_PARTS read, write or both" >&2
+parts=${BENCH_PARTS:-read,time,write}
+if ! [[ "$COPY_ROWS" =~ ^[1-9][0-9]*$ ]] || ! [[ ",$parts," =~ ^(,(read|time|write))+,$ ]]; then
+	echo "bench.sh: BENCH_COPY_ROWS must be a positive integer, BENCH_PARTS a list of read, time and write" >&2
 	exit 2
 fi
 
@@ -276,6 +306,20 @@ else
 	echo "$stamp" >"$BENCH_DIR/fleet.stamp"
 	echo "fleet built in $(since "$t0") s"
 fi
+
+# ---- time queries (issue 11) ----------------------------------------------
+# Every shard has an index on created_at, as the native table has: the time
+# ranges use it (and the write benchmarks maintain it on both sides).
+t0=$(now)
+for db in "$fleet"/shards/shard_*.db; do
+	sqlite3 -bail "$db" "CREATE INDEX IF NOT EXISTS orders_created ON orders(created_at)" &
+done
+wait
+if [ "$(id -u)" -eq 0 ] && id postgres >/dev/null 2>&1; then
+	chown postgres:postgres "$fleet"/shards/*
+fi
+echo "index orders(created_at) in every shard checked in $(since "$t0") s"
+# ---- end of time queries --------------------------------------------------
 
 # The large directory: the fleet's own directory plus 998,000 tenants with
 # no rows, spread over the same shards, their ids interleaved with the real

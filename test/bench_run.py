@@ -202,11 +202,18 @@ TIME_RE = re.compile(r"^Time: ([0-9.]+) ms")
 WRITE_ENGINES = {"wnative": ("native", "ssfdw_wrun"), "wext": ("wext", None)}
 
 
+# The engines of the time queries that read with aggregate pushdown off:
+# engine -> schema.
+PUSHDOWN_OFF_ENGINES = {"extoff": "ext", "exttzoff": "exttz"}
+
+
 def pg_env(engine):
     schema, db = WRITE_ENGINES.get(engine, (engine, None))
     env = dict(os.environ)
     env["PGOPTIONS"] = ("-c search_path=%s,public -c statement_timeout=%s"
-                        % (schema, STATEMENT_TIMEOUT))
+                        % (PUSHDOWN_OFF_ENGINES.get(schema, schema), STATEMENT_TIMEOUT))
+    if engine in PUSHDOWN_OFF_ENGINES:
+        env["PGOPTIONS"] += " -c sqlite_shard_fdw.aggregate_pushdown=off"
     if db:
         env["PGDATABASE"] = db
     return env
@@ -1106,11 +1113,119 @@ def run_reads(args, fleet, explain, errors, notes, targets):
 
 
 
+# ---------------------------------------------------------------- time queries
+# The time ranges and buckets BI tools send (issue 11), over created_at
+# declared timestamp (schema ext) and timestamptz (exttz), against native
+# tables with the same index on created_at; "ext, pushdown off" is the
+# extension with sqlite_shard_fdw.aggregate_pushdown off (engines extoff and
+# exttzoff, PUSHDOWN_OFF_ENGINES: the threads fetch the rows, PostgreSQL
+# groups them), which pushing must never be slower than.  The fleet's times span 2024-01-01 to 2025-12-31; "the last 30
+# days" are those before 2026-01-01, computed per statement as BI tools
+# compute now() - interval '30 days'.
+
+LAST30 = "now() - (now() - '2026-01-01'::timestamptz) - interval '30 days'"
+TIME_QUERIES = [
+    {"key": "t_month", "name": "date_trunc month, count, sum",
+     "sql": "SELECT date_trunc('month', created_at), count(*), sum(amount_cents) "
+            "FROM orders GROUP BY 1",
+     "shard_sql": "SELECT substr(created_at, 1, 7), count(*), sum(amount_cents) "
+                  "FROM orders GROUP BY 1", "off": True},
+    {"key": "t_count", "name": "count, created_at >= '2025-11-01'",
+     "sql": "SELECT count(*) FROM orders WHERE created_at >= '2025-11-01'",
+     "shard_sql": "SELECT count(*) FROM orders WHERE created_at >= '2025-11-01'"},
+    {"key": "t_top5", "name": "top-5 tenants by count since 2025-11-01",
+     "sql": "SELECT tenant_id, count(*) FROM orders WHERE created_at >= '2025-11-01' "
+            "GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT 5",
+     "shard_sql": "SELECT tenant_id, count(*) FROM orders WHERE created_at >= "
+                  "'2025-11-01' GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT 5", "ordered": True},
+    {"key": "t_days", "name": "created_at::date, count, one month",
+     "sql": "SELECT created_at::date, count(*) FROM orders WHERE created_at >= "
+            "'2025-10-01' AND created_at < '2025-11-01' GROUP BY 1",
+     "shard_sql": "SELECT substr(created_at, 1, 10), count(*) FROM orders WHERE "
+                  "created_at >= '2025-10-01' AND created_at < '2025-11-01' GROUP BY 1",
+     "off": True},
+    {"key": "t_status", "name": "GROUP BY status, min/max(created_at)",
+     "sql": "SELECT status, count(*), sum(amount_cents), avg(amount_cents), "
+            "min(created_at), max(created_at) FROM orders GROUP BY status",
+     "shard_sql": "SELECT status, count(*), sum(amount_cents), avg(amount_cents), "
+                  "min(created_at), max(created_at) FROM orders GROUP BY status",
+     "off": True},
+    {"key": "t_last30", "name": "count, last 30 days (now() - interval)",
+     "sql": "SELECT count(*) FROM orders WHERE created_at >= " + LAST30,
+     "shard_sql": "SELECT count(*) FROM orders WHERE created_at >= '2025-12-02'"},
+    {"key": "tz_month", "name": "timestamptz: date_trunc month", "tz": True,
+     "sql": "SELECT date_trunc('month', created_at), count(*), sum(amount_cents) "
+            "FROM orders GROUP BY 1",
+     "shard_sql": "SELECT substr(created_at, 1, 7), count(*), sum(amount_cents) "
+                  "FROM orders GROUP BY 1", "off": True},
+    {"key": "tz_count", "name": "timestamptz: count since 2025-11-01", "tz": True,
+     "sql": "SELECT count(*) FROM orders WHERE created_at >= '2025-11-01'",
+     "shard_sql": "SELECT count(*) FROM orders WHERE created_at >= '2025-11-01'"},
+    {"key": "tz_last30", "name": "timestamptz: last 30 days", "tz": True,
+     "sql": "SELECT count(*) FROM orders WHERE created_at >= " + LAST30,
+     "shard_sql": "SELECT count(*) FROM orders WHERE created_at >= '2025-12-02'"},
+]
+
+
+def run_time_reads(fleet, explain, errors, notes):
+    """The time queries: the floor, the native table, the extension and the
+    extension without aggregate pushdown, side by side."""
+    log()
+    log("time ranges and buckets (issue 11): created_at timestamp (and "
+        "timestamptz), stored as ISO text, index on created_at on both sides")
+    with open(explain, "a") as f:
+        for q in TIME_QUERIES:
+            s = Psql("exttz" if q.get("tz") else "ext")
+            try:
+                f.write("=== " + q["sql"] + "\n" +
+                        "\n".join(s.run("EXPLAIN (VERBOSE) " + q["sql"] + ";")) + "\n\n")
+            except BenchError as e:
+                errors.append(str(e))
+            finally:
+                s.close()
+    rows = []
+    for q in TIME_QUERIES:
+        t0 = time.time()
+        try:
+            fl = floor(fleet.shards, q["shard_sql"], RUNS, 0)
+        except BenchError as e:
+            errors.append(str(e))
+            fl = None
+        tz = "tz" if q.get("tz") else ""
+        r = run_fanout(dict(q, ordered=q.get("ordered", False)),
+                       ["native" + tz, "ext" + tz] + (["ext%soff" % tz] if q.get("off") else []),
+                       errors)
+        r = {"native": r.get("native" + tz), "ext": r.get("ext" + tz),
+             "off": r.get("ext%soff" % tz)}
+        for eng in ("ext", "off"):
+            if (r.get("native") and r.get(eng) and
+                    r["native"]["rows"] != r[eng]["rows"]):
+                notes.append("%s: %s's result differs from the native table's"
+                             % (q["name"], eng))
+        nat = r.get("native") and r["native"]["ms"]
+        ext = r.get("ext") and r["ext"]["ms"]
+        off = r.get("off") and r["off"]["ms"]
+        flv = fl and fl["floor"]
+        rows.append([q["name"], fmt_ms(flv), fmt_ms(nat), fmt_ms(ext),
+                     fmt_ms(off) if q.get("off") else "-",
+                     fmt_ratio(ratio(ext, flv)), fmt_ratio(ratio(ext, nat)),
+                     fmt_ratio(ratio(ext, off)) if q.get("off") else "-"])
+        log("  %-40s floor %s, native %s, ext %s%s  (%.0f s)"
+            % (q["name"], fmt_ms(flv), spread(r.get("native"), "ms"),
+               spread(r.get("ext"), "ms"),
+               (", pushdown off %s" % spread(r.get("off"), "ms")) if q.get("off") else "",
+               time.time() - t0))
+    log()
+    log(table(["time query", "sqlite3 floor", "native PG", "extension",
+               "ext, pushdown off", "ext/floor", "ext/native", "ext/off"], rows))
+# ---------------------------------------------------------------- end of time queries
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--bench-dir", required=True)
     ap.add_argument("--big", action="store_true")
-    ap.add_argument("--parts", default="read,write")
+    ap.add_argument("--parts", default="read,time,write")
     ap.add_argument("--copy-first-id", type=int, default=100000001)
     args = ap.parse_args()
     parts = set(args.parts.split(","))
@@ -1141,6 +1256,11 @@ def main():
     open(explain, "w").close()
     if "read" in parts:
         run_reads(args, fleet, explain, errors, notes, targets)
+    if "time" in parts:
+        try:
+            run_time_reads(fleet, explain, errors, notes)
+        except BenchError as e:
+            errors.append("time queries: %s" % e)
     if "write" in parts:
         try:
             run_writes(args, fleet, explain, errors, notes, targets)

@@ -978,6 +978,39 @@ class Gen:
         case.time = True
         return case
 
+    TIME_BUCKETS = [
+        "date_trunc('%s', %s)" % (u, c)
+        for u in ("minute", "hour", "day", "week", "month", "quarter", "year")
+        for c in ("ts", "te")] + [
+        "extract(%s FROM %s)" % (f, c)
+        for f in ("year", "quarter", "month", "day", "hour", "minute", "dow",
+                  "isodow", "doy")
+        for c in ("ts", "te", "d")] + [
+        "date_trunc('%s', d::timestamp)" % u
+        for u in ("day", "week", "month", "quarter", "year")] + [
+        "date_part('hour', ts)", "date_part('doy', te)", "date_part('dow', d)",
+        "ts::date", "CAST(te AS date)", "date_trunc('month', d)",
+        "date_trunc('week', d)", "d"]
+
+    def time_bucket_case(self):
+        """Time buckets of every unit and field, with min/max of times,
+        grouped in the shards (by the reading threads or by SQLite)."""
+        keys = self.rng.sample(self.TIME_BUCKETS, self.rng.randrange(1, 3))
+        if self.chance(0.2):
+            keys.append("tenant_id")
+        aggs = ", ".join(self.rng.sample(
+            ["count(*)", "sum(j)", "min(ts)", "max(ts)", "min(te)", "max(d)",
+             "min(tz)", "count(te)", "max(id)"], self.rng.randrange(1, 4)))
+        where = " AND ".join(self.time_atom() for _ in
+                             range(self.rng.randrange(0, 2))) or "true"
+        g = ", ".join(keys)
+        case = Case("SELECT %s, %s FROM {T} x WHERE %s GROUP BY %s" % (
+            g, aggs, where, g))
+        if self.chance(0.4):
+            case.setting = "sqlite_shard_fdw.thread_aggregation = off"
+        case.bucket = True
+        return case
+
     def routing_atom(self):
         r = self.rng.random()
         tv = lambda: sql_str(self.text_value("tenant_id"))
@@ -1460,15 +1493,30 @@ def top_n_pushdown(cases):
     return len(top), out.count("sorted and limited")
 
 
+def explained(cases, attr):
+    """The cases marked attr, and EXPLAIN VERBOSE of all of them as one
+    text."""
+    cases = [c for c in cases if getattr(c, attr, False)]
+    lines = [SESSION] + ["EXPLAIN (VERBOSE, COSTS OFF) %s;" %
+                         c.query.replace("{T}", FT) for c in cases]
+    rc, out, err = psql("\n".join(lines) + "\n")
+    return cases, out
+
+
 def time_pushdown(cases):
     """(time cases, how many of them run every condition in the shards):
     the comparison proves the exact checks and index ranges right only if
     they are sent."""
-    cases = [c for c in cases if getattr(c, "time", False)]
-    lines = [SESSION] + ["EXPLAIN (VERBOSE, COSTS OFF) %s;" %
-                         c.query.replace("{T}", FT) for c in cases]
-    rc, out, err = psql("\n".join(lines) + "\n")
+    cases, out = explained(cases, "time")
     return len(cases), out.count("Foreign Scan") - out.count("Filter:")
+
+
+def bucket_pushdown(cases):
+    """(time bucket cases, how many of them the shards group, with no
+    text made per row)."""
+    cases, out = explained(cases, "bucket")
+    return len(cases), out.count("Pushdown: partial") + \
+        out.count("Pushdown: whole") - out.count("strftime(")
 
 
 def compare(cases, results):
@@ -1613,6 +1661,7 @@ def run_test():
     cases += [gen.top_n_case() for _ in range(NCASES // 5)]
 
     cases += [gen.time_case() for _ in range(NCASES // 4)]
+    cases += [gen.time_bucket_case() for _ in range(NCASES // 8)]
 
     results = run_cases(cases)
     passed, failed, both_err = compare(cases, results)
@@ -1631,6 +1680,15 @@ def run_test():
     if npushed < ntime // 2:
         failures.append("too few time cases ran every condition in the "
                         "shards: %d of %d" % (npushed, ntime))
+        failed += 1
+    else:
+        passed += 1
+    nbucket, npushed = bucket_pushdown(cases)
+    log("%d time bucket cases, %d of them grouped in the shards" % (
+        nbucket, npushed))
+    if npushed < nbucket // 2:
+        failures.append("too few time bucket cases were grouped in the "
+                        "shards: %d of %d" % (npushed, nbucket))
         failed += 1
     else:
         passed += 1

@@ -43,6 +43,7 @@
  *-------------------------------------------------------------------------
  */
 #include "sqlite_shard_fdw.h"
+#include "shardtime.h"
 
 #include "catalog/pg_type.h"
 #include "common/int.h"
@@ -54,6 +55,7 @@
 #include "utils/date.h"
 #include "utils/datetime.h"
 #include "utils/fmgroids.h"
+#include "utils/formatting.h"
 #include "utils/fmgrprotos.h"
 #include "utils/lsyscache.h"
 #include "utils/timestamp.h"
@@ -151,6 +153,312 @@ shard_time_comparable(Expr *col, Oid valtype)
 {
 	return time_code(exprType((Node *) shard_strip_relabel(col))) >= 0 &&
 		time_code(valtype) >= 0;
+}
+
+/*
+ * shard_const_text
+ *		The value of a text constant, or NULL.
+ */
+char *
+shard_const_text(Expr *expr)
+{
+	Const	   *c = (Const *) expr;
+
+	if (expr == NULL || !IsA(expr, Const) || c->constisnull ||
+		c->consttype != TEXTOID)
+		return NULL;
+	return TextDatumGetCString(c->constvalue);
+}
+
+/*
+ * zone_column
+ *		Does a time bucket read a timestamptz column in a zone given by a
+ *		constant: date_trunc, extract, date_part or the date of
+ *		timezone('zone', tz) (tz AT TIME ZONE 'zone'), or date_trunc(unit,
+ *		tz, 'zone')?  Sets *var, and *zone when zone is not NULL.
+ */
+static bool
+zone_column(FuncExpr *func, RelOptInfo *baserel, char **zone, Var **var)
+{
+	Expr	   *arg;
+	char	   *z;
+
+	*var = NULL;
+	if (func->funcid == F_DATE_TRUNC_TEXT_TIMESTAMPTZ_TEXT &&
+		list_length(func->args) == 3)
+	{
+		arg = lsecond(func->args);
+		z = shard_const_text(lthird(func->args));
+	}
+	else if ((func->funcid == F_DATE_TRUNC_TEXT_TIMESTAMP ||
+			  func->funcid == F_EXTRACT_TEXT_TIMESTAMP ||
+			  func->funcid == F_DATE_PART_TEXT_TIMESTAMP ||
+			  func->funcid == F_DATE_TIMESTAMP) &&
+			 IsA(llast(func->args), FuncExpr) &&
+			 ((FuncExpr *) llast(func->args))->funcid == F_TIMEZONE_TEXT_TIMESTAMPTZ &&
+			 list_length(((FuncExpr *) llast(func->args))->args) == 2)
+	{
+		FuncExpr   *tzf = (FuncExpr *) llast(func->args);
+
+		arg = lsecond(tzf->args);
+		z = shard_const_text(linitial(tzf->args));
+	}
+	else
+		return false;
+	*var = shard_own_column(arg, baserel);
+	/* an empty zone is PostgreSQL's error, raised on the rows */
+	if (z == NULL || z[0] == '\0' || *var == NULL ||
+		(*var)->vartype != TIMESTAMPTZOID)
+	{
+		*var = NULL;
+		return false;
+	}
+	if (zone)
+		*zone = z;
+	return true;
+}
+
+/*
+ * shard_time_bucket_column
+ *		The column a time bucket reads: a timestamp or date column, or a
+ *		date column cast to timestamp (as date_part('year', d) resolves) or,
+ *		for date_trunc, to timestamptz (as date_trunc('month', d) resolves),
+ *		or, for date_trunc, extract, date_part and the date in the
+ *		TimeZone or in a given zone (zone_column), a timestamptz column;
+ *		NULL for anything else.
+ */
+Var *
+shard_time_bucket_column(FuncExpr *func, RelOptInfo *baserel)
+{
+	Expr	   *arg;
+	Var		   *var;
+
+	if (func->args == NIL)
+		return NULL;
+	if (zone_column(func, baserel, NULL, &var))
+		return var;
+	arg = llast(func->args);
+	if (IsA(arg, FuncExpr) &&
+		(((FuncExpr *) arg)->funcid == F_TIMESTAMP_DATE ||
+		 (((FuncExpr *) arg)->funcid == F_TIMESTAMPTZ_DATE &&
+		  func->funcid == F_DATE_TRUNC_TEXT_TIMESTAMPTZ)) &&
+		list_length(((FuncExpr *) arg)->args) == 1)
+	{
+		var = shard_own_column(linitial(((FuncExpr *) arg)->args), baserel);
+		return (var && var->vartype == DATEOID) ? var : NULL;
+	}
+	var = shard_own_column(arg, baserel);
+	if (var == NULL ||
+		(var->vartype != TIMESTAMPOID && var->vartype != DATEOID &&
+		 (var->vartype != TIMESTAMPTZOID ||
+		  (func->funcid != F_DATE_TRUNC_TEXT_TIMESTAMPTZ &&
+		   func->funcid != F_EXTRACT_TEXT_TIMESTAMPTZ &&
+		   func->funcid != F_DATE_PART_TEXT_TIMESTAMPTZ &&
+		   func->funcid != F_DATE_TIMESTAMPTZ))))
+		return NULL;
+	return var;
+}
+
+/*
+ * shard_time_key_unit
+ *		The unit or field of a grouping key date_trunc(unit, x), or
+ *		extract/date_part(field, x), in the session's TimeZone (the
+ *		timestamptz versions), or "" for CAST(x AS date), which SQLite
+ *		cannot compute but the merge can, from a time that stands for each
+ *		group; NULL when the key is not one.
+ *
+ * For x a date column (cast to timestamptz, as PostgreSQL resolves
+ * date_trunc('month', d)) the shards group by the unit's first day, the same
+ * bucket of every date in it: a day, a week, a month or a year; *grid is 0.
+ * For x a timestamptz column, by the time rounded down to a grid on which
+ * every local boundary of the unit falls (ssfdw_tz_grid, bind_tz_grid below), at most one day: *grid is the unit's longest such step in
+ * seconds, and the merge adds up the groups that fall into one bucket.
+ */
+char *
+shard_time_key_unit(FuncExpr *func, RelOptInfo *baserel, int *grid, char **zone)
+{
+	static const struct
+	{
+		const char *unit;
+		int			grid;		/* the longest step, for timestamptz */
+		bool		trunc;		/* a unit of date_trunc */
+		bool		field;		/* a field of extract and date_part */
+		bool		dates;		/* date_trunc of dates too */
+	}			units[] =
+	{
+		{"minute", SECS_PER_MINUTE, true, true, false},
+		{"hour", SECS_PER_HOUR, true, true, false},
+		{"day", SECS_PER_DAY, true, true, true},
+		{"week", SECS_PER_DAY, true, true, true},
+		{"month", SECS_PER_DAY, true, true, true},
+		{"quarter", SECS_PER_DAY, true, true, false},
+		{"year", SECS_PER_DAY, true, true, true},
+		{"dow", SECS_PER_DAY, false, true, false},
+		{"isodow", SECS_PER_DAY, false, true, false},
+		{"doy", SECS_PER_DAY, false, true, false},
+		{"isoyear", SECS_PER_DAY, false, true, false}
+	};
+	bool		trunc;
+	bool		in_zone;
+	Var		   *var;
+	char	   *unit;
+	char	   *z = NULL;
+	int			i;
+
+	in_zone = zone_column(func, baserel, &z, &var);
+	if (zone)
+		*zone = z;
+
+	/* the date in the TimeZone or the zone: no unit */
+	if ((func->funcid == F_DATE_TIMESTAMPTZ ||
+		 (func->funcid == F_DATE_TIMESTAMP && in_zone)) &&
+		list_length(func->args) == 1)
+	{
+		var = shard_time_bucket_column(func, baserel);
+		if (var == NULL || var->vartype != TIMESTAMPTZOID)
+			return NULL;
+		if (grid)
+			*grid = SECS_PER_DAY;
+		return "";
+	}
+	trunc = (func->funcid == F_DATE_TRUNC_TEXT_TIMESTAMPTZ ||
+			 func->funcid == F_DATE_TRUNC_TEXT_TIMESTAMPTZ_TEXT ||
+			 (func->funcid == F_DATE_TRUNC_TEXT_TIMESTAMP && in_zone));
+	if (!trunc && func->funcid != F_EXTRACT_TEXT_TIMESTAMPTZ &&
+		func->funcid != F_DATE_PART_TEXT_TIMESTAMPTZ &&
+		!(in_zone && (func->funcid == F_EXTRACT_TEXT_TIMESTAMP ||
+					  func->funcid == F_DATE_PART_TEXT_TIMESTAMP)))
+		return NULL;
+	if (list_length(func->args) != (func->funcid == F_DATE_TRUNC_TEXT_TIMESTAMPTZ_TEXT ? 3 : 2))
+		return NULL;
+	var = shard_time_bucket_column(func, baserel);
+	unit = shard_const_text(linitial(func->args));
+	if (var == NULL || unit == NULL)
+		return NULL;
+	unit = asc_tolower(unit, strlen(unit));
+	for (i = 0; i < lengthof(units); i++)
+	{
+		if (strcmp(unit, units[i].unit) != 0)
+			continue;
+		if (trunc ? !units[i].trunc : !units[i].field)
+			return NULL;
+		if (var->vartype == DATEOID && !units[i].dates)
+			return NULL;
+		if (grid)
+			*grid = (var->vartype == DATEOID) ? 0 : units[i].grid;
+		return unit;
+	}
+	return NULL;
+}
+
+/*
+ * shard_time_deparse_bucket
+ *		The SQLite expression for date_trunc, extract/date_part or the date
+ *		of a timestamp column, or for the buckets of days of a date column;
+ *		false when the unit or field is not supported.  With buf NULL, only
+ *		checks.  A number per row: ssfdw_bucket (shardtime.c), or on a
+ *		timestamptz column ssfdw_tz_grid with its grid's three parameters
+ *		from tz_param on.
+ */
+bool
+shard_time_deparse_bucket(StringInfo buf, PlannerInfo *root, FuncExpr *func,
+						  RelOptInfo *baserel, int tz_param)
+{
+	static const struct
+	{
+		const char *unit;
+		int			trunc;		/* SHARDTIME_TRUNC_, or 0 */
+		int			field;		/* SHARDTIME_FIELD_, or 0 */
+		bool		dates;		/* of dates too (a day or longer) */
+	}			units[] =
+	{
+		{"minute", SHARDTIME_TRUNC_MINUTE, SHARDTIME_FIELD_MINUTE, false},
+		{"hour", SHARDTIME_TRUNC_HOUR, SHARDTIME_FIELD_HOUR, false},
+		{"day", SHARDTIME_TRUNC_DAY, SHARDTIME_FIELD_DAY, true},
+		{"week", SHARDTIME_TRUNC_WEEK, 0, true},
+		{"month", SHARDTIME_TRUNC_MONTH, SHARDTIME_FIELD_MONTH, true},
+		{"quarter", SHARDTIME_TRUNC_QUARTER, SHARDTIME_FIELD_QUARTER, true},
+		{"year", SHARDTIME_TRUNC_YEAR, SHARDTIME_FIELD_YEAR, true},
+		{"dow", 0, SHARDTIME_FIELD_DOW, true},
+		{"isodow", 0, SHARDTIME_FIELD_ISODOW, true},
+		{"doy", 0, SHARDTIME_FIELD_DOY, true}
+	};
+	Var		   *var = shard_time_bucket_column(func, baserel);
+	bool		days;
+	bool		trunc;
+	char	   *unit;
+	int			code = 0;
+	int			i;
+
+	if (var == NULL)
+		return false;
+	/* timestamp(p) rounds to p digits first, into the next day perhaps */
+	if ((var->vartype == TIMESTAMPOID || var->vartype == TIMESTAMPTZOID) &&
+		var->vartypmod >= 0 && var->vartypmod < 6)
+		return false;
+
+	/* the time on the session TimeZone's grid (shard_time_key_unit) */
+	if (var->vartype == TIMESTAMPTZOID)
+	{
+		if (shard_time_key_unit(func, baserel, NULL, NULL) == NULL)
+			return false;
+		if (buf)
+		{
+			if (tz_param <= 0)
+				elog(ERROR, "time zone grid of a grouping key has no parameters");
+			appendStringInfoString(buf, "ssfdw_tz_grid(");
+			shard_deparse_column_ref(buf, root, var);
+			appendStringInfo(buf, ", ?%d, ?%d, ?%d)", tz_param, tz_param + 1,
+							 tz_param + 2);
+		}
+		return true;
+	}
+
+	/*
+	 * A date is the day of the time the wrapper reads: units of a day or
+	 * more only, as its time of day is not the date's midnight.
+	 */
+	days = (var->vartype == DATEOID);
+	if (days && func->funcid != F_EXTRACT_TEXT_DATE &&
+		func->funcid != F_DATE_TRUNC_TEXT_TIMESTAMP &&
+		func->funcid != F_DATE_TRUNC_TEXT_TIMESTAMPTZ &&
+		func->funcid != F_EXTRACT_TEXT_TIMESTAMP &&
+		func->funcid != F_DATE_PART_TEXT_TIMESTAMP)
+		return false;
+
+	/*
+	 * date_trunc of a date as timestamptz is a time in the session's
+	 * TimeZone, which the shards do not know; but it depends on the date
+	 * only, so the shards group by the start of the unit, and the merge
+	 * computes PostgreSQL's value from its date (shard_time_key_unit).
+	 */
+	trunc = (func->funcid == F_DATE_TRUNC_TEXT_TIMESTAMP ||
+			 (func->funcid == F_DATE_TRUNC_TEXT_TIMESTAMPTZ &&
+			  shard_time_key_unit(func, baserel, NULL, NULL) != NULL));
+
+	/* CAST(ts AS date), the day BI tools group by */
+	if (func->funcid == F_DATE_TIMESTAMP && list_length(func->args) == 1)
+		code = SHARDTIME_TRUNC_DAY;
+	else if (list_length(func->args) == 2 &&
+			 (trunc || func->funcid == F_EXTRACT_TEXT_TIMESTAMP ||
+			  func->funcid == F_DATE_PART_TEXT_TIMESTAMP ||
+			  func->funcid == F_EXTRACT_TEXT_DATE) &&
+			 (unit = shard_const_text(linitial(func->args))) != NULL)
+	{
+		unit = asc_tolower(unit, strlen(unit));
+		for (i = 0; i < lengthof(units); i++)
+			if (strcmp(unit, units[i].unit) == 0 && (!days || units[i].dates))
+				code = trunc ? units[i].trunc : units[i].field;
+	}
+	if (code == 0)
+		return false;
+	if (buf)
+	{
+		appendStringInfoString(buf, "ssfdw_bucket(");
+		shard_deparse_column_ref(buf, root, var);
+		appendStringInfo(buf, ", %d, %d)", days ? 1 : 0, code);
+	}
+	return true;
 }
 
 /*

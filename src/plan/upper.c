@@ -35,13 +35,14 @@
  * grouped byte-wise, as PostgreSQL's deterministic collations compare),
  * date columns (the day the wrapper reads, as Unix seconds), and the time
  * buckets BI tools generate on timestamp and date columns:
- * date_trunc('year'|'month'|'week'|'day'|'hour'|'minute', ts) and
- * extract/date_part of year, quarter, month, day, hour, minute, dow, isodow
- * and doy.  SQLite's strftime reads every stored form the wrapper accepts
- * (ISO text with or without offset, Unix seconds).  date_trunc in the
- * session's TimeZone (of a date, or of a timestamptz column) SQLite cannot
- * compute: the shards group by a day or a time that stands for the bucket
- * (key_trunc_unit), and the merge computes date_trunc of it.
+ * date_trunc('year'|'quarter'|'month'|'week'|'day'|'hour'|'minute', ts)
+ * and extract/date_part of year, quarter, month, day, hour, minute, dow,
+ * isodow and doy, as one number per row (ssfdw_bucket: timepush.c writes
+ * it, shardtime.c computes it from every stored form the wrapper accepts).
+ * date_trunc in the session's TimeZone (of a date, or of a timestamptz
+ * column) SQLite cannot compute: the shards group by a day or a time that
+ * stands for the bucket (shard_time_key_unit), and the merge computes
+ * date_trunc of it.
  *
  * A query that only counts rows, without GROUP BY, is counted by SQLite;
  * otherwise the reading threads aggregate the shards' rows (threadagg.c),
@@ -165,364 +166,6 @@ groupable_type(Oid typid, int32 typmod, Oid collid)
 }
 
 /*
- * const_text
- *		The value of a text constant, or NULL.
- */
-static char *
-const_text(Expr *expr)
-{
-	Const	   *c = (Const *) expr;
-
-	if (expr == NULL || !IsA(expr, Const) || c->constisnull ||
-		c->consttype != TEXTOID)
-		return NULL;
-	return TextDatumGetCString(c->constvalue);
-}
-
-/*
- * deparse_strftime
- *		strftime(fmt, ts, modifiers) for every stored form of a timestamp,
- *		read by ssfdw_time (shardio.c) as the wrapper reads it: SQLite's own
- *		reading would round a fraction finer than milliseconds into the next
- *		bucket, and count years before 1 otherwise than PostgreSQL.
- */
-static void
-deparse_strftime(StringInfo buf, PlannerInfo *root, Var *var,
-				 const char *fmt, const char *modifiers)
-{
-	StringInfoData col;
-
-	initStringInfo(&col);
-	shard_deparse_column_ref(&col, root, var);
-	appendStringInfo(buf, "strftime('%s', ssfdw_time(%s)%s)",
-					 fmt, col.data, modifiers);
-}
-
-/*
- * zone_column
- *		Does a time bucket read a timestamptz column in a zone given by a
- *		constant: date_trunc, extract, date_part or the date of
- *		timezone('zone', tz) (tz AT TIME ZONE 'zone'), or date_trunc(unit,
- *		tz, 'zone')?  Sets *var, and *zone when zone is not NULL.
- */
-static bool
-zone_column(FuncExpr *func, RelOptInfo *baserel, char **zone, Var **var)
-{
-	Expr	   *arg;
-	char	   *z;
-
-	*var = NULL;
-	if (func->funcid == F_DATE_TRUNC_TEXT_TIMESTAMPTZ_TEXT &&
-		list_length(func->args) == 3)
-	{
-		arg = lsecond(func->args);
-		z = const_text(lthird(func->args));
-	}
-	else if ((func->funcid == F_DATE_TRUNC_TEXT_TIMESTAMP ||
-			  func->funcid == F_EXTRACT_TEXT_TIMESTAMP ||
-			  func->funcid == F_DATE_PART_TEXT_TIMESTAMP ||
-			  func->funcid == F_DATE_TIMESTAMP) &&
-			 IsA(llast(func->args), FuncExpr) &&
-			 ((FuncExpr *) llast(func->args))->funcid == F_TIMEZONE_TEXT_TIMESTAMPTZ &&
-			 list_length(((FuncExpr *) llast(func->args))->args) == 2)
-	{
-		FuncExpr   *tzf = (FuncExpr *) llast(func->args);
-
-		arg = lsecond(tzf->args);
-		z = const_text(linitial(tzf->args));
-	}
-	else
-		return false;
-	*var = shard_own_column(arg, baserel);
-	/* an empty zone is PostgreSQL's error, raised on the rows */
-	if (z == NULL || z[0] == '\0' || *var == NULL ||
-		(*var)->vartype != TIMESTAMPTZOID)
-	{
-		*var = NULL;
-		return false;
-	}
-	if (zone)
-		*zone = z;
-	return true;
-}
-
-/*
- * time_bucket_column
- *		The column a time bucket reads: a timestamp or date column, or a
- *		date column cast to timestamp (as date_part('year', d) resolves) or,
- *		for date_trunc, to timestamptz (as date_trunc('month', d) resolves),
- *		or, for date_trunc, extract, date_part and the date in the
- *		TimeZone or in a given zone (zone_column), a timestamptz column;
- *		NULL for anything else.
- */
-static Var *
-time_bucket_column(FuncExpr *func, RelOptInfo *baserel)
-{
-	Expr	   *arg;
-	Var		   *var;
-
-	if (func->args == NIL)
-		return NULL;
-	if (zone_column(func, baserel, NULL, &var))
-		return var;
-	arg = llast(func->args);
-	if (IsA(arg, FuncExpr) &&
-		(((FuncExpr *) arg)->funcid == F_TIMESTAMP_DATE ||
-		 (((FuncExpr *) arg)->funcid == F_TIMESTAMPTZ_DATE &&
-		  func->funcid == F_DATE_TRUNC_TEXT_TIMESTAMPTZ)) &&
-		list_length(((FuncExpr *) arg)->args) == 1)
-	{
-		var = shard_own_column(linitial(((FuncExpr *) arg)->args), baserel);
-		return (var && var->vartype == DATEOID) ? var : NULL;
-	}
-	var = shard_own_column(arg, baserel);
-	if (var == NULL ||
-		(var->vartype != TIMESTAMPOID && var->vartype != DATEOID &&
-		 (var->vartype != TIMESTAMPTZOID ||
-		  (func->funcid != F_DATE_TRUNC_TEXT_TIMESTAMPTZ &&
-		   func->funcid != F_EXTRACT_TEXT_TIMESTAMPTZ &&
-		   func->funcid != F_DATE_PART_TEXT_TIMESTAMPTZ &&
-		   func->funcid != F_DATE_TIMESTAMPTZ))))
-		return NULL;
-	return var;
-}
-
-/*
- * key_trunc_unit
- *		The unit or field of a grouping key date_trunc(unit, x), or
- *		extract/date_part(field, x), in the session's TimeZone (the
- *		timestamptz versions), or "" for CAST(x AS date), which SQLite
- *		cannot compute but the merge can, from a time that stands for each
- *		group; NULL when the key is not one.
- *
- * For x a date column (cast to timestamptz, as PostgreSQL resolves
- * date_trunc('month', d)) the shards group by the unit's first day, the same
- * bucket of every date in it: a day, a week, a month or a year; *grid is 0.
- * For x a timestamptz column, by the time rounded down to a grid on which
- * every local boundary of the unit falls (ssfdw_tz_grid, bind_tz_grid in
- * scan.c), at most one day: *grid is the unit's longest such step in
- * seconds, and the merge adds up the groups that fall into one bucket.
- */
-static char *
-key_trunc_unit(FuncExpr *func, RelOptInfo *baserel, int *grid, char **zone)
-{
-	static const struct
-	{
-		const char *unit;
-		int			grid;		/* the longest step, for timestamptz */
-		bool		trunc;		/* a unit of date_trunc */
-		bool		field;		/* a field of extract and date_part */
-		bool		dates;		/* date_trunc of dates too */
-	}			units[] =
-	{
-		{"minute", SECS_PER_MINUTE, true, true, false},
-		{"hour", SECS_PER_HOUR, true, true, false},
-		{"day", SECS_PER_DAY, true, true, true},
-		{"week", SECS_PER_DAY, true, true, true},
-		{"month", SECS_PER_DAY, true, true, true},
-		{"quarter", SECS_PER_DAY, true, true, false},
-		{"year", SECS_PER_DAY, true, true, true},
-		{"dow", SECS_PER_DAY, false, true, false},
-		{"isodow", SECS_PER_DAY, false, true, false},
-		{"doy", SECS_PER_DAY, false, true, false},
-		{"isoyear", SECS_PER_DAY, false, true, false}
-	};
-	bool		trunc;
-	bool		in_zone;
-	Var		   *var;
-	char	   *unit;
-	char	   *z = NULL;
-	int			i;
-
-	in_zone = zone_column(func, baserel, &z, &var);
-	if (zone)
-		*zone = z;
-
-	/* the date in the TimeZone or the zone: no unit */
-	if ((func->funcid == F_DATE_TIMESTAMPTZ ||
-		 (func->funcid == F_DATE_TIMESTAMP && in_zone)) &&
-		list_length(func->args) == 1)
-	{
-		var = time_bucket_column(func, baserel);
-		if (var == NULL || var->vartype != TIMESTAMPTZOID)
-			return NULL;
-		if (grid)
-			*grid = SECS_PER_DAY;
-		return "";
-	}
-	trunc = (func->funcid == F_DATE_TRUNC_TEXT_TIMESTAMPTZ ||
-			 func->funcid == F_DATE_TRUNC_TEXT_TIMESTAMPTZ_TEXT ||
-			 (func->funcid == F_DATE_TRUNC_TEXT_TIMESTAMP && in_zone));
-	if (!trunc && func->funcid != F_EXTRACT_TEXT_TIMESTAMPTZ &&
-		func->funcid != F_DATE_PART_TEXT_TIMESTAMPTZ &&
-		!(in_zone && (func->funcid == F_EXTRACT_TEXT_TIMESTAMP ||
-					  func->funcid == F_DATE_PART_TEXT_TIMESTAMP)))
-		return NULL;
-	if (list_length(func->args) != (func->funcid == F_DATE_TRUNC_TEXT_TIMESTAMPTZ_TEXT ? 3 : 2))
-		return NULL;
-	var = time_bucket_column(func, baserel);
-	unit = const_text(linitial(func->args));
-	if (var == NULL || unit == NULL)
-		return NULL;
-	unit = asc_tolower(unit, strlen(unit));
-	for (i = 0; i < lengthof(units); i++)
-	{
-		if (strcmp(unit, units[i].unit) != 0)
-			continue;
-		if (trunc ? !units[i].trunc : !units[i].field)
-			return NULL;
-		if (var->vartype == DATEOID && !units[i].dates)
-			return NULL;
-		if (grid)
-			*grid = (var->vartype == DATEOID) ? 0 : units[i].grid;
-		return unit;
-	}
-	return NULL;
-}
-
-/*
- * deparse_time_bucket
- *		The SQLite expression for date_trunc, extract/date_part or the date
- *		of a timestamp column, or for the buckets of days of a date column;
- *		false when the unit or field is not supported.  With buf NULL, only
- *		checks.
- */
-static bool
-deparse_time_bucket(StringInfo buf, PlannerInfo *root, FuncExpr *func,
-					RelOptInfo *baserel, int tz_param)
-{
-	Var		   *var = time_bucket_column(func, baserel);
-	bool		days;
-	char	   *unit;
-	StringInfoData tmp;
-
-	if (var == NULL)
-		return false;
-	/* timestamp(p) rounds to p digits first, into the next day perhaps */
-	if ((var->vartype == TIMESTAMPOID || var->vartype == TIMESTAMPTZOID) &&
-		var->vartypmod >= 0 && var->vartypmod < 6)
-		return false;
-
-	/* the time on the session TimeZone's grid (key_trunc_unit) */
-	if (var->vartype == TIMESTAMPTZOID)
-	{
-		if (key_trunc_unit(func, baserel, NULL, NULL) == NULL)
-			return false;
-		if (buf)
-		{
-			if (tz_param <= 0)
-				elog(ERROR, "time zone grid of a grouping key has no parameters");
-			appendStringInfoString(buf, "ssfdw_tz_grid(");
-			shard_deparse_column_ref(buf, root, var);
-			appendStringInfo(buf, ", ?%d, ?%d, ?%d)", tz_param, tz_param + 1,
-							 tz_param + 2);
-		}
-		return true;
-	}
-
-	/*
-	 * A date is the day of the time the wrapper reads: units of a day or
-	 * more only, as its time of day is not the date's midnight.
-	 */
-	days = (var->vartype == DATEOID);
-	if (days && func->funcid != F_EXTRACT_TEXT_DATE &&
-		func->funcid != F_DATE_TRUNC_TEXT_TIMESTAMP &&
-		func->funcid != F_DATE_TRUNC_TEXT_TIMESTAMPTZ &&
-		func->funcid != F_EXTRACT_TEXT_TIMESTAMP &&
-		func->funcid != F_DATE_PART_TEXT_TIMESTAMP)
-		return false;
-
-	/* CAST(ts AS date), the day BI tools group by */
-	if (func->funcid == F_DATE_TIMESTAMP && list_length(func->args) == 1)
-	{
-		if (buf)
-			deparse_strftime(buf, root, var, "%Y-%m-%d", "");
-		return true;
-	}
-
-	if (list_length(func->args) != 2)
-		return false;
-	unit = const_text(linitial(func->args));
-	if (unit == NULL)
-		return false;
-	unit = asc_tolower(unit, strlen(unit));
-	initStringInfo(&tmp);
-
-	/*
-	 * date_trunc of a date as timestamptz is a time in the session's
-	 * TimeZone, which SQLite does not know; but it depends on the date
-	 * only, so the shards group by the start of the unit, and the merge
-	 * computes PostgreSQL's value from its date (key_trunc_unit).
-	 */
-	if (func->funcid == F_DATE_TRUNC_TEXT_TIMESTAMP ||
-		(func->funcid == F_DATE_TRUNC_TEXT_TIMESTAMPTZ &&
-		 key_trunc_unit(func, baserel, NULL, NULL) != NULL))
-	{
-		const char *fmt = NULL;
-		const char *mods = "";
-
-		if (strcmp(unit, "year") == 0)
-			fmt = "%Y-01-01 00:00:00";
-		else if (strcmp(unit, "month") == 0)
-			fmt = "%Y-%m-01 00:00:00";
-		else if (strcmp(unit, "week") == 0)
-		{
-			/* The Monday on or before: next Sunday (or today), less 6. */
-			fmt = "%Y-%m-%d 00:00:00";
-			mods = ", 'weekday 0', '-6 days'";
-		}
-		else if (strcmp(unit, "day") == 0)
-			fmt = "%Y-%m-%d 00:00:00";
-		else if (strcmp(unit, "hour") == 0 && !days)
-			fmt = "%Y-%m-%d %H:00:00";
-		else if (strcmp(unit, "minute") == 0 && !days)
-			fmt = "%Y-%m-%d %H:%M:00";
-		if (fmt == NULL)
-			return false;
-		if (buf)
-			deparse_strftime(buf, root, var, fmt, mods);
-		return true;
-	}
-
-	if (func->funcid == F_EXTRACT_TEXT_TIMESTAMP ||
-		func->funcid == F_DATE_PART_TEXT_TIMESTAMP ||
-		func->funcid == F_EXTRACT_TEXT_DATE)
-	{
-		const char *fmt = NULL;
-
-		if (strcmp(unit, "year") == 0)
-			fmt = "%Y";
-		else if (strcmp(unit, "month") == 0 || strcmp(unit, "quarter") == 0)
-			fmt = "%m";
-		else if (strcmp(unit, "day") == 0)
-			fmt = "%d";
-		else if (strcmp(unit, "hour") == 0 && !days)
-			fmt = "%H";
-		else if (strcmp(unit, "minute") == 0 && !days)
-			fmt = "%M";
-		else if (strcmp(unit, "dow") == 0 || strcmp(unit, "isodow") == 0)
-			fmt = "%w";
-		else if (strcmp(unit, "doy") == 0)
-			fmt = "%j";
-		if (fmt == NULL)
-			return false;
-		if (buf == NULL)
-			return true;
-		deparse_strftime(&tmp, root, var, fmt, "");
-		if (strcmp(unit, "quarter") == 0)
-			appendStringInfo(buf, "((CAST(%s AS INTEGER) + 2) / 3)", tmp.data);
-		else if (strcmp(unit, "isodow") == 0)
-			appendStringInfo(buf,
-							 "(CASE CAST(%s AS INTEGER) WHEN 0 THEN 7 ELSE CAST(%s AS INTEGER) END)",
-							 tmp.data, tmp.data);
-		else
-			appendStringInfo(buf, "CAST(%s AS INTEGER)", tmp.data);
-		return true;
-	}
-	return false;
-}
-
-/*
  * group_key_ok
  *		May a grouping expression be computed and grouped by in SQLite?
  */
@@ -542,7 +185,7 @@ group_key_ok(PlannerInfo *root, Expr *expr, RelOptInfo *baserel)
 			 groupable_type(var->vartype == VARCHAROID ? TEXTOID : var->vartype,
 							-1, exprCollation((Node *) expr)));
 	if (IsA(expr, FuncExpr))
-		return deparse_time_bucket(NULL, root, (FuncExpr *) expr, baserel, 0);
+		return shard_time_deparse_bucket(NULL, root, (FuncExpr *) expr, baserel, 0);
 	return false;
 }
 
@@ -577,7 +220,7 @@ deparse_group_key(StringInfo buf, PlannerInfo *root, Expr *expr,
 			appendStringInfoString(buf, " COLLATE BINARY");
 	}
 	else
-		deparse_time_bucket(buf, root, (FuncExpr *) expr, baserel, tz_param);
+		shard_time_deparse_bucket(buf, root, (FuncExpr *) expr, baserel, tz_param);
 }
 
 /*
@@ -1001,7 +644,7 @@ bucket_groups(PlannerInfo *root, Expr *expr, RelOptInfo *baserel,
 	int			i;
 
 	if (!IsA(expr, FuncExpr) ||
-		(var = time_bucket_column(func, baserel)) == NULL)
+		(var = shard_time_bucket_column(func, baserel)) == NULL)
 		return -1;
 	field = (func->funcid == F_EXTRACT_TEXT_TIMESTAMP ||
 			 func->funcid == F_EXTRACT_TEXT_TIMESTAMPTZ ||
@@ -1010,7 +653,7 @@ bucket_groups(PlannerInfo *root, Expr *expr, RelOptInfo *baserel,
 			 func->funcid == F_DATE_PART_TEXT_TIMESTAMPTZ);
 	/* the date of a time: days */
 	unit = list_length(func->args) == 1 ? "day" :
-		const_text(linitial(func->args));
+		shard_const_text(linitial(func->args));
 	if (unit == NULL)
 		return -1;
 	unit = asc_tolower(unit, strlen(unit));
@@ -1214,7 +857,7 @@ add_final_path(PlannerInfo *root, RelOptInfo *input_rel,
 		if (lfirst_int(lc_op) != AGGOP_KEY)
 			continue;
 		if (IsA(expr, FuncExpr) &&
-			key_trunc_unit((FuncExpr *) expr, info->baserel, NULL, NULL) != NULL)
+			shard_time_key_unit((FuncExpr *) expr, info->baserel, NULL, NULL) != NULL)
 			return;
 		if (var == NULL || var->vartype == DATEOID)
 			continue;
@@ -1508,31 +1151,6 @@ add_guard(SelectList *sl, const char *col, const char *ok_types, int ok_mask,
 	sl->ta_guards = lappend_int(sl->ta_guards, lo);
 	sl->ta_guards = lappend_int(sl->ta_guards, hi);
 	sl->ta_guards = lappend_int(sl->ta_guards, keycheck);
-}
-
-/*
- * guard_timestamp
- *		A time bucket is computed by SQLite's date functions, which read
- *		more than the wrapper does ('now', February 30, hour 24): count the
- *		values the wrapper would refuse, so that grouping them is an error
- *		as reading them is.
- */
-static void
-guard_timestamp(SelectList *sl, const char *col)
-{
-	char	   *ok = psprintf("ssfdw_datetime_ok(%s)", col);
-	char	   *check = psprintf("(NOT %s)", ok);
-	ListCell   *lc;
-
-	foreach(lc, sl->guards)
-		if (strcmp((char *) lfirst(lc), check) == 0)
-			return;
-	sl->guards = lappend(sl->guards, check);
-	sl->ta_guards = lappend_int(sl->ta_guards, raw_col(sl, ok));
-	sl->ta_guards = lappend_int(sl->ta_guards, TA_OK_TRUE);
-	sl->ta_guards = lappend_int(sl->ta_guards, 1);
-	sl->ta_guards = lappend_int(sl->ta_guards, 0);
-	sl->ta_guards = lappend_int(sl->ta_guards, false);
 }
 
 /*
@@ -1932,7 +1550,7 @@ shard_upper_plan(PlannerInfo *root, RelOptInfo *upperrel, List *tlist,
 			 * then: each parameter is "<longest step>[ <zone>]".
 			 */
 			if (IsA(tle->expr, FuncExpr))
-				unit = key_trunc_unit((FuncExpr *) tle->expr, baserel, &grid,
+				unit = shard_time_key_unit((FuncExpr *) tle->expr, baserel, &grid,
 									  &zone);
 			/* the merge may put several shard groups in one bucket */
 			if (unit != NULL)
@@ -1958,21 +1576,8 @@ shard_upper_plan(PlannerInfo *root, RelOptInfo *upperrel, List *tlist,
 
 			initStringInfo(&key);
 			deparse_group_key(&key, root, tle->expr, baserel, false, tz_param);
-			if (IsA(tle->expr, FuncExpr))
-			{
-				/* a grid's time is read by ssfdw_tz_grid, errors and all */
-				if (grid == 0)
-				{
-					StringInfoData ts;
-
-					initStringInfo(&ts);
-					shard_deparse_column_ref(&ts, root,
-											 time_bucket_column((FuncExpr *) tle->expr,
-																baserel));
-					guard_timestamp(&sl, ts.data);
-				}
-			}
-			else if (info->final)
+			/* time buckets read their column with its errors (timepush.c) */
+			if (!IsA(tle->expr, FuncExpr) && info->final)
 			{
 				/* a shard's bound must not hide a key the merge rejects */
 				StringInfoData kc;

@@ -34,6 +34,7 @@
 #include <unistd.h>
 
 #include "shardio.h"
+#include "shardtime.h"
 
 /*
  * set_error
@@ -45,133 +46,6 @@ set_error(char *errbuf, const char *msg)
 	if (errbuf == NULL)
 		return;
 	snprintf(errbuf, SHARDIO_ERRLEN, "%s", msg ? msg : "unknown SQLite error");
-}
-
-/*
- * parse_digits
- *		Read exactly n decimal digits at *p (not past end), advancing *p.
- */
-static int
-parse_digits(const char **p, const char *end, int n, int *value)
-{
-	int			result = 0;
-	int			i;
-
-	if (end - *p < n)
-		return 0;
-	for (i = 0; i < n; i++)
-	{
-		char		c = (*p)[i];
-
-		if (c < '0' || c > '9')
-			return 0;
-		result = result * 10 + (c - '0');
-	}
-	*p += n;
-	*value = result;
-	return 1;
-}
-
-/*
- * shardio_parse_datetime
- *		Read a date and time in exactly the text forms the wrapper accepts:
- *
- *		YYYY-MM-DD
- *		YYYY-MM-DD HH:MM[Z|[+-]HH:MM]
- *		YYYY-MM-DD HH:MM:SS[Z|[+-]HH:MM]
- *		YYYY-MM-DD HH:MM:SS.S...[Z|[+-]HH:MM]
- *
- * with 'T' allowed instead of the space, fractions of any length rounded
- * half up to microseconds, and offsets up to 14:59.  SQLite's own reader is
- * laxer (spaces, hour 24, February 30); those are refused, so that every
- * value read, and every time bucket computed in a shard, is one PostgreSQL
- * can represent.
- */
-int
-shardio_parse_datetime(const char *str, int len, ShardDatetime *dt)
-{
-	static const int mdays[2][12] = {
-		{31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31},
-		{31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31}
-	};
-	const char *p = str;
-	const char *end = str + len;
-	int			bad_field = 0;
-	int			leap;
-
-	memset(dt, 0, sizeof(*dt));
-	if (!parse_digits(&p, end, 4, &dt->year) ||
-		p >= end || *p++ != '-' ||
-		!parse_digits(&p, end, 2, &dt->month) ||
-		p >= end || *p++ != '-' ||
-		!parse_digits(&p, end, 2, &dt->day))
-		return SHARDIO_DT_BAD_FORMAT;
-
-	if (p < end)
-	{
-		/* a time of day; SQLite takes offsets only after one */
-		if (*p != ' ' && *p != 'T')
-			return SHARDIO_DT_BAD_FORMAT;
-		p++;
-		if (!parse_digits(&p, end, 2, &dt->hour) ||
-			p >= end || *p++ != ':' ||
-			!parse_digits(&p, end, 2, &dt->minute))
-			return SHARDIO_DT_BAD_FORMAT;
-
-		if (p < end && *p == ':')
-		{
-			p++;
-			if (!parse_digits(&p, end, 2, &dt->second))
-				return SHARDIO_DT_BAD_FORMAT;
-			if (p < end && *p == '.')
-			{
-				int			ndigits = 0;
-
-				p++;
-				while (p < end && *p >= '0' && *p <= '9')
-				{
-					if (ndigits < 6)
-						dt->fraction = dt->fraction * 10 + (*p - '0');
-					else if (ndigits == 6 && *p >= '5')
-						dt->fraction++;
-					ndigits++;
-					p++;
-				}
-				if (ndigits == 0)
-					return SHARDIO_DT_BAD_FORMAT;
-				for (; ndigits < 6; ndigits++)
-					dt->fraction *= 10;
-			}
-		}
-
-		if (p < end && *p == 'Z')
-			p++;
-		else if (p < end && (*p == '+' || *p == '-'))
-		{
-			int			sign = (*p == '-') ? -1 : 1;
-			int			off_hour,
-						off_minute;
-
-			p++;
-			if (!parse_digits(&p, end, 2, &off_hour) ||
-				p >= end || *p++ != ':' ||
-				!parse_digits(&p, end, 2, &off_minute))
-				return SHARDIO_DT_BAD_FORMAT;
-			if (off_hour > 14 || off_minute > 59)
-				bad_field = 1;
-			dt->offset = sign * (off_hour * 3600 + off_minute * 60);
-		}
-		if (dt->hour > 23 || dt->minute > 59 || dt->second > 59)
-			bad_field = 1;
-	}
-	if (p != end)
-		return SHARDIO_DT_BAD_FORMAT;
-
-	leap = (dt->year % 4 == 0 && (dt->year % 100 != 0 || dt->year % 400 == 0));
-	if (dt->month < 1 || dt->month > 12 ||
-		dt->day < 1 || dt->day > mdays[leap][dt->month - 1])
-		bad_field = 1;
-	return bad_field ? SHARDIO_DT_BAD_FIELD : SHARDIO_DT_OK;
 }
 
 /*
@@ -238,372 +112,17 @@ utf8_ok_func(sqlite3_context *ctx, int argc, sqlite3_value **argv)
 	sqlite3_result_int(ctx, ok);
 }
 
-/* Seconds from 1970-01-01 to 2000-01-01, and microseconds in a day. */
-#define UNIX_TO_2000_SECS	946684800LL
-#define USECS_PER_DAY_LL	86400000000LL
-
 /*
- * shardio_unix_time
- *		Unix seconds stored as an integer (type SQLITE_INTEGER: i) or a real
- *		(d), as the wrapper reads them in timestamp columns: microseconds
- *		since 2000-01-01, reals rounded to the microsecond; with as_date,
- *		the days since then of that time.  Returns 0 when the result does
- *		not fit in 64 bits (NaN and infinities included).  The one reading
- *		of numbers as times, for convert.c and the SQL functions here.
- */
-int
-shardio_unix_time(int type, long long i, double d, int as_date,
-				  long long *out)
-{
-	if (type == SQLITE_INTEGER)
-	{
-		long long	secs;
-
-		if (as_date)
-		{
-			/* floor division: times before 1970 are on the day before */
-			*out = i / 86400 - (i % 86400 < 0 ? 1 : 0) - 10957;
-			return 1;
-		}
-		return !__builtin_sub_overflow(i, UNIX_TO_2000_SECS, &secs) &&
-			!__builtin_mul_overflow(secs, 1000000LL, out);
-	}
-	else
-	{
-		double		us = rint((d - (double) UNIX_TO_2000_SECS) * 1000000.0);
-
-		if (as_date)
-			us = floor(us / (double) USECS_PER_DAY_LL);
-		/* what fits in int64, as PostgreSQL's FLOAT8_FITS_IN_INT64 */
-		if (!(us >= -9223372036854775808.0 && us < 9223372036854775808.0))
-			return 0;
-		*out = (long long) us;
-		return 1;
-	}
-}
-
-/*
- * shardio_usecs_days
- *		The day, counted from 2000-01-01, that a time in microseconds since
- *		then falls on.
- */
-long long
-shardio_usecs_days(long long usecs)
-{
-	return usecs / USECS_PER_DAY_LL - (usecs % USECS_PER_DAY_LL < 0 ? 1 : 0);
-}
-
-static void civil_from_days(long long z, int *y, int *m, int *d);
-
-/* Microseconds since 2000-01-01 of 0001-01-01 and of 10000-01-01. */
-#define USECS_YEAR_1		(-63082281600LL * 1000000LL)
-#define USECS_YEAR_10000	(252455616000LL * 1000000LL)
-
-/*
- * value_time
- *		The wrapper's reading of a value as a timestamp (convert.c): text in
- *		its forms, or a number of Unix seconds; microseconds since
- *		2000-01-01 UTC in *usecs.  0 when it reads none, and outside years 1
- *		to 9999, where SQLite's date functions count years otherwise than
- *		PostgreSQL (year 0 is PostgreSQL's 1 BC) or not at all.
- */
-static int
-value_time(sqlite3_value *v, long long *usecs)
-{
-	ShardDatetime dt;
-
-	switch (sqlite3_value_type(v))
-	{
-		case SQLITE_TEXT:
-			if (shardio_parse_datetime((const char *) sqlite3_value_text(v),
-									   sqlite3_value_bytes(v), &dt) != SHARDIO_DT_OK)
-				return 0;
-			*usecs = shardio_datetime_usecs(&dt);
-			break;
-		case SQLITE_INTEGER:
-		case SQLITE_FLOAT:
-			if (!shardio_unix_time(sqlite3_value_type(v), sqlite3_value_int64(v),
-								   sqlite3_value_double(v), 0, usecs))
-				return 0;
-			break;
-		default:
-			return 0;
-	}
-	return *usecs >= USECS_YEAR_1 && *usecs < USECS_YEAR_10000;
-}
-
-/*
- * datetime_ok_func
- *		SQL function ssfdw_datetime_ok(x): 1 when x is NULL or a time that
- *		ssfdw_time reads, 0 otherwise.
- */
-static void
-datetime_ok_func(sqlite3_context *ctx, int argc, sqlite3_value **argv)
-{
-	long long	usecs;
-
-	sqlite3_result_int(ctx, sqlite3_value_type(argv[0]) == SQLITE_NULL ||
-					   value_time(argv[0], &usecs));
-}
-
-/*
- * time_func
- *		SQL function ssfdw_time(x): the time the wrapper reads in x as UTC
- *		text 'YYYY-MM-DD HH:MM:SS.SSS', cut (not rounded) to milliseconds,
- *		for SQLite's date functions, which would round a finer fraction
- *		into the next second, minute or day; NULL when it reads no time.
- */
-static void
-time_func(sqlite3_context *ctx, int argc, sqlite3_value **argv)
-{
-	long long	usecs;
-	long long	days;
-	long long	rem;
-	int			y,
-				m,
-				d;
-	char		buf[32];
-
-	if (!value_time(argv[0], &usecs))
-	{
-		sqlite3_result_null(ctx);
-		return;
-	}
-	days = usecs / 86400000000LL;
-	rem = usecs % 86400000000LL;
-	if (rem < 0)
-	{
-		days--;
-		rem += 86400000000LL;
-	}
-	civil_from_days(days + 10957, &y, &m, &d);
-	snprintf(buf, sizeof(buf), "%04d-%02d-%02d %02d:%02d:%02d.%03d",
-			 y, m, d, (int) (rem / 3600000000LL),
-			 (int) (rem / 60000000LL % 60), (int) (rem / 1000000LL % 60),
-			 (int) (rem / 1000 % 1000));
-	sqlite3_result_text(ctx, buf, -1, SQLITE_TRANSIENT);
-}
-
-/*
- * function_error
+ * shardio_function_error
  *		Fail an SQL function of the wrapper's with one of its own result
  *		codes (SHARDIO_ERR_*, shardio.h), which the backend maps to
  *		PostgreSQL's SQLSTATE, and a whole message.
  */
-static void
-function_error(sqlite3_context *ctx, int code, const char *msg)
+void
+shardio_function_error(sqlite3_context *ctx, int code, const char *msg)
 {
 	sqlite3_result_error(ctx, msg, -1);
 	sqlite3_result_error_code(ctx, code);
-}
-
-/*
- * PostgreSQL's timestamp range, in microseconds since 2000-01-01, and its
- * date range, in days since then.
- */
-#define PG_MIN_TIMESTAMP	(-211813488000000000LL)	/* 4714-11-24 BC */
-#define PG_END_TIMESTAMP	9223371331200000000LL	/* 294277-01-01 */
-#define PG_MIN_DATE			(-2451545LL)	/* 4714-11-24 BC */
-#define PG_END_DATE			(2147483494LL - 2451545LL)	/* 5874898-01-01 */
-
-/*
- * utf8_prefix
- *		The first characters of valid UTF-8 text that fit in buf (size at
- *		least 5), for a message: cut between characters, never inside one.
- */
-static const char *
-utf8_prefix(const char *str, int len, char *buf, int size)
-{
-	int			n = len < size - 1 ? len : size - 1;
-
-	while (n > 0 && n < len && (((unsigned char) str[n]) & 0xC0) == 0x80)
-		n--;
-	memcpy(buf, str, n);
-	buf[n] = '\0';
-	return buf;
-}
-
-/*
- * wrapper_time
- *		The timestamp the wrapper reads in v (convert.c's to_datetime), in
- *		microseconds since 2000-01-01 UTC in *usecs, or with as_date the date
- *		it falls on, in days since 2000-01-01 in *usecs.  Returns 1, or 0
- *		after failing the function with the wrapper's error:
- *		SHARDIO_ERR_NOT_UTF8 for text that is not UTF-8,
- *		SHARDIO_ERR_TIME_FORMAT for text in no date and time form,
- *		SHARDIO_ERR_TIME_RANGE for impossible fields and values out of
- *		PostgreSQL's range, SHARDIO_ERR_TIME_TYPE for a blob.  v must not
- *		be NULL.
- */
-static int
-wrapper_time(sqlite3_context *ctx, sqlite3_value *v, int as_date,
-			 long long *usecs)
-{
-	int			ok = 1;
-
-	switch (sqlite3_value_type(v))
-	{
-		case SQLITE_INTEGER:
-		case SQLITE_FLOAT:
-			ok = shardio_unix_time(sqlite3_value_type(v), sqlite3_value_int64(v),
-								   sqlite3_value_double(v), as_date, usecs);
-			break;
-		case SQLITE_TEXT:
-			{
-				ShardDatetime dt;
-				const char *str = (const char *) sqlite3_value_text(v);
-				int			len = sqlite3_value_bytes(v);
-				char		shown[44];
-				char		msg[128];
-
-				if (str == NULL)
-				{
-					sqlite3_result_error_nomem(ctx);
-					return 0;
-				}
-				if (!shardio_utf8_ok((const unsigned char *) str, len))
-				{
-					function_error(ctx, SHARDIO_ERR_NOT_UTF8,
-								   "invalid byte sequence for encoding \"UTF8\"");
-					return 0;
-				}
-				switch (shardio_parse_datetime(str, len, &dt))
-				{
-					case SHARDIO_DT_BAD_FORMAT:
-						snprintf(msg, sizeof(msg),
-								 "text \"%s\" is not a date and time of SQLite",
-								 utf8_prefix(str, len, shown, sizeof(shown)));
-						function_error(ctx, SHARDIO_ERR_TIME_FORMAT, msg);
-						return 0;
-					case SHARDIO_DT_BAD_FIELD:
-						snprintf(msg, sizeof(msg),
-								 "date/time field value out of range: \"%s\"",
-								 utf8_prefix(str, len, shown, sizeof(shown)));
-						function_error(ctx, SHARDIO_ERR_TIME_RANGE, msg);
-						return 0;
-					default:
-						*usecs = shardio_datetime_usecs(&dt);
-						if (as_date)
-							*usecs = shardio_usecs_days(*usecs);
-						break;
-				}
-				break;
-			}
-		default:
-			function_error(ctx, SHARDIO_ERR_TIME_TYPE,
-						   "cannot convert SQLite blob to a date or timestamp");
-			return 0;
-	}
-
-	if (ok && as_date)
-		ok = (*usecs >= PG_MIN_DATE && *usecs < PG_END_DATE);
-	else if (ok)
-		ok = (*usecs >= PG_MIN_TIMESTAMP && *usecs < PG_END_TIMESTAMP);
-	if (!ok)
-		function_error(ctx, SHARDIO_ERR_TIME_RANGE,
-					   as_date ? "date out of range" : "timestamp out of range");
-	return ok;
-}
-
-/*
- * arg_usecs
- *		The time the wrapper reads in a function's argument, in
- *		microseconds since 2000-01-01; 0 after setting the result to NULL
- *		for NULL, or failing the function for what the wrapper cannot read.
- */
-static int
-arg_usecs(sqlite3_context *ctx, sqlite3_value *v, long long *usecs)
-{
-	if (sqlite3_value_type(v) == SQLITE_NULL)
-	{
-		sqlite3_result_null(ctx);
-		return 0;
-	}
-	return wrapper_time(ctx, v, 0, usecs);
-}
-
-/*
- * usecs_func
- *		SQL function ssfdw_usecs(x, p): the timestamp the wrapper reads in x,
- *		as microseconds since 2000-01-01 UTC, rounded to p fractional digits
- *		as timestamp(p) rounds (p < 0: not; like PostgreSQL 15, the rounded
- *		value is not range-checked again), so that pushed-down comparisons
- *		compare what PostgreSQL would; NULL for NULL, and the wrapper's error
- *		for what it cannot read (wrapper_time).
- */
-static void
-usecs_func(sqlite3_context *ctx, int argc, sqlite3_value **argv)
-{
-	static const long long scales[] = {1000000, 100000, 10000, 1000, 100, 10};
-	int			p = sqlite3_value_int(argv[1]);
-	long long	usecs;
-
-	if (!arg_usecs(ctx, argv[0], &usecs))
-		return;
-
-	/* timestamp(p): round half away from zero, as PostgreSQL does */
-	if (p >= 0 && p < 6)
-	{
-		if (usecs >= 0)
-			usecs = ((usecs + scales[p] / 2) / scales[p]) * scales[p];
-		else
-			usecs = -(((-usecs + scales[p] / 2) / scales[p]) * scales[p]);
-	}
-	sqlite3_result_int64(ctx, usecs);
-}
-
-/*
- * days_func
- *		SQL function ssfdw_days(x, of_timestamp): the date the wrapper reads
- *		in x, as days since 2000-01-01, for pushed-down comparisons of date
- *		columns; with of_timestamp 1, the date of the timestamp it reads
- *		(CAST(ts AS date)), which must be a valid timestamp first.
- */
-static void
-days_func(sqlite3_context *ctx, int argc, sqlite3_value **argv)
-{
-	long long	days;
-
-	if (sqlite3_value_type(argv[0]) == SQLITE_NULL)
-		sqlite3_result_null(ctx);
-	else if (sqlite3_value_int(argv[1]) == 0)
-	{
-		if (wrapper_time(ctx, argv[0], 1, &days))
-			sqlite3_result_int64(ctx, days);
-	}
-	else if (wrapper_time(ctx, argv[0], 0, &days))
-		sqlite3_result_int64(ctx, shardio_usecs_days(days));
-}
-
-/*
- * tz_grid_func
- *		SQL function ssfdw_tz_grid(x, cut, n, phase): the time the wrapper
- *		reads in x, as Unix seconds rounded down to phase plus a multiple of
- *		n (but not below cut), or to the second before cut.  The backend
- *		chooses the grid (scan.c, bind_tz_grid) so that a date_trunc,
- *		extract or date_part key, in the session's TimeZone or a named
- *		zone, has one value all through each of its spans: shards group
- *		rows by it, and PostgreSQL computes the key of each group's time.
- */
-static void
-tz_grid_func(sqlite3_context *ctx, int argc, sqlite3_value **argv)
-{
-	long long	cut = sqlite3_value_int64(argv[1]);
-	long long	n = sqlite3_value_int64(argv[2]);
-	long long	phase = sqlite3_value_int64(argv[3]);
-	long long	usecs;
-	long long	secs;
-
-	if (!arg_usecs(ctx, argv[0], &usecs))
-		return;
-	secs = usecs / 1000000 - (usecs % 1000000 < 0 ? 1 : 0) + UNIX_TO_2000_SECS;
-	if (secs >= cut && n > 1)
-	{
-		secs -= (((secs - phase) % n) + n) % n;
-		if (secs < cut)
-			secs = cut;
-	}
-	sqlite3_result_int64(ctx, secs);
 }
 
 /*
@@ -663,7 +182,7 @@ varchar_func(sqlite3_context *ctx, int argc, sqlite3_value **argv)
 			snprintf(msg, sizeof(msg),
 					 "value too long for type character varying(%lld)",
 					 (long long) n);
-			function_error(ctx, SHARDIO_ERR_TOO_LONG, msg);
+			shardio_function_error(ctx, SHARDIO_ERR_TOO_LONG, msg);
 			return;
 		}
 	}
@@ -671,9 +190,9 @@ varchar_func(sqlite3_context *ctx, int argc, sqlite3_value **argv)
 }
 
 /*
- * The SQL functions every handle gets: time buckets check their input with
- * ssfdw_utf8_ok and ssfdw_datetime_ok and read it with ssfdw_time;
- * conditions and aggregates read times with ssfdw_usecs and ssfdw_days and
+ * The SQL functions every handle gets: aggregates check text with
+ * ssfdw_utf8_ok; conditions, aggregates and time buckets read times with
+ * ssfdw_usecs, ssfdw_days, ssfdw_bucket and ssfdw_tz_grid (shardtime.c);
  * varchar(n) columns with ssfdw_varchar; tenant filters read the tenant
  * column with ssfdw_tenant (tenantkey.c).
  */
@@ -685,12 +204,11 @@ static const struct
 }			sql_functions[] =
 {
 	{"ssfdw_utf8_ok", 1, utf8_ok_func},
-	{"ssfdw_datetime_ok", 1, datetime_ok_func},
-	{"ssfdw_time", 1, time_func},
-	{"ssfdw_usecs", 2, usecs_func},
-	{"ssfdw_days", 2, days_func},
+	{"ssfdw_usecs", 2, shardtime_usecs_func},
+	{"ssfdw_days", 2, shardtime_days_func},
 	{"ssfdw_varchar", 2, varchar_func},
-	{"ssfdw_tz_grid", 4, tz_grid_func},
+	{"ssfdw_tz_grid", 4, shardtime_tz_grid_func},
+	{"ssfdw_bucket", 3, shardtime_bucket_func},
 	{"ssfdw_tenant", 2, shardio_tenant_func},
 };
 
@@ -1238,67 +756,6 @@ shardio_column(sqlite3_stmt *stmt, int c, ShardValue *v)
 			break;
 	}
 	return 1;
-}
-
-/*
- * days_from_civil
- *		Days from 1970-01-01 to a date of the proleptic Gregorian calendar.
- */
-static long long
-days_from_civil(int y, int m, int d)
-{
-	long long	era;
-	long long	yoe;
-	long long	doy;
-	long long	doe;
-
-	y -= (m <= 2);
-	era = (y >= 0 ? y : y - 399) / 400;
-	yoe = y - era * 400;
-	doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
-	doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-	return era * 146097 + doe - 719468;
-}
-
-/*
- * civil_from_days
- *		The proleptic Gregorian date of a day counted from 1970-01-01.
- */
-static void
-civil_from_days(long long z, int *y, int *m, int *d)
-{
-	long long	era;
-	long long	doe;
-	long long	yoe;
-	long long	doy;
-	long long	mp;
-
-	z += 719468;
-	era = (z >= 0 ? z : z - 146096) / 146097;
-	doe = z - era * 146097;
-	yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
-	doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-	mp = (5 * doy + 2) / 153;
-	*d = (int) (doy - (153 * mp + 2) / 5 + 1);
-	*m = (int) (mp < 10 ? mp + 3 : mp - 9);
-	*y = (int) (yoe + era * 400 + (*m <= 2));
-}
-
-/*
- * shardio_datetime_usecs
- *		A date and time read by shardio_parse_datetime, as microseconds
- *		since 2000-01-01 UTC (PostgreSQL's timestamp).  Four-digit years
- *		keep every result far inside the int64 range.
- */
-long long
-shardio_datetime_usecs(const ShardDatetime *dt)
-{
-	/* days since 2000-01-01, the PostgreSQL epoch */
-	long long	days = days_from_civil(dt->year, dt->month, dt->day) - 10957;
-
-	return days * 86400000000LL +
-		((long long) (dt->hour * 60 + dt->minute) * 60 + dt->second -
-		 dt->offset) * 1000000LL + dt->fraction;
 }
 
 /*

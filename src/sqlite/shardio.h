@@ -165,7 +165,11 @@ typedef struct ShardDatetime
 #define SHARDIO_DT_BAD_FORMAT	1	/* not one of the accepted forms */
 #define SHARDIO_DT_BAD_FIELD	2	/* right form, impossible field value */
 
+extern void shardio_function_error(sqlite3_context *ctx, int code,
+								   const char *msg);
 extern int	shardio_utf8_ok(const unsigned char *p, int len);
+
+/* in shardtime.c: the one reader of stored dates and times */
 extern int	shardio_parse_datetime(const char *str, int len, ShardDatetime *dt);
 extern long long shardio_datetime_usecs(const ShardDatetime *dt);
 extern int	shardio_unix_time(int type, long long i, double d, int as_date,

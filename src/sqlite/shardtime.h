@@ -1,0 +1,50 @@
+/*-------------------------------------------------------------------------
+ *
+ * shardtime.h
+ *		  Plain-C interface to what SQLite computes of dates and times
+ *
+ * The SQL functions of shardtime.c, registered on every shard handle by
+ * shardio.c, and the codes of ssfdw_bucket, which the planner's side
+ * (src/plan/timepush.c) writes into the SQL it sends.  No PostgreSQL
+ * header: the functions run on fan-out worker threads.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef SHARDTIME_H
+#define SHARDTIME_H
+
+#include <sqlite3.h>
+
+/*
+ * ssfdw_bucket(x, is_date, code): what a time bucket groups by.  Units of
+ * date_trunc give the Unix seconds of the bucket's start (which the backend
+ * reads back as a timestamp or a date); fields of extract and date_part
+ * give the field's value.
+ */
+#define SHARDTIME_TRUNC_MINUTE		1
+#define SHARDTIME_TRUNC_HOUR		2
+#define SHARDTIME_TRUNC_DAY			3	/* also CAST(ts AS date) */
+#define SHARDTIME_TRUNC_WEEK		4
+#define SHARDTIME_TRUNC_MONTH		5
+#define SHARDTIME_TRUNC_QUARTER		6
+#define SHARDTIME_TRUNC_YEAR		7
+#define SHARDTIME_FIELD_YEAR		11
+#define SHARDTIME_FIELD_QUARTER		12
+#define SHARDTIME_FIELD_MONTH		13
+#define SHARDTIME_FIELD_DAY			14
+#define SHARDTIME_FIELD_HOUR		15
+#define SHARDTIME_FIELD_MINUTE		16
+#define SHARDTIME_FIELD_DOW			17
+#define SHARDTIME_FIELD_ISODOW		18
+#define SHARDTIME_FIELD_DOY			19
+
+extern void shardtime_usecs_func(sqlite3_context *ctx, int argc,
+								 sqlite3_value **argv);
+extern void shardtime_days_func(sqlite3_context *ctx, int argc,
+								sqlite3_value **argv);
+extern void shardtime_tz_grid_func(sqlite3_context *ctx, int argc,
+								   sqlite3_value **argv);
+extern void shardtime_bucket_func(sqlite3_context *ctx, int argc,
+								  sqlite3_value **argv);
+
+#endif							/* SHARDTIME_H */
