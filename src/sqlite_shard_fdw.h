@@ -351,12 +351,24 @@ typedef enum ShardPruneKind
 } ShardPruneKind;
 
 extern AttrNumber shard_rel_tenant_attnum(RelOptInfo *baserel);
+extern Expr *shard_find_tenant_clause(RelOptInfo *baserel,
+									  AttrNumber tenant_attnum,
+									  RestrictInfo **clause,
+									  ShardPruneKind *kind);
 extern Expr *shard_find_tenant_condition(RelOptInfo *baserel,
 										 AttrNumber tenant_attnum,
 										 ShardPruneKind *kind);
 extern List *shard_rel_remote_conds(RelOptInfo *baserel);
 extern const char *shard_rel_table(RelOptInfo *baserel);
 extern bool shard_rel_all_pushed(RelOptInfo *baserel);
+
+/* in estimate.c */
+
+extern double shard_estimate_rows(Relation rel, ShardTableOptions *topts,
+								  bool read_all);
+extern double shard_estimate_tenant_rows(PlannerInfo *root, Relation rel,
+										 ShardTableOptions *topts,
+										 ShardPruneKind kind, Expr *value);
 
 /* in private.c */
 

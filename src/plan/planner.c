@@ -38,13 +38,25 @@ typedef struct ShardRelInfo
 	Bitmapset  *attrs_used;		/* columns to fetch */
 	ShardTableOptions *topts;	/* the table's options, read once */
 	AttrNumber	tenant_attnum;
+	double		scanned;		/* rows the shards look at: the table's, or
+								 * the routed tenants' (estimate.c) */
 } ShardRelInfo;
 
 /* Cost of opening a shard and starting its query, in page-fetch units. */
 #define SHARD_STARTUP_COST 25.0
 
-/* Rows assumed for a table that was never analyzed. */
+/* Rows assumed for a table of which nothing is known (estimate.c). */
 #define DEFAULT_TUPLES 10000.0
+
+/*
+ * The least a table ANALYZE never measured, and a scan of it, are costed as
+ * holding and looking at: a shard statement costs its preparing, binding
+ * and read transaction however few rows it reads, so that work the shards
+ * can do (a grouping) stays cheaper there than fetching even a few rows, as
+ * it was costed when such a table was taken to hold DEFAULT_TUPLES rows.
+ * Only costs: the rows a scan returns are estimated as they are.
+ */
+#define MIN_SCANNED_ROWS 10000.0
 
 PG_FUNCTION_INFO_V1(sqlite_shard_fdw_handler);
 
@@ -113,7 +125,12 @@ shardGetForeignRelSize(PlannerInfo *root, RelOptInfo *baserel,
 	ShardTableOptions *topts;
 	ListCell   *lc;
 	double		tuples;
-	Selectivity sel;
+	double		rows;
+	double		tenant_rows = -1;
+	bool		analyzed;
+	RestrictInfo *tenant_ri = NULL;
+	ShardPruneKind kind;
+	Expr	   *tenant_value;
 
 	baserel->fdw_private = fpinfo;
 
@@ -155,13 +172,39 @@ shardGetForeignRelSize(PlannerInfo *root, RelOptInfo *baserel,
 		bms_add_member(fpinfo->attrs_used,
 					   fpinfo->tenant_attnum - FirstLowInvalidHeapAttributeNumber);
 
-	tuples = baserel->tuples >= 0 ? baserel->tuples : DEFAULT_TUPLES;
+	/*
+	 * A table ANALYZE never measured is estimated from the shards, and a
+	 * routed tenant from the directory, unless ANALYZE left statistics of
+	 * the tenant column (estimate.c).
+	 */
+	rel = table_open(foreigntableid, NoLock);
+	tenant_value = shard_find_tenant_clause(baserel, fpinfo->tenant_attnum,
+											&tenant_ri, &kind);
+	analyzed = baserel->tuples >= 0;
+	tuples = baserel->tuples;
+	if (!analyzed)
+		tuples = shard_estimate_rows(rel, topts, tenant_value == NULL);
+	if (tenant_value != NULL)
+		tenant_rows = shard_estimate_tenant_rows(root, rel, topts, kind,
+												 tenant_value);
+	table_close(rel, NoLock);
 	if (tuples <= 0)
 		tuples = DEFAULT_TUPLES;
-	sel = clauselist_selectivity(root, baserel->baserestrictinfo, 0,
-								 JOIN_INNER, NULL);
-	baserel->tuples = tuples;
-	baserel->rows = clamp_row_est(tuples * sel);
+	tuples = Max(tuples, tenant_rows);
+	if (tenant_rows >= 0)
+		rows = tenant_rows *
+			clauselist_selectivity(root,
+								   list_delete_ptr(list_copy(baserel->baserestrictinfo),
+												   tenant_ri),
+								   0, JOIN_INNER, NULL);
+	else
+		rows = tuples * clauselist_selectivity(root,
+											   baserel->baserestrictinfo, 0,
+											   JOIN_INNER, NULL);
+	baserel->rows = clamp_row_est(rows);
+	baserel->tuples = analyzed ? tuples : Max(tuples, MIN_SCANNED_ROWS);
+	fpinfo->scanned = analyzed ? tuples :
+		Max(tenant_rows >= 0 ? tenant_rows : tuples, MIN_SCANNED_ROWS);
 }
 
 /*
@@ -232,7 +275,8 @@ shardGetForeignPaths(PlannerInfo *root, RelOptInfo *baserel,
 	if (!bms_is_empty(required_outer))
 		rows = get_baserel_parampathinfo(root, baserel,
 										 required_outer)->ppi_rows;
-	total = startup + baserel->tuples * cpu_operator_cost +
+	total = startup +
+		((ShardRelInfo *) baserel->fdw_private)->scanned * cpu_operator_cost +
 		baserel->rows * (cpu_tuple_cost + seq_page_cost * 0.01);
 	add_path(baserel, (Path *)
 			 create_foreignscan_path_compat(root, baserel, NULL, rows,
@@ -369,6 +413,33 @@ shard_find_tenant_condition(RelOptInfo *baserel, AttrNumber tenant_attnum,
 {
 	return find_tenant_condition(NULL, baserel->baserestrictinfo, baserel,
 								 tenant_attnum, NULL, kind);
+}
+
+/*
+ * shard_find_tenant_clause
+ *		shard_find_tenant_condition, also giving the condition (clause) the
+ *		value comes from.
+ */
+Expr *
+shard_find_tenant_clause(RelOptInfo *baserel, AttrNumber tenant_attnum,
+						 RestrictInfo **clause, ShardPruneKind *kind)
+{
+	ListCell   *lc;
+
+	foreach(lc, baserel->baserestrictinfo)
+	{
+		Expr	   *val = find_tenant_condition(NULL, list_make1(lfirst(lc)),
+												baserel, tenant_attnum, NULL,
+												kind);
+
+		if (val != NULL)
+		{
+			*clause = lfirst(lc);
+			return val;
+		}
+	}
+	*kind = PRUNE_NONE;
+	return NULL;
 }
 
 /*
