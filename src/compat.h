@@ -91,6 +91,15 @@
 						 false)
 #endif
 
+/* make_simple_restrictinfo took the PlannerInfo from 15 on. */
+#if PG_VERSION_NUM >= 150000
+#define make_simple_restrictinfo_compat(root, clause) \
+	make_simple_restrictinfo(root, clause)
+#else
+#define make_simple_restrictinfo_compat(root, clause) \
+	make_simple_restrictinfo(clause)
+#endif
+
 /* MarkGUCPrefixReserved replaced EmitWarningsOnPlaceholders in 15. */
 #if PG_VERSION_NUM >= 150000
 #define MarkGUCPrefixReserved_compat(prefix) MarkGUCPrefixReserved(prefix)

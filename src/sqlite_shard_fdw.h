@@ -306,6 +306,9 @@ enum FdwScanOrderIndex
 								 * shard that misses it is not bounded */
 	FdwScanOrderKeyCheckCol,	/* Integer: shard column counting keys the
 								 * merge may not convert, or -1 */
+	FdwScanOrderWindow,			/* List: a row scan's first key of a time
+								 * type: column SQL, "canonical form"
+								 * predicate, descending; else NIL */
 	FdwScanOrderCount
 };
 
@@ -370,6 +373,20 @@ extern double shard_estimate_tenant_rows(PlannerInfo *root, Relation rel,
 										 ShardTableOptions *topts,
 										 ShardPruneKind kind, Expr *value);
 
+/* in order.c */
+
+extern void shard_order_add_paths(PlannerInfo *root, RelOptInfo *baserel,
+								  double rows, Cost startup, Cost total);
+extern void shard_order_final_paths(PlannerInfo *root, RelOptInfo *input_rel,
+									RelOptInfo *output_rel,
+									FinalPathExtraData *extra);
+extern bool shard_order_is_final(ForeignPath *best_path);
+extern RelOptInfo *shard_order_base_rel(PlannerInfo *root);
+extern List *shard_order_scan_tlist(PlannerInfo *root, RelOptInfo *baserel,
+									Relation rel);
+extern List *shard_order_private(PlannerInfo *root, RelOptInfo *baserel,
+								 List *pathkeys);
+
 /* in private.c */
 
 /* A foreign scan's fdw_private, decoded (see FdwScanPrivateIndex). */
@@ -416,6 +433,7 @@ extern void shardGetForeignUpperPaths(PlannerInfo *root,
 									  UpperRelationKind stage,
 									  RelOptInfo *input_rel,
 									  RelOptInfo *output_rel, void *extra);
+extern bool shard_limit_value_ok(Node *node);
 extern ForeignScan *shard_upper_plan(PlannerInfo *root, RelOptInfo *upperrel,
 									 List *tlist, Plan *outer_plan);
 

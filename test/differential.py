@@ -41,7 +41,11 @@
 #	  reports grouped by the tenant (ORDER BY aggregates and keys, LIMIT,
 #	  OFFSET), half of them with thread aggregation off; at least a fifth
 #	  of them must be sorted and limited in the shards (EXPLAIN), or the
-#	  run fails.
+#	  run fails.  And DIFF_QUERIES / 5 ORDER BY ... LIMIT [OFFSET] cases
+#	  of rows (keys of every type and direction, NULLS FIRST/LAST, ties
+#	  broken by id; the fleet, routed tenants, conditions, keyset
+#	  pagination, scoped logins), a quarter of which must be sorted and
+#	  limited in the shards.
 #  4. Runs every case on both tables in one psql session (markers between
 #	  results; a crashed backend is reported and the run resumes in a new
 #	  session), and compares the rows (sorted, unless the query fixes the
@@ -1207,6 +1211,48 @@ class Gen:
             case.setting = "sqlite_shard_fdw.thread_aggregation = off"
         return case
 
+    # ORDER BY keys of row scans: every type, pushed or not (order.c)
+    ROW_KEYS = ["id", "i", "j", "k", "f", "g", 't COLLATE "C"', "t", "tc",
+                "u", "ts", "tz", "d", "te", "b", "n", 'tenant_id COLLATE "C"']
+    KEYSET_COLS = ["i", "j", "ts", "d", 't COLLATE "C"']
+
+    def row_top_n_case(self):
+        """Rows of the whole fleet, of routed tenants or of a condition,
+        ORDER BY keys of every type (id last, for a total order), LIMIT and
+        OFFSET; or keyset pagination: WHERE (key, id) < (value, n)."""
+        rng = self.rng
+        dirs = ["", " DESC", " NULLS FIRST", " DESC NULLS LAST",
+                " ASC NULLS LAST"]
+        limit = " LIMIT %d" % rng.choice([1, 2, 3, 5, 10, 20, 40])
+        if self.chance(0.3):
+            limit += " OFFSET %d" % rng.randrange(0, 25)
+        if self.chance(0.25):
+            col = self.pick(self.KEYSET_COLS)
+            name = col.split()[0]
+            desc = self.chance(0.6)
+            op = self.pick(["<", "<="] if desc else [">", ">="])
+            where = "(%s, id) %s (%s, %d)" % (
+                col, op, self.literal_for(name), rng.randrange(0, 2000))
+            if self.chance(0.3):
+                where += " AND " + self.routing_atom()
+            d = " DESC" if desc else ""
+            order = "%s%s, id%s" % (col, d, d)
+            sel = name
+        else:
+            keys = [self.pick(self.ROW_KEYS) + self.pick(dirs)
+                    for _ in range(rng.randrange(1, 3))]
+            order = ", ".join(keys + ["id" + self.pick(["", " DESC"])])
+            sel = ", ".join(k.split()[0] for k in keys)
+            r = rng.random()
+            where = ("true" if r < 0.4 else self.routing_atom() if r < 0.7
+                     else self.pred())
+        case = Case("SELECT id, %s FROM {T} x WHERE %s ORDER BY %s%s" % (
+            sel, where, order, limit), ordered=True)
+        case.row_top = True
+        if self.chance(0.2):
+            case.scoped = True
+        return case
+
     def param_atom(self, n):
         """A condition on parameter $n: (sql, type, value generator)."""
         r = self.rng.random()
@@ -1478,11 +1524,11 @@ def run_cases(cases):
     return results
 
 
-def top_n_pushdown(cases):
+def top_n_pushdown(cases, attr="top_n"):
     """(top-N cases, how many of them EXPLAIN shows sorted and limited in
     the shards): the comparison above proves them right only if the path
     that does it is taken."""
-    top = [c for c in cases if getattr(c, "top_n", False)]
+    top = [c for c in cases if getattr(c, attr, False)]
     lines = [SESSION]
     for c in top:
         setting = getattr(c, "setting", None)
@@ -1659,6 +1705,7 @@ def run_test():
     while len(cases) < NCASES:
         cases.append(gen.case())
     cases += [gen.top_n_case() for _ in range(NCASES // 5)]
+    cases += [gen.row_top_n_case() for _ in range(NCASES // 5)]
 
     cases += [gen.time_case() for _ in range(NCASES // 4)]
     cases += [gen.time_bucket_case() for _ in range(NCASES // 8)]
@@ -1671,6 +1718,16 @@ def run_test():
     if npushed < max(1, ntop // 5):
         failures.append("too few top-N cases were sorted and limited in the "
                         "shards: %d of %d" % (npushed, ntop))
+        failed += 1
+    else:
+        passed += 1
+    nrow, nrow_pushed = top_n_pushdown(cases, "row_top")
+    log("%d ORDER BY ... LIMIT cases of rows, %d of them sorted and limited "
+        "in the shards" % (nrow, nrow_pushed))
+    if nrow_pushed < max(1, nrow // 4):
+        failures.append("too few ORDER BY ... LIMIT cases of rows were "
+                        "sorted and limited in the shards: %d of %d" % (
+                            nrow_pushed, nrow))
         failed += 1
     else:
         passed += 1

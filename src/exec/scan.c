@@ -20,6 +20,12 @@
  * each shard's query, exact however the shard declares the tenant column
  * (tenant.c), so a row the statement may not see never leaves SQLite.
  *
+ * A scan of rows that also sorts and limits (order.c) asks each shard for
+ * its first OFFSET + LIMIT rows in the query's order and sorts what comes
+ * back with a bounded sort; one shard whose order is exact (no time key,
+ * conditions all in SQLite, columns declared as the order needs) instead
+ * runs OFFSET and LIMIT itself and its rows pass through as they come.
+ *
  * A direct UPDATE or DELETE (planned by modify.c) is such a scan whose
  * statement changes the rows instead of returning them: the same shards,
  * conditions and tenant filters, one SQLite statement per shard inside its
@@ -47,6 +53,7 @@
 #include "utils/json.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
+#include "utils/tuplesort.h"
 #include "utils/wait_event.h"
 
 #include "compat.h"
@@ -195,6 +202,26 @@ typedef struct ShardScanState
 	bool		limit_ready;	/* evaluated */
 	bool		limit_zero;		/* LIMIT 0: nothing to read */
 	int64		shard_bound;	/* OFFSET + LIMIT for each shard; -1: none */
+	int64		limit_offset;	/* OFFSET, 0 when absent */
+	int64		limit_count;	/* LIMIT, -1 when absent */
+
+	/* A row scan that sorts and limits (order.c). */
+	bool		row_order;		/* the scan's rows are ordered or limited */
+	bool		row_direct;		/* one shard runs ORDER BY, OFFSET and
+								 * LIMIT; its rows pass through */
+	List	   *window;			/* FdwScanOrderWindow, or NIL */
+	int			nsort;			/* sort keys */
+	AttrNumber *sort_attnos;
+	Oid		   *sort_ops;
+	Oid		   *sort_colls;
+	bool	   *sort_nulls;
+	Tuplesortstate *sort;		/* the rows of every shard, once read */
+	TupleTableSlot *sortslot;
+	bool		sorted;			/* every shard's rows are in the sort */
+	bool		order_started;	/* the first row was read */
+	bool		pending_first;	/* ... and is still in the slot */
+	int64		skipped;		/* rows skipped for OFFSET */
+	int64		returned;		/* rows returned for LIMIT */
 
 	MemoryContext row_cxt;		/* converted rows, reset every
 								 * ROW_MEMORY_LIMIT bytes */
@@ -356,6 +383,29 @@ init_order(ForeignScanState *node, List *order, List *limit_exprs)
 	s->order_sql = strVal(list_nth(order, FdwScanOrderSql));
 	s->limit_exprs = limit_exprs;
 	s->limit_states = ExecInitExprList(limit_exprs, (PlanState *) node);
+	s->limit_count = -1;
+	if (s->mode == SCAN_ROWS)
+	{
+		List	   *keys = list_nth(order, FdwScanOrderMergeKeys);
+		int			i;
+
+		/* The scan's own sort, by the scan tuple's columns. */
+		s->row_order = true;
+		s->window = list_nth(order, FdwScanOrderWindow);
+		s->nsort = list_length(linitial(keys));
+		s->sort_attnos = palloc(sizeof(AttrNumber) * (s->nsort + 1));
+		s->sort_ops = palloc(sizeof(Oid) * (s->nsort + 1));
+		s->sort_colls = palloc(sizeof(Oid) * (s->nsort + 1));
+		s->sort_nulls = palloc(sizeof(bool) * (s->nsort + 1));
+		for (i = 0; i < s->nsort; i++)
+		{
+			s->sort_attnos[i] = list_nth_int(linitial(keys), i);
+			s->sort_ops[i] = list_nth_oid(lsecond(keys), i);
+			s->sort_colls[i] = list_nth_oid(lthird(keys), i);
+			s->sort_nulls[i] = list_nth_int(lfourth(keys), i);
+		}
+		return;
+	}
 	shard_merge_set_order(s->merge, list_nth(order, FdwScanOrderMergeKeys),
 						  intVal(list_nth(order, FdwScanOrderKeyCheckCol)));
 	if (s->agg_spec)
@@ -441,9 +491,18 @@ eval_limit(ForeignScanState *node)
 
 	if (s->order == NIL || s->limit_ready)
 		return;
+	if (s->limit_states == NIL)
+	{
+		/* ordered, not limited */
+		s->limit_ready = true;
+		return;
+	}
 	offset = limit_value(linitial(s->limit_states), econtext, 0, false);
 	count = limit_value(lsecond(s->limit_states), econtext, -1, true);
-	shard_merge_set_limit(s->merge, offset, count);
+	if (s->merge)
+		shard_merge_set_limit(s->merge, offset, count);
+	s->limit_offset = offset;
+	s->limit_count = count;
 	s->shard_bound = (count >= 0 && offset <= PG_INT64_MAX - count) ?
 		offset + count : -1;
 	s->limit_zero = (count == 0);
@@ -937,6 +996,11 @@ resolve_targets(ForeignScanState *node)
 	MemoryContextSwitchTo(oldcxt);
 	s->resolved = true;
 	s->params_ready = false;
+
+	/* One shard can sort and limit for the scan, unless plan_shard finds
+	 * that it cannot be trusted to (or a time key needs the scan's sort). */
+	s->row_direct = (s->row_order && list_length(s->targets) == 1 &&
+					 s->window == NIL);
 }
 
 /*
@@ -961,6 +1025,77 @@ add_tenant_condition(ShardScanState *s, ShardTarget *t, List *conds,
 }
 
 /*
+ * row_shard_sorts
+ *		Does a shard of an ordered row scan run its ORDER BY and limit (t:
+ *		unless its declarations or rechecked conditions forbid; NULL: as
+ *		EXPLAIN shows it)?
+ */
+static bool
+row_shard_sorts(ShardScanState *s, ShardTarget *t)
+{
+	return t == NULL || (!t->unbounded && !t->degraded);
+}
+
+/*
+ * append_row_order_sql
+ *		The ORDER BY and LIMIT of a shard of an ordered row scan: OFFSET and
+ *		LIMIT themselves when its rows pass through, else OFFSET + LIMIT
+ *		rows for the scan's sort; nothing for a shard whose order or limit
+ *		cannot be trusted.
+ */
+static void
+append_row_order_sql(StringInfo sql, ShardScanState *s, ShardTarget *t)
+{
+	if (!row_shard_sorts(s, t))
+		return;
+	if (s->order_sql[0] != '\0')
+		appendStringInfo(sql, " ORDER BY %s", s->order_sql);
+	if (s->row_direct && (s->limit_count >= 0 || s->limit_offset > 0))
+	{
+		appendStringInfo(sql, " LIMIT " INT64_FORMAT, s->limit_count);
+		if (s->limit_offset > 0)
+			appendStringInfo(sql, " OFFSET " INT64_FORMAT, s->limit_offset);
+	}
+	else if (!s->row_direct && s->shard_bound >= 0)
+		appendStringInfo(sql, " LIMIT " INT64_FORMAT, s->shard_bound);
+}
+
+/*
+ * append_window_sql
+ *		The query of a shard of a scan whose first key is a date or time
+ *		(order.c): its first OFFSET + LIMIT rows among the values stored in
+ *		the canonical form, whose text order is their time order, and every
+ *		row of another form that may rank among them: numbers (stored
+ *		before all text), and text within a day of the last of those (two
+ *		days after it in ascending order), whose offset or form may move it
+ *		up to 15 hours; all such rows when the first rows did not fill the
+ *		limit.  The scan's sort ranks them by the values read.
+ */
+static void
+append_window_sql(StringInfo sql, ShardScanState *s, const char *select,
+				  const char *where)
+{
+	const char *col = strVal(linitial(s->window));
+	const char *canon = strVal(lsecond(s->window));
+	bool		desc = intVal(lthird(s->window));
+	const char *and = where[0] ? " AND " : "";
+
+	appendStringInfo(sql,
+					 "WITH ssfdw_top AS (%s WHERE %s%s(%s IS NULL OR %s) ORDER BY %s LIMIT " INT64_FORMAT ")"
+					 " SELECT * FROM ssfdw_top UNION ALL %s WHERE %s%s%s IS NOT NULL AND NOT %s AND ",
+					 select, where, and, col, canon, s->order_sql, s->shard_bound,
+					 select, where, and, col, canon);
+	if (desc)
+		appendStringInfo(sql,
+						 "(%s < '' OR %s >= (SELECT CASE WHEN count(*) < " INT64_FORMAT " OR count(%s) < count(*) THEN '' ELSE coalesce(date(min(%s), '-1 day'), '') END FROM ssfdw_top))",
+						 col, col, s->shard_bound, col, col);
+	else
+		appendStringInfo(sql,
+						 "(%s >= x'' OR %s < (SELECT CASE WHEN count(*) < " INT64_FORMAT " OR count(%s) < count(*) THEN x'' ELSE coalesce(date(max(%s), '+2 days'), x'') END FROM ssfdw_top))",
+						 col, col, s->shard_bound, col, col);
+}
+
+/*
  * append_group_sql
  *		The GROUP BY of an aggregate scan's shard query, and the ORDER BY
  *		and LIMIT that bound each shard's groups when the scan limits (t:
@@ -969,6 +1104,11 @@ add_tenant_condition(ShardScanState *s, ShardTarget *t, List *conds,
 static void
 append_group_sql(StringInfo sql, ShardScanState *s, ShardTarget *t)
 {
+	if (s->row_order)
+	{
+		append_row_order_sql(sql, s, t);
+		return;
+	}
 	appendStringInfoString(sql, s->group_sql);
 	if (s->shard_bound >= 0 && (t == NULL || !t->unbounded))
 		appendStringInfo(sql, "%s%s LIMIT " INT64_FORMAT,
@@ -1010,6 +1150,19 @@ build_shard_sql(ShardScanState *s, ShardTarget *t, bool raw, List **extra)
 		if (where.len > 0)
 			appendStringInfo(&sql, " WHERE %s", where.data);
 		appendStringInfoString(&sql, s->modify_returning_sql);
+		return sql.data;
+	}
+	if (s->window != NIL && s->shard_bound >= 0 && row_shard_sorts(s, t))
+	{
+		StringInfoData select;
+
+		initStringInfo(&select);
+		if (s->with_rowid)
+			appendStringInfo(&select, "SELECT rowid, %s",
+							 s->select_sql + strlen("SELECT "));
+		else
+			appendStringInfoString(&select, s->select_sql);
+		append_window_sql(&sql, s, select.data, where.data);
 		return sql.data;
 	}
 	if (raw)
@@ -1160,6 +1313,8 @@ plan_shard(ShardScanState *s, ShardTarget *t)
 						shard_conn_affinity_mismatch(t->conn, s->topts->table,
 													 list_nth(s->order,
 															  FdwScanOrderBoundNeeds)) != NULL);
+		if (!row_shard_sorts(s, t))
+			s->row_direct = false;
 	}
 
 	t->tenant_is_text = shard_tenant_column_is_text(t->conn, s->topts->table,
@@ -1540,51 +1695,14 @@ use_fanout(ShardScanState *s)
 }
 
 /*
- * shardIterateForeignScan
- *		Return the next row, moving from shard to shard.
+ * next_row
+ *		Convert the next row any shard returns into slot, reading batches
+ *		as they are used up; false (slot cleared) after the last.
  */
-TupleTableSlot *
-shardIterateForeignScan(ForeignScanState *node)
+static bool
+next_row(ForeignScanState *node, TupleTableSlot *slot)
 {
 	ShardScanState *s = (ShardScanState *) node->fdw_state;
-	TupleTableSlot *slot = node->ss.ss_ScanTupleSlot;
-	ErrorContextCallback errcallback;
-
-	if (!s->resolved)
-		resolve_targets(node);
-	eval_limit(node);
-	if (s->limit_zero)
-		return ExecClearTuple(slot);
-
-	errcallback.callback = scan_error_callback;
-	errcallback.arg = s;
-	errcallback.previous = error_context_stack;
-	error_context_stack = &errcallback;
-
-	/* An aggregate scan merges every shard's groups, then returns them. */
-	while (s->mode != SCAN_ROWS && !s->merged)
-	{
-		if (s->batch)
-		{
-			shard_merge_add_batch(s->merge, s->batch, s->cur->info.shard_id,
-								  s->shard_bound >= 0 && !s->cur->unbounded);
-			s->cur->rows += s->batch->nrows;
-			if (s->fanout && s->batch != s->own_batch)
-				fanout_release_batch(s->fanout, s->batch);
-			s->batch = NULL;
-		}
-		CHECK_FOR_INTERRUPTS();
-		if (!(use_fanout(s) ? next_batch_parallel(node) :
-			  next_batch_serial(node)))
-			s->merged = true;
-	}
-	if (s->mode != SCAN_ROWS)
-	{
-		if (!shard_merge_next(s->merge, slot))
-			ExecClearTuple(slot);
-		error_context_stack = errcallback.previous;
-		return slot;
-	}
 
 	for (;;)
 	{
@@ -1650,7 +1768,7 @@ shardIterateForeignScan(ForeignScanState *node)
 				if (!ExecQual(s->recheck, econtext))
 					continue;
 			}
-			break;
+			return true;
 		}
 
 		/* The batch is used up: hand it back and get the next. */
@@ -1664,9 +1782,171 @@ shardIterateForeignScan(ForeignScanState *node)
 			  next_batch_serial(node)))
 		{
 			ExecClearTuple(slot);
-			break;
+			return false;
 		}
 	}
+
+}
+
+/*
+ * sort_rows
+ *		Put every row the shards return into the scan's sort, bounded by
+ *		OFFSET + LIMIT.
+ */
+static void
+sort_rows(ForeignScanState *node, TupleTableSlot *slot)
+{
+	ShardScanState *s = (ShardScanState *) node->fdw_state;
+	MemoryContext oldcxt;
+
+	oldcxt = MemoryContextSwitchTo(node->ss.ps.state->es_query_cxt);
+	if (s->sortslot == NULL)
+		s->sortslot = MakeSingleTupleTableSlot(slot->tts_tupleDescriptor,
+											   &TTSOpsMinimalTuple);
+	s->sort = tuplesort_begin_heap_compat(slot->tts_tupleDescriptor, s->nsort,
+										  s->sort_attnos, s->sort_ops,
+										  s->sort_colls, s->sort_nulls,
+										  work_mem);
+	if (s->shard_bound >= 0)
+		tuplesort_set_bound(s->sort, s->shard_bound);
+	MemoryContextSwitchTo(oldcxt);
+	if (s->pending_first)
+		tuplesort_puttupleslot(s->sort, slot);
+	s->pending_first = false;
+	while (next_row(node, slot))
+		tuplesort_puttupleslot(s->sort, slot);
+	tuplesort_performsort(s->sort);
+	s->sorted = true;
+}
+
+/*
+ * next_ordered_row
+ *		The next row of a scan that sorts and limits the shards' rows
+ *		itself: from its sort, or as they come when only limited; OFFSET
+ *		skipped, nothing after LIMIT (no shard is read further).
+ */
+static bool
+next_ordered_row(ForeignScanState *node, TupleTableSlot *slot)
+{
+	ShardScanState *s = (ShardScanState *) node->fdw_state;
+
+	/*
+	 * Whether one shard's rows may pass through is known once its query is
+	 * planned (plan_shard), which reading its first row does.
+	 */
+	if (!s->order_started)
+	{
+		bool		have = next_row(node, slot);
+
+		s->order_started = true;
+		if (s->row_direct || !have)
+			return have;
+		s->pending_first = true;
+	}
+	if (s->row_direct)
+		return next_row(node, slot);
+
+	for (;;)
+	{
+		if (s->limit_count >= 0 && s->returned >= s->limit_count)
+		{
+			ExecClearTuple(slot);
+			return false;
+		}
+		if (s->nsort > 0)
+		{
+			if (!s->sorted)
+				sort_rows(node, slot);
+			if (!tuplesort_gettupleslot(s->sort, true, false, s->sortslot,
+										NULL))
+			{
+				ExecClearTuple(slot);
+				return false;
+			}
+			ExecCopySlot(slot, s->sortslot);
+		}
+		else if (s->pending_first)
+			s->pending_first = false;
+		else if (!next_row(node, slot))
+			return false;
+		if (s->skipped < s->limit_offset)
+		{
+			s->skipped++;
+			continue;
+		}
+		s->returned++;
+		return true;
+	}
+}
+
+/*
+ * end_row_sort
+ *		Drop an ordered row scan's sort and counts, to start over.
+ */
+static void
+end_row_sort(ShardScanState *s)
+{
+	if (s->sort)
+		tuplesort_end(s->sort);
+	s->sort = NULL;
+	s->sorted = false;
+	s->order_started = false;
+	s->pending_first = false;
+	s->skipped = 0;
+	s->returned = 0;
+}
+
+/*
+ * shardIterateForeignScan
+ *		Return the next row, moving from shard to shard.
+ */
+TupleTableSlot *
+shardIterateForeignScan(ForeignScanState *node)
+{
+	ShardScanState *s = (ShardScanState *) node->fdw_state;
+	TupleTableSlot *slot = node->ss.ss_ScanTupleSlot;
+	ErrorContextCallback errcallback;
+
+	if (!s->resolved)
+		resolve_targets(node);
+	eval_limit(node);
+	if (s->limit_zero)
+		return ExecClearTuple(slot);
+
+	errcallback.callback = scan_error_callback;
+	errcallback.arg = s;
+	errcallback.previous = error_context_stack;
+	error_context_stack = &errcallback;
+
+	/* An aggregate scan merges every shard's groups, then returns them. */
+	while (s->mode != SCAN_ROWS && !s->merged)
+	{
+		if (s->batch)
+		{
+			shard_merge_add_batch(s->merge, s->batch, s->cur->info.shard_id,
+								  s->shard_bound >= 0 && !s->cur->unbounded);
+			s->cur->rows += s->batch->nrows;
+			if (s->fanout && s->batch != s->own_batch)
+				fanout_release_batch(s->fanout, s->batch);
+			s->batch = NULL;
+		}
+		CHECK_FOR_INTERRUPTS();
+		if (!(use_fanout(s) ? next_batch_parallel(node) :
+			  next_batch_serial(node)))
+			s->merged = true;
+	}
+	if (s->mode != SCAN_ROWS)
+	{
+		if (!shard_merge_next(s->merge, slot))
+			ExecClearTuple(slot);
+		error_context_stack = errcallback.previous;
+		return slot;
+	}
+
+	if (s->row_order)
+		next_ordered_row(node, slot);
+	else
+		next_row(node, slot);
 
 	error_context_stack = errcallback.previous;
 	return slot;
@@ -1685,6 +1965,7 @@ shardReScanForeignScan(ForeignScanState *node)
 	stop_reading(s, true);
 	if (s->merge)
 		shard_merge_reset(s->merge);
+	end_row_sort(s);
 	s->merged = false;
 	if (node->ss.ps.chgParam != NULL || !s->resolved)
 		s->resolved = false;
@@ -1710,6 +1991,7 @@ shardEndForeignScan(ForeignScanState *node)
 	stop_reading(s, true);
 	if (s->merge)
 		shard_merge_end(s->merge);
+	end_row_sort(s);
 }
 
 /*
@@ -1859,6 +2141,10 @@ shardExplainForeignScan(ForeignScanState *node, ExplainState *es)
 	else
 		ExplainPropertyText("Shards", "chosen at run time", es);
 	ExplainPropertyText("Pushdown",
+						s->row_order ?
+						(s->limit_exprs == NIL ? "rows, sorted" :
+						 s->nsort > 0 ? "rows, sorted and limited" :
+						 "rows, limited") :
 						s->order != NIL ? "whole groups per shard, sorted and limited" :
 						s->mode == SCAN_AGG_FULL ? "whole groups per shard" :
 						s->mode == SCAN_AGG_PARTIAL ? "partial aggregates, merged" :
@@ -1868,16 +2154,22 @@ shardExplainForeignScan(ForeignScanState *node, ExplainState *es)
 	if (s->order != NIL)
 	{
 		const char *text = strVal(list_nth(s->order, FdwScanOrderText));
+		const char *per = s->row_order ? "Rows Per Shard" : "Groups Per Shard";
 
 		/* Without ANALYZE, parameters and functions are not evaluated. */
 		if (es->analyze || limit_is_known(node))
 			eval_limit(node);
 		if (text[0] != '\0')
-			ExplainPropertyText("Merge Order", text, es);
+			ExplainPropertyText(s->row_order ? "Shard Order" : "Merge Order",
+								text, es);
+		if (s->window != NIL)
+			ExplainPropertyText("Time Key",
+								psprintf("%s: canonical text in SQLite's order, other stored forms near the limit rechecked",
+										 strVal(linitial(s->window))), es);
 		if (s->shard_bound >= 0)
-			ExplainPropertyInteger("Groups Per Shard", NULL, s->shard_bound, es);
+			ExplainPropertyInteger(per, NULL, s->shard_bound, es);
 		else if (!s->limit_ready)
-			ExplainPropertyText("Groups Per Shard", "chosen at run time", es);
+			ExplainPropertyText(per, "chosen at run time", es);
 		if (es->analyze && s->shard_bound >= 0)
 			explain_unbounded(s, es);
 	}

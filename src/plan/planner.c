@@ -16,6 +16,7 @@
  */
 #include "sqlite_shard_fdw.h"
 
+#include "access/stratnum.h"
 #include "access/table.h"
 #include "catalog/pg_type.h"
 #include "nodes/makefuncs.h"
@@ -26,6 +27,7 @@
 #include "optimizer/pathnode.h"
 #include "optimizer/planmain.h"
 #include "optimizer/restrictinfo.h"
+#include "parser/parsetree.h"
 #include "utils/lsyscache.h"
 
 #include "compat.h"
@@ -35,6 +37,8 @@ typedef struct ShardRelInfo
 {
 	List	   *remote_conds;	/* RestrictInfos the shards evaluate */
 	List	   *local_conds;	/* RestrictInfos PostgreSQL evaluates */
+	List	   *expanded;		/* row comparisons whose expansions are
+								 * among remote_conds */
 	Bitmapset  *attrs_used;		/* columns to fetch */
 	ShardTableOptions *topts;	/* the table's options, read once */
 	AttrNumber	tenant_attnum;
@@ -113,6 +117,64 @@ sqlite_shard_fdw_handler(PG_FUNCTION_ARGS)
 }
 
 /*
+ * expand_row_compare
+ *		A row comparison (a, b) < (x, y), as keyset pagination writes it,
+ *		as the equivalent a < x OR (a = x AND b < y) (with <= for the last
+ *		column of <=, and likewise for > and >=), which the shards can
+ *		evaluate where each comparison can be: the same truth value for
+ *		every row, NULL included, since both stop at the first column that
+ *		differs or is NULL.  NULL when an operator is not a btree one.
+ */
+static Expr *
+expand_row_compare(RowCompareExpr *rc)
+{
+	List	   *ors = NIL;
+	List	   *eqs = NIL;
+	int			n = list_length(rc->opnos);
+	int			i;
+
+	if (rc->rctype == ROWCOMPARE_EQ || rc->rctype == ROWCOMPARE_NE)
+		return NULL;
+	for (i = 0; i < n; i++)
+	{
+		Oid			opno = list_nth_oid(rc->opnos, i);
+		Oid			coll = list_nth_oid(rc->inputcollids, i);
+		Expr	   *l = list_nth(rc->largs, i);
+		Expr	   *r = list_nth(rc->rargs, i);
+		List	   *interp = get_op_btree_interpretation(opno);
+		OpBtreeInterpretation *bt;
+		Oid			strict;
+		Oid			eq;
+		List	   *and;
+
+		if (interp == NIL)
+			return NULL;
+		bt = linitial(interp);
+		strict = get_opfamily_member(bt->opfamily_id, bt->oplefttype,
+									 bt->oprighttype,
+									 (rc->rctype == ROWCOMPARE_LT ||
+									  rc->rctype == ROWCOMPARE_LE) ?
+									 BTLessStrategyNumber :
+									 BTGreaterStrategyNumber);
+		eq = get_opfamily_member(bt->opfamily_id, bt->oplefttype,
+								 bt->oprighttype, BTEqualStrategyNumber);
+		if (!OidIsValid(strict) || !OidIsValid(eq))
+			return NULL;
+		/* the last column compares with the row's own operator */
+		and = lappend(list_copy(eqs),
+					  make_opclause(i == n - 1 ? opno : strict, BOOLOID, false,
+									copyObject(l), copyObject(r),
+									InvalidOid, coll));
+		ors = lappend(ors, list_length(and) == 1 ? linitial(and) :
+					  make_andclause(and));
+		eqs = lappend(eqs, make_opclause(eq, BOOLOID, false, copyObject(l),
+										 copyObject(r), InvalidOid, coll));
+	}
+	fix_opfuncids((Node *) ors);
+	return list_length(ors) == 1 ? linitial(ors) : make_orclause(ors);
+}
+
+/*
  * shardGetForeignRelSize
  *		Split the conditions, note the columns to fetch, estimate the rows.
  */
@@ -144,8 +206,19 @@ shardGetForeignRelSize(PlannerInfo *root, RelOptInfo *baserel,
 	{
 		RestrictInfo *ri = lfirst_node(RestrictInfo, lc);
 
+		Expr	   *expansion;
+
 		if (shard_is_pushable_expr(root, baserel, ri->clause))
 			fpinfo->remote_conds = lappend(fpinfo->remote_conds, ri);
+		else if (IsA(ri->clause, RowCompareExpr) &&
+				 (expansion = expand_row_compare((RowCompareExpr *) ri->clause)) != NULL &&
+				 shard_is_pushable_expr(root, baserel, expansion))
+		{
+			fpinfo->remote_conds =
+				lappend(fpinfo->remote_conds,
+						make_simple_restrictinfo_compat(root, expansion));
+			fpinfo->expanded = lappend(fpinfo->expanded, ri);
+		}
 		else
 			fpinfo->local_conds = lappend(fpinfo->local_conds, ri);
 	}
@@ -282,6 +355,8 @@ shardGetForeignPaths(PlannerInfo *root, RelOptInfo *baserel,
 			 create_foreignscan_path_compat(root, baserel, NULL, rows,
 											startup, total, NIL,
 											required_outer, NULL, NIL));
+	if (bms_is_empty(required_outer))
+		shard_order_add_paths(root, baserel, rows, startup, total);
 }
 
 /*
@@ -453,6 +528,9 @@ shardGetForeignPlan(PlannerInfo *root, RelOptInfo *baserel,
 					List *scan_clauses, Plan *outer_plan)
 {
 	ShardRelInfo *fpinfo;
+	bool		final = false;
+	List	   *scan_tlist = NIL;
+	Index		scanrelid;
 	List	   *local_exprs = NIL;
 	List	   *params = NIL;
 	List	   *param_kinds = NIL;
@@ -466,9 +544,22 @@ shardGetForeignPlan(PlannerInfo *root, RelOptInfo *baserel,
 	Expr	   *prune_expr;
 	ListCell   *lc;
 
-	if (IS_UPPER_REL(baserel))
+	/*
+	 * A final path of order.c scans the table's rows, sorted and limited,
+	 * into a tuple of all its columns (scanrelid 0, fdw_scan_tlist), which
+	 * PostgreSQL projects: its conditions are the table's, all pushed.
+	 */
+	if (IS_UPPER_REL(baserel) && shard_order_is_final(best_path))
+	{
+		final = true;
+		baserel = shard_order_base_rel(root);
+		foreigntableid = planner_rt_fetch(baserel->relid, root)->relid;
+		scan_clauses = baserel->baserestrictinfo;
+	}
+	else if (IS_UPPER_REL(baserel))
 		return shard_upper_plan(root, baserel, tlist, outer_plan);
 	fpinfo = (ShardRelInfo *) baserel->fdw_private;
+	scanrelid = final ? 0 : baserel->relid;
 
 	/* PostgreSQL filters only by the conditions the shards cannot run. */
 	foreach(lc, scan_clauses)
@@ -477,7 +568,8 @@ shardGetForeignPlan(PlannerInfo *root, RelOptInfo *baserel,
 
 		if (ri->pseudoconstant)
 			continue;
-		if (list_member_ptr(fpinfo->remote_conds, ri))
+		if (list_member_ptr(fpinfo->remote_conds, ri) ||
+			list_member_ptr(fpinfo->expanded, ri))
 			continue;
 		local_exprs = lappend(local_exprs, ri->clause);
 	}
@@ -487,6 +579,8 @@ shardGetForeignPlan(PlannerInfo *root, RelOptInfo *baserel,
 	shard_deparse_select(&select_sql, root, baserel, rel, fpinfo->topts->table,
 						 fpinfo->attrs_used,
 						 &retrieved_attrs);
+	if (final)
+		scan_tlist = shard_order_scan_tlist(root, baserel, rel);
 	table_close(rel, NoLock);
 	/*
 	 * Each condition separately, sharing one numbering of parameters: the
@@ -520,10 +614,27 @@ shardGetForeignPlan(PlannerInfo *root, RelOptInfo *baserel,
 										   baserel, fpinfo->tenant_attnum,
 										   best_path->path.param_info->ppi_req_outer,
 										   &prune_kind);
+
+	shard_scan_private_init(&priv);
+
+	/*
+	 * An ordered path's shards sort (and a final path's limit); OFFSET and
+	 * LIMIT go between the values to bind and the tenant value.
+	 */
+	if (final || best_path->path.pathkeys != NIL)
+		priv.order = shard_order_private(root, baserel,
+										 final ? (root->parse->sortClause ?
+												  root->sort_pathkeys : NIL) :
+										 best_path->path.pathkeys);
+	if (final)
+	{
+		priv.nlimit_exprs = 2;
+		params = lappend(params, root->parse->limitOffset);
+		params = lappend(params, root->parse->limitCount);
+	}
 	if (prune_expr != NULL)
 		params = lappend(params, prune_expr);
 
-	shard_scan_private_init(&priv);
 	priv.select_sql = select_sql.data;
 	priv.where_sqls = all_sqls;
 	priv.retrieved_attrs = retrieved_attrs;
@@ -540,8 +651,8 @@ shardGetForeignPlan(PlannerInfo *root, RelOptInfo *baserel,
 	 * declares a compared text column without TEXT affinity is read without
 	 * them, and PostgreSQL evaluates them instead (scan.c).
 	 */
-	return make_foreignscan(tlist, local_exprs, baserel->relid, params,
-							shard_scan_private_list(&priv), NIL,
+	return make_foreignscan(tlist, local_exprs, scanrelid, params,
+							shard_scan_private_list(&priv), scan_tlist,
 							extract_actual_clauses(fpinfo->remote_conds, false),
 							outer_plan);
 }

@@ -473,12 +473,13 @@ first_shard_meets(PlannerInfo *root, RelOptInfo *baserel, List *needs)
 }
 
 /*
- * limit_value_ok
+ * shard_limit_value_ok
  *		Can the scan evaluate a LIMIT or OFFSET value when it starts?  A
- *		constant or a statement parameter, possibly cast, can.
+ *		constant or a statement parameter, possibly cast, can.  (Also for
+ *		order.c's row scans.)
  */
-static bool
-limit_value_ok(Node *node)
+bool
+shard_limit_value_ok(Node *node)
 {
 	return node == NULL ||
 		(!needs_query_state(node, NULL) && !contain_volatile_functions(node));
@@ -823,8 +824,8 @@ add_final_path(PlannerInfo *root, RelOptInfo *input_rel,
 		return;
 	if (parse->distinctClause || parse->rowMarks ||
 		parse->limitOption != LIMIT_OPTION_COUNT ||
-		!limit_value_ok(parse->limitOffset) ||
-		!limit_value_ok(parse->limitCount))
+		!shard_limit_value_ok(parse->limitOffset) ||
+		!shard_limit_value_ok(parse->limitCount))
 		return;
 	if (input_rel != (parse->sortClause ?
 					  fetch_upper_rel(root, UPPERREL_ORDERED, NULL) : grouped))
@@ -953,6 +954,8 @@ shardGetForeignUpperPaths(PlannerInfo *root, UpperRelationKind stage,
 	{
 		add_final_path(root, input_rel, output_rel,
 					   (FinalPathExtraData *) extra);
+		shard_order_final_paths(root, input_rel, output_rel,
+								(FinalPathExtraData *) extra);
 		return;
 	}
 	/*
@@ -1424,12 +1427,13 @@ final_order(ShardUpperInfo *info, SelectList *sl, List *cols, int guard_col,
 						 (sgc->nulls_first ? " NULLS FIRST" : " NULLS LAST") : "");
 	}
 
-	return lappend(lappend(list_make4(list_make4(attnos, sortops, colls, nulls),
-									  makeString(sql.data),
-									  ta_sorts,
-									  makeString(text.data)),
-						   info->bound_needs),
-				   makeInteger(keycheck_col));
+	return lappend(lappend(lappend(list_make4(list_make4(attnos, sortops, colls, nulls),
+											  makeString(sql.data),
+											  ta_sorts,
+											  makeString(text.data)),
+								   info->bound_needs),
+						   makeInteger(keycheck_col)),
+				   NIL);		/* no time window: groups sort exactly */
 }
 
 /*

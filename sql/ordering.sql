@@ -1,0 +1,225 @@
+--
+-- ORDER BY ... LIMIT pushed into the shards (order.c): a routed scan's
+-- shard runs ORDER BY, OFFSET and LIMIT itself; a fan-out's shards each
+-- return their first OFFSET + LIMIT rows and the scan sorts them.  Every
+-- query is checked against native tables holding the same rows, in
+-- order.  See test/fixtures/ordering.sh for the data.
+--
+\! bash test/fixtures/ordering.sh
+SET client_min_messages = warning;
+CREATE EXTENSION IF NOT EXISTS sqlite_shard_fdw;
+RESET client_min_messages;
+CREATE SERVER ordering_srv FOREIGN DATA WRAPPER sqlite_shard_fdw
+  OPTIONS (directory '/tmp/ssfdw_regress/ordering/directory.db');
+CREATE FOREIGN TABLE orders (tenant_id text COLLATE "C", order_id bigint,
+  status text COLLATE "C", amount bigint, created_at timestamp, day date,
+  note text COLLATE "en-x-icu")
+  SERVER ordering_srv;
+CREATE FOREIGN TABLE times (tenant_id text COLLATE "C", id int,
+  ts timestamp, d date) SERVER ordering_srv;
+CREATE FOREIGN TABLE times_tz (tenant_id text COLLATE "C", id int,
+  ts timestamptz, d date) SERVER ordering_srv OPTIONS (table 'times');
+CREATE TABLE orders_native (tenant_id text COLLATE "C", order_id bigint,
+  status text COLLATE "C", amount bigint, created_at timestamp, day date,
+  note text COLLATE "en-x-icu");
+CREATE TABLE times_native (tenant_id text COLLATE "C", id int,
+  ts timestamp, d date);
+\i /tmp/ssfdw_regress/ordering/rows.sql
+CREATE VIEW times_tz_native AS
+  SELECT tenant_id, id, ts AT TIME ZONE 'UTC' AS ts, d FROM times_native;
+
+-- Run q (with {T} for the table and {N} for its native twin) on both and
+-- say whether the rows, in order, are the same; return the foreign rows.
+CREATE FUNCTION regress_same(q text, t text DEFAULT 'orders',
+                             OUT rows text, OUT same boolean)
+LANGUAGE plpgsql AS $$
+DECLARE
+  n text;
+BEGIN
+  EXECUTE format('SELECT string_agg(s::text, '' '') FROM (%s) s',
+                 replace(q, '{T}', t)) INTO rows;
+  EXECUTE format('SELECT string_agg(s::text, '' '') FROM (%s) s',
+                 replace(q, '{T}', t || '_native')) INTO n;
+  same := rows IS NOT DISTINCT FROM n;
+END$$;
+
+-- The plan's pushdown lines only.
+CREATE FUNCTION regress_pushed(q text) RETURNS SETOF text
+LANGUAGE plpgsql AS $$
+DECLARE
+  l text;
+BEGIN
+  FOR l IN EXECUTE 'EXPLAIN (VERBOSE, COSTS OFF) ' || q LOOP
+    IF l ~ '(Pushdown|Shard Order|Rows Per Shard|Time Key|Sort Key|^ *Limit|^ *Sort|SQLite query)' THEN
+      RETURN NEXT l;
+    END IF;
+  END LOOP;
+END$$;
+
+-- EXPLAIN ANALYZE: the rows each shard returned, the shards not bounded.
+CREATE FUNCTION regress_analyzed(q text) RETURNS SETOF text
+LANGUAGE plpgsql AS $$
+DECLARE
+  l text;
+BEGIN
+  FOR l IN EXECUTE 'EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) ' || q LOOP
+    IF l ~ '(Shard Rows|Unbounded|Rows Per Shard)' THEN
+      RETURN NEXT l;
+    END IF;
+  END LOOP;
+END$$;
+
+SET TimeZone = 'UTC';
+
+-- ===================================================================
+-- Routed: the tenant's shard sorts and limits; its rows pass through
+-- ===================================================================
+EXPLAIN (VERBOSE, COSTS OFF)
+SELECT * FROM orders WHERE tenant_id = 'ta' ORDER BY order_id DESC LIMIT 5;
+SELECT * FROM regress_same($$SELECT order_id, status FROM {T}
+  WHERE tenant_id = 'ta' ORDER BY order_id DESC LIMIT 5$$);
+EXPLAIN (VERBOSE, COSTS OFF)
+SELECT order_id FROM orders WHERE tenant_id = 'ta'
+  ORDER BY status, amount DESC NULLS LAST, order_id LIMIT 4 OFFSET 3;
+SELECT * FROM regress_same($$SELECT order_id, status, amount FROM {T}
+  WHERE tenant_id = 'ta'
+  ORDER BY status, amount DESC NULLS LAST, order_id LIMIT 4 OFFSET 3$$);
+-- without LIMIT, the routed path is ordered: no Sort above the scan
+EXPLAIN (VERBOSE, COSTS OFF)
+SELECT order_id FROM orders WHERE tenant_id = 'tb' ORDER BY amount, order_id;
+SELECT * FROM regress_same($$SELECT order_id, amount FROM {T}
+  WHERE tenant_id = 'tb' ORDER BY amount, order_id$$);
+
+-- ===================================================================
+-- Fan-out: each shard's first OFFSET + LIMIT rows, sorted by the scan
+-- ===================================================================
+EXPLAIN (VERBOSE, COSTS OFF)
+SELECT * FROM orders ORDER BY status NULLS FIRST, order_id DESC LIMIT 6 OFFSET 2;
+SELECT * FROM regress_same($$SELECT tenant_id, order_id, status FROM {T}
+  ORDER BY status NULLS FIRST, order_id DESC LIMIT 6 OFFSET 2$$);
+SELECT * FROM regress_same($$SELECT tenant_id, order_id, amount FROM {T}
+  ORDER BY amount DESC, tenant_id, order_id LIMIT 10$$);
+SELECT * FROM regress_same($$SELECT tenant_id, order_id FROM {T}
+  WHERE amount > 20 ORDER BY tenant_id DESC, order_id LIMIT 7$$);
+SELECT * FROM regress_same($$SELECT tenant_id, order_id FROM {T}
+  WHERE tenant_id IN ('ta', 'tb') ORDER BY order_id, tenant_id LIMIT 5$$);
+-- LIMIT without ORDER BY: each shard stops at the limit; rows are counted
+SELECT * FROM regress_pushed('SELECT * FROM orders LIMIT 3');
+SELECT count(*) FROM (SELECT * FROM orders LIMIT 3) s;
+SELECT count(*) FROM (SELECT * FROM orders LIMIT 100 OFFSET 55) s;
+-- LIMIT 0, OFFSET past the end, LIMIT ALL, a parameter
+SELECT * FROM regress_same($$SELECT order_id FROM {T} ORDER BY order_id LIMIT 0$$);
+SELECT * FROM regress_same($$SELECT order_id FROM {T}
+  ORDER BY order_id LIMIT 5 OFFSET 1000$$);
+SELECT * FROM regress_same($$SELECT tenant_id, order_id FROM {T}
+  WHERE order_id > 25 ORDER BY order_id, tenant_id LIMIT ALL$$);
+PREPARE top_ta(text, int, int) AS SELECT order_id, amount FROM orders
+  WHERE tenant_id = $1 ORDER BY amount NULLS FIRST, order_id LIMIT $2 OFFSET $3;
+SELECT * FROM regress_pushed('EXECUTE top_ta(''ta'', 3, 1)');
+EXECUTE top_ta('ta', 3, 1);
+SELECT order_id, amount FROM orders_native
+  WHERE tenant_id = 'ta' ORDER BY amount NULLS FIRST, order_id LIMIT 3 OFFSET 1;
+SELECT * FROM regress_same($$SELECT order_id FROM {T}
+  ORDER BY order_id LIMIT -1$$);
+
+-- ===================================================================
+-- Dates and times: canonical text in SQLite's order, other forms checked
+-- ===================================================================
+EXPLAIN (VERBOSE, COSTS OFF)
+SELECT * FROM orders ORDER BY created_at DESC, order_id LIMIT 3;
+SELECT * FROM regress_same($$SELECT tenant_id, order_id, created_at FROM {T}
+  ORDER BY created_at DESC, tenant_id, order_id LIMIT 7$$);
+SELECT * FROM regress_same($$SELECT tenant_id, order_id, created_at FROM {T}
+  ORDER BY created_at NULLS FIRST, tenant_id, order_id LIMIT 7$$);
+SELECT * FROM regress_same($$SELECT tenant_id, order_id, day FROM {T}
+  WHERE tenant_id = 'tb' ORDER BY day DESC, order_id LIMIT 5 OFFSET 2$$);
+-- every stored form, as the first key in both directions
+SELECT * FROM regress_same($$SELECT id, ts FROM {T}
+  ORDER BY ts DESC, id LIMIT 4$$, 'times');
+SELECT * FROM regress_same($$SELECT id, ts FROM {T}
+  ORDER BY ts, id LIMIT 4$$, 'times');
+SELECT * FROM regress_same($$SELECT id, ts FROM {T}
+  ORDER BY ts DESC NULLS LAST, id LIMIT 20$$, 'times');
+SELECT * FROM regress_same($$SELECT id, ts FROM {T}
+  WHERE tenant_id = 'ta' ORDER BY ts NULLS FIRST, id LIMIT 3 OFFSET 1$$, 'times');
+SELECT * FROM regress_same($$SELECT id, d FROM {T}
+  ORDER BY d DESC, id LIMIT 3$$, 'times');
+SELECT * FROM regress_same($$SELECT id, d FROM {T}
+  ORDER BY d, id LIMIT 5$$, 'times');
+SELECT * FROM regress_same($$SELECT id, ts FROM {T}
+  ORDER BY ts DESC, id LIMIT 3$$, 'times_tz');
+SET TimeZone = 'America/New_York';
+SELECT * FROM regress_same($$SELECT id, ts FROM {T}
+  ORDER BY ts, id LIMIT 6$$, 'times_tz');
+SET TimeZone = 'UTC';
+-- a time key after another key is sorted by PostgreSQL
+SELECT * FROM regress_pushed('SELECT * FROM times ORDER BY tenant_id, ts LIMIT 3');
+
+-- ===================================================================
+-- Keyset pagination: a row comparison runs in the shards
+-- ===================================================================
+EXPLAIN (VERBOSE, COSTS OFF)
+SELECT tenant_id, order_id FROM orders WHERE (amount, order_id) < (40, 9)
+  ORDER BY amount DESC, order_id DESC LIMIT 4;
+SELECT * FROM regress_same($$SELECT tenant_id, order_id, amount FROM {T}
+  WHERE (amount, order_id) < (40, 9)
+  ORDER BY amount DESC, order_id DESC, tenant_id LIMIT 4$$);
+SELECT * FROM regress_same($$SELECT tenant_id, order_id, amount FROM {T}
+  WHERE tenant_id = 'ta' AND (amount, order_id) >= (40, 9)
+  ORDER BY amount, order_id LIMIT 4$$);
+SELECT * FROM regress_same($$SELECT tenant_id, order_id FROM {T}
+  WHERE (created_at, order_id) <= ('2024-03-04 10:00', 12)
+  ORDER BY created_at DESC, order_id DESC, tenant_id LIMIT 5$$);
+SELECT * FROM regress_same($$SELECT tenant_id, order_id FROM {T}
+  WHERE (status, order_id) > ('paid', 3)
+  ORDER BY status, order_id, tenant_id LIMIT 5$$);
+
+-- ===================================================================
+-- Not pushed: PostgreSQL sorts and limits, with the same answer
+-- ===================================================================
+-- a collation SQLite does not order by
+SELECT * FROM regress_pushed('SELECT * FROM orders ORDER BY note LIMIT 3');
+SELECT * FROM regress_same($$SELECT note FROM {T} ORDER BY note, tenant_id, order_id LIMIT 3$$);
+-- an expression, a condition PostgreSQL evaluates, a computed output
+SELECT * FROM regress_pushed('SELECT * FROM orders ORDER BY amount + 1 LIMIT 3');
+SELECT * FROM regress_pushed('SELECT * FROM orders WHERE note ILIKE ''N1%'' ORDER BY order_id LIMIT 3');
+SELECT * FROM regress_pushed('SELECT order_id, 100 / amount FROM orders ORDER BY order_id LIMIT 3');
+SELECT order_id, 100 / amount FROM orders ORDER BY order_id, tenant_id LIMIT 3;
+-- WITH TIES, FOR UPDATE, a join, an aggregate
+SELECT * FROM regress_pushed('SELECT * FROM orders ORDER BY amount FETCH FIRST 2 ROWS WITH TIES');
+SELECT * FROM regress_same($$SELECT * FROM (SELECT order_id FROM {T}
+  ORDER BY amount FETCH FIRST 2 ROWS WITH TIES) w ORDER BY 1$$);
+-- OFFSET alone
+SELECT * FROM regress_pushed('SELECT * FROM orders ORDER BY order_id OFFSET 50');
+-- a shard that declares status INTEGER and amount TEXT (o3, tenant td)
+-- returns all its rows, unsorted, and the scan sorts them
+SELECT * FROM regress_pushed($$SELECT * FROM orders WHERE tenant_id = 'td' ORDER BY status, order_id LIMIT 2$$);
+SELECT * FROM regress_same($$SELECT order_id, status FROM {T}
+  WHERE tenant_id = 'td' ORDER BY status, order_id LIMIT 2$$);
+SELECT * FROM regress_analyzed($$SELECT * FROM orders
+  WHERE tenant_id IN ('td', 'tb') ORDER BY status, order_id LIMIT 2$$);
+SELECT * FROM regress_same($$SELECT order_id, amount FROM {T}
+  WHERE tenant_id = 'td' ORDER BY amount DESC, order_id LIMIT 3$$);
+SELECT * FROM regress_same($$SELECT tenant_id, order_id, status FROM {T}
+  ORDER BY status DESC, tenant_id, order_id LIMIT 4$$);
+
+-- ===================================================================
+-- A tenant-scoped login sees only its tenant through a pushed order
+-- ===================================================================
+CREATE ROLE regress_order_tb;
+GRANT SELECT ON orders, times TO regress_order_tb;
+CREATE USER MAPPING FOR regress_order_tb SERVER ordering_srv
+  OPTIONS (tenants 'tb');
+SET ROLE regress_order_tb;
+SELECT DISTINCT tenant_id FROM (SELECT * FROM orders
+  ORDER BY status, order_id LIMIT 50) s;
+SELECT tenant_id, order_id FROM orders ORDER BY order_id DESC LIMIT 3;
+SELECT DISTINCT tenant_id FROM (SELECT * FROM orders
+  ORDER BY created_at DESC LIMIT 50) s;
+SELECT DISTINCT tenant_id FROM (SELECT * FROM times ORDER BY ts LIMIT 50) s;
+SELECT count(*) FROM (SELECT * FROM orders WHERE tenant_id = 'ta'
+  ORDER BY order_id LIMIT 5) s;
+RESET ROLE;
+DROP USER MAPPING FOR regress_order_tb SERVER ordering_srv;
+DROP OWNED BY regress_order_tb;
+DROP ROLE regress_order_tb;

@@ -1,0 +1,502 @@
+/*-------------------------------------------------------------------------
+ *
+ * order.c
+ *		  ORDER BY and LIMIT of row scans, planned into the shards
+ *
+ * A query that reads one foreign table's rows and asks for the first few
+ * in some order ("the latest ten orders") is answered by the shards: each
+ * shard runs the ORDER BY with LIMIT offset + count, where an index serves
+ * it, and the scan sorts the few rows that arrive (a bounded sort over at
+ * most shards x (OFFSET + LIMIT) rows) and applies OFFSET and LIMIT.  A
+ * scan of one shard whose order is exact streams the shard's rows as they
+ * come, OFFSET and LIMIT included in its SQL.
+ *
+ * Planning follows postgres_fdw: a routed scan (tenant = value, one
+ * shard) offers a path with the query's pathkeys, so that PostgreSQL needs
+ * no Sort above it; the UPPERREL_FINAL stage offers a path that also
+ * applies LIMIT and OFFSET.  That path is a ForeignScan with scanrelid 0
+ * whose scan tuple has every column of the table in attribute order
+ * (fdw_scan_tlist), so that the scan fills it exactly as it fills a table
+ * row, and PostgreSQL projects the query's target from it.
+ *
+ * A key is pushed only where SQLite's order of the stored values is
+ * PostgreSQL's order of the values the wrapper reads, as for conditions:
+ *
+ * - smallint, integer, bigint in columns declared with INTEGER or NUMERIC
+ *   affinity (text that looks like a number is stored as one);
+ * - text and unbounded varchar under the "C" collation, in columns with
+ *   TEXT affinity in UTF-8 databases (COLLATE BINARY is then code point
+ *   order);
+ * - timestamp, timestamptz and date as the first key: SQLite orders the
+ *   stored text, which is the time order only for the canonical form
+ *   (YYYY-MM-DD HH:MM:SS[.fraction without trailing zeros], or YYYY-MM-DD
+ *   for a date).  Each shard therefore returns its first rows among the
+ *   canonical values, plus every row of another form (numbers, 'T', an
+ *   offset, trailing zeros) whose date lies within two days of the last
+ *   of those (or every such row, when they do not fill the limit), and
+ *   the scan's sort, by the values read, keeps the right ones.
+ *
+ * NULLS FIRST and LAST are written out.  A shard that does not declare a
+ * key column as the order needs (checked when it is read) returns all its
+ * matching rows, unsorted, and the scan sorts them; so does a shard whose
+ * conditions PostgreSQL rechecks.  Anything else (numeric, float, boolean,
+ * other collations, expressions, conditions PostgreSQL evaluates, targets
+ * that compute more than columns) is sorted and limited by PostgreSQL.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "sqlite_shard_fdw.h"
+
+#include "access/stratnum.h"
+#include "catalog/pg_type.h"
+#include "nodes/makefuncs.h"
+#include "nodes/nodeFuncs.h"
+#include "optimizer/cost.h"
+#include "optimizer/optimizer.h"
+#include "optimizer/pathnode.h"
+#include "optimizer/paths.h"
+#include "optimizer/planmain.h"
+#include "optimizer/restrictinfo.h"
+#include "optimizer/tlist.h"
+#include "parser/parse_oper.h"
+#include "parser/parsetree.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/pg_locale.h"
+#include "utils/syscache.h"
+
+#include "compat.h"
+
+/* Marks a final path (fdw_private) as this file's. */
+#define ORDER_FINAL_MARK "ordered rows"
+
+/* One sort key of a row scan, as found in a pathkey. */
+typedef struct OrderKey
+{
+	Var		   *var;			/* the column */
+	Oid			sortop;			/* < or > of its type */
+	Oid			coll;
+	bool		desc;
+	bool		nulls_first;
+} OrderKey;
+
+/*
+ * is_time_key
+ *		A date or time type, pushed as the first key only (see the header).
+ */
+static bool
+is_time_key(Oid typid)
+{
+	return typid == TIMESTAMPOID || typid == TIMESTAMPTZOID ||
+		typid == DATEOID;
+}
+
+/*
+ * pathkey_key
+ *		The column of this scan that a pathkey sorts by, if SQLite can sort
+ *		it exactly as PostgreSQL does (see the header); first says whether
+ *		it is the first key.
+ */
+static bool
+pathkey_key(PlannerInfo *root, RelOptInfo *baserel, PathKey *pk, bool first,
+			OrderKey *key)
+{
+	EquivalenceClass *ec = pk->pk_eclass;
+	ListCell   *lc;
+	Oid			ltop;
+	Oid			gtop;
+
+	if (ec->ec_has_volatile)
+		return false;
+	if (pk->pk_strategy != BTLessStrategyNumber &&
+		pk->pk_strategy != BTGreaterStrategyNumber)
+		return false;
+	foreach(lc, ec->ec_members)
+	{
+		EquivalenceMember *em = lfirst(lc);
+		Var		   *var;
+		Oid			type;
+
+		if (em->em_is_const || em->em_is_child ||
+			!bms_equal(em->em_relids, baserel->relids))
+			continue;
+		var = shard_own_column(em->em_expr, baserel);
+		if (var == NULL || var->varattno <= 0)
+			continue;
+		type = var->vartype;
+		switch (type)
+		{
+			case INT2OID:
+			case INT4OID:
+			case INT8OID:
+				break;
+			case TEXTOID:
+			case VARCHAROID:
+				/* varchar(n) reads drop trailing spaces beyond n */
+				if (type == VARCHAROID && var->vartypmod >= 0)
+					continue;
+				if (!OidIsValid(ec->ec_collation) ||
+					!lc_collate_is_c(ec->ec_collation))
+					continue;
+				break;
+			case TIMESTAMPOID:
+			case TIMESTAMPTZOID:
+			case DATEOID:
+				if (!first)
+					continue;
+				break;
+			default:
+				continue;
+		}
+		/* the type's own ordering, not text_pattern_ops or a cross-type one */
+		if (exprType((Node *) em->em_expr) != type)
+			continue;
+		get_sort_group_operators(type, false, false, false,
+								 &ltop, NULL, &gtop, NULL);
+		key->sortop = get_opfamily_member(pk->pk_opfamily, type, type,
+										  pk->pk_strategy);
+		if (key->sortop != (pk->pk_strategy == BTLessStrategyNumber ? ltop : gtop))
+			continue;
+		key->var = var;
+		key->coll = ec->ec_collation;
+		key->desc = (pk->pk_strategy == BTGreaterStrategyNumber);
+		key->nulls_first = pk->pk_nulls_first;
+		return true;
+	}
+	return false;
+}
+
+/*
+ * order_keys
+ *		The sort keys of pathkeys, or NIL (with *ok false) when one cannot
+ *		be pushed.
+ */
+static List *
+order_keys(PlannerInfo *root, RelOptInfo *baserel, List *pathkeys, bool *ok)
+{
+	List	   *keys = NIL;
+	ListCell   *lc;
+
+	*ok = true;
+	foreach(lc, pathkeys)
+	{
+		OrderKey   *key = palloc0(sizeof(OrderKey));
+
+		if (!pathkey_key(root, baserel, lfirst(lc), keys == NIL, key))
+		{
+			*ok = false;
+			return NIL;
+		}
+		keys = lappend(keys, key);
+	}
+	return keys;
+}
+
+/*
+ * key_need
+ *		What a shard must declare of a key column for its own order to be
+ *		trusted (a SHARD_NEEDS_ entry), or NULL for a time key, whose order
+ *		the scan checks by its form instead.
+ */
+static char *
+key_need(PlannerInfo *root, Var *var)
+{
+	RangeTblEntry *rte = planner_rt_fetch(var->varno, root);
+	char		need;
+
+	if (is_time_key(var->vartype))
+		return NULL;
+	need = (var->vartype == TEXTOID || var->vartype == VARCHAROID) ?
+		SHARD_NEEDS_TEXT_ORDER : SHARD_NEEDS_INTEGER;
+	return psprintf("%c%s", need, shard_column_name(rte->relid, var->varattno));
+}
+
+/*
+ * shard_order_add_paths
+ *		Offer a path of a routed scan (one tenant, so one shard) that
+ *		returns its rows in the query's order, sorted by SQLite: no Sort is
+ *		needed above it.  Paths of other scans are not ordered: their
+ *		shards' rows would need a merge.
+ */
+void
+shard_order_add_paths(PlannerInfo *root, RelOptInfo *baserel, double rows,
+					  Cost startup, Cost total)
+{
+	ShardPruneKind kind;
+	bool		ok;
+	List	   *keys;
+
+	if (root->query_pathkeys == NIL || !bms_is_empty(baserel->lateral_relids) ||
+		!shard_rel_all_pushed(baserel))
+		return;
+	if (shard_find_tenant_condition(baserel, shard_rel_tenant_attnum(baserel),
+									&kind) == NULL || kind != PRUNE_EQ)
+		return;
+	keys = order_keys(root, baserel, root->query_pathkeys, &ok);
+	if (!ok || is_time_key(((OrderKey *) linitial(keys))->var->vartype))
+		return;
+	/* SQLite's sort, where no index serves it, is cheaper than a Sort */
+	add_path(baserel, (Path *)
+			 create_foreignscan_path_compat(root, baserel, NULL, rows,
+											startup,
+											total + rows * cpu_operator_cost,
+											root->query_pathkeys, NULL, NULL,
+											NIL));
+}
+
+/*
+ * final_target_plain
+ *		Is every output of the query a column of the scan (or a constant)?
+ *		PostgreSQL would compute other outputs for every row it sorts; the
+ *		scan computes them only for the rows it returns, and an expression
+ *		that fails on a row past the limit must not be hidden.  Whole-row
+ *		and system columns are not in the scan's tuple.
+ */
+static bool
+final_target_plain(PlannerInfo *root, RelOptInfo *baserel)
+{
+	ListCell   *lc;
+
+	foreach(lc, root->upper_targets[UPPERREL_FINAL]->exprs)
+	{
+		Expr	   *expr = shard_strip_relabel((Expr *) lfirst(lc));
+		Var		   *var = shard_own_column(expr, baserel);
+
+		if (IsA(expr, Const))
+			continue;
+		if (var == NULL || var->varattno <= 0)
+			return false;
+	}
+	return true;
+}
+
+/*
+ * shard_order_final_paths
+ *		At UPPERREL_FINAL, offer a path that sorts and limits one foreign
+ *		table's rows in the shards, when the query is nothing but that
+ *		table's rows, ORDER BY columns and LIMIT.
+ */
+void
+shard_order_final_paths(PlannerInfo *root, RelOptInfo *input_rel,
+						RelOptInfo *output_rel, FinalPathExtraData *extra)
+{
+	Query	   *parse = root->parse;
+	RelOptInfo *baserel;
+	List	   *keys = NIL;
+	bool		ok = true;
+	double		rows;
+	Cost		startup;
+	Cost		total;
+	int			relid;
+	ListCell   *lc;
+
+	if (!extra->limit_needed || parse->limitCount == NULL ||
+		parse->commandType != CMD_SELECT ||
+		parse->limitOption != LIMIT_OPTION_COUNT ||
+		parse->hasAggs || parse->groupClause || parse->groupingSets ||
+		parse->havingQual || parse->hasWindowFuncs || parse->distinctClause ||
+		parse->hasTargetSRFs || parse->rowMarks || parse->setOperations ||
+		!shard_limit_value_ok(parse->limitOffset) ||
+		!shard_limit_value_ok(parse->limitCount))
+		return;
+	if (bms_membership(root->all_baserels) != BMS_SINGLETON)
+		return;
+	relid = bms_singleton_member(root->all_baserels);
+	baserel = find_base_rel(root, relid);
+	if (baserel->reloptkind != RELOPT_BASEREL ||
+		baserel->rtekind != RTE_RELATION ||
+		planner_rt_fetch(relid, root)->relkind != RELKIND_FOREIGN_TABLE ||
+		baserel->fdwroutine == NULL ||
+		baserel->fdwroutine->GetForeignUpperPaths != shardGetForeignUpperPaths ||
+		baserel->fdw_private == NULL ||
+		!bms_is_empty(baserel->lateral_relids) ||
+		!shard_rel_all_pushed(baserel))
+		return;
+	/* a condition without columns gates the plan in a Result node */
+	foreach(lc, baserel->baserestrictinfo)
+		if (((RestrictInfo *) lfirst(lc))->pseudoconstant)
+			return;
+	if (parse->sortClause)
+	{
+		if (root->sort_pathkeys == NIL)
+			return;
+		keys = order_keys(root, baserel, root->sort_pathkeys, &ok);
+		if (!ok)
+			return;
+	}
+	if (!final_target_plain(root, baserel))
+		return;
+
+	/*
+	 * The shards read their first rows by an index or sort what matches;
+	 * either way far less comes back than the whole table.
+	 */
+	rows = baserel->rows;
+	if (extra->count_est > 0 && extra->count_est < rows)
+		rows = extra->count_est;
+	startup = 25.0 + (keys != NIL ? baserel->rows * cpu_operator_cost * 0.1 : 0);
+	total = startup + rows * cpu_tuple_cost;
+	add_path(output_rel, (Path *)
+			 create_foreign_upper_path_compat(root, output_rel,
+											  root->upper_targets[UPPERREL_FINAL],
+											  rows, startup, total,
+											  parse->sortClause ?
+											  root->sort_pathkeys : NIL,
+											  NULL,
+											  list_make1(makeString(ORDER_FINAL_MARK))));
+}
+
+/*
+ * shard_order_is_final
+ *		Is best_path a final path of shard_order_final_paths?
+ */
+bool
+shard_order_is_final(ForeignPath *best_path)
+{
+	List	   *p = best_path->fdw_private;
+
+	return list_length(p) == 1 && IsA(linitial(p), String) &&
+		strcmp(strVal(linitial(p)), ORDER_FINAL_MARK) == 0;
+}
+
+/*
+ * shard_order_base_rel
+ *		The one scanned foreign table of a final path's query.
+ */
+RelOptInfo *
+shard_order_base_rel(PlannerInfo *root)
+{
+	return find_base_rel(root, bms_singleton_member(root->all_baserels));
+}
+
+/*
+ * shard_order_scan_tlist
+ *		The scan tuple of a final path: every column of the table, in
+ *		attribute order (a NULL where a column was dropped), so that
+ *		column n of the table is column n of the scan tuple.
+ */
+List *
+shard_order_scan_tlist(PlannerInfo *root, RelOptInfo *baserel, Relation rel)
+{
+	TupleDesc	tupdesc = RelationGetDescr(rel);
+	List	   *tlist = NIL;
+	int			i;
+
+	for (i = 0; i < tupdesc->natts; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(tupdesc, i);
+		Expr	   *expr;
+
+		if (att->attisdropped)
+			expr = (Expr *) makeNullConst(INT4OID, -1, InvalidOid);
+		else
+			expr = (Expr *) makeVar(baserel->relid, att->attnum, att->atttypid,
+									att->atttypmod, att->attcollation, 0);
+		tlist = lappend(tlist, makeTargetEntry(expr, i + 1, NULL, false));
+	}
+	return tlist;
+}
+
+/*
+ * time_window
+ *		The FdwScanOrderWindow entry of a first key of a date or time type:
+ *		the column, its predicate "stored in the canonical form", whether
+ *		descending, and the key's SQL with its direction; NIL otherwise.
+ */
+static List *
+time_window(PlannerInfo *root, OrderKey *key)
+{
+	StringInfoData col;
+	StringInfoData canon;
+
+#define D2 "[0-9][0-9]"
+#define DATE_GLOB D2 D2 "-" D2 "-" D2
+	if (!is_time_key(key->var->vartype))
+		return NIL;
+	initStringInfo(&col);
+	shard_deparse_column_ref(&col, root, key->var);
+	initStringInfo(&canon);
+	if (key->var->vartype == DATEOID)
+		appendStringInfo(&canon, "(typeof(%s) = 'text' AND %s GLOB '" DATE_GLOB "')",
+						 col.data, col.data);
+	else
+		appendStringInfo(&canon,
+						 "(typeof(%s) = 'text' AND (%s GLOB '" DATE_GLOB " " D2 ":" D2 ":" D2 "'"
+						 " OR (%s GLOB '" DATE_GLOB " " D2 ":" D2 ":" D2 ".[0-9]*[1-9]'"
+						 " AND substr(%s, 21) NOT GLOB '*[^0-9]*')))",
+						 col.data, col.data, col.data, col.data);
+#undef DATE_GLOB
+#undef D2
+	return list_make3(makeString(col.data), makeString(canon.data),
+					  makeInteger(key->desc));
+}
+
+/*
+ * shard_order_private
+ *		The FdwScanOrder* list of a row scan ordered by pathkeys (NIL: only
+ *		limited): the keys for the scan's sort (scan tuple attribute
+ *		numbers), the ORDER BY each shard runs, the order as EXPLAIN shows
+ *		it, what each shard must declare for its own order to be trusted,
+ *		and the window of a time key.
+ */
+List *
+shard_order_private(PlannerInfo *root, RelOptInfo *baserel, List *pathkeys)
+{
+	List	   *attnos = NIL;
+	List	   *sortops = NIL;
+	List	   *colls = NIL;
+	List	   *nulls = NIL;
+	List	   *needs = NIL;
+	List	   *window = NIL;
+	List	   *keys;
+	StringInfoData sql;
+	StringInfoData text;
+	ListCell   *lc;
+	bool		ok;
+
+	keys = order_keys(root, baserel, pathkeys, &ok);
+	if (!ok)
+		elog(ERROR, "ordered foreign path has a key the shards cannot sort");
+	initStringInfo(&sql);
+	initStringInfo(&text);
+	foreach(lc, keys)
+	{
+		OrderKey   *key = lfirst(lc);
+		RangeTblEntry *rte = planner_rt_fetch(key->var->varno, root);
+		char	   *need = key_need(root, key->var);
+		const char *dir = psprintf("%s%s", key->desc ? " DESC" : "",
+								   key->nulls_first ? " NULLS FIRST" : " NULLS LAST");
+
+		attnos = lappend_int(attnos, key->var->varattno);
+		sortops = lappend_oid(sortops, key->sortop);
+		colls = lappend_oid(colls, key->coll);
+		nulls = lappend_int(nulls, key->nulls_first);
+		if (need != NULL)
+			needs = lappend(needs, makeString(need));
+		if (foreach_current_index(lc) == 0)
+			window = time_window(root, key);
+
+		if (sql.len > 0)
+			appendStringInfoString(&sql, ", ");
+		shard_deparse_column_ref(&sql, root, key->var);
+		if (key->var->vartype == TEXTOID || key->var->vartype == VARCHAROID)
+			appendStringInfoString(&sql, " COLLATE BINARY");
+		appendStringInfoString(&sql, dir);
+
+		/* As EXPLAIN shows a Sort node's keys. */
+		appendStringInfo(&text, "%s%s%s%s", text.len > 0 ? ", " : "",
+						 quote_identifier(get_attname(rte->relid,
+													  key->var->varattno,
+													  false)),
+						 key->desc ? " DESC" : "",
+						 key->nulls_first != key->desc ?
+						 (key->nulls_first ? " NULLS FIRST" : " NULLS LAST") : "");
+	}
+	return lappend(lappend(lappend(list_make4(list_make4(attnos, sortops, colls, nulls),
+											  makeString(sql.data),
+											  NIL,
+											  makeString(text.data)),
+								   needs),
+						   makeInteger(-1)),
+				   window);
+}
