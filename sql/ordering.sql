@@ -223,3 +223,9 @@ RESET ROLE;
 DROP USER MAPPING FOR regress_order_tb SERVER ordering_srv;
 DROP OWNED BY regress_order_tb;
 DROP ROLE regress_order_tb;
+
+DROP SERVER ordering_srv CASCADE;
+DROP VIEW times_tz_native;
+DROP TABLE orders_native, times_native;
+DROP FUNCTION regress_same(text, text), regress_pushed(text),
+  regress_analyzed(text);

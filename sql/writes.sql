@@ -32,7 +32,7 @@ INSERT INTO orders VALUES ('acme', 10, 'paid', 300, 'second'),
   RETURNING *;
 \! bash test/fixtures/writes_peek.sh s1 "SELECT * FROM orders ORDER BY order_id"
 \! bash test/fixtures/writes_peek.sh s2 "SELECT * FROM orders ORDER BY order_id"
-SELECT * FROM orders ORDER BY order_id;
+SELECT * FROM orders ORDER BY order_id, tenant_id;
 -- MIGRATING writes go to the source, DONE to the target.
 INSERT INTO orders (tenant_id, order_id, amount_cents) VALUES
   ('moving', 20, 1), ('done', 21, 2);

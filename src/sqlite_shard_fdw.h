@@ -376,7 +376,7 @@ extern double shard_estimate_tenant_rows(PlannerInfo *root, Relation rel,
 /* in order.c */
 
 extern void shard_order_add_paths(PlannerInfo *root, RelOptInfo *baserel,
-								  double rows, Cost startup, Cost total);
+								  double rows, Cost total);
 extern void shard_order_final_paths(PlannerInfo *root, RelOptInfo *input_rel,
 									RelOptInfo *output_rel,
 									FinalPathExtraData *extra);

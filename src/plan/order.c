@@ -220,7 +220,7 @@ key_need(PlannerInfo *root, Var *var)
  */
 void
 shard_order_add_paths(PlannerInfo *root, RelOptInfo *baserel, double rows,
-					  Cost startup, Cost total)
+					  Cost total)
 {
 	ShardPruneKind kind;
 	bool		ok;
@@ -235,11 +235,16 @@ shard_order_add_paths(PlannerInfo *root, RelOptInfo *baserel, double rows,
 	keys = order_keys(root, baserel, root->query_pathkeys, &ok);
 	if (!ok || is_time_key(((OrderKey *) linitial(keys))->var->vartype))
 		return;
-	/* SQLite's sort, where no index serves it, is cheaper than a Sort */
+	/*
+	 * Where no index serves the order, SQLite sorts every row before it
+	 * returns the first: count the whole scan as start-up, so that a path
+	 * that needs only the first row (min() as ORDER BY ... LIMIT 1) does
+	 * not look cheaper than it is.
+	 */
+	total += rows * cpu_operator_cost;
 	add_path(baserel, (Path *)
 			 create_foreignscan_path_compat(root, baserel, NULL, rows,
-											startup,
-											total + rows * cpu_operator_cost,
+											total, total,
 											root->query_pathkeys, NULL, NULL,
 											NIL));
 }

@@ -356,7 +356,7 @@ shardGetForeignPaths(PlannerInfo *root, RelOptInfo *baserel,
 											startup, total, NIL,
 											required_outer, NULL, NIL));
 	if (bms_is_empty(required_outer))
-		shard_order_add_paths(root, baserel, rows, startup, total);
+		shard_order_add_paths(root, baserel, rows, total);
 }
 
 /*
