@@ -141,6 +141,12 @@ CREATE SERVER lw_short FOREIGN DATA WRAPPER sqlite_shard_fdw
   OPTIONS (directory '$d/directory.db', busy_timeout_ms '300');
 CREATE FOREIGN TABLE items_short (tenant_id text, id int, v int)
   SERVER lw_short OPTIONS (table 'items');
+CREATE SERVER lw_2s FOREIGN DATA WRAPPER sqlite_shard_fdw
+  OPTIONS (directory '$d/directory.db', busy_timeout_ms '2000');
+CREATE FOREIGN TABLE items_2s_a (tenant_id text, id int, v int)
+  SERVER lw_2s OPTIONS (table 'items');
+CREATE FOREIGN TABLE items_2s_b (tenant_id text, id int, v int)
+  SERVER lw_2s OPTIONS (table 'items');
 CREATE SERVER lw_big FOREIGN DATA WRAPPER sqlite_shard_fdw
   OPTIONS (directory '$b/directory.db', busy_timeout_ms '$BUSY_MS');
 CREATE FOREIGN TABLE big (tenant_id text, id int, v int, flag int)
@@ -259,6 +265,15 @@ expect "routed over an open handle, statement_timeout" \
 run "SELECT count(*) FROM items_short WHERE tenant_id = 't1';"
 expect "routed, busy timeout reached: 55P03 naming the shard" \
 	'55P03: shard "s1" is locked' 10
+$HOLD stop
+
+# once only: planning a table ANALYZE never saw reads the shard for its
+# estimate (items_2s_b's first plan), and the statement fails there
+run "SELECT count(*) FROM items_2s_a WHERE tenant_id = 't1';
+\\! $HOLD start $d/shards/s1.db
+SELECT count(*) FROM items_2s_b WHERE tenant_id = 't1';"
+expect "routed, estimate on a locked shard: 55P03 after one busy timeout" \
+	'55P03: shard "s1" is locked' 3.5 1.9
 $HOLD stop
 
 #

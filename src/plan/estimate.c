@@ -29,8 +29,9 @@
  * when the table changes, ANALYZE included), so planning reads shards at
  * most that often.  They are read through the backend's cached handles,
  * as the scan the plan is for reads them (see shard_rows): a shard that is
- * missing, locked past the busy timeout or without the table is left out,
- * and nothing here raises an error the scan would not.
+ * missing or without the table is left out, one locked past the busy
+ * timeout is the scan's error, raised a wait earlier, and nothing here
+ * raises an error the scan would not.
  *
  * A role restricted by a user mapping's "tenants" must not learn where
  * other tenants live or how big their shards are, so where value
@@ -270,8 +271,7 @@ size_rows(sqlite3 *db, Relation rel)
  * process would share its POSIX locks, which closing it can release under
  * the first.  So the shard is opened, and its failures raised, as the scan
  * would; a missing shard is left out (the scan decides, by
- * on_missing_shard), and a lock that outlasts the busy timeout or a
- * cancel only leaves the estimate out.
+ * on_missing_shard).
  */
 static double
 shard_rows(ShardServerOptions *opts, ShardInfo *shard, Relation rel,
@@ -283,22 +283,37 @@ shard_rows(ShardServerOptions *opts, ShardInfo *shard, Relation rel,
 	char		errbuf[SHARDIO_ERRLEN];
 	char	   *name = NULL;
 	double		rows = -1;
+	int			rc;
 
 	conn = shard_conn_get(opts, shard, true);
 	if (conn == NULL)
 		return -1;
 	db = shard_conn_db(conn);
 
-	/* the table's name as the shard spells it (SQLite ignores case) */
-	if (shardio_prepare(db,
-						"SELECT name FROM sqlite_schema WHERE type = 'table' "
-						"AND name = ?1 COLLATE NOCASE",
-						0, &stmt, errbuf) == SQLITE_OK)
+	/*
+	 * The table's name as the shard spells it (SQLite ignores case).  This
+	 * first read waits for another process's lock as the scan would; a
+	 * wait that reached the busy timeout, or that a cancel ended, is
+	 * raised now rather than waited for again by the scan.
+	 */
+	rc = shardio_prepare(db,
+						 "SELECT name FROM sqlite_schema WHERE type = 'table' "
+						 "AND name = ?1 COLLATE NOCASE",
+						 0, &stmt, errbuf);
+	if (rc == SQLITE_OK)
 	{
 		sqlite3_bind_text(stmt, 1, table, -1, SQLITE_STATIC);
-		if (sqlite3_step(stmt) == SQLITE_ROW)
+		rc = sqlite3_step(stmt);
+		if (rc == SQLITE_ROW)
 			name = pstrdup((const char *) sqlite3_column_text(stmt, 0));
 		sqlite3_finalize(stmt);
+	}
+	if ((rc & 0xff) == SQLITE_BUSY || (rc & 0xff) == SQLITE_INTERRUPT)
+	{
+		shard_conn_release(conn);
+		shard_check_lock_wait(rc, false, shard->shard_id,
+							  psprintf("read table \"%s\"", table));
+		return -1;
 	}
 	if (name != NULL)
 	{
