@@ -191,8 +191,12 @@ extern char *shard_like_to_glob(const char *pattern, int len);
 
 /* in timepush.c */
 
-/* Starts and separates the fields of a time column's index range. */
+/*
+ * Starts and separates the fields of a time column's index range; starts
+ * one that a shard declaring the column TEXT reads.
+ */
 #define SHARD_TIME_RANGE_MARK	'\001'
+#define SHARD_TIME_TEXT_RANGE_MARK '\002'
 
 extern char *shard_const_text(Expr *expr);
 extern Var *shard_time_date_of_timestamp(Expr *expr, RelOptInfo *baserel);
@@ -213,6 +217,8 @@ extern void shard_time_deparse_in_range(StringInfo range, PlannerInfo *root,
 										Var *colvar, Oid coltypid, Expr *arr,
 										List **params, List **param_kinds);
 extern List *shard_time_range_append(List *safe, List *marks);
+extern List *shard_time_ranges_for_shard(List *conds, ShardConn *conn,
+										 const char *table);
 extern bool shard_time_bind(int kind, Datum value, ShardValue *out,
 							int64 grid[3]);
 

@@ -1140,6 +1140,7 @@ build_shard_sql(ShardScanState *s, ShardTarget *t, bool raw, List **extra)
 		conds = add_tenant_condition(s, t, conds, t->tenants, false, extra);
 	if (t->excluded != NIL)
 		conds = add_tenant_condition(s, t, conds, t->excluded, true, extra);
+	conds = shard_time_ranges_for_shard(conds, t->conn, s->topts->table);
 	initStringInfo(&where);
 	shard_join_conditions(&where, conds);
 

@@ -1030,7 +1030,8 @@ shard_join_conditions(StringInfo buf, List *sqls)
 
 	foreach(lc, sqls)
 	{
-		if (strVal(lfirst(lc))[0] == SHARD_TIME_RANGE_MARK)
+		if (strVal(lfirst(lc))[0] == SHARD_TIME_RANGE_MARK ||
+			strVal(lfirst(lc))[0] == SHARD_TIME_TEXT_RANGE_MARK)
 			ranges = lappend(ranges, lfirst(lc));
 		else if (shard_sql_may_fail(strVal(lfirst(lc))))
 			failing = lappend(failing, lfirst(lc));

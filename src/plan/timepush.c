@@ -34,11 +34,22 @@
  *   column's own affinity to them (a TEXT column turns the numbers into
  *   text, which then match nothing).  shard_join_conditions merges the
  *   ranges of one column into one, and puts them first, where SQLite looks
- *   for index terms; the exact checks keep the answer.
+ *   for index terms; the exact checks keep the answer.  A shard that
+ *   declares the column TEXT holds no numbers: there the range is one
+ *   range of text (shard_time_ranges_for_shard), which a covering index
+ *   answers without reading the table.
  *
  * A row outside the range is not read, as a row any other pushed condition
  * drops: a number out of PostgreSQL's range there, or text that starts
  * with a digit but is no time, raises nothing.
+ *
+ * Time buckets (upper.c asks shard_time_deparse_bucket) group on one number
+ * per row: ssfdw_bucket(col, is_date, unit) for date_trunc, extract,
+ * date_part and CAST(ts AS date) of timestamp and date columns (the bucket's
+ * start in Unix seconds, or the field), ssfdw_tz_grid for those of a
+ * timestamptz column in a time zone, whose grid shard_time_bind computes
+ * when the scan starts (bind_tz_grid); the merge computes PostgreSQL's
+ * function of each group's time.
  *
  *-------------------------------------------------------------------------
  */
@@ -603,8 +614,8 @@ shard_time_range_append(List *safe, List *marks)
 
 	foreach(lc, marks)
 	{
-		char	   *col = pstrdup(strVal(lfirst(lc)) + 1);
-		char	   *p = strchr(col, SHARD_TIME_RANGE_MARK);
+		char	   *col = pstrdup(strVal(lfirst(lc)));
+		char	   *p = strchr(col + 1, SHARD_TIME_RANGE_MARK);
 		ListCell   *lc2;
 		bool		seen = false;
 
@@ -618,7 +629,9 @@ shard_time_range_append(List *safe, List *marks)
 
 	foreach(lc, cols)
 	{
-		const char *col = strVal(lfirst(lc));
+		/* the first character: the mark, or the mark of a TEXT column */
+		bool		text_only = (strVal(lfirst(lc))[0] == SHARD_TIME_TEXT_RANGE_MARK);
+		const char *col = strVal(lfirst(lc)) + 1;
 		List	   *bounds[4] = {NIL, NIL, NIL, NIL};
 		const char *fn[4] = {"max", "max", "min", "min"};
 		char	   *b[4];
@@ -632,6 +645,8 @@ shard_time_range_append(List *safe, List *marks)
 			char	   *m = pstrdup(strVal(lfirst(lc2)) + 1);
 			char	   *parts[5];
 
+			if (strVal(lfirst(lc2))[0] != strVal(lfirst(lc))[0])
+				continue;
 			parts[0] = m;
 			for (i = 1; i < 5; i++)
 			{
@@ -668,6 +683,23 @@ shard_time_range_append(List *safe, List *marks)
 		}
 
 		/*
+		 * A TEXT column holds no numbers (SQLite turns them into text): one
+		 * range, which a covering index answers without reading the table.
+		 * What no time is beyond it (blobs, text that starts with no digit)
+		 * is not read there.
+		 */
+		if (text_only)
+		{
+			initStringInfo(&sql);
+			appendStringInfoChar(&sql, '(');
+			if (b[1])
+				appendStringInfo(&sql, "%s >= %s AND ", col, b[1]);
+			appendStringInfo(&sql, "%s < %s)", col, b[3] ? b[3] : "':'");
+			safe = lappend(safe, makeString(sql.data));
+			continue;
+		}
+
+		/*
 		 * Numbers sort before text, text before blobs.  Text that starts
 		 * with no digit, and blobs, are no time: they stay in, so that
 		 * the exact check raises their error as before.
@@ -686,6 +718,50 @@ shard_time_range_append(List *safe, List *marks)
 		safe = lappend(safe, makeString(sql.data));
 	}
 	return safe;
+}
+
+/*
+ * shard_time_ranges_for_shard
+ *		The conditions of one shard's statement: the range markers of time
+ *		columns that the shard declares TEXT marked as such, so that
+ *		shard_time_range_append writes one range of text for them.
+ */
+List *
+shard_time_ranges_for_shard(List *conds, ShardConn *conn, const char *table)
+{
+	List	   *out = NIL;
+	ListCell   *lc;
+
+	foreach(lc, conds)
+	{
+		char	   *c = strVal(lfirst(lc));
+
+		if (c[0] == SHARD_TIME_RANGE_MARK && c[1] == '"')
+		{
+			StringInfoData name;
+			const char *p;
+			char		aff;
+
+			/* the column's name, from its quoted identifier */
+			initStringInfo(&name);
+			for (p = c + 2; *p && !(*p == '"' && p[1] != '"'); p++)
+			{
+				if (*p == '"')
+					p++;
+				appendStringInfoChar(&name, *p);
+			}
+			aff = shard_conn_column_affinity(conn, table, name.data);
+			if (aff == 'T' || aff == 'U')
+			{
+				c = pstrdup(c);
+				c[0] = SHARD_TIME_TEXT_RANGE_MARK;
+				out = lappend(out, makeString(c));
+				continue;
+			}
+		}
+		out = lappend(out, lfirst(lc));
+	}
+	return out;
 }
 
 /*
