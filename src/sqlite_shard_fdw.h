@@ -206,6 +206,10 @@ extern char *shard_time_key_unit(FuncExpr *func, RelOptInfo *baserel,
 extern bool shard_time_deparse_bucket(StringInfo buf, PlannerInfo *root,
 									  FuncExpr *func, RelOptInfo *baserel,
 									  int tz_param);
+extern double shard_time_bucket_groups(PlannerInfo *root, Expr *expr,
+									   RelOptInfo *baserel, double input_rows);
+extern bool shard_time_deparse_column_value(StringInfo buf,
+											PlannerInfo *root, Var *var);
 extern bool shard_time_comparable(Expr *col, Oid valtype);
 extern void shard_time_deparse_comparison(StringInfo buf, StringInfo range,
 										  PlannerInfo *root,

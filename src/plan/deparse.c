@@ -722,27 +722,16 @@ shard_sql_may_fail(const char *sql)
  * shard_deparse_column_value
  *		Write a column as PostgreSQL reads its values, for SQLite to compare
  *		or group them: a varchar(n) column through ssfdw_varchar, which
- *		drops spaces beyond n characters as varchar's input does.
+ *		drops spaces beyond n characters as varchar's input does; a date or
+ *		time column as a number (timepush.c).
  */
 void
 shard_deparse_column_value(StringInfo buf, PlannerInfo *root, Var *var)
 {
 	int			n = varchar_length((Expr *) var);
 
-	if (var->vartype == TIMESTAMPOID || var->vartype == TIMESTAMPTZOID)
-	{
-		appendStringInfoString(buf, "ssfdw_usecs(");
-		shard_deparse_column_ref(buf, root, var);
-		appendStringInfo(buf, ", %d)", var->vartypmod);
+	if (shard_time_deparse_column_value(buf, root, var))
 		return;
-	}
-	if (var->vartype == DATEOID)
-	{
-		appendStringInfoString(buf, "ssfdw_days(");
-		shard_deparse_column_ref(buf, root, var);
-		appendStringInfoString(buf, ", 0)");
-		return;
-	}
 	if (n < 0)
 	{
 		shard_deparse_column_ref(buf, root, var);

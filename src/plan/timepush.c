@@ -56,6 +56,7 @@
 #include "sqlite_shard_fdw.h"
 #include "shardtime.h"
 
+#include "catalog/pg_statistic.h"
 #include "catalog/pg_type.h"
 #include "common/int.h"
 #include "datatype/timestamp.h"
@@ -69,6 +70,7 @@
 #include "utils/formatting.h"
 #include "utils/fmgrprotos.h"
 #include "utils/lsyscache.h"
+#include "utils/selfuncs.h"
 #include "utils/timestamp.h"
 
 /* What a time kind binds (the "form" of SHARD_TIME_KIND). */
@@ -150,6 +152,33 @@ shard_time_date_of_timestamp(Expr *expr, RelOptInfo *baserel)
 		(var->vartypmod >= 0 && var->vartypmod < 6))
 		return NULL;
 	return var;
+}
+
+/*
+ * shard_time_deparse_column_value
+ *		Write a date or time column as the number the wrapper reads in any
+ *		stored form, for SQLite to compare, order and take extremes of:
+ *		ssfdw_usecs(col, p), microseconds rounded as timestamp(p) rounds,
+ *		or ssfdw_days(col, 0); false for a column of any other type.
+ */
+bool
+shard_time_deparse_column_value(StringInfo buf, PlannerInfo *root, Var *var)
+{
+	if (var->vartype == TIMESTAMPOID || var->vartype == TIMESTAMPTZOID)
+	{
+		appendStringInfoString(buf, "ssfdw_usecs(");
+		shard_deparse_column_ref(buf, root, var);
+		appendStringInfo(buf, ", %d)", var->vartypmod);
+		return true;
+	}
+	if (var->vartype == DATEOID)
+	{
+		appendStringInfoString(buf, "ssfdw_days(");
+		shard_deparse_column_ref(buf, root, var);
+		appendStringInfoString(buf, ", 0)");
+		return true;
+	}
+	return false;
 }
 
 /*
@@ -470,6 +499,131 @@ shard_time_deparse_bucket(StringInfo buf, PlannerInfo *root, FuncExpr *func,
 		appendStringInfo(buf, ", %d, %d)", days ? 1 : 0, code);
 	}
 	return true;
+}
+
+/*
+ * column_span
+ *		The seconds between the least and the greatest value of a date or
+ *		time column that its statistics know (histogram bounds and most
+ *		common values); false without statistics.
+ */
+static bool
+column_span(PlannerInfo *root, Var *var, double *secs)
+{
+	static const int kinds[] = {STATISTIC_KIND_HISTOGRAM, STATISTIC_KIND_MCV};
+	VariableStatData vardata;
+	bool		found = false;
+	double		lo = 0,
+				hi = 0;
+	int			k;
+
+	examine_variable(root, (Node *) var, 0, &vardata);
+	for (k = 0; k < lengthof(kinds) && HeapTupleIsValid(vardata.statsTuple); k++)
+	{
+		AttStatsSlot sslot;
+		int			i;
+
+		if (!get_attstatsslot(&sslot, vardata.statsTuple, kinds[k], InvalidOid,
+							  ATTSTATSSLOT_VALUES))
+			continue;
+		for (i = 0; i < sslot.nvalues; i++)
+		{
+			double		t;
+
+			if (var->vartype == DATEOID)
+			{
+				DateADT		d = DatumGetDateADT(sslot.values[i]);
+
+				if (DATE_NOT_FINITE(d))
+					continue;
+				t = (double) d * SECS_PER_DAY;
+			}
+			else
+			{
+				Timestamp	ts = DatumGetTimestamp(sslot.values[i]);
+
+				if (TIMESTAMP_NOT_FINITE(ts))
+					continue;
+				t = (double) ts / USECS_PER_SEC;
+			}
+			lo = found ? Min(lo, t) : t;
+			hi = found ? Max(hi, t) : t;
+			found = true;
+		}
+		free_attstatsslot(&sslot);
+	}
+	ReleaseVariableStats(vardata);
+	*secs = hi - lo;
+	return found;
+}
+
+/*
+ * shard_time_bucket_groups
+ *		The number of groups a time bucket key (date_trunc, extract or
+ *		date_part of a time, the date of a time) makes, or -1 for any other
+ *		key.  PostgreSQL takes an expression's distinct values to be its
+ *		column's, while a bucket holds many of them: a field has at most its
+ *		range of values, a unit at most one per unit of the span of the
+ *		column's values.
+ */
+double
+shard_time_bucket_groups(PlannerInfo *root, Expr *expr, RelOptInfo *baserel,
+			  double input_rows)
+{
+	static const struct
+	{
+		const char *unit;
+		double		secs;		/* shortest length of the unit */
+		double		values;		/* values of the field, or 0: no bound */
+	}			units[] =
+	{
+		{"minute", SECS_PER_MINUTE, 60},
+		{"hour", SECS_PER_HOUR, 24},
+		{"day", SECS_PER_DAY, 31},
+		{"week", 7 * SECS_PER_DAY, 53},
+		{"month", 28 * SECS_PER_DAY, 12},
+		{"quarter", 89 * SECS_PER_DAY, 4},
+		{"year", 365 * SECS_PER_DAY, 0},
+		{"isoyear", 364 * SECS_PER_DAY, 0},
+		{"dow", 0, 7},
+		{"isodow", 0, 7},
+		{"doy", 0, 366}
+	};
+	FuncExpr   *func = (FuncExpr *) expr;
+	Var		   *var;
+	char	   *unit;
+	bool		field;
+	double		column_groups;
+	double		span;
+	int			i;
+
+	if (!IsA(expr, FuncExpr) ||
+		(var = shard_time_bucket_column(func, baserel)) == NULL)
+		return -1;
+	field = (func->funcid == F_EXTRACT_TEXT_TIMESTAMP ||
+			 func->funcid == F_EXTRACT_TEXT_TIMESTAMPTZ ||
+			 func->funcid == F_EXTRACT_TEXT_DATE ||
+			 func->funcid == F_DATE_PART_TEXT_TIMESTAMP ||
+			 func->funcid == F_DATE_PART_TEXT_TIMESTAMPTZ);
+	/* the date of a time: days */
+	unit = list_length(func->args) == 1 ? "day" :
+		shard_const_text(linitial(func->args));
+	if (unit == NULL)
+		return -1;
+	unit = asc_tolower(unit, strlen(unit));
+	column_groups = estimate_num_groups(root, list_make1(var), input_rows,
+										NULL, NULL);
+	for (i = 0; i < lengthof(units); i++)
+	{
+		if (strcmp(unit, units[i].unit) != 0)
+			continue;
+		if (field && units[i].values > 0)
+			return Min(units[i].values, column_groups);
+		if (units[i].secs == 0 || !column_span(root, var, &span))
+			break;
+		return Min(floor(span / units[i].secs) + 2, column_groups);
+	}
+	return column_groups;
 }
 
 /*

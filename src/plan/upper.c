@@ -549,135 +549,10 @@ expr_width(RelOptInfo *baserel, Expr *expr)
 }
 
 /*
- * column_span
- *		The seconds between the least and the greatest value of a date or
- *		time column that its statistics know (histogram bounds and most
- *		common values); false without statistics.
- */
-static bool
-column_span(PlannerInfo *root, Var *var, double *secs)
-{
-	static const int kinds[] = {STATISTIC_KIND_HISTOGRAM, STATISTIC_KIND_MCV};
-	VariableStatData vardata;
-	bool		found = false;
-	double		lo = 0,
-				hi = 0;
-	int			k;
-
-	examine_variable(root, (Node *) var, 0, &vardata);
-	for (k = 0; k < lengthof(kinds) && HeapTupleIsValid(vardata.statsTuple); k++)
-	{
-		AttStatsSlot sslot;
-		int			i;
-
-		if (!get_attstatsslot(&sslot, vardata.statsTuple, kinds[k], InvalidOid,
-							  ATTSTATSSLOT_VALUES))
-			continue;
-		for (i = 0; i < sslot.nvalues; i++)
-		{
-			double		t;
-
-			if (var->vartype == DATEOID)
-			{
-				DateADT		d = DatumGetDateADT(sslot.values[i]);
-
-				if (DATE_NOT_FINITE(d))
-					continue;
-				t = (double) d * SECS_PER_DAY;
-			}
-			else
-			{
-				Timestamp	ts = DatumGetTimestamp(sslot.values[i]);
-
-				if (TIMESTAMP_NOT_FINITE(ts))
-					continue;
-				t = (double) ts / USECS_PER_SEC;
-			}
-			lo = found ? Min(lo, t) : t;
-			hi = found ? Max(hi, t) : t;
-			found = true;
-		}
-		free_attstatsslot(&sslot);
-	}
-	ReleaseVariableStats(vardata);
-	*secs = hi - lo;
-	return found;
-}
-
-/*
- * bucket_groups
- *		The number of groups a time bucket key (date_trunc, extract or
- *		date_part of a time, the date of a time) makes, or -1 for any other
- *		key.  PostgreSQL takes an expression's distinct values to be its
- *		column's, while a bucket holds many of them: a field has at most its
- *		range of values, a unit at most one per unit of the span of the
- *		column's values.
- */
-static double
-bucket_groups(PlannerInfo *root, Expr *expr, RelOptInfo *baserel,
-			  double input_rows)
-{
-	static const struct
-	{
-		const char *unit;
-		double		secs;		/* shortest length of the unit */
-		double		values;		/* values of the field, or 0: no bound */
-	}			units[] =
-	{
-		{"minute", SECS_PER_MINUTE, 60},
-		{"hour", SECS_PER_HOUR, 24},
-		{"day", SECS_PER_DAY, 31},
-		{"week", 7 * SECS_PER_DAY, 53},
-		{"month", 28 * SECS_PER_DAY, 12},
-		{"quarter", 89 * SECS_PER_DAY, 4},
-		{"year", 365 * SECS_PER_DAY, 0},
-		{"isoyear", 364 * SECS_PER_DAY, 0},
-		{"dow", 0, 7},
-		{"isodow", 0, 7},
-		{"doy", 0, 366}
-	};
-	FuncExpr   *func = (FuncExpr *) expr;
-	Var		   *var;
-	char	   *unit;
-	bool		field;
-	double		column_groups;
-	double		span;
-	int			i;
-
-	if (!IsA(expr, FuncExpr) ||
-		(var = shard_time_bucket_column(func, baserel)) == NULL)
-		return -1;
-	field = (func->funcid == F_EXTRACT_TEXT_TIMESTAMP ||
-			 func->funcid == F_EXTRACT_TEXT_TIMESTAMPTZ ||
-			 func->funcid == F_EXTRACT_TEXT_DATE ||
-			 func->funcid == F_DATE_PART_TEXT_TIMESTAMP ||
-			 func->funcid == F_DATE_PART_TEXT_TIMESTAMPTZ);
-	/* the date of a time: days */
-	unit = list_length(func->args) == 1 ? "day" :
-		shard_const_text(linitial(func->args));
-	if (unit == NULL)
-		return -1;
-	unit = asc_tolower(unit, strlen(unit));
-	column_groups = estimate_num_groups(root, list_make1(var), input_rows,
-										NULL, NULL);
-	for (i = 0; i < lengthof(units); i++)
-	{
-		if (strcmp(unit, units[i].unit) != 0)
-			continue;
-		if (field && units[i].values > 0)
-			return Min(units[i].values, column_groups);
-		if (units[i].secs == 0 || !column_span(root, var, &span))
-			break;
-		return Min(floor(span / units[i].secs) + 2, column_groups);
-	}
-	return column_groups;
-}
-
-/*
  * merge_groups
  *		The number of groups that keys make of input_rows rows, as
  *		estimate_num_groups estimates them but for time buckets
- *		(bucket_groups).
+ *		(shard_time_bucket_groups, timepush.c).
  */
 static double
 merge_groups(PlannerInfo *root, RelOptInfo *baserel, List *keys,
@@ -689,7 +564,7 @@ merge_groups(PlannerInfo *root, RelOptInfo *baserel, List *keys,
 
 	foreach(lc, keys)
 	{
-		double		b = bucket_groups(root, lfirst(lc), baserel, input_rows);
+		double		b = shard_time_bucket_groups(root, lfirst(lc), baserel, input_rows);
 
 		if (b < 0)
 			others = lappend(others, lfirst(lc));
