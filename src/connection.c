@@ -810,14 +810,18 @@ conn_exec(ShardConn *conn, const char *sql, const char *what)
  * allow_writes
  *		Turn query_only off on a handle's first write.  It stays off: turning
  *		it on again after each write transaction would make SQLite prepare
- *		every cached statement of the handle again.
+ *		every cached statement of the handle again.  A written handle also
+ *		gets a page cache of 32 MB instead of SQLite's 2 MB, allocated as it
+ *		fills: a load that spreads rows over a shard's indexes touches more
+ *		pages than that, and rereading them costs more than the memory (a
+ *		COPY into 4,000,000 rows over 16 shards: 3.4 s with 2 MB, 2.4 s).
  */
 static void
 allow_writes(ShardConn *conn)
 {
 	if (conn->writable)
 		return;
-	conn_exec(conn, "PRAGMA query_only = 0", "allow writes");
+	conn_exec(conn, "PRAGMA query_only = 0; PRAGMA cache_size = -32768", "allow writes");
 	conn->writable = true;
 }
 
