@@ -56,5 +56,15 @@ RETURNS record
 AS 'MODULE_PATHNAME', 'shard_tenant_locate'
 LANGUAGE C STRICT;
 
+-- shard_analyze(server [, shard_id]) runs SQLite's ANALYZE inside the
+-- shards, so that SQLite plans their queries from statistics.
+CREATE FUNCTION shard_analyze(server name, shard text DEFAULT NULL,
+                              OUT shard_id text, OUT stat_rows bigint)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'shard_analyze'
+LANGUAGE C;
+
+REVOKE ALL ON FUNCTION shard_analyze(name, text) FROM PUBLIC;
+
 REVOKE ALL ON FUNCTION directory_init(name), directory_init(name, text),
   shard_add(name, text, text), tenant_add(name, text, text) FROM PUBLIC;

@@ -136,6 +136,10 @@ SELECT * FROM regress_same($$SELECT tenant_id, order_id, day FROM {T}
 -- every stored form, as the first key in both directions
 SELECT * FROM regress_same($$SELECT id, ts FROM {T}
   ORDER BY ts DESC, id LIMIT 4$$, 'times');
+-- nearly the largest offset: 16's 09:01 at -14:59 is 17's 00:00 the next
+-- day, 15 hours after 17's text
+SELECT * FROM regress_same($$SELECT id, ts FROM {T}
+  WHERE tenant_id = 'tb' AND id > 15 ORDER BY ts DESC, id LIMIT 1$$, 'times');
 SELECT * FROM regress_same($$SELECT id, ts FROM {T}
   ORDER BY ts, id LIMIT 4$$, 'times');
 SELECT * FROM regress_same($$SELECT id, ts FROM {T}

@@ -298,6 +298,8 @@ enum FdwScanPrivateIndex
 	FdwScanPrivateMaterialize,	/* Integer: read each shard to the end
 								 * before returning its rows (below a
 								 * row-by-row UPDATE or DELETE) */
+	FdwScanPrivateTenantOnly,	/* Integer: the pushed conditions read only
+								 * the tenant column */
 	FdwScanPrivateCount
 };
 
@@ -374,6 +376,7 @@ extern Expr *shard_find_tenant_condition(RelOptInfo *baserel,
 extern List *shard_rel_remote_conds(RelOptInfo *baserel);
 extern const char *shard_rel_table(RelOptInfo *baserel);
 extern bool shard_rel_all_pushed(RelOptInfo *baserel);
+extern bool shard_rel_tenant_only(RelOptInfo *baserel);
 
 /* in estimate.c */
 
@@ -428,6 +431,7 @@ typedef struct ShardScanPrivate
 	List	   *modify_returning;
 	List	   *modify_set_attnums;
 	bool		materialize;
+	bool		tenant_only;
 } ShardScanPrivate;
 
 extern void shard_scan_private_init(ShardScanPrivate *p);

@@ -36,8 +36,9 @@
 #	BENCH_COPY_RUNS			timed COPY runs per engine, each on fresh copies
 #							(default 3)
 #	BENCH_PARTS				what to measure: a list of "read", "time" (the time
-#							ranges and buckets of issue 11) and "write"
-#							(default "read,time,write")
+#							ranges and buckets of issue 11), "limit" (the
+#							ORDER BY ... LIMIT queries of issue 11) and
+#							"write" (default "read,time,limit,write")
 #
 # Missed targets are numbers, not failures: the exit status is non-zero only
 # when something fails (a query error, a build error).
@@ -269,9 +270,9 @@ case $big in
 esac
 
 COPY_ROWS=${BENCH_COPY_ROWS:-$([ "$big" = 1 ] && echo 1000000 || echo 200000)}
-parts=${BENCH_PARTS:-read,time,write}
-if ! [[ "$COPY_ROWS" =~ ^[1-9][0-9]*$ ]] || ! [[ ",$parts," =~ ^(,(read|time|write))+,$ ]]; then
-	echo "bench.sh: BENCH_COPY_ROWS must be a positive integer, BENCH_PARTS a list of read, time and write" >&2
+parts=${BENCH_PARTS:-read,time,limit,write}
+if ! [[ "$COPY_ROWS" =~ ^[1-9][0-9]*$ ]] || ! [[ ",$parts," =~ ^(,(read|time|limit|write))+,$ ]]; then
+	echo "bench.sh: BENCH_COPY_ROWS must be a positive integer, BENCH_PARTS a list of read, time, limit and write" >&2
 	exit 2
 fi
 

@@ -43,6 +43,7 @@ PG_FUNCTION_INFO_V1(shard_add);
 PG_FUNCTION_INFO_V1(shard_list);
 PG_FUNCTION_INFO_V1(shard_tenant_add);
 PG_FUNCTION_INFO_V1(shard_tenant_locate);
+PG_FUNCTION_INFO_V1(shard_analyze);
 
 /* Who may open a directory file that directory_init creates. */
 #define DEFAULT_DIRECTORY_MODE 0660
@@ -691,4 +692,91 @@ shard_tenant_locate(PG_FUNCTION_ARGS)
 	values[4] = CStringGetTextDatum(shard_directory_shard(dir, loc->owner)->path);
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(tupdesc),
 													  values, nulls)));
+}
+
+/*
+ * stat_rows
+ *		The rows of a shard's sqlite_stat1 (SQLite's statistics of its
+ *		tables and indexes), or 0 when it has none.
+ */
+static int64
+stat_rows(sqlite3 *db)
+{
+	sqlite3_stmt *stmt;
+	int64		n = 0;
+
+	if (sqlite3_prepare_v2(db, "SELECT count(*) FROM sqlite_stat1", -1,
+						   &stmt, NULL) != SQLITE_OK)
+		return 0;
+	if (sqlite3_step(stmt) == SQLITE_ROW)
+		n = sqlite3_column_int64(stmt, 0);
+	sqlite3_finalize(stmt);
+	return n;
+}
+
+/*
+ * shard_analyze
+ *		shard_analyze(server [, shard_id]): SQLite's ANALYZE inside every
+ *		shard of the server, or the one named, so that SQLite plans the
+ *		shard queries from statistics of their tables and indexes (in
+ *		sqlite_stat1) rather than from guesses: without them, one large
+ *		tenant's rows can be read through an index row by row, at many
+ *		times the cost of reading the shard.  Each shard is analyzed inside
+ *		its write transaction, committed with the PostgreSQL transaction;
+ *		one row per shard with the number of statistics rows it now has.
+ *		Writes the shard files, so it needs pg_write_server_files.
+ */
+Datum
+shard_analyze(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	ShardServerOptions *opts;
+	ShardDirectory *dir;
+	List	   *shards;
+	ListCell   *lc;
+
+	if (PG_ARGISNULL(0))
+		PG_RETURN_NULL();
+	opts = server_options_by_name(PG_GETARG_NAME(0));
+	shard_require_file_privilege(true, "analyze shards");
+	InitMaterializedSRF(fcinfo, 0);
+	dir = shard_directory_get(opts);
+	if (PG_ARGISNULL(1))
+		shards = shard_directory_shards(dir);
+	else
+	{
+		char	   *shard_id = text_to_cstring(PG_GETARG_TEXT_PP(1));
+		ShardInfo  *info = shard_directory_shard(dir, shard_id);
+
+		if (info == NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_UNDEFINED_OBJECT),
+					 errmsg("shard \"%s\" does not exist", shard_id),
+					 errhint("shard_list() shows the shards of server \"%s\".",
+							 opts->servername)));
+		shards = list_make1(info);
+	}
+
+	foreach(lc, shards)
+	{
+		ShardInfo  *info = lfirst(lc);
+		ShardConn  *conn = shard_conn_get_for_write(opts, info);
+		char		errbuf[SHARDIO_ERRLEN];
+		Datum		values[2];
+		bool		nulls[2] = {false, false};
+		int			rc;
+
+		rc = shardio_exec(shard_conn_db(conn), "ANALYZE", errbuf);
+		if (rc != SQLITE_OK)
+		{
+			rc = shard_conn_write_failed(conn, rc);
+			shard_report_sqlite_error(ERROR, rc, info->shard_id,
+									  "analyze the shard", errbuf);
+		}
+		values[0] = CStringGetTextDatum(info->shard_id);
+		values[1] = Int64GetDatum(stat_rows(shard_conn_db(conn)));
+		shard_conn_release(conn);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	return (Datum) 0;
 }

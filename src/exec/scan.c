@@ -86,6 +86,8 @@ typedef struct ShardTarget
 	List	   *tenants;		/* when restricted: the tenants it is read
 								 * for, those of the statement it owns */
 	bool		tenant_is_text; /* filters compare the column itself */
+	bool		tenant_noindex; /* read the table NOT INDEXED (a large
+								 * tenant of a shard without statistics) */
 
 	/* While the shard is read. */
 	ShardConn  *conn;
@@ -145,6 +147,10 @@ typedef struct ShardScanState
 									 * the last values bound */
 	ShardStoreConv *modify_set_convs;
 	bool		materialize;	/* each shard read whole before its rows */
+	bool		tenant_only;	/* the pushed conditions read only the
+								 * tenant column */
+	bool		counts_only;	/* an aggregate scan of counts alone, which
+								 * the tenant's index covers */
 	List	   *mat_batches;	/* ShardBatch: the rest of its rows */
 	ShardTarget *mat_target;	/* whose they are */
 	List	   *modify_returning;	/* attnums its RETURNING reads */
@@ -589,6 +595,13 @@ shardBeginForeignScan(ForeignScanState *node, int eflags)
 		init_thread_agg(s, &priv);
 	s->safe_where_sqls = priv.safe_where_sqls;
 	s->materialize = priv.materialize;
+	s->tenant_only = priv.tenant_only;
+	s->counts_only = (s->mode != SCAN_ROWS);
+	foreach(lc, priv.agg_ops)
+		if (lfirst_int(lc) != AGGOP_COUNT_STAR && lfirst_int(lc) != AGGOP_KEY)
+			s->counts_only = false;
+	if (priv.group_sql[0] != '\0')
+		s->counts_only = false;
 	if (priv.modify_sql[0] != '\0')
 	{
 		s->modify_sql = priv.modify_sql;
@@ -1066,10 +1079,13 @@ append_row_order_sql(StringInfo sql, ShardScanState *s, ShardTarget *t)
  *		(order.c): its first OFFSET + LIMIT rows among the values stored in
  *		the canonical form, whose text order is their time order, and every
  *		row of another form that may rank among them: numbers (stored
- *		before all text), and text within a day of the last of those (two
- *		days after it in ascending order), whose offset or form may move it
- *		up to 15 hours; all such rows when the first rows did not fill the
- *		limit.  The scan's sort ranks them by the values read.
+ *		before all text), and text whose offset (up to 14:59) or form may
+ *		move it past the last of those: descending, text from 15 hours
+ *		before it, truncated to the minute (a 'T', a shorter or longer form
+ *		of the same minute sorts after that); ascending, text up to the
+ *		end of the day after it (a date, the day before); all such rows
+ *		when the first rows did not fill the limit.  The scan's sort ranks
+ *		them by the values read.
  */
 static void
 append_window_sql(StringInfo sql, ShardScanState *s, const char *select,
@@ -1078,7 +1094,11 @@ append_window_sql(StringInfo sql, ShardScanState *s, const char *select,
 	const char *col = strVal(linitial(s->window));
 	const char *canon = strVal(lsecond(s->window));
 	bool		desc = intVal(lthird(s->window));
+	bool		is_date = intVal(lfourth(s->window));
 	const char *and = where[0] ? " AND " : "";
+	/* where a descending time key's window starts (see above) */
+	const char *lo = is_date ? "date(min(%s), '-1 day')" :
+		"strftime('%%Y-%%m-%%d %%H:%%M', min(%s), '-15 hours', '-1 minute')";
 
 	appendStringInfo(sql,
 					 "WITH ssfdw_top AS (%s WHERE %s%s(%s IS NULL OR %s) ORDER BY %s LIMIT " INT64_FORMAT ")"
@@ -1086,9 +1106,13 @@ append_window_sql(StringInfo sql, ShardScanState *s, const char *select,
 					 select, where, and, col, canon, s->order_sql, s->shard_bound,
 					 select, where, and, col, canon);
 	if (desc)
+	{
 		appendStringInfo(sql,
-						 "(%s < '' OR %s >= (SELECT CASE WHEN count(*) < " INT64_FORMAT " OR count(%s) < count(*) THEN '' ELSE coalesce(date(min(%s), '-1 day'), '') END FROM ssfdw_top))",
-						 col, col, s->shard_bound, col, col);
+						 "(%s < '' OR %s >= (SELECT CASE WHEN count(*) < " INT64_FORMAT " OR count(%s) < count(*) THEN '' ELSE coalesce(",
+						 col, col, s->shard_bound, col);
+		appendStringInfo(sql, lo, col);
+		appendStringInfoString(sql, ", '') END FROM ssfdw_top))");
+	}
 	else
 		appendStringInfo(sql,
 						 "(%s >= x'' OR %s < (SELECT CASE WHEN count(*) < " INT64_FORMAT " OR count(%s) < count(*) THEN x'' ELSE coalesce(date(max(%s), '+2 days'), x'') END FROM ssfdw_top))",
@@ -1176,6 +1200,9 @@ build_shard_sql(ShardScanState *s, ShardTarget *t, bool raw, List **extra)
 	}
 	else
 		appendStringInfoString(&sql, s->select_sql);
+	/* both end "FROM table": read the whole table, not an index */
+	if (t->tenant_noindex)
+		appendStringInfoString(&sql, " NOT INDEXED");
 	if (where.len > 0)
 		appendStringInfo(&sql, " WHERE %s", where.data);
 	if (!raw)
@@ -1256,6 +1283,85 @@ shard_warn_skipped(const ShardInfo *shard, const char *analyzed)
 					   analyzed)));
 }
 
+/* Shards and tables ("path|table") known to have SQLite statistics. */
+static List *tables_with_stats = NIL;
+
+/* Tables smaller than this many rows are never worth a probe. */
+#define PROBE_MIN_ROWS 16000
+
+/*
+ * large_tenant_without_stats
+ *		Would SQLite read the tenants of a routed scan through an index on
+ *		the tenant column, row by row, where reading the whole shard costs
+ *		less?  Without statistics (sqlite_stat1, see shard_analyze) SQLite
+ *		takes an equality on an indexed column for a few rows, and fetches
+ *		each row of a tenant that fills the shard from the table in index
+ *		order: many times the cost of reading the table.  So where the
+ *		table has no statistics, count the tenants' rows in the index, up to
+ *		a sixteenth of the table's rows (about its largest rowid); reaching
+ *		that, the scan reads the shard instead.  Any failure says no.
+ */
+static bool
+large_tenant_without_stats(ShardScanState *s, ShardTarget *t)
+{
+	sqlite3    *db = shard_conn_db(t->conn);
+	const char *table = s->topts->table;
+	char	   *key = psprintf("%s|%s", t->info.path, table);
+	sqlite3_stmt *stmt;
+	StringInfoData sql;
+	sqlite3_int64 rows = 0;
+	sqlite3_int64 found = 0;
+	ShardValue	bind;
+	char		errbuf[SHARDIO_ERRLEN];
+	ListCell   *lc;
+	bool		has_stats = false;
+
+	foreach(lc, tables_with_stats)
+		if (strcmp(lfirst(lc), key) == 0)
+			return false;
+	if (sqlite3_prepare_v2(db, "SELECT 1 FROM sqlite_stat1 WHERE tbl = ?1",
+						   -1, &stmt, NULL) == SQLITE_OK)
+	{
+		sqlite3_bind_text(stmt, 1, table, -1, SQLITE_STATIC);
+		has_stats = (sqlite3_step(stmt) == SQLITE_ROW);
+		sqlite3_finalize(stmt);
+	}
+	if (has_stats)
+	{
+		MemoryContext oldcxt = MemoryContextSwitchTo(TopMemoryContext);
+
+		tables_with_stats = lappend(tables_with_stats, pstrdup(key));
+		MemoryContextSwitchTo(oldcxt);
+		return false;
+	}
+
+	initStringInfo(&sql);
+	appendStringInfoString(&sql, "SELECT max(rowid) FROM ");
+	shard_quote_identifier(&sql, table);
+	if (sqlite3_prepare_v2(db, sql.data, -1, &stmt, NULL) != SQLITE_OK)
+		return false;			/* WITHOUT ROWID */
+	if (sqlite3_step(stmt) == SQLITE_ROW)
+		rows = sqlite3_column_int64(stmt, 0);
+	sqlite3_finalize(stmt);
+	if (rows < PROBE_MIN_ROWS)
+		return false;
+
+	resetStringInfo(&sql);
+	appendStringInfoString(&sql, "SELECT count(*) FROM (SELECT 1 FROM ");
+	shard_quote_identifier(&sql, table);
+	appendStringInfoString(&sql, " WHERE ");
+	bind = shard_tenant_condition(&sql, s->topts->tenant_column,
+								  s->tenant_kind, true, t->tenants, false, 1);
+	appendStringInfo(&sql, " LIMIT %lld)", (long long) (rows / 16));
+	if (sqlite3_prepare_v2(db, sql.data, -1, &stmt, NULL) != SQLITE_OK)
+		return false;
+	if (shardio_bind(stmt, 1, &bind, 1, errbuf) == SQLITE_OK &&
+		sqlite3_step(stmt) == SQLITE_ROW)
+		found = sqlite3_column_int64(stmt, 0);
+	sqlite3_finalize(stmt);
+	return found >= rows / 16;
+}
+
 /*
  * plan_shard
  *		Decide how one shard is read (what its declarations allow to push)
@@ -1321,6 +1427,17 @@ plan_shard(ShardScanState *s, ShardTarget *t)
 	t->tenant_is_text = shard_tenant_column_is_text(t->conn, s->topts->table,
 													s->topts->tenant_column,
 													s->tenant_kind);
+	/*
+	 * A routed read with no condition but the tenant's, whose rows SQLite would
+	 * otherwise fetch through the tenant's index: no index when the tenant
+	 * is large and the shard has no statistics.  (An ordered scan reads an
+	 * index for its order; other conditions may pick their own index; a
+	 * count(*) reads the tenant's index alone.)
+	 */
+	t->tenant_noindex = (s->restricted && t->tenants != NIL &&
+						 t->tenant_is_text && s->tenant_only && !s->counts_only &&
+						 !s->row_order && s->modify_sql == NULL &&
+						 large_tenant_without_stats(s, t));
 	t->with_rowid = s->with_rowid;
 	t->sql = build_shard_sql(s, t, s->agg_spec != NULL, &extra);
 
@@ -2096,12 +2213,15 @@ explain_shard_times(ShardScanState *s, ExplainState *es)
 }
 
 /*
- * explain_unbounded
- *		Name the shards that returned all their groups, not declaring their
- *		columns as the bound needs.
+ * explain_flagged_shards
+ *		EXPLAIN ANALYZE: name, under label, the shards read that returned
+ *		all their groups or rows, not declaring their columns as the bound
+ *		needs (noindex false), or that read their tenants' rows without the
+ *		tenant's index (noindex true, large_tenant_without_stats).
  */
 static void
-explain_unbounded(ShardScanState *s, ExplainState *es)
+explain_flagged_shards(ShardScanState *s, ExplainState *es, const char *label,
+					   bool noindex)
 {
 	StringInfoData names;
 	ListCell   *lc;
@@ -2111,12 +2231,12 @@ explain_unbounded(ShardScanState *s, ExplainState *es)
 	{
 		ShardTarget *t = lfirst(lc);
 
-		if (t->read && t->unbounded)
+		if (t->read && (noindex ? t->tenant_noindex : t->unbounded))
 			appendStringInfo(&names, "%s%s", names.len > 0 ? ", " : "",
 							 t->info.shard_id);
 	}
 	if (names.len > 0)
-		ExplainPropertyText("Unbounded Shards", names.data, es);
+		ExplainPropertyText(label, names.data, es);
 }
 
 /*
@@ -2172,7 +2292,7 @@ shardExplainForeignScan(ForeignScanState *node, ExplainState *es)
 		else if (!s->limit_ready)
 			ExplainPropertyText(per, "chosen at run time", es);
 		if (es->analyze && s->shard_bound >= 0)
-			explain_unbounded(s, es);
+			explain_flagged_shards(s, es, "Unbounded Shards", false);
 	}
 
 	if (es->verbose)
@@ -2193,6 +2313,8 @@ shardExplainForeignScan(ForeignScanState *node, ExplainState *es)
 
 	if (es->analyze && s->resolved)
 		explain_shard_times(s, es);
+	if (es->analyze && s->resolved)
+		explain_flagged_shards(s, es, "Tenant Index Skipped", true);
 }
 
 /*

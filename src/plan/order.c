@@ -406,7 +406,7 @@ shard_order_scan_tlist(PlannerInfo *root, RelOptInfo *baserel, Relation rel)
  * time_window
  *		The FdwScanOrderWindow entry of a first key of a date or time type:
  *		the column, its predicate "stored in the canonical form", whether
- *		descending, and the key's SQL with its direction; NIL otherwise.
+ *		descending and whether a date; NIL otherwise.
  */
 static List *
 time_window(PlannerInfo *root, OrderKey *key)
@@ -432,8 +432,9 @@ time_window(PlannerInfo *root, OrderKey *key)
 						 col.data, col.data, col.data, col.data);
 #undef DATE_GLOB
 #undef D2
-	return list_make3(makeString(col.data), makeString(canon.data),
-					  makeInteger(key->desc));
+	return list_make4(makeString(col.data), makeString(canon.data),
+					  makeInteger(key->desc),
+					  makeInteger(key->var->vartype == DATEOID));
 }
 
 /*

@@ -322,6 +322,32 @@ shard_rel_all_pushed(RelOptInfo *baserel)
 }
 
 /*
+ * shard_rel_tenant_only
+ *		Do the conditions the shards evaluate read only the tenant column?
+ *		Then SQLite chooses between reading the tenant's index and the whole
+ *		table (scan.c, large_tenant_without_stats).
+ */
+bool
+shard_rel_tenant_only(RelOptInfo *baserel)
+{
+	ShardRelInfo *fpinfo = (ShardRelInfo *) baserel->fdw_private;
+	ListCell   *lc;
+
+	foreach(lc, fpinfo->remote_conds)
+	{
+		Bitmapset  *attrs = NULL;
+
+		pull_varattnos((Node *) lfirst_node(RestrictInfo, lc)->clause,
+					   baserel->relid, &attrs);
+		if (bms_num_members(attrs) != 1 ||
+			!bms_is_member(fpinfo->tenant_attnum - FirstLowInvalidHeapAttributeNumber,
+						   attrs))
+			return false;
+	}
+	return true;
+}
+
+/*
  * shardGetForeignPaths
  *		One path: the shards do the pushed filtering, so its cost counts
  *		the rows that come back plus a start-up cost per scan.
@@ -645,6 +671,7 @@ shardGetForeignPlan(PlannerInfo *root, RelOptInfo *baserel,
 														   false),
 									NIL);
 	priv.safe_where_sqls = safe_sqls;
+	priv.tenant_only = shard_rel_tenant_only(baserel);
 
 	/*
 	 * The pushed conditions double as recheck conditions: a shard that

@@ -69,6 +69,7 @@ shard_scan_private_list(const ShardScanPrivate *p)
 	l = lappend(l, p->modify_returning);
 	l = lappend(l, p->modify_set_attnums);
 	l = lappend(l, makeInteger(p->materialize));
+	l = lappend(l, makeInteger(p->tenant_only));
 	Assert(list_length(l) == FdwScanPrivateCount);
 	return l;
 }
@@ -110,6 +111,7 @@ shard_scan_private_read(List *l, ShardScanPrivate *p)
 	p->modify_returning = list_nth(l, FdwScanPrivateModifyReturning);
 	p->modify_set_attnums = list_nth(l, FdwScanPrivateModifySetAttnums);
 	p->materialize = intVal(list_nth(l, FdwScanPrivateMaterialize));
+	p->tenant_only = intVal(list_nth(l, FdwScanPrivateTenantOnly));
 	if (p->order != NIL && list_length(p->order) != FdwScanOrderCount)
 		elog(ERROR, "foreign scan has %d order items, expected %d",
 			 list_length(p->order), (int) FdwScanOrderCount);

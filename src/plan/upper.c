@@ -1575,6 +1575,7 @@ shard_upper_plan(PlannerInfo *root, RelOptInfo *upperrel, List *tlist,
 	priv.thread_agg = sl.ta;
 	priv.thread_guards = sl.ta_guards;
 	priv.key_truncs = key_truncs;
+	priv.tenant_only = shard_rel_tenant_only(baserel);
 	if (info->final)
 	{
 		priv.order = final_order(info, &sl, cols, guard_col, keycheck_col);
