@@ -32,9 +32,10 @@
  *   (YYYY-MM-DD HH:MM:SS[.fraction without trailing zeros], or YYYY-MM-DD
  *   for a date).  Each shard therefore returns its first rows among the
  *   canonical values, plus every row of another form (numbers, 'T', an
- *   offset, trailing zeros) whose date lies within two days of the last
- *   of those (or every such row, when they do not fill the limit), and
- *   the scan's sort, by the values read, keeps the right ones.
+ *   offset, trailing zeros) that an offset or its form may move past the
+ *   last of those (scan.c, append_window_sql; every such row when they do
+ *   not fill the limit), and the scan's sort, by the values read, keeps
+ *   the right ones.
  *
  * NULLS FIRST and LAST are written out.  A shard that does not declare a
  * key column as the order needs (checked when it is read) returns all its
