@@ -2529,6 +2529,9 @@ modify_parallel(ForeignScanState *node)
 					failed_rc = ev.rc;
 					strlcpy(failed_msg, ev.errmsg, sizeof(failed_msg));
 				}
+				/* its statement and handle go back, as a finished shard's */
+				t->job.stmt = NULL;
+				finish_shard(t);
 				pending--;
 				break;
 			case FANOUT_NOMEM:
