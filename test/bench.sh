@@ -15,8 +15,10 @@
 #	an UPDATE of one large tenant, on fresh copies of the fleet and of the
 #	native table, with the same durability on both sides; and the time
 #	ranges and buckets of issue 11 (created_at as timestamp and as
-#	timestamptz, an index on created_at on both sides).  Prints medians
-#	and ratios, and a last line that says which targets were met.
+#	timestamptz, an index on created_at on both sides); and the joins of
+#	issue 12 (orders with customers, and with a local table of accounts).
+#	Prints medians and ratios, and a last line that says which targets were
+#	met.
 #
 # Usage: bash test/bench.sh [--no-build]
 #
@@ -37,8 +39,9 @@
 #							(default 3)
 #	BENCH_PARTS				what to measure: a list of "read", "time" (the time
 #							ranges and buckets of issue 11), "limit" (the
-#							ORDER BY ... LIMIT queries of issue 11) and
-#							"write" (default "read,time,limit,write")
+#							ORDER BY ... LIMIT queries of issue 11), "join"
+#							(the joins of issue 12) and "write" (default
+#							"read,time,limit,join,write")
 #
 # Missed targets are numbers, not failures: the exit status is non-zero only
 # when something fails (a query error, a build error).
@@ -78,12 +81,17 @@ since()
 # in the read benchmark's table and in the write benchmark's template.
 NATIVE_ORDERS="CREATE TABLE native.orders (tenant_id text NOT NULL, order_id bigint NOT NULL,
                             status text NOT NULL, amount_cents bigint NOT NULL,
-                            created_at timestamp NOT NULL);"
+                            created_at timestamp NOT NULL, customer_id bigint);"
 NATIVE_ORDERS_INDEXES="SET maintenance_work_mem = '512MB';
 ALTER TABLE native.orders ADD PRIMARY KEY (order_id);
 CREATE INDEX orders_tenant ON native.orders (tenant_id, order_id);
 CREATE INDEX orders_tenant_created ON native.orders (tenant_id, created_at);
 CREATE INDEX orders_created ON native.orders (created_at);"
+NATIVE_CUSTOMERS="CREATE TABLE native.customers (tenant_id text NOT NULL, customer_id bigint NOT NULL,
+                               name text NOT NULL, country text,
+                               created_at timestamp NOT NULL, plan text NOT NULL);"
+NATIVE_CUSTOMERS_INDEXES="ALTER TABLE native.customers ADD PRIMARY KEY (customer_id);
+CREATE INDEX customers_tenant ON native.customers (tenant_id, customer_id);"
 
 #
 # Inside the cluster: test/bench.sh --inner BENCH_DIR BIG PARTS
@@ -104,7 +112,7 @@ CREATE SERVER :"server" FOREIGN DATA WRAPPER sqlite_shard_fdw
 CREATE SCHEMA :"schema";
 CREATE FOREIGN TABLE :"schema".orders (tenant_id text, order_id bigint,
                                        status text, amount_cents bigint,
-                                       created_at timestamp)
+                                       created_at timestamp, customer_id bigint)
   SERVER :"server" OPTIONS (table 'orders', tenant_column 'tenant_id');
 SQL
 	}
@@ -115,19 +123,22 @@ SQL
 	psql_q <<'SQL'
 CREATE FOREIGN TABLE ext.customers (tenant_id text, customer_id bigint,
                                     name text, country text,
-                                    created_at timestamp)
+                                    created_at timestamp, plan text)
   SERVER fleet OPTIONS (table 'customers', tenant_column 'tenant_id');
 CREATE SCHEMA native;
 SQL
-	psql_q -c "$NATIVE_ORDERS"
+	psql_q -c "$NATIVE_ORDERS" -c "$NATIVE_CUSTOMERS"
 
-	# The native table: the same rows, straight from the shard files, two
+	# The native tables: the same rows, straight from the shard files, two
 	# shards at a time.
 	load_shard()
 	{
 		sqlite3 -bail -csv "$1" \
-			"SELECT tenant_id, order_id, status, amount_cents, created_at FROM orders" |
-			psql_q -c "\\copy native.orders (tenant_id, order_id, status, amount_cents, created_at) FROM STDIN WITH (FORMAT csv)"
+			"SELECT tenant_id, order_id, status, amount_cents, created_at, customer_id FROM orders" |
+			psql_q -c "\\copy native.orders (tenant_id, order_id, status, amount_cents, created_at, customer_id) FROM STDIN WITH (FORMAT csv)"
+		sqlite3 -bail -csv "$1" \
+			"SELECT tenant_id, customer_id, name, country, created_at, plan FROM customers" |
+			psql_q -c "\\copy native.customers (tenant_id, customer_id, name, country, created_at, plan) FROM STDIN WITH (FORMAT csv)"
 	}
 	running=0
 	for db in "$fleet"/shards/shard_*.db; do
@@ -145,7 +156,8 @@ SQL
 	echo "native table loaded from the shards in $(since "$t0") s"
 
 	t0=$(now)
-	psql_q -c "$NATIVE_ORDERS_INDEXES" -c "VACUUM ANALYZE native.orders"
+	psql_q -c "$NATIVE_ORDERS_INDEXES" -c "$NATIVE_CUSTOMERS_INDEXES" \
+		-c "VACUUM ANALYZE native.orders" -c "VACUUM ANALYZE native.customers"
 	echo "native indexes, VACUUM ANALYZE in $(since "$t0") s"
 
 	t0=$(now)
@@ -185,6 +197,22 @@ FROM (SELECT tenant_id, n, percent_rank() OVER (ORDER BY n, tenant_id) AS pr
 WHERE pr BETWEEN 0.45 AND 0.55;
 ANALYZE public.bench_keys, public.bench_tenants;
 SQL
+
+	# ---- joins (issue 12) ---------------------------------------------------
+	# A local table of the application's accounts, one per tenant, about one
+	# in ten an enterprise account: what a report joins the fleet with.
+	if [[ ",$parts," == *,join,* ]]; then
+		psql_q <<'SQL'
+CREATE TABLE public.accounts (tenant_id text PRIMARY KEY, name text NOT NULL,
+                              enterprise boolean NOT NULL);
+INSERT INTO public.accounts
+SELECT tenant_id, 'Account ' || tenant_id,
+       (substr(tenant_id, 8)::int * 7919) % 10 = 3
+FROM (SELECT DISTINCT tenant_id FROM native.orders) t;
+ANALYZE public.accounts;
+SQL
+	fi
+	# ---- end of joins ------------------------------------------------------
 
 	# ---- time queries (issue 11) ----------------------------------------
 	# created_at read as timestamptz too: a foreign table over the same
@@ -270,9 +298,9 @@ case $big in
 esac
 
 COPY_ROWS=${BENCH_COPY_ROWS:-$([ "$big" = 1 ] && echo 1000000 || echo 200000)}
-parts=${BENCH_PARTS:-read,time,limit,write}
-if ! [[ "$COPY_ROWS" =~ ^[1-9][0-9]*$ ]] || ! [[ ",$parts," =~ ^(,(read|time|limit|write))+,$ ]]; then
-	echo "bench.sh: BENCH_COPY_ROWS must be a positive integer, BENCH_PARTS a list of read, time, limit and write" >&2
+parts=${BENCH_PARTS:-read,time,limit,join,write}
+if ! [[ "$COPY_ROWS" =~ ^[1-9][0-9]*$ ]] || ! [[ ",$parts," =~ ^(,(read|time|limit|join|write))+,$ ]]; then
+	echo "bench.sh: BENCH_COPY_ROWS must be a positive integer, BENCH_PARTS a list of read, time, limit, join and write" >&2
 	exit 2
 fi
 
@@ -360,7 +388,8 @@ fi
 # The rows of the COPY benchmark: COPY_ROWS new orders (ids from
 # COPY_FIRST_ID) spread over the tenants: each run of NTENANTS rows holds
 # every tenant once, in an order that sends consecutive rows to different
-# shards, as an ETL extract would.  copy.csv holds them in the foreign
+# shards, as an ETL extract would (their customer ids are plain numbers:
+# nothing checks them against customers).  copy.csv holds them in the foreign
 # table's column order for COPY; SHARD.csv the same rows of each shard, in
 # the shard's column order, for the sqlite3 CLI's .import.
 if [[ ",$parts," == *,write,* ]]; then
@@ -382,7 +411,8 @@ SELECT o AS order_id, m.tenant_id, m.shard_id,
 			WHEN h % 100 < 92 THEN 'shipped'
 			ELSE 'cancelled' END AS status,
 	   99 + (h / 100) % 49901 AS amount_cents,
-	   datetime(1735689600 + (j * 7919) % 31536000, 'unixepoch') AS created_at
+	   datetime(1735689600 + (j * 7919) % 31536000, 'unixepoch') AS created_at,
+	   1 + j % 1000 AS customer_id
 FROM (SELECT value AS j, $COPY_FIRST_ID + value AS o,
 			 printf('tenant_%04d',
 					1 + (value * 1237 + value / $NTENANTS * 7) % $NTENANTS) AS tenant_id,
@@ -392,12 +422,12 @@ FROM (SELECT value AS j, $COPY_FIRST_ID + value AS o,
 DETACH d;
 .mode csv
 .once $copy_dir/copy.csv
-SELECT tenant_id, order_id, status, amount_cents, created_at FROM r ORDER BY order_id;
+SELECT tenant_id, order_id, status, amount_cents, created_at, customer_id FROM r ORDER BY order_id;
 SQL
 			sqlite3 -bail "$fleet/directory.db" "SELECT shard_id FROM shards ORDER BY shard_id" |
 				while read -r sid; do
 					echo ".once $copy_dir/$sid.csv"
-					echo "SELECT order_id, tenant_id, status, amount_cents, created_at FROM r WHERE shard_id = '$sid' ORDER BY order_id;"
+					echo "SELECT order_id, tenant_id, status, amount_cents, created_at, customer_id FROM r WHERE shard_id = '$sid' ORDER BY order_id;"
 				done
 			echo ".mode list"
 			echo "SELECT count(*), count(DISTINCT tenant_id) FROM r;"

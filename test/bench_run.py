@@ -5,7 +5,7 @@
 #	(the native table, the foreign tables, the key tables) and runs this
 #	inside it, with the PG* variables set.
 #
-# Usage: python3 test/bench_run.py --bench-dir DIR [--big] [--parts read,write]
+# Usage: python3 test/bench_run.py --bench-dir DIR [--big] [--parts read,join,write]
 #			[--copy-first-id N]
 #
 # Three engines, side by side, on the same rows:
@@ -1254,8 +1254,8 @@ def spread2(v):
     return "%.2f ms [%.2f-%.2f]" % (v["ms"], min(v["all"]), max(v["all"]))
 
 
-def run_limit_reads(fleet, explain, errors, notes, targets):
-    """The ORDER BY ... LIMIT queries: floor, native table and extension."""
+def largest_tenant():
+    """The tenant with the most orders, and its number of orders."""
     setup = Psql("public")
     try:
         big = setup.value("SELECT tenant_id FROM native.orders GROUP BY 1 "
@@ -1264,21 +1264,33 @@ def run_limit_reads(fleet, explain, errors, notes, targets):
                                "tenant_id = " + pg_quote(big)))
     finally:
         setup.close()
+    return big, nbig
+
+
+def explain_one(explain, sql, errors):
+    """EXPLAIN VERBOSE of sql through the extension, appended to the plans
+    file for the reader."""
+    with open(explain, "a") as f:
+        s = Psql("ext")
+        try:
+            f.write("=== " + sql + "\n" +
+                    "\n".join(s.run("EXPLAIN (VERBOSE) " + sql + ";")) + "\n\n")
+        except BenchError as e:
+            errors.append(str(e))
+        finally:
+            s.close()
+
+
+def run_limit_reads(fleet, explain, errors, notes, targets):
+    """The ORDER BY ... LIMIT queries: floor, native table and extension."""
+    big, nbig = largest_tenant()
     log()
     log("ORDER BY ... LIMIT (issue 11): the largest tenant %s (%s orders), "
         "and the fleet" % (big, "{:,}".format(nbig)))
     rows = []
     for q in LIMIT_QUERIES:
         sql = q["sql"].format(big=pg_quote(big))
-        with open(explain, "a") as f:
-            s = Psql("ext")
-            try:
-                f.write("=== " + sql + "\n" +
-                        "\n".join(s.run("EXPLAIN (VERBOSE) " + sql + ";")) + "\n\n")
-            except BenchError as e:
-                errors.append(str(e))
-            finally:
-                s.close()
+        explain_one(explain, sql, errors)
         t0 = time.time()
         r = run_fanout({"sql": sql, "ordered": True}, ["native", "ext"], errors)
         nat, ext = r.get("native"), r.get("ext")
@@ -1303,11 +1315,89 @@ def run_limit_reads(fleet, explain, errors, notes, targets):
 # ---------------------------------------------------------------- end of ORDER BY ... LIMIT
 
 
+# ---------------------------------------------------------------- joins (issue 12)
+# A BI model's fact table with its dimension, and reports driven by a local
+# table: orders joined with customers on (tenant_id, customer_id) over the
+# fleet, grouped by the customer's plan; the same join for the largest
+# tenant, its top 5 customers by revenue; orders of the enterprise accounts
+# (public.accounts, a local table: about 200 of the 2,000 tenants, on every
+# shard) through a join and through IN (SELECT ...).  The floor of the
+# fan-out join: each shard's own join.
+
+JOIN_SQL = ("FROM orders o JOIN customers c "
+            "ON c.tenant_id = o.tenant_id AND c.customer_id = o.customer_id")
+JOIN_QUERIES = [
+    {"key": "j_fanout", "name": "orders x customers by plan (fan-out)",
+     "sql": "SELECT c.plan, count(*), sum(o.amount_cents) " + JOIN_SQL + " GROUP BY 1",
+     "shard_sql": "SELECT c.plan, count(*), sum(o.amount_cents) " + JOIN_SQL +
+                  " GROUP BY 1",
+     "target": 1.0, "target_text": "fan-out join with aggregate <= 1.0x native"},
+    {"key": "j_routed", "name": "largest tenant's top 5 customers (routed)",
+     "sql": "SELECT c.customer_id, c.name, sum(o.amount_cents) AS revenue " + JOIN_SQL +
+            " WHERE o.tenant_id = {big} GROUP BY 1, 2 ORDER BY 3 DESC, 1 LIMIT 5",
+     "ordered": True,
+     "target": 1.2, "target_text": "routed join of one tenant <= 1.2x native"},
+    {"key": "j_local", "name": "JOIN local accounts (enterprise)",
+     "sql": "SELECT count(*), sum(o.amount_cents) FROM accounts a "
+            "JOIN orders o USING (tenant_id) WHERE a.enterprise",
+     "target": 1.2, "target_text": "join with a local tenant list <= 1.2x native"},
+    # no target of its own: the same question as a semi-join
+    {"key": "j_in", "name": "tenant_id IN (SELECT local accounts)",
+     "sql": "SELECT count(*), sum(amount_cents) FROM orders WHERE tenant_id IN "
+            "(SELECT tenant_id FROM accounts WHERE enterprise)"},
+]
+
+
+def run_join_reads(fleet, explain, errors, notes, targets):
+    """The join queries: the floor (fan-out join only), the native tables and
+    the extension."""
+    big = largest_tenant()[0]
+    setup = Psql("public")
+    try:
+        nent = int(setup.value("SELECT count(*) FROM public.accounts WHERE enterprise"))
+        ncust = int(setup.value("SELECT count(*) FROM native.customers"))
+    finally:
+        setup.close()
+    log()
+    log("joins (issue 12): orders with customers (%s rows), the largest tenant %s, "
+        "%d enterprise accounts in a local table" % ("{:,}".format(ncust), big, nent))
+    rows = []
+    for q in JOIN_QUERIES:
+        sql = q["sql"].format(big=pg_quote(big))
+        explain_one(explain, sql, errors)
+        t0 = time.time()
+        fl = None
+        if q.get("shard_sql"):
+            try:
+                fl = floor(fleet.shards, q["shard_sql"], RUNS, 0)["floor"]
+            except BenchError as e:
+                errors.append(str(e))
+        r = run_fanout({"sql": sql, "ordered": q.get("ordered", False)},
+                       ["native", "ext"], errors)
+        nat, ext = r.get("native"), r.get("ext")
+        if nat and ext and nat["rows"] != ext["rows"]:
+            notes.append("%s: the extension's result differs from the native "
+                         "table's" % q["name"])
+        natv = nat and nat["ms"]
+        extv = ext and ext["ms"]
+        rows.append([q["name"], fmt_ms(fl), fmt_ms(natv), fmt_ms(extv),
+                     fmt_ratio(ratio(extv, fl)), fmt_ratio(ratio(extv, natv))])
+        log("  %-40s floor %s, native %s, ext %s  (%.0f s)"
+            % (q["name"], fmt_ms(fl), spread(nat, "ms"), spread(ext, "ms"),
+               time.time() - t0))
+        if q.get("target"):
+            targets.check(ratio(extv, natv), q["target"], q["target_text"])
+    log()
+    log(table(["join", "sqlite3 floor", "native PG", "extension", "ext/floor",
+               "ext/native"], rows))
+# ---------------------------------------------------------------- end of joins
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--bench-dir", required=True)
     ap.add_argument("--big", action="store_true")
-    ap.add_argument("--parts", default="read,time,limit,write")
+    ap.add_argument("--parts", default="read,time,limit,join,write")
     ap.add_argument("--copy-first-id", type=int, default=100000001)
     args = ap.parse_args()
     parts = set(args.parts.split(","))
@@ -1348,6 +1438,11 @@ def main():
             run_limit_reads(fleet, explain, errors, notes, targets)
         except BenchError as e:
             errors.append("ORDER BY ... LIMIT queries: %s" % e)
+    if "join" in parts:
+        try:
+            run_join_reads(fleet, explain, errors, notes, targets)
+        except BenchError as e:
+            errors.append("join queries: %s" % e)
     if "write" in parts:
         try:
             run_writes(args, fleet, explain, errors, notes, targets)

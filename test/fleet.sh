@@ -15,7 +15,10 @@
 # Tenants are named tenant_0001 ... and placed round-robin over the shards
 # (tenant_0001 on shard_00, tenant_0002 on shard_01, ...).  Sizes are skewed:
 # the first 5 % of tenants hold about 60 % of the orders.  Each tenant has
-# about one customer per 20 orders.  order_id and customer_id are unique
+# about one customer per 20 orders; an order names one of its tenant's
+# customers (customer_id; NULL for about 2 % of orders, guest checkouts),
+# and a customer has a plan (free, team, business, enterprise: about 60, 25,
+# 10 and 5 %).  order_id and customer_id are unique
 # across the whole fleet, so a tenant can move to any shard without key
 # collisions.  Everything is derived from row numbers by integer arithmetic
 # (FLEET_SEED, default 1, varies it), so the same arguments always give the
@@ -157,18 +160,21 @@ CREATE TABLE orders(
 	tenant_id TEXT NOT NULL,
 	status TEXT NOT NULL,
 	amount_cents INTEGER NOT NULL,
-	created_at TEXT NOT NULL
+	created_at TEXT NOT NULL,
+	customer_id INTEGER
 );
 CREATE TABLE customers(
 	customer_id INTEGER PRIMARY KEY,
 	tenant_id TEXT NOT NULL,
 	name TEXT NOT NULL,
 	country TEXT,
-	created_at TEXT NOT NULL
+	created_at TEXT NOT NULL,
+	plan TEXT NOT NULL
 );
 BEGIN;
 -- h is a deterministic hash of the row id (see hash_sql).
-INSERT INTO orders(order_id, tenant_id, status, amount_cents, created_at)
+INSERT INTO orders(order_id, tenant_id, status, amount_cents, created_at,
+				   customer_id)
 SELECT o, tenant_id,
 	   CASE WHEN h % 100 < 12 THEN 'new'
 			WHEN h % 100 < 62 THEN 'paid'
@@ -176,12 +182,15 @@ SELECT o, tenant_id,
 			ELSE 'cancelled' END,
 	   99 + (h / 100) % 49901,
 	   datetime(1704067200 + (i * 63072000) / nrows + (h / 7) % 86400,
-				'unixepoch')
-FROM (SELECT o, i, tenant_id, nrows, $(hash_sql o) AS h
-	  FROM (SELECT p.start + g.value AS o, g.value AS i, p.tenant_id, p.nrows
+				'unixepoch'),
+	   CASE WHEN (h / 13) % 50 = 0 THEN NULL
+			ELSE cstart + (h / 650) % ncust END
+FROM (SELECT o, i, tenant_id, nrows, cstart, ncust, $(hash_sql o) AS h
+	  FROM (SELECT p.start + g.value AS o, g.value AS i, p.tenant_id, p.nrows,
+				   p.cstart, p.ncust
 			FROM p.plan p, generate_series(0, p.nrows - 1) g
 			WHERE p.shard = $k AND p.nrows > 0));
-INSERT INTO customers(customer_id, tenant_id, name, country, created_at)
+INSERT INTO customers(customer_id, tenant_id, name, country, created_at, plan)
 SELECT c, tenant_id,
 	   json_extract('["Ada","Grace","Alan","Edsger","Barbara","Donald","Frances","Ken"]',
 					'\$[' || (h % 8) || ']') || ' ' ||
@@ -190,7 +199,11 @@ SELECT c, tenant_id,
 	   json_extract('["US","DE","FR","GB","JP","BR","IN","CA","NL",null]',
 					'\$[' || ((h / 64) % 10) || ']'),
 	   datetime(1704067200 + (i * 31536000) / ncust + (h / 7) % 86400,
-				'unixepoch')
+				'unixepoch'),
+	   CASE WHEN (h / 640) % 20 = 0 THEN 'enterprise'
+			WHEN (h / 640) % 20 < 3 THEN 'business'
+			WHEN (h / 640) % 20 < 8 THEN 'team'
+			ELSE 'free' END
 FROM (SELECT c, i, tenant_id, ncust, $(hash_sql "c + 7777777") AS h
 	  FROM (SELECT p.cstart + g.value AS c, g.value AS i, p.tenant_id, p.ncust
 			FROM p.plan p, generate_series(0, p.ncust - 1) g
