@@ -132,6 +132,7 @@ extern sqlite3 *shard_conn_directory_writer(const char *path,
 											uint64 *generation);
 extern int	shard_conn_write_failed(ShardConn *conn, int rc);
 extern void shard_conn_check_no_reader(ShardConn *conn, const char *table);
+extern List *shard_conn_primary_key(ShardConn *conn, const char *table);
 extern char shard_conn_column_affinity(ShardConn *conn, const char *table,
 									   const char *col);
 extern void shard_report_write_error(int rc, const char *shard_id,
@@ -465,6 +466,11 @@ extern void shardEndDirectModify(ForeignScanState *node);
 extern void shardExplainDirectModify(ForeignScanState *node,
 									 struct ExplainState *es);
 extern void shard_warn_skipped(const ShardInfo *shard, const char *analyzed);
+typedef struct ShardRowKeys ShardRowKeys;
+extern ShardRowKeys *shard_scan_row_keys(PlanState *below, Index rtindex);
+extern List *shard_row_keys_of(ShardRowKeys *keys, const char *shard_id);
+extern const ShardValue *shard_row_key(ShardRowKeys *keys,
+									   const char *shard_id, ItemPointer tid);
 
 /* in store.c */
 
