@@ -659,6 +659,7 @@ shardBeginForeignScan(ForeignScanState *node, int eflags)
 		init_thread_agg(s, &priv);
 	s->safe_where_sqls = priv.safe_where_sqls;
 	s->materialize = priv.materialize;
+
 	s->tenant_only = priv.tenant_only;
 	s->counts_only = (s->mode != SCAN_ROWS);
 	foreach(lc, priv.agg_ops)
@@ -2097,6 +2098,31 @@ next_batch_parallel(ForeignScanState *node)
 }
 
 /*
+ * owned_row
+ *		Is the row just read (for a row-by-row UPDATE or DELETE) one of a
+ *		tenant that the shard it came from owns, or of a tenant the
+ *		directory does not know (the write then says so)?  A routed scan
+ *		reads only owned tenants' rows already.
+ */
+static bool
+owned_row(ShardScanState *s, TupleTableSlot *slot)
+{
+	AttrNumber	attnum = s->topts->tenant_attnum;
+	ShardLocation *loc;
+	MemoryContext oldcxt;
+
+	if (s->restricted || s->tenant_pos < 0 ||
+		slot->tts_isnull[attnum - 1])
+		return true;
+	oldcxt = MemoryContextSwitchTo(s->row_cxt);
+	loc = shard_directory_locate(s->dir,
+								 shard_tenant_id(s->tenant_type,
+												 slot->tts_values[attnum - 1]));
+	MemoryContextSwitchTo(oldcxt);
+	return loc == NULL || strcmp(loc->owner, s->cur->info.shard_id) == 0;
+}
+
+/*
  * use_fanout
  *		Read shards in parallel when there is more than one to read and
  *		parallelism is allowed.
@@ -2160,6 +2186,15 @@ next_row(ForeignScanState *node, TupleTableSlot *slot)
 			MemoryContextSwitchTo(oldcxt);
 
 			ExecStoreVirtualTuple(slot);
+			/*
+			 * A row-by-row UPDATE or DELETE changes a row on its tenant's
+			 * shard, by its rowid or key there: a row read from a shard
+			 * that does not own its tenant (leftovers the directory does
+			 * not record) would name another row of the owner.  Such rows
+			 * are not the tenant's: they are skipped.
+			 */
+			if (s->row_keys != NULL && !owned_row(s, slot))
+				continue;
 			/* the row's identity for a row-by-row UPDATE or DELETE */
 			if (s->cur->keyed != NULL)
 				remember_row_key(s, s->cur, row, &slot->tts_tid);
