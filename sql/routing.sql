@@ -54,7 +54,6 @@ SELECT count(*) FROM orders;
 EXPLAIN (VERBOSE, COSTS OFF)
 SELECT order_id FROM orders WHERE tenant_id > 'm';
 SELECT count(*) FROM orders WHERE tenant_id > 'm';
--- An OR of tenant equalities names tenants: their owners only.
 EXPLAIN (VERBOSE, COSTS OFF)
 SELECT order_id FROM orders WHERE tenant_id = 'acme' OR tenant_id = 'wayne';
 SELECT count(*) FROM orders WHERE tenant_id = 'acme' OR tenant_id = 'wayne';
@@ -300,8 +299,8 @@ SELECT a.tenant, o.n, o.total
 -- A correlated subquery in the select list.
 SELECT tenant, (SELECT max(order_id) FROM orders o WHERE o.tenant_id = a.tenant)
   FROM regress_accounts a ORDER BY tenant;
--- A plain join, nested loop forced: the foreign scan is rescanned whole
--- for every outer row.
+-- A plain join, nested loop forced: the foreign scan runs again for every
+-- outer row, on the shard of that row's tenant only.
 SET enable_hashjoin = off;
 SET enable_mergejoin = off;
 SET enable_material = off;

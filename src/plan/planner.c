@@ -24,6 +24,7 @@
 #include "optimizer/clauses.h"
 #include "optimizer/cost.h"
 #include "optimizer/optimizer.h"
+#include "optimizer/paths.h"
 #include "optimizer/pathnode.h"
 #include "optimizer/planmain.h"
 #include "optimizer/restrictinfo.h"
@@ -49,6 +50,13 @@ typedef struct ShardRelInfo
 /* Cost of opening a shard and starting its query, in page-fetch units. */
 #define SHARD_STARTUP_COST 25.0
 
+/*
+ * Cost of starting a routed query again, for the next row of a join: the
+ * shards' handles and statements are cached by then, and a fan-out's
+ * threads are not started.
+ */
+#define SHARD_RESCAN_COST 5.0
+
 /* Rows assumed for a table of which nothing is known (estimate.c). */
 #define DEFAULT_TUPLES 10000.0
 
@@ -68,6 +76,7 @@ static void shardGetForeignRelSize(PlannerInfo *root, RelOptInfo *baserel,
 								   Oid foreigntableid);
 static void shardGetForeignPaths(PlannerInfo *root, RelOptInfo *baserel,
 								 Oid foreigntableid);
+static void add_tenant_param_paths(PlannerInfo *root, RelOptInfo *baserel);
 static ForeignScan *shardGetForeignPlan(PlannerInfo *root, RelOptInfo *baserel,
 										Oid foreigntableid,
 										ForeignPath *best_path, List *tlist,
@@ -383,6 +392,7 @@ shardGetForeignPaths(PlannerInfo *root, RelOptInfo *baserel,
 											required_outer, NULL, NIL));
 	if (bms_is_empty(required_outer))
 		shard_order_add_paths(root, baserel, rows, total);
+	add_tenant_param_paths(root, baserel);
 }
 
 /*
@@ -446,77 +456,10 @@ equality_ok(Oid opno, Oid inputcollid)
 }
 
 /*
- * tenant_equality_value
- *		The value side of "tenant = value" (either way round), when it can
- *		route the scan (prune_value_ok); NULL otherwise.
- */
-static Expr *
-tenant_equality_value(PlannerInfo *root, Expr *clause, RelOptInfo *baserel,
-					  AttrNumber tenant_attnum, Relids outer)
-{
-	OpExpr	   *op;
-	Expr	   *val = NULL;
-
-	if (!IsA(clause, OpExpr) || list_length(((OpExpr *) clause)->args) != 2)
-		return NULL;
-	op = (OpExpr *) clause;
-	if (!equality_ok(op->opno, op->inputcollid))
-		return NULL;
-	if (is_tenant_column(linitial(op->args), baserel, tenant_attnum))
-		val = lsecond(op->args);
-	else if (is_tenant_column(lsecond(op->args), baserel, tenant_attnum))
-		val = linitial(op->args);
-	if (val && prune_value_ok(root, val, exprType((Node *) val), outer))
-		return val;
-	return NULL;
-}
-
-/*
- * tenant_or_list
- *		"tenant = v1 OR tenant = v2 OR ...", every arm an equality of the
- *		tenant column with a value of one type, as the array of the values,
- *		for routing as "= ANY": otherwise such a scan would read every shard,
- *		and with them a tenant's rows on a shard that does not own it (a
- *		copy or leftovers the directory does not record).  NULL when an arm
- *		is anything else.
- */
-static Expr *
-tenant_or_list(PlannerInfo *root, BoolExpr *or, RelOptInfo *baserel,
-			   AttrNumber tenant_attnum, Relids outer)
-{
-	List	   *values = NIL;
-	Oid			valtype = InvalidOid;
-	ListCell   *lc;
-	ArrayExpr  *arr;
-
-	foreach(lc, or->args)
-	{
-		Expr	   *val = tenant_equality_value(root, lfirst(lc), baserel,
-												tenant_attnum, outer);
-
-		if (val == NULL ||
-			(OidIsValid(valtype) && exprType((Node *) val) != valtype))
-			return NULL;
-		valtype = exprType((Node *) val);
-		values = lappend(values, val);
-	}
-	if (values == NIL || !OidIsValid(get_array_type(valtype)))
-		return NULL;
-	arr = makeNode(ArrayExpr);
-	arr->array_typeid = get_array_type(valtype);
-	arr->element_typeid = valtype;
-	arr->elements = values;
-	arr->multidims = false;
-	arr->location = -1;
-	return (Expr *) arr;
-}
-
-/*
  * find_tenant_condition
  *		The value (or array of values) that one of clauses (RestrictInfos)
  *		pins the tenant column to, or NULL; values may read the columns of
- *		the relations in outer (a parameterized scan's).  An OR of tenant
- *		equalities counts as an array of their values.
+ *		the relations in outer (a parameterized scan's).
  */
 static Expr *
 find_tenant_condition(PlannerInfo *root, List *clauses, RelOptInfo *baserel,
@@ -530,26 +473,24 @@ find_tenant_condition(PlannerInfo *root, List *clauses, RelOptInfo *baserel,
 		RestrictInfo *ri = lfirst_node(RestrictInfo, lc);
 		Expr	   *clause = ri->clause;
 
-		if (IsA(clause, OpExpr))
+		if (IsA(clause, OpExpr) && list_length(((OpExpr *) clause)->args) == 2)
 		{
-			Expr	   *val = tenant_equality_value(root, clause, baserel,
-													tenant_attnum, outer);
+			OpExpr	   *op = (OpExpr *) clause;
+			Expr	   *l = linitial(op->args);
+			Expr	   *r = lsecond(op->args);
+			Expr	   *val = NULL;
 
-			if (val != NULL)
+			if (!equality_ok(op->opno, op->inputcollid))
+				continue;
+			if (is_tenant_column(l, baserel, tenant_attnum))
+				val = r;
+			else if (is_tenant_column(r, baserel, tenant_attnum))
+				val = l;
+			if (val && prune_value_ok(root, val, exprType((Node *) val),
+									  outer))
 			{
 				*kind = PRUNE_EQ;
 				return val;
-			}
-		}
-		else if (is_orclause(clause))
-		{
-			Expr	   *arr = tenant_or_list(root, (BoolExpr *) clause,
-											 baserel, tenant_attnum, outer);
-
-			if (arr != NULL)
-			{
-				*kind = PRUNE_ANY;
-				return arr;
 			}
 		}
 		else if (IsA(clause, ScalarArrayOpExpr))
@@ -610,6 +551,115 @@ shard_find_tenant_clause(RelOptInfo *baserel, AttrNumber tenant_attnum,
 	}
 	*kind = PRUNE_NONE;
 	return NULL;
+}
+
+/*
+ * tenant_ec_member
+ *		Is an equivalence class member this scan's tenant column?  (The
+ *		callback of generate_implied_equalities_for_column.)
+ */
+static bool
+tenant_ec_member(PlannerInfo *root, RelOptInfo *rel, EquivalenceClass *ec,
+				 EquivalenceMember *em, void *arg)
+{
+	return is_tenant_column(em->em_expr, rel, *(AttrNumber *) arg);
+}
+
+/*
+ * add_tenant_param_paths
+ *		Paths that read, per row of other relations, only the tenant that
+ *		row names: a join or semi-join with a local table on the tenant
+ *		column (JOIN accounts USING (tenant_id), tenant_id IN (SELECT ...))
+ *		then opens one shard per outer row and reads that tenant's rows
+ *		through its index, instead of every row of the fleet.
+ *
+ * As postgres_fdw does, the candidate clauses are the join clauses that
+ * could be evaluated at this scan and the equalities an equivalence class
+ * implies for the tenant column; each set of outer relations gets one path,
+ * costed per loop as a routed scan of one tenant on a shard already open.  The clauses
+ * themselves stay PostgreSQL's to evaluate; shardGetForeignPlan finds the
+ * tenant value among them, and the executor chooses the shard again for
+ * every outer row.  PostgreSQL weighs these paths against the hash and
+ * merge joins over the whole table.
+ */
+static void
+add_tenant_param_paths(PlannerInfo *root, RelOptInfo *baserel)
+{
+	ShardRelInfo *fpinfo = (ShardRelInfo *) baserel->fdw_private;
+	List	   *clauses = NIL;
+	List	   *done = NIL;
+	double		tenant_rows;
+	ListCell   *lc;
+
+	if (fpinfo->tenant_attnum == InvalidAttrNumber)
+		return;
+	foreach(lc, baserel->joininfo)
+	{
+		RestrictInfo *ri = lfirst_node(RestrictInfo, lc);
+
+		if (join_clause_is_movable_to(ri, baserel))
+			clauses = lappend(clauses, ri);
+	}
+	if (baserel->has_eclass_joins)
+		clauses = list_concat(clauses,
+							  generate_implied_equalities_for_column(root,
+																	 baserel,
+																	 tenant_ec_member,
+																	 &fpinfo->tenant_attnum,
+																	 baserel->lateral_referencers));
+
+	foreach(lc, clauses)
+	{
+		RestrictInfo *ri = lfirst_node(RestrictInfo, lc);
+		Relids		outer;
+		ParamPathInfo *ppi;
+		ShardPruneKind kind;
+		Expr	   *value;
+		ListCell   *lc2;
+		bool		seen = false;
+		double		rows;
+		Relation	rel;
+		Cost		total;
+
+		outer = bms_union(bms_difference(ri->clause_relids, baserel->relids),
+						  baserel->lateral_relids);
+		if (bms_is_empty(outer))
+			continue;
+		value = find_tenant_condition(root, list_make1(ri), baserel,
+									  fpinfo->tenant_attnum, outer, &kind);
+		if (value == NULL)
+			continue;
+		foreach(lc2, done)
+			if (bms_equal(outer, (Relids) lfirst(lc2)))
+				seen = true;
+		if (seen || bms_equal(outer, baserel->lateral_relids))
+			continue;
+		done = lappend(done, outer);
+
+		/*
+		 * Without value statistics of the tenant column, PostgreSQL would
+		 * take one row in two hundred for a tenant: the directory's average
+		 * tenant is better (estimate.c), kept by the scan's own conditions.
+		 */
+		ppi = get_baserel_parampathinfo(root, baserel, outer);
+		rows = ppi->ppi_rows;
+		rel = table_open(planner_rt_fetch(baserel->relid, root)->relid,
+						 NoLock);
+		tenant_rows = shard_estimate_tenant_rows(root, rel, fpinfo->topts,
+												 kind, value);
+		table_close(rel, NoLock);
+		if (tenant_rows >= 0)
+			rows = clamp_row_est(tenant_rows *
+								 clauselist_selectivity(root,
+														baserel->baserestrictinfo,
+														0, JOIN_INNER, NULL));
+		total = SHARD_RESCAN_COST +
+			rows * (cpu_operator_cost + cpu_tuple_cost + seq_page_cost * 0.01);
+		add_path(baserel, (Path *)
+				 create_foreignscan_path_compat(root, baserel, NULL, rows,
+												SHARD_RESCAN_COST, total,
+												NIL, outer, NULL, NIL));
+	}
 }
 
 /*
