@@ -68,3 +68,17 @@ REVOKE ALL ON FUNCTION shard_analyze(name, text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION directory_init(name), directory_init(name, text),
   shard_add(name, text, text), tenant_add(name, text, text) FROM PUBLIC;
+
+-- Fleet checks, control plane and statistics (issue 13, items 5-7).
+
+-- shard_orphans(server [, tenant_column]): rows a shard holds for tenants
+-- it does not own, per shard, table and tenant.
+CREATE FUNCTION shard_orphans(server name, tenant_column text DEFAULT NULL,
+                              OUT shard_id text, OUT table_name text,
+                              OUT tenant_id text, OUT rows bigint,
+                              OUT owner text, OUT reason text)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'shard_orphans'
+LANGUAGE C;
+
+REVOKE ALL ON FUNCTION shard_orphans(name, text) FROM PUBLIC;

@@ -54,6 +54,7 @@ SELECT count(*) FROM orders;
 EXPLAIN (VERBOSE, COSTS OFF)
 SELECT order_id FROM orders WHERE tenant_id > 'm';
 SELECT count(*) FROM orders WHERE tenant_id > 'm';
+-- An OR of tenant equalities names tenants: their owners only.
 EXPLAIN (VERBOSE, COSTS OFF)
 SELECT order_id FROM orders WHERE tenant_id = 'acme' OR tenant_id = 'wayne';
 SELECT count(*) FROM orders WHERE tenant_id = 'acme' OR tenant_id = 'wayne';

@@ -342,7 +342,7 @@ DROP USER MAPPING FOR regress_rower SERVER writes_srv;
 REVOKE ALL ON orders FROM regress_rower;
 DROP ROLE regress_rower;
 DELETE FROM orders WHERE order_id > 4000000;
--- a WITHOUT ROWID table has no rowid to find a row by
+-- a WITHOUT ROWID table: each row is changed by its primary key (keyed.sql)
 UPDATE customers SET name = upper(name) WHERE tenant_id = 'acme';
 UPDATE customers SET name = 'c' WHERE tenant_id = 'acme' AND customer_id = 1;
 SELECT * FROM customers WHERE tenant_id = 'acme' ORDER BY customer_id;

@@ -1242,6 +1242,42 @@ shard_conn_column_affinity(ShardConn *conn, const char *table, const char *col)
 }
 
 /*
+ * shard_conn_primary_key
+ *		The columns of the table's primary key, in key order (a List of
+ *		palloc'd names), or NIL when it has none (a view, say).  A
+ *		row-by-row change finds the rows of a WITHOUT ROWID table by them.
+ */
+List *
+shard_conn_primary_key(ShardConn *conn, const char *table)
+{
+	sqlite3_stmt *stmt;
+	List	   *keys = NIL;
+	int			rc;
+
+	if (sqlite3_prepare_v2(conn->db,
+						   "SELECT name FROM pragma_table_info(?1) "
+						   "WHERE pk > 0 ORDER BY pk",
+						   -1, &stmt, NULL) != SQLITE_OK)
+	{
+		shard_check_lock_wait(sqlite3_errcode(conn->db), false,
+							  conn->shard_id, "read the schema");
+		return NIL;
+	}
+	sqlite3_bind_text(stmt, 1, table, -1, SQLITE_STATIC);
+	while ((rc = sqlite3_step(stmt)) == SQLITE_ROW)
+		keys = lappend(keys,
+					   pstrdup((const char *) sqlite3_column_text(stmt, 0)));
+	sqlite3_finalize(stmt);
+	shard_check_lock_wait(rc, false, conn->shard_id, "read the schema");
+	if (rc != SQLITE_DONE)
+		shard_report_sqlite_error(ERROR, rc, conn->shard_id,
+								  psprintf("read the primary key of table \"%s\"",
+										   table),
+								  sqlite3_errmsg(conn->db));
+	return keys;
+}
+
+/*
  * shard_conn_affinity_mismatch
  *		The first need this shard's declared affinities do not meet, or
  *		NULL: its need letter, or 'U' when only the shard's UTF-16 encoding

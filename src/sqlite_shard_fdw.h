@@ -132,6 +132,7 @@ extern sqlite3 *shard_conn_directory_writer(const char *path,
 											uint64 *generation);
 extern int	shard_conn_write_failed(ShardConn *conn, int rc);
 extern void shard_conn_check_no_reader(ShardConn *conn, const char *table);
+extern List *shard_conn_primary_key(ShardConn *conn, const char *table);
 extern char shard_conn_column_affinity(ShardConn *conn, const char *table,
 									   const char *col);
 extern void shard_report_write_error(int rc, const char *shard_id,
@@ -465,6 +466,11 @@ extern void shardEndDirectModify(ForeignScanState *node);
 extern void shardExplainDirectModify(ForeignScanState *node,
 									 struct ExplainState *es);
 extern void shard_warn_skipped(const ShardInfo *shard, const char *analyzed);
+typedef struct ShardRowKeys ShardRowKeys;
+extern ShardRowKeys *shard_scan_row_keys(PlanState *below, Index rtindex);
+extern List *shard_row_keys_of(ShardRowKeys *keys, const char *shard_id);
+extern const ShardValue *shard_row_key(ShardRowKeys *keys,
+									   const char *shard_id, ItemPointer tid);
 
 /* in store.c */
 
@@ -532,12 +538,46 @@ extern void shardExplainForeignModify(ModifyTableState *mtstate,
 extern int	shard_tenant_kind(Oid typid);
 extern char *shard_tenant_id_text(const char *text);
 extern char *shard_tenant_id(Oid typid, Datum value);
+extern Datum shard_tenant_id_datum(const char *id);
 extern List *shard_tenant_ids_text(List *ids);
 extern bool shard_tenant_column_is_text(ShardConn *conn, const char *table,
 										const char *column, int kind);
 extern ShardValue shard_tenant_condition(StringInfo buf, const char *column,
 										 int kind, bool column_is_text,
 										 List *ids, bool negate, int paramno);
+
+/* in admin.c */
+
+extern ShardServerOptions *shard_admin_server(Name servername);
+extern void shard_require_admin(const char *what);
+
+/* in tenantrows.c */
+
+/* A table of a shard with the tenant column, as the shard spells both. */
+typedef struct ShardTenantTable
+{
+	char	   *table;
+	char	   *column;
+	bool		column_is_text; /* declared TEXT: compared as stored */
+} ShardTenantTable;
+
+/* One tenant's rows in a table; tenant NULL for rows of no tenant. */
+typedef struct ShardTenantRows
+{
+	char	   *tenant;
+	int64		rows;
+} ShardTenantRows;
+
+extern List *shard_tenant_tables(ShardConn *conn, const char *shard_id,
+								 const char *column);
+extern List *shard_tenant_table_counts(ShardConn *conn, const char *shard_id,
+									   ShardTenantTable *tt);
+extern int64 shard_tenant_table_rows(ShardConn *conn, const char *shard_id,
+									 ShardTenantTable *tt, const char *tenant,
+									 bool delete);
+extern List *shard_server_tenant_columns(Oid serverid);
+extern List *shard_server_tenant_tables(ShardConn *conn, const char *shard_id,
+										List *columns);
 
 /* in import.c */
 

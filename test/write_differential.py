@@ -30,7 +30,9 @@
 #		(tenant_id, qty and id have one: aggregates are pushed only over
 #		columns, and under conditions on columns, declared alike in every
 #		shard)
-#	s3	WAL, WITHOUT ROWID
+#	s3	WAL, WITHOUT ROWID (a row-by-row UPDATE or DELETE finds its rows
+#		by primary key; tenant "42" lives here, an integer in the TEXT
+#		key column)
 #
 # and a directory placing eight tenants on them (one MIGRATING, written on
 # its source s1; one DONE, written on its target s3).  The foreign table
@@ -51,9 +53,10 @@
 # a file), RETURNING, ON CONFLICT DO NOTHING with duplicate keys, PL/pgSQL
 # blocks that catch an error, prepared INSERTs (custom and generic plans),
 # two INSERTs in one statement (WITH a AS (INSERT ...) INSERT ...) and in
-# one query string (an implicit transaction), and statements with one row
+# one query string (an implicit transaction), statements with one row
 # that violates NOT NULL, CHECK, UNIQUE or the tenant's existence, so that
-# they fail.  The batch_size of wd_ft changes between blocks.  Every few
+# they fail, and UPDATE and DELETE, row by row and inside the shards
+# (change_stmt), some failing on CHECK or NOT NULL.  The batch_size of wd_ft changes between blocks.  Every few
 # statements, and after every block, the table is read (all of it ORDER
 # BY the key, or one tenant, or counts per tenant), inside transactions
 # too: reads of the shards a transaction wrote see its writes.  Each seed
@@ -147,6 +150,7 @@ DIRECTORY = {
     "zürich": ("ACTIVE", "s2", None),
     "initech": ("ACTIVE", "s3", None),
     "tenant two": ("ACTIVE", "s3", None),
+    "42": ("ACTIVE", "s3", None),
     "moving": ("MIGRATING", "s1", "s2"),
     "done": ("DONE", "s1", "s3"),
 }
@@ -350,6 +354,7 @@ class Gen:
         self.batch_set = False      # wd_ft has a batch_size option
         self.prepared = 0
         self.ctes = 0
+        self.rekeys = 0
 
     def pick(self, seq):
         return self.rng.choice(seq)
@@ -795,6 +800,47 @@ def multi_query(g, allow_bad):
     return Stmt(a.sql + " \\;\n" + b.sql)
 
 
+def change_stmt(g, allow_bad):
+    """An UPDATE or DELETE, routed to a tenant or on every shard: row by
+    row where a condition only PostgreSQL evaluates (a regular expression)
+    or a new value it computes per row (left()) keeps it from running
+    inside the shards, else one statement per shard.  On s3 (WITHOUT
+    ROWID) row by row finds rows by primary key, on s1 and s2 by rowid.
+    Some change the key itself (id, to a fresh range); some break the
+    CHECK on qty or NOT NULL on label.  RETURNING goes through a WITH, to
+    be ordered."""
+    conds = []
+    if g.chance(0.6):
+        conds.append("tenant_id = %s" % sql_str(g.v_tenant()))
+    if g.chance(0.6):
+        conds.append("label ~ %s" % sql_str(g.pick(["a", "e", "^.", "o",
+                                                     "[0-9]", "^$"])))
+    else:
+        conds.append("qty %s %d" % (g.pick(["<", ">=", "="]),
+                                    g.rng.randrange(0, 12)))
+    if g.chance(0.3):
+        conds.append("id %% %d = %d" % (g.rng.randrange(2, 5),
+                                         g.rng.randrange(0, 2)))
+    where = " AND ".join(conds)
+    if g.chance(0.6):
+        sets = g.pick(["qty = qty + 1", "label = left(label || 'u', 20)",
+                       "qty = coalesce(qty, 0) * 2, code = NULL",
+                       "score = 1.5, flag = NOT flag", "rekey",
+                       "doc = '{\"changed\": true}', qty = 7"])
+        if sets == "rekey":
+            g.rekeys += 1
+            sets = "id = id + %d" % (5 * 10**11 + g.rekeys * 10**9)
+        if allow_bad and g.chance(0.15):
+            sets = g.pick(["qty = -1", "label = NULL"])
+        sql = "UPDATE {T} SET %s WHERE %s" % (sets, where)
+    else:
+        sql = "DELETE FROM {T} WHERE %s" % where
+    if g.chance(0.4):
+        sql = ("WITH x AS (%s RETURNING tenant_id, id, qty, label)\n"
+               "  SELECT * FROM x ORDER BY tenant_id, id" % sql)
+    return Stmt(sql)
+
+
 def check_all():
     return Stmt("SELECT * FROM {T} ORDER BY tenant_id, id")
 
@@ -814,6 +860,8 @@ def check_some(g):
 def write_stmt(g, nstage, allow_bad=True):
     """A random write statement (a list: a PL/pgSQL block brings its
     read-back)."""
+    if g.chance(0.2):
+        return [change_stmt(g, allow_bad)]
     bad = g.bad_kind() if allow_bad and g.chance(0.25) else None
     r = g.rng.random()
     if r < 0.25:

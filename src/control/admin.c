@@ -61,12 +61,12 @@ static const char *const directory_schema =
 "CREATE INDEX IF NOT EXISTS shard_map_status ON shard_map (status);";
 
 /*
- * server_options_by_name
+ * shard_admin_server
  *		The options of a sqlite_shard_fdw server named by the caller, after
  *		checking that the caller may use it.
  */
-static ShardServerOptions *
-server_options_by_name(Name servername)
+ShardServerOptions *
+shard_admin_server(Name servername)
 {
 	ForeignServer *server = GetForeignServerByName(NameStr(*servername), false);
 	ForeignDataWrapper *fdw = GetForeignDataWrapper(server->fdwid);
@@ -82,6 +82,20 @@ server_options_by_name(Name servername)
 		aclcheck_error(ACLCHECK_NO_PRIV, OBJECT_FOREIGN_SERVER,
 					   server->servername);
 	return shard_server_options(server->serverid);
+}
+
+/*
+ * shard_require_admin
+ *		The fleet checks and statistics read every tenant's rows and files
+ *		of the server's choosing, and name every tenant: they need what
+ *		shard_add needs, the privileges of pg_write_server_files and of
+ *		pg_read_server_files.
+ */
+void
+shard_require_admin(const char *what)
+{
+	shard_require_file_privilege(true, what);
+	shard_require_file_privilege(false, what);
 }
 
 /*
@@ -191,7 +205,7 @@ create_directory_file(const char *path, mode_t mode)
 Datum
 shard_directory_init(PG_FUNCTION_ARGS)
 {
-	ShardServerOptions *opts = server_options_by_name(PG_GETARG_NAME(0));
+	ShardServerOptions *opts = shard_admin_server(PG_GETARG_NAME(0));
 	mode_t		mode = DEFAULT_DIRECTORY_MODE;
 	ShardConn  *conn;
 	char		errbuf[SHARDIO_ERRLEN];
@@ -256,12 +270,11 @@ shard_add(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("server, shard id and path must not be null")));
-	opts = server_options_by_name(PG_GETARG_NAME(0));
+	opts = shard_admin_server(PG_GETARG_NAME(0));
 	shard_id = text_to_cstring(PG_GETARG_TEXT_PP(1));
 	path = text_to_cstring(PG_GETARG_TEXT_PP(2));
 	/* the file is written through the directory, then read */
-	shard_require_file_privilege(true, "add a shard");
-	shard_require_file_privilege(false, "add a shard");
+	shard_require_admin("add a shard");
 	if (shard_id[0] == '\0')
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -437,7 +450,7 @@ Datum
 shard_list(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	ShardServerOptions *opts = server_options_by_name(PG_GETARG_NAME(0));
+	ShardServerOptions *opts = shard_admin_server(PG_GETARG_NAME(0));
 	ShardDirectory *dir = shard_directory_get(opts);
 	ShardLoad  *loads;
 	int			n,
@@ -651,7 +664,7 @@ shard_tenant_add(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("tenant must not be null")));
-	opts = server_options_by_name(PG_GETARG_NAME(0));
+	opts = shard_admin_server(PG_GETARG_NAME(0));
 	tenant = text_to_cstring(PG_GETARG_TEXT_PP(1));
 	if (!PG_ARGISNULL(2))
 		shard_id = text_to_cstring(PG_GETARG_TEXT_PP(2));
@@ -669,7 +682,7 @@ shard_tenant_add(PG_FUNCTION_ARGS)
 Datum
 shard_tenant_locate(PG_FUNCTION_ARGS)
 {
-	ShardServerOptions *opts = server_options_by_name(PG_GETARG_NAME(0));
+	ShardServerOptions *opts = shard_admin_server(PG_GETARG_NAME(0));
 	char	   *tenant = text_to_cstring(PG_GETARG_TEXT_PP(1));
 	ShardDirectory *dir = shard_directory_get(opts);
 	ShardLocation *loc = shard_directory_locate(dir, tenant);
@@ -737,7 +750,7 @@ shard_analyze(PG_FUNCTION_ARGS)
 
 	if (PG_ARGISNULL(0))
 		PG_RETURN_NULL();
-	opts = server_options_by_name(PG_GETARG_NAME(0));
+	opts = shard_admin_server(PG_GETARG_NAME(0));
 	shard_require_file_privilege(true, "analyze shards");
 	InitMaterializedSRF(fcinfo, 0);
 	dir = shard_directory_get(opts);

@@ -993,8 +993,11 @@ shard_directory_shards(ShardDirectory *dir)
 
 /*
  * shard_directory_moving
- *		The tenants that are in a move (a target shard is set): their rows
- *		may exist on two shards, and only the owner's count.
+ *		The tenants that are in a move (a target shard other than their
+ *		shard is set, whatever the status): their rows may exist on two
+ *		shards, and only the owner's count.  A tool may copy rows to the
+ *		target before it marks the tenant MIGRATING: an ACTIVE tenant with
+ *		a target is read from its shard, and the target's copy is skipped.
  */
 List *
 shard_directory_moving(ShardDirectory *dir)
@@ -1008,8 +1011,7 @@ shard_directory_moving(ShardDirectory *dir)
 
 	if (shardio_prepare(dir->db,
 						"SELECT tenant_id, shard_id, status, target_shard_id "
-						"FROM shard_map WHERE status IN ('MIGRATING', 'DONE') "
-						"AND target_shard_id IS NOT NULL "
+						"FROM shard_map WHERE target_shard_id IS NOT NULL "
 						"AND target_shard_id <> shard_id",
 						0, &stmt, errbuf) != SQLITE_OK)
 		dir_error(dir, "list the tenants being moved");

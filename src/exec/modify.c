@@ -25,7 +25,10 @@
  * per shard (shardPlanDirectModify; scan.c runs it).  Otherwise it runs row
  * by row: the scan reads each shard to its end before it hands a row over,
  * with the row's rowid as its ctid, PostgreSQL evaluates what SQLite
- * cannot, and each row is changed by its rowid and tenant.
+ * cannot, and each row is changed by its rowid and tenant.  A shard whose
+ * table is WITHOUT ROWID is read with its primary key instead, whose values
+ * the scan keeps exactly as SQLite returned them (the ctid numbers them),
+ * and each row is changed by those values and its tenant.
  *
  *-------------------------------------------------------------------------
  */
@@ -67,6 +70,8 @@ typedef struct ModifyTarget
 	char	   *shard_id;
 	ShardConn  *conn;
 	sqlite3_stmt *stmt;
+	List	   *keys;			/* primary key columns an UPDATE or DELETE
+								 * finds rows by, or NIL: the rowid */
 	char	   *affinity;		/* per target attr, as the shard declares */
 	char	  **colnames;		/* and its SQLite name */
 } ModifyTarget;
@@ -87,8 +92,11 @@ typedef struct ShardModifyState
 	bool		on_conflict_nothing;
 	const char *what;			/* "insert into table ..." for messages */
 	CmdType		operation;
-	AttrNumber	ctid_junk;		/* row identity in the plan's rows: rowid */
+	AttrNumber	ctid_junk;		/* row identity in the plan's rows: rowid,
+								 * or the number of a row_keys key */
 	AttrNumber	tenant_junk;	/* and tenant (UPDATE and DELETE) */
+	ShardRowKeys *row_keys;		/* the keys of rows read from WITHOUT ROWID
+								 * tables, kept by the scan */
 	Oid			tenant_type;
 	FmgrInfo	tenant_out;		/* its output function */
 	List	   *allowed;		/* the user mapping's tenants, or NIL */
@@ -109,7 +117,8 @@ static List *returning_attrs(TupleDesc tupdesc, List *returning,
 static List *plan_row_modify(PlannerInfo *root, ModifyTable *plan,
 							 Index resultRelation, int subplan_index);
 static char *row_sql(Relation rel, ShardTableOptions *topts,
-					 CmdType operation, List *target_attrs, List *ret_attrs);
+					 CmdType operation, List *target_attrs, List *ret_attrs,
+					 List *keys);
 static int64 junk_rowid(ShardModifyState *ms, TupleTableSlot *planSlot);
 static bool write_row(ShardModifyState *ms, TupleTableSlot *slot,
 					  TupleTableSlot *planSlot);
@@ -223,7 +232,7 @@ junk_rowid(ShardModifyState *ms, TupleTableSlot *planSlot)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("cannot %s row by row", ms->what),
-				 errdetail("A row is found again by its rowid, and the table is WITHOUT ROWID, or a rowid is negative or beyond 2^48."),
+				 errdetail("A row is found again by its rowid, and a rowid is negative or beyond 2^48."),
 				 errhint("Change such rows with a statement that runs inside the shards.")));
 	return ((int64) ItemPointerGetBlockNumberNoCheck(tid) << 16) |
 		ItemPointerGetOffsetNumberNoCheck(tid);
@@ -232,14 +241,16 @@ junk_rowid(ShardModifyState *ms, TupleTableSlot *planSlot)
 /*
  * row_sql
  *		UPDATE table SET col = ?, ... WHERE rowid = ?, or DELETE FROM table
- *		WHERE rowid = ?, with RETURNING as asked.
+ *		WHERE rowid = ?, with RETURNING as asked; with keys, the row is named
+ *		by those primary key columns (k1 = ? AND k2 = ?) instead.
  */
 static char *
 row_sql(Relation rel, ShardTableOptions *topts, CmdType operation,
-		List *target_attrs, List *ret_attrs)
+		List *target_attrs, List *ret_attrs, List *keys)
 {
 	StringInfoData sql;
 	ListCell   *lc;
+	int			param = list_length(target_attrs) + 1;
 
 	initStringInfo(&sql);
 	if (operation == CMD_UPDATE)
@@ -263,16 +274,21 @@ row_sql(Relation rel, ShardTableOptions *topts, CmdType operation,
 		shard_quote_identifier(&sql, topts->table);
 	}
 	/*
-	 * The tenant too, exactly as scans filter it: a rowid names one row of
-	 * the shard, which must be the statement's tenant's.
+	 * The tenant too, exactly as scans filter it: a rowid (or key) names
+	 * one row of the shard, which must be the statement's tenant's.
 	 */
-	appendStringInfo(&sql, " WHERE rowid = ?%d AND ",
-					 list_length(target_attrs) + 1);
+	appendStringInfoString(&sql, " WHERE ");
+	if (keys == NIL)
+		appendStringInfo(&sql, "rowid = ?%d AND ", param++);
+	foreach(lc, keys)
+	{
+		shard_quote_identifier(&sql, (const char *) lfirst(lc));
+		appendStringInfo(&sql, " = ?%d AND ", param++);
+	}
 	(void) shard_tenant_condition(&sql, topts->tenant_column,
 								  shard_tenant_kind(TupleDescAttr(RelationGetDescr(rel),
 																  topts->tenant_attnum - 1)->atttypid),
-								  false, list_make1(""), false,
-								  list_length(target_attrs) + 2);
+								  false, list_make1(""), false, param);
 	if (ret_attrs != NIL)
 	{
 		appendStringInfoString(&sql, " RETURNING ");
@@ -705,7 +721,8 @@ begin_modify(EState *estate, ResultRelInfo *rinfo, CmdType operation,
 	ms->sql = operation == CMD_INSERT ?
 		insert_sql(rel, ms->topts, target_attrs, on_conflict_nothing,
 				   returning_attrs) :
-		row_sql(rel, ms->topts, operation, target_attrs, returning_attrs);
+		row_sql(rel, ms->topts, operation, target_attrs, returning_attrs,
+				NIL);
 	ms->what = psprintf("%s table \"%s\"",
 						operation == CMD_INSERT ? "insert into" :
 						operation == CMD_UPDATE ? "update" : "delete from",
@@ -785,6 +802,9 @@ shardBeginForeignModify(ModifyTableState *mtstate, ResultRelInfo *rinfo,
 			ms->tenant_junk == InvalidAttrNumber)
 			elog(ERROR, "row identity of foreign table \"%s\" is missing",
 				 RelationGetRelationName(rinfo->ri_RelationDesc));
+		/* where the scan keeps the keys of rows without a rowid */
+		ms->row_keys = shard_scan_row_keys(outerPlanState(mtstate),
+										   rinfo->ri_RangeTableIndex);
 	}
 	rinfo->ri_FdwState = ms;
 }
@@ -878,11 +898,12 @@ route_row(ShardModifyState *ms, TupleTableSlot *slot, AttrNumber tenant_att)
 
 /*
  * target_for
- *		The prepared INSERT of a shard, inside the shard's write
- *		transaction.
+ *		The prepared INSERT (or UPDATE or DELETE of a row) of a shard,
+ *		inside the shard's write transaction.  keys are the primary key
+ *		columns an UPDATE or DELETE finds the shard's rows by, or NIL.
  */
 static ModifyTarget *
-target_for(ShardModifyState *ms, ShardInfo *shard)
+target_for(ShardModifyState *ms, ShardInfo *shard, List *keys)
 {
 	ListCell   *lc;
 	ModifyTarget *t;
@@ -901,6 +922,7 @@ target_for(ShardModifyState *ms, ShardInfo *shard)
 	t = palloc0(sizeof(ModifyTarget));
 	t->shard_id = pstrdup(shard->shard_id);
 	t->conn = shard_conn_get_for_write(ms->opts, shard);
+	t->keys = keys;
 	ms->targets = lappend(ms->targets, t);
 	shard_conn_check_no_reader(t->conn, ms->topts->table);
 
@@ -918,7 +940,12 @@ target_for(ShardModifyState *ms, ShardInfo *shard)
 	}
 	MemoryContextSwitchTo(oldcxt);
 
-	rc = shard_conn_prepare(t->conn, ms->sql, &t->stmt, errbuf);
+	rc = shard_conn_prepare(t->conn,
+							keys == NIL ? ms->sql :
+							row_sql(ms->rel, ms->topts, ms->operation,
+									ms->target_attrs, ms->returning_attrs,
+									keys),
+							&t->stmt, errbuf);
 	if (rc != SQLITE_OK)
 	{
 		TupleDesc	tupdesc = RelationGetDescr(ms->rel);
@@ -934,8 +961,10 @@ target_for(ShardModifyState *ms, ShardInfo *shard)
 		shard_conn_check_table(t->conn, RelationGetRelationName(ms->rel),
 							   ms->topts->table, colnames, ncols);
 		shard_report_sqlite_error(ERROR, rc, shard->shard_id,
+								  ms->operation == CMD_INSERT ?
 								  psprintf("prepare the insert into table \"%s\"",
-										   ms->topts->table),
+										   ms->topts->table) :
+								  psprintf("prepare to %s", ms->what),
 								  errbuf);
 	}
 	return t;
@@ -956,6 +985,8 @@ write_row(ShardModifyState *ms, TupleTableSlot *slot,
 	MemoryContext oldcxt;
 	ShardInfo  *shard;
 	ModifyTarget *t;
+	List	   *keys = NIL;
+	const ShardValue *key = NULL;
 	ListCell   *lc;
 	char		errbuf[SHARDIO_ERRLEN];
 	bool		inserted;
@@ -980,19 +1011,39 @@ write_row(ShardModifyState *ms, TupleTableSlot *slot,
 	}
 	else
 	{
-		/* the row the scan read: its tenant's shard, its rowid there */
+		/*
+		 * The row the scan read: its tenant's shard, its rowid there, or
+		 * the primary key the scan kept for it.
+		 */
 		if (ms->operation == CMD_UPDATE)
 			slot_getallattrs(slot);
 		shard = route_row(ms, planSlot, ms->tenant_junk);
-		ms->values[nvalues].type = SQLITE_INTEGER;
-		ms->values[nvalues].u.i = junk_rowid(ms, planSlot);
-		ms->values[nvalues].len = 0;
+		keys = shard_row_keys_of(ms->row_keys, shard->shard_id);
+		if (keys != NIL)
+		{
+			bool		isnull;
+			Datum		d = ExecGetJunkAttribute(planSlot, ms->ctid_junk,
+												 &isnull);
+
+			if (isnull)
+				elog(ERROR, "key of a row of foreign table \"%s\" is NULL",
+					 RelationGetRelationName(ms->rel));
+			key = shard_row_key(ms->row_keys, shard->shard_id,
+								(ItemPointer) DatumGetPointer(d));
+		}
+		else
+		{
+			ms->values[nvalues].type = SQLITE_INTEGER;
+			ms->values[nvalues].u.i = junk_rowid(ms, planSlot);
+			ms->values[nvalues].len = 0;
+			key = &ms->values[nvalues];
+		}
 		ms->values[nvalues + 1].type = SQLITE_TEXT;
 		ms->values[nvalues + 1].u.p = ms->tenant;
 		ms->values[nvalues + 1].len = strlen(ms->tenant);
 	}
 	ms->shard_id = shard->shard_id;
-	t = target_for(ms, shard);
+	t = target_for(ms, shard, keys);
 
 	i = 0;
 	foreach(lc, ms->target_attrs)
@@ -1006,8 +1057,17 @@ write_row(ShardModifyState *ms, TupleTableSlot *slot,
 						ms->topts->table, shard->shard_id);
 		i++;
 	}
-	rc = shardio_bind(t->stmt, 1, ms->values,
-					  nvalues + (ms->operation == CMD_INSERT ? 0 : 2), errbuf);
+	rc = shardio_bind(t->stmt, 1, ms->values, nvalues, errbuf);
+	if (rc == SQLITE_OK && key != NULL)
+	{
+		/* the row's key, then its tenant */
+		int			nkeys = keys == NIL ? 1 : list_length(keys);
+
+		rc = shardio_bind(t->stmt, nvalues + 1, key, nkeys, errbuf);
+		if (rc == SQLITE_OK)
+			rc = shardio_bind(t->stmt, nvalues + nkeys + 1,
+							  &ms->values[nvalues + 1], 1, errbuf);
+	}
 	if (rc != SQLITE_OK)
 		shard_report_sqlite_error(ERROR, rc, shard->shard_id, ms->what,
 								  errbuf);
@@ -1249,7 +1309,8 @@ shardExplainForeignModify(ModifyTableState *mtstate, ResultRelInfo *rinfo,
 
 	if (operation != CMD_INSERT)
 		ExplainPropertyText("Row By Row",
-							"rows read by the scan, changed by rowid", es);
+							"rows read by the scan, changed by rowid or primary key",
+							es);
 	if (es->verbose)
 		ExplainPropertyText("SQLite statement",
 							operation == CMD_INSERT ?
@@ -1259,7 +1320,7 @@ shardExplainForeignModify(ModifyTableState *mtstate, ResultRelInfo *rinfo,
 													   FdwModifyPrivateOnConflictNothing)),
 									   ret_attrs) :
 							row_sql(rel, shard_table_options(rel), operation,
-									target_attrs, ret_attrs),
+									target_attrs, ret_attrs, NIL),
 							es);
 }
 
@@ -1280,6 +1341,8 @@ modify_error_callback(void *arg)
 									 list_nth_int(ms->returning_attrs, ms->col)),
 				   ms->topts->table, ms->shard_id, ms->tenant);
 	else
-		errcontext("inserting into table \"%s\" on shard \"%s\", tenant \"%s\"",
+		errcontext("%s table \"%s\" on shard \"%s\", tenant \"%s\"",
+				   ms->operation == CMD_INSERT ? "inserting into" :
+				   ms->operation == CMD_UPDATE ? "updating" : "deleting from",
 				   ms->topts->table, ms->shard_id, ms->tenant);
 }

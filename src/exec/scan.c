@@ -78,6 +78,40 @@
 /* Shard names EXPLAIN lists before it only counts the rest. */
 #define EXPLAIN_MAX_SHARD_NAMES 3
 
+/*
+ * A shard whose table is WITHOUT ROWID, as the scan below a row-by-row
+ * UPDATE or DELETE read it: the rows it returned are found again by the
+ * primary key columns named here.
+ */
+typedef struct ShardKeyedShard
+{
+	char	   *shard_id;
+	List	   *keys;			/* SQLite names of the key's columns */
+} ShardKeyedShard;
+
+/* The key of one row read from a keyed shard, as SQLite stored it. */
+typedef struct ShardRowKey
+{
+	ShardKeyedShard *shard;
+	ShardValue *values;			/* one per key column */
+} ShardRowKey;
+
+/*
+ * The keys of the rows a scan below a row-by-row UPDATE or DELETE returned
+ * from keyed shards, by the number it put in their ctid (from 1).  The
+ * values are kept exactly as SQLite returned them, never converted to
+ * PostgreSQL types and back, so that an UPDATE binds the very values the
+ * shard holds whatever the column's affinity.
+ */
+struct ShardRowKeys
+{
+	MemoryContext cxt;
+	List	   *shards;			/* ShardKeyedShard */
+	ShardRowKey *rows;
+	int64		nrows;
+	int64		maxrows;
+};
+
 /* One shard a scan reads. */
 typedef struct ShardTarget
 {
@@ -92,7 +126,11 @@ typedef struct ShardTarget
 	/* While the shard is read. */
 	ShardConn  *conn;
 	sqlite3_stmt *stmt;
-	bool		with_rowid;		/* the query's first column is rowid */
+	int			nkeys;			/* leading key columns of the query: its
+								 * rowid, or its primary key (keyed); 0
+								 * when it reads no key */
+	ShardKeyedShard *keyed;		/* a WITHOUT ROWID table's key, or NULL */
+	bool		no_rowid;		/* the table has no rowid */
 	bool		degraded;		/* conditions evaluated by PostgreSQL */
 	bool		unbounded;		/* returns all its groups: it does not
 								 * declare columns as the bound needs */
@@ -147,12 +185,14 @@ typedef struct ShardScanState
 									 * the last values bound */
 	ShardStoreConv *modify_set_convs;
 	bool		materialize;	/* each shard read whole before its rows */
+	ShardRowKeys *row_keys;		/* the scan of a row-by-row UPDATE or
+								 * DELETE: the keys of its keyed rows */
 	bool		tenant_only;	/* the pushed conditions read only the
 								 * tenant column */
 	bool		counts_only;	/* an aggregate scan of counts alone, which
 								 * the tenant's index covers */
-	List	   *mat_batches;	/* ShardBatch: the rest of its rows */
-	ShardTarget *mat_target;	/* whose they are */
+	List	   *mat_batches;	/* ShardBatch: the rows still to return */
+	List	   *mat_targets;	/* ShardTarget: whose each batch is */
 	List	   *modify_returning;	/* attnums its RETURNING reads */
 	char	   *modify_returning_sql;	/* " RETURNING cols", or "" */
 	ShardColumnConv *modify_convs;	/* and their converters */
@@ -250,7 +290,7 @@ scan_error_callback(void *arg)
 
 	if (s->cur == NULL || s->cur_col < 0)
 		return;
-	if (s->cur->with_rowid)
+	if (s->cur->nkeys > 0 && s->cur->keyed == NULL)
 		errcontext("column \"%s\" of table \"%s\" on shard \"%s\", rowid %lld",
 				   s->colnames[s->cur_col], s->topts->table,
 				   s->cur->info.shard_id, (long long) s->cur_rowid);
@@ -281,6 +321,7 @@ stop_reading(ShardScanState *s, bool release)
 		shardio_batch_free(linitial(s->mat_batches));
 		s->mat_batches = list_delete_first(s->mat_batches);
 	}
+	s->mat_targets = NIL;
 	if (s->fanout)
 		fanout_destroy(s->fanout);
 	s->fanout = NULL;
@@ -516,6 +557,29 @@ eval_limit(ForeignScanState *node)
 }
 
 /*
+ * check_statement_writes
+ *		Is this scan the one an UPDATE or DELETE of the statement reads the
+ *		rows it changes one by one from?  Then it reads each shard whole
+ *		before it returns that shard's rows, so that no read of a shard is
+ *		under way while it is written, and keeps the keys of the rows of
+ *		WITHOUT ROWID tables for the changes to find them by.
+ */
+static void
+check_statement_writes(ShardScanState *s, EState *estate, Index scanrelid)
+{
+	PlannedStmt *pstmt = estate->es_plannedstmt;
+
+	if (scanrelid == 0 || !list_member_int(pstmt->resultRelations, scanrelid))
+		return;
+	s->row_keys = MemoryContextAllocZero(estate->es_query_cxt,
+										 sizeof(ShardRowKeys));
+	s->row_keys->cxt = AllocSetContextCreate(estate->es_query_cxt,
+											 "sqlite_shard_fdw row keys",
+											 ALLOCSET_DEFAULT_SIZES);
+	s->materialize = true;
+}
+
+/*
  * init_prep
  *		Choose what the reading threads do to each fetched column for the
  *		backend (shardio.c, prepare_value): read dates and times, and in a
@@ -595,6 +659,7 @@ shardBeginForeignScan(ForeignScanState *node, int eflags)
 		init_thread_agg(s, &priv);
 	s->safe_where_sqls = priv.safe_where_sqls;
 	s->materialize = priv.materialize;
+
 	s->tenant_only = priv.tenant_only;
 	s->counts_only = (s->mode != SCAN_ROWS);
 	foreach(lc, priv.agg_ops)
@@ -641,6 +706,8 @@ shardBeginForeignScan(ForeignScanState *node, int eflags)
 	}
 	s->recheck_quals = fsplan->fdw_recheck_quals;
 	s->cur_col = -1;
+	if (s->mode == SCAN_ROWS && s->modify_sql == NULL)
+		check_statement_writes(s, estate, fsplan->scan.scanrelid);
 
 	/* The last expression is the tenant value when the scan prunes. */
 	if (s->prune_kind != PRUNE_NONE)
@@ -1141,6 +1208,28 @@ append_group_sql(StringInfo sql, ShardScanState *s, ShardTarget *t)
 }
 
 /*
+ * append_key_columns
+ *		"rowid, ", or a keyed shard's "k1", "k2", : the leading columns by
+ *		which a row-by-row UPDATE or DELETE finds a row again.
+ */
+static void
+append_key_columns(StringInfo sql, ShardTarget *t)
+{
+	ListCell   *lc;
+
+	if (t->keyed == NULL)
+	{
+		appendStringInfoString(sql, "rowid, ");
+		return;
+	}
+	foreach(lc, t->keyed->keys)
+	{
+		shard_quote_identifier(sql, (const char *) lfirst(lc));
+		appendStringInfoString(sql, ", ");
+	}
+}
+
+/*
  * build_shard_sql
  *		The statement for one shard: the planned query plus the run-time
  *		tenant filters; with raw, thread aggregation's input query in place
@@ -1182,9 +1271,12 @@ build_shard_sql(ShardScanState *s, ShardTarget *t, bool raw, List **extra)
 		StringInfoData select;
 
 		initStringInfo(&select);
-		if (s->with_rowid)
-			appendStringInfo(&select, "SELECT rowid, %s",
-							 s->select_sql + strlen("SELECT "));
+		if (t->nkeys > 0)
+		{
+			appendStringInfoString(&select, "SELECT ");
+			append_key_columns(&select, t);
+			appendStringInfoString(&select, s->select_sql + strlen("SELECT "));
+		}
 		else
 			appendStringInfoString(&select, s->select_sql);
 		append_window_sql(&sql, s, select.data, where.data);
@@ -1192,10 +1284,11 @@ build_shard_sql(ShardScanState *s, ShardTarget *t, bool raw, List **extra)
 	}
 	if (raw)
 		appendStringInfoString(&sql, s->raw_sql);
-	else if (s->with_rowid)
+	else if (t->nkeys > 0)
 	{
 		/* "SELECT cols ..." becomes "SELECT rowid, cols ...". */
-		appendStringInfoString(&sql, "SELECT rowid, ");
+		appendStringInfoString(&sql, "SELECT ");
+		append_key_columns(&sql, t);
 		appendStringInfoString(&sql, s->select_sql + strlen("SELECT "));
 	}
 	else
@@ -1236,7 +1329,7 @@ diagnose_prepare_failure(ShardScanState *s, ShardTarget *t, int rc,
 	shard_conn_check_table(t->conn, s->table_name, s->topts->table,
 						   colnames, ncols);
 
-	if (t->with_rowid && strstr(errbuf, "rowid") != NULL)
+	if (t->nkeys > 0 && t->keyed == NULL && strstr(errbuf, "rowid") != NULL)
 		return;
 	shard_report_sqlite_error(ERROR, rc, t->info.shard_id,
 							  psprintf("prepare the query of table \"%s\"",
@@ -1363,6 +1456,173 @@ large_tenant_without_stats(ShardScanState *s, ShardTarget *t)
 }
 
 /*
+ * row_key_shard
+ *		A shard whose table has no rowid, read for a row-by-row UPDATE or
+ *		DELETE: its rows are found again by the table's primary key, which
+ *		the scan reads ahead of the columns.  A table with neither (a view)
+ *		cannot be changed row by row.  Remembered per scan and shard, for
+ *		the rows' keys to refer to.
+ */
+static ShardKeyedShard *
+row_key_shard(ShardScanState *s, ShardTarget *t)
+{
+	ShardRowKeys *rk = s->row_keys;
+	ShardKeyedShard *keyed;
+	MemoryContext oldcxt;
+	List	   *keys;
+	ListCell   *lc;
+
+	foreach(lc, rk->shards)
+	{
+		keyed = lfirst(lc);
+		if (strcmp(keyed->shard_id, t->info.shard_id) == 0)
+			return keyed;
+	}
+	oldcxt = MemoryContextSwitchTo(rk->cxt);
+	keys = shard_conn_primary_key(t->conn, s->topts->table);
+	if (keys == NIL)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("cannot change rows of table \"%s\" on shard \"%s\" one by one",
+						s->topts->table, t->info.shard_id),
+				 errdetail("The table has neither a rowid nor a primary key to find a row again by."),
+				 errhint("Change its rows with a statement that runs inside the shards.")));
+	keyed = palloc(sizeof(ShardKeyedShard));
+	keyed->shard_id = pstrdup(t->info.shard_id);
+	keyed->keys = keys;
+	rk->shards = lappend(rk->shards, keyed);
+	MemoryContextSwitchTo(oldcxt);
+	return keyed;
+}
+
+/*
+ * remember_row_key
+ *		Keep the key of a row read from a keyed shard (its first values,
+ *		exactly as SQLite returned them) and put its number in the ctid,
+ *		for a row-by-row UPDATE or DELETE to find the row again by.
+ */
+static void
+remember_row_key(ShardScanState *s, ShardTarget *t, const ShardValue *row,
+				 ItemPointer tid)
+{
+	ShardRowKeys *rk = s->row_keys;
+	MemoryContext oldcxt = MemoryContextSwitchTo(rk->cxt);
+	ShardRowKey *key;
+	int			i;
+
+	if (rk->nrows == rk->maxrows)
+	{
+		rk->maxrows = Max(rk->maxrows * 2, 1024);
+		rk->rows = rk->rows == NULL ?
+			MemoryContextAllocHuge(rk->cxt, sizeof(ShardRowKey) * rk->maxrows) :
+			repalloc_huge(rk->rows, sizeof(ShardRowKey) * rk->maxrows);
+	}
+	key = &rk->rows[rk->nrows++];
+	key->shard = t->keyed;
+	key->values = palloc(sizeof(ShardValue) * t->nkeys);
+	for (i = 0; i < t->nkeys; i++)
+	{
+		key->values[i] = row[i];
+		if (row[i].type == SQLITE_TEXT || row[i].type == SQLITE_BLOB)
+		{
+			char	   *copy = palloc(row[i].len + 1);
+
+			memcpy(copy, row[i].u.p, row[i].len);
+			copy[row[i].len] = '\0';
+			key->values[i].u.p = copy;
+		}
+	}
+	MemoryContextSwitchTo(oldcxt);
+	shard_rowid_to_tid(rk->nrows, tid);
+}
+
+/* What find_row_keys seeks: the scan of a result relation. */
+typedef struct RowKeysSearch
+{
+	Index		rtindex;
+	ShardRowKeys *found;
+} RowKeysSearch;
+
+/*
+ * find_row_keys
+ *		planstate_tree_walker's callback for shard_scan_row_keys: stops at
+ *		our scan of the relation sought.
+ */
+static bool
+find_row_keys(PlanState *ps, void *context)
+{
+	RowKeysSearch *search = (RowKeysSearch *) context;
+
+	if (IsA(ps, ForeignScanState) &&
+		((Scan *) ps->plan)->scanrelid == search->rtindex &&
+		((ForeignScanState *) ps)->fdwroutine->IterateForeignScan ==
+		shardIterateForeignScan &&
+		((ForeignScanState *) ps)->fdw_state != NULL)
+	{
+		search->found =
+			((ShardScanState *) ((ForeignScanState *) ps)->fdw_state)->row_keys;
+		return true;
+	}
+	return planstate_tree_walker(ps, find_row_keys, context);
+}
+
+/*
+ * shard_scan_row_keys
+ *		The row keys of the scan of result relation rtindex, somewhere in
+ *		the plan below a row-by-row UPDATE or DELETE, or NULL.
+ */
+ShardRowKeys *
+shard_scan_row_keys(PlanState *below, Index rtindex)
+{
+	RowKeysSearch search;
+
+	search.rtindex = rtindex;
+	search.found = NULL;
+	if (below != NULL)
+		(void) find_row_keys(below, &search);
+	return search.found;
+}
+
+/*
+ * shard_row_keys_of
+ *		The primary key columns by which the rows read from a shard are
+ *		found again, or NIL when they are found by their rowid.
+ */
+List *
+shard_row_keys_of(ShardRowKeys *keys, const char *shard_id)
+{
+	ListCell   *lc;
+
+	if (keys == NULL)
+		return NIL;
+	foreach(lc, keys->shards)
+	{
+		ShardKeyedShard *keyed = lfirst(lc);
+
+		if (strcmp(keyed->shard_id, shard_id) == 0)
+			return keyed->keys;
+	}
+	return NIL;
+}
+
+/*
+ * shard_row_key
+ *		The key values of a row read from a keyed shard, by its ctid.
+ */
+const ShardValue *
+shard_row_key(ShardRowKeys *keys, const char *shard_id, ItemPointer tid)
+{
+	int64		n = ((int64) ItemPointerGetBlockNumberNoCheck(tid) << 16) |
+		ItemPointerGetOffsetNumberNoCheck(tid);
+
+	if (keys == NULL || n < 1 || n > keys->nrows ||
+		strcmp(keys->rows[n - 1].shard->shard_id, shard_id) != 0)
+		elog(ERROR, "row key %lld of shard \"%s\" is not known",
+			 (long long) n, shard_id);
+	return keys->rows[n - 1].values;
+}
+
+/*
  * plan_shard
  *		Decide how one shard is read (what its declarations allow to push)
  *		and build its statement and values, in the scan's resolution
@@ -1438,7 +1698,16 @@ plan_shard(ShardScanState *s, ShardTarget *t)
 						 t->tenant_is_text && s->tenant_only && !s->counts_only &&
 						 !s->row_order && s->modify_sql == NULL &&
 						 large_tenant_without_stats(s, t));
-	t->with_rowid = s->with_rowid;
+	/* The row's key, first: its rowid, or its primary key (row_key_shard) */
+	t->keyed = NULL;
+	t->nkeys = 0;
+	if (s->with_rowid && !t->no_rowid)
+		t->nkeys = 1;
+	else if (s->row_keys != NULL)
+	{
+		t->keyed = row_key_shard(s, t);
+		t->nkeys = list_length(t->keyed->keys);
+	}
 	t->sql = build_shard_sql(s, t, s->agg_spec != NULL, &extra);
 
 	/* Planned values, then the tenant lists. */
@@ -1498,7 +1767,10 @@ start_shard(ForeignScanState *node, ShardTarget *t)
 		if (rc == SQLITE_OK)
 			break;
 		diagnose_prepare_failure(s, t, rc, errbuf, s->rel);
-		s->with_rowid = false;	/* a WITHOUT ROWID table: retry */
+		/* a WITHOUT ROWID table: retry by its primary key, or without */
+		t->no_rowid = true;
+		if (s->row_keys == NULL)
+			s->with_rowid = false;
 		plan_shard(s, t);
 	}
 
@@ -1520,10 +1792,20 @@ start_shard(ForeignScanState *node, ShardTarget *t)
 	t->elapsed_ms = 0;
 	t->job.stmt = t->stmt;
 	t->job.started = &t->reader_began;
-	if (s->prep)
+	if (s->prep && t->nkeys <= 1)
 	{
-		t->job.prep = t->with_rowid ? s->prep : s->prep + 1;
-		t->job.nprep = s->nretrieved + (t->with_rowid ? 1 : 0);
+		t->job.prep = s->prep + 1 - t->nkeys;
+		t->job.nprep = s->nretrieved + t->nkeys;
+	}
+	else if (s->prep)
+	{
+		/* key columns are kept as they are, like the rowid */
+		unsigned char *prep = palloc(t->nkeys + s->nretrieved);
+
+		memset(prep, SHARDIO_PREP_NONE, t->nkeys);
+		memcpy(prep + t->nkeys, s->prep + 1, s->nretrieved);
+		t->job.prep = prep;
+		t->job.nprep = s->nretrieved + t->nkeys;
 	}
 	if (s->agg_spec)
 	{
@@ -1570,6 +1852,45 @@ finish_shard(ShardTarget *t)
 }
 
 /*
+ * read_shard_whole
+ *		Read all a shard's rows into batches of the scan's materialized
+ *		rows, and close its statement.
+ */
+static void
+read_shard_whole(ShardScanState *s, ShardTarget *t)
+{
+	char		errbuf[SHARDIO_ERRLEN];
+	int			rc;
+
+	t->reader = shard_reader_start(&t->job);
+	if (t->reader == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_OUT_OF_MEMORY),
+				 errmsg("out of memory")));
+	do
+	{
+		ShardBatch *b = shardio_batch_create(Max(s->batch_cols,
+												 s->nretrieved + t->nkeys),
+											 SCAN_BATCH_ROWS);
+		MemoryContext oldcxt;
+
+		if (b == NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_OUT_OF_MEMORY),
+					 errmsg("out of memory")));
+		oldcxt = MemoryContextSwitchTo(s->resolve_cxt);
+		s->mat_batches = lappend(s->mat_batches, b);
+		s->mat_targets = lappend(s->mat_targets, t);
+		MemoryContextSwitchTo(oldcxt);
+		rc = shard_reader_next(t->reader, b, errbuf);
+		if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+			report_read_error(s, t, rc, errbuf);
+	} while (rc == SQLITE_ROW);
+	t->done = true;
+	finish_shard(t);
+}
+
+/*
  * next_batch_materialized
  *		The next batch of a scan that reads each shard to the end before it
  *		returns any of its rows: the scan below a row-by-row UPDATE or
@@ -1580,18 +1901,17 @@ static bool
 next_batch_materialized(ForeignScanState *node)
 {
 	ShardScanState *s = (ShardScanState *) node->fdw_state;
-	char		errbuf[SHARDIO_ERRLEN];
 
 	for (;;)
 	{
 		ShardTarget *t;
-		int			rc;
 
 		if (s->mat_batches != NIL)
 		{
 			s->batch = linitial(s->mat_batches);
 			s->mat_batches = list_delete_first(s->mat_batches);
-			s->cur = s->mat_target;
+			s->cur = linitial(s->mat_targets);
+			s->mat_targets = list_delete_first(s->mat_targets);
 			s->cur->elapsed_ms += s->batch->fill_ms;
 			s->batch_row = 0;
 			return true;
@@ -1599,34 +1919,11 @@ next_batch_materialized(ForeignScanState *node)
 		if (s->next_target >= list_length(s->targets))
 			return false;
 		t = list_nth(s->targets, s->next_target++);
-		if (!start_shard(node, t))
-			continue;
-		s->cur = t;
-		s->mat_target = t;
-		t->reader = shard_reader_start(&t->job);
-		if (t->reader == NULL)
-			ereport(ERROR,
-					(errcode(ERRCODE_OUT_OF_MEMORY),
-					 errmsg("out of memory")));
-		do
+		if (start_shard(node, t))
 		{
-			ShardBatch *b = shardio_batch_create(s->batch_cols,
-												 SCAN_BATCH_ROWS);
-			MemoryContext oldcxt;
-
-			if (b == NULL)
-				ereport(ERROR,
-						(errcode(ERRCODE_OUT_OF_MEMORY),
-						 errmsg("out of memory")));
-			oldcxt = MemoryContextSwitchTo(s->resolve_cxt);
-			s->mat_batches = lappend(s->mat_batches, b);
-			MemoryContextSwitchTo(oldcxt);
-			rc = shard_reader_next(t->reader, b, errbuf);
-			if (rc != SQLITE_ROW && rc != SQLITE_DONE)
-				report_read_error(s, t, rc, errbuf);
-		} while (rc == SQLITE_ROW);
-		t->done = true;
-		finish_shard(t);
+			s->cur = t;
+			read_shard_whole(s, t);
+		}
 	}
 }
 
@@ -1801,6 +2098,31 @@ next_batch_parallel(ForeignScanState *node)
 }
 
 /*
+ * owned_row
+ *		Is the row just read (for a row-by-row UPDATE or DELETE) one of a
+ *		tenant that the shard it came from owns, or of a tenant the
+ *		directory does not know (the write then says so)?  A routed scan
+ *		reads only owned tenants' rows already.
+ */
+static bool
+owned_row(ShardScanState *s, TupleTableSlot *slot)
+{
+	AttrNumber	attnum = s->topts->tenant_attnum;
+	ShardLocation *loc;
+	MemoryContext oldcxt;
+
+	if (s->restricted || s->tenant_pos < 0 ||
+		slot->tts_isnull[attnum - 1])
+		return true;
+	oldcxt = MemoryContextSwitchTo(s->row_cxt);
+	loc = shard_directory_locate(s->dir,
+								 shard_tenant_id(s->tenant_type,
+												 slot->tts_values[attnum - 1]));
+	MemoryContextSwitchTo(oldcxt);
+	return loc == NULL || strcmp(loc->owner, s->cur->info.shard_id) == 0;
+}
+
+/*
  * use_fanout
  *		Read shards in parallel when there is more than one to read and
  *		parallelism is allowed.
@@ -1830,7 +2152,7 @@ next_row(ForeignScanState *node, TupleTableSlot *slot)
 		{
 			ShardValue *row = &s->batch->values[(size_t) s->batch_row *
 												s->batch->ncols];
-			int			off = s->cur->with_rowid ? 1 : 0;
+			int			off = s->cur->nkeys;
 			ListCell   *lc;
 			MemoryContext oldcxt;
 			int			i = 0;
@@ -1849,7 +2171,7 @@ next_row(ForeignScanState *node, TupleTableSlot *slot)
 			ExecClearTuple(slot);
 			memset(slot->tts_isnull, true,
 				   sizeof(bool) * slot->tts_tupleDescriptor->natts);
-			s->cur_rowid = off ? row[0].u.i : 0;
+			s->cur_rowid = (off && s->cur->keyed == NULL) ? row[0].u.i : 0;
 			foreach(lc, s->retrieved_attrs)
 			{
 				AttrNumber	attnum = lfirst_int(lc);
@@ -1864,8 +2186,19 @@ next_row(ForeignScanState *node, TupleTableSlot *slot)
 			MemoryContextSwitchTo(oldcxt);
 
 			ExecStoreVirtualTuple(slot);
+			/*
+			 * A row-by-row UPDATE or DELETE changes a row on its tenant's
+			 * shard, by its rowid or key there: a row read from a shard
+			 * that does not own its tenant (leftovers the directory does
+			 * not record) would name another row of the owner.  Such rows
+			 * are not the tenant's: they are skipped.
+			 */
+			if (s->row_keys != NULL && !owned_row(s, slot))
+				continue;
 			/* the row's identity for a row-by-row UPDATE or DELETE */
-			if (off)
+			if (s->cur->keyed != NULL)
+				remember_row_key(s, s->cur, row, &slot->tts_tid);
+			else if (off)
 				shard_rowid_to_tid(s->cur_rowid, &slot->tts_tid);
 			else
 				ItemPointerSetInvalid(&slot->tts_tid);

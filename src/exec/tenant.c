@@ -23,6 +23,7 @@
 
 #include "catalog/pg_type.h"
 #include "mb/pg_wchar.h"
+#include "utils/builtins.h"
 #include "utils/json.h"
 #include "utils/lsyscache.h"
 
@@ -72,6 +73,17 @@ shard_tenant_id(Oid typid, Datum value)
 
 	getTypeOutputInfo(typid, &typoutput, &typvarlena);
 	return shard_tenant_id_text(OidOutputFunctionCall(typoutput, value));
+}
+
+/*
+ * shard_tenant_id_datum
+ *		A tenant id as the directory or a shard keys it (UTF-8), as a text
+ *		Datum in the server encoding, for a function's result.
+ */
+Datum
+shard_tenant_id_datum(const char *id)
+{
+	return CStringGetTextDatum(pg_any_to_server(id, strlen(id), PG_UTF8));
 }
 
 /*

@@ -456,10 +456,77 @@ equality_ok(Oid opno, Oid inputcollid)
 }
 
 /*
+ * tenant_equality_value
+ *		The value side of "tenant = value" (either way round), when it can
+ *		route the scan (prune_value_ok); NULL otherwise.
+ */
+static Expr *
+tenant_equality_value(PlannerInfo *root, Expr *clause, RelOptInfo *baserel,
+					  AttrNumber tenant_attnum, Relids outer)
+{
+	OpExpr	   *op;
+	Expr	   *val = NULL;
+
+	if (!IsA(clause, OpExpr) || list_length(((OpExpr *) clause)->args) != 2)
+		return NULL;
+	op = (OpExpr *) clause;
+	if (!equality_ok(op->opno, op->inputcollid))
+		return NULL;
+	if (is_tenant_column(linitial(op->args), baserel, tenant_attnum))
+		val = lsecond(op->args);
+	else if (is_tenant_column(lsecond(op->args), baserel, tenant_attnum))
+		val = linitial(op->args);
+	if (val && prune_value_ok(root, val, exprType((Node *) val), outer))
+		return val;
+	return NULL;
+}
+
+/*
+ * tenant_or_list
+ *		"tenant = v1 OR tenant = v2 OR ...", every arm an equality of the
+ *		tenant column with a value of one type, as the array of the values,
+ *		for routing as "= ANY": otherwise such a scan would read every shard,
+ *		and with them a tenant's rows on a shard that does not own it (a
+ *		copy or leftovers the directory does not record).  NULL when an arm
+ *		is anything else.
+ */
+static Expr *
+tenant_or_list(PlannerInfo *root, BoolExpr *or, RelOptInfo *baserel,
+			   AttrNumber tenant_attnum, Relids outer)
+{
+	List	   *values = NIL;
+	Oid			valtype = InvalidOid;
+	ListCell   *lc;
+	ArrayExpr  *arr;
+
+	foreach(lc, or->args)
+	{
+		Expr	   *val = tenant_equality_value(root, lfirst(lc), baserel,
+												tenant_attnum, outer);
+
+		if (val == NULL ||
+			(OidIsValid(valtype) && exprType((Node *) val) != valtype))
+			return NULL;
+		valtype = exprType((Node *) val);
+		values = lappend(values, val);
+	}
+	if (values == NIL || !OidIsValid(get_array_type(valtype)))
+		return NULL;
+	arr = makeNode(ArrayExpr);
+	arr->array_typeid = get_array_type(valtype);
+	arr->element_typeid = valtype;
+	arr->elements = values;
+	arr->multidims = false;
+	arr->location = -1;
+	return (Expr *) arr;
+}
+
+/*
  * find_tenant_condition
  *		The value (or array of values) that one of clauses (RestrictInfos)
  *		pins the tenant column to, or NULL; values may read the columns of
- *		the relations in outer (a parameterized scan's).
+ *		the relations in outer (a parameterized scan's).  An OR of tenant
+ *		equalities counts as an array of their values.
  */
 static Expr *
 find_tenant_condition(PlannerInfo *root, List *clauses, RelOptInfo *baserel,
@@ -473,24 +540,26 @@ find_tenant_condition(PlannerInfo *root, List *clauses, RelOptInfo *baserel,
 		RestrictInfo *ri = lfirst_node(RestrictInfo, lc);
 		Expr	   *clause = ri->clause;
 
-		if (IsA(clause, OpExpr) && list_length(((OpExpr *) clause)->args) == 2)
+		if (IsA(clause, OpExpr))
 		{
-			OpExpr	   *op = (OpExpr *) clause;
-			Expr	   *l = linitial(op->args);
-			Expr	   *r = lsecond(op->args);
-			Expr	   *val = NULL;
+			Expr	   *val = tenant_equality_value(root, clause, baserel,
+													tenant_attnum, outer);
 
-			if (!equality_ok(op->opno, op->inputcollid))
-				continue;
-			if (is_tenant_column(l, baserel, tenant_attnum))
-				val = r;
-			else if (is_tenant_column(r, baserel, tenant_attnum))
-				val = l;
-			if (val && prune_value_ok(root, val, exprType((Node *) val),
-									  outer))
+			if (val != NULL)
 			{
 				*kind = PRUNE_EQ;
 				return val;
+			}
+		}
+		else if (is_orclause(clause))
+		{
+			Expr	   *arr = tenant_or_list(root, (BoolExpr *) clause,
+											 baserel, tenant_attnum, outer);
+
+			if (arr != NULL)
+			{
+				*kind = PRUNE_ANY;
+				return arr;
 			}
 		}
 		else if (IsA(clause, ScalarArrayOpExpr))

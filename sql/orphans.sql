@@ -1,0 +1,193 @@
+--
+-- Tenant lists and leftovers: a scan over several named tenants reads, on
+-- each shard, only the tenants that shard owns; shard_orphans() finds rows
+-- of tenants a shard does not own.  See test/fixtures/orphans.sh.
+--
+\! bash test/fixtures/orphans.sh
+SET client_min_messages = warning;
+CREATE EXTENSION IF NOT EXISTS sqlite_shard_fdw;
+RESET client_min_messages;
+CREATE SERVER orphans_srv FOREIGN DATA WRAPPER sqlite_shard_fdw
+  OPTIONS (directory '/tmp/ssfdw_regress/orphans/directory.db');
+CREATE FOREIGN TABLE orders (tenant_id text, order_id bigint, amount bigint)
+  SERVER orphans_srv;
+CREATE FOREIGN TABLE items (tenant_id text, item_id bigint, qty bigint)
+  SERVER orphans_srv;
+CREATE FOREIGN TABLE accounts (account_id int, v int)
+  SERVER orphans_srv OPTIONS (tenant_column 'account_id');
+
+-- ===================================================================
+-- a is owned by s0; s1 still holds two of its orders (a foreign tool's
+-- move, not cleaned up).  Every form of tenant list reads a from s0 only.
+-- ===================================================================
+SELECT tenant_id, order_id, amount FROM orders WHERE tenant_id = 'a'
+  ORDER BY 1, 2;
+SELECT tenant_id, order_id, amount FROM orders WHERE tenant_id IN ('a', 'b')
+  ORDER BY 1, 2;
+SELECT tenant_id, order_id, amount FROM orders
+  WHERE tenant_id = ANY (ARRAY['a', 'b']) ORDER BY 1, 2;
+PREPARE by_list(text[]) AS
+  SELECT tenant_id, order_id, amount FROM orders WHERE tenant_id = ANY ($1)
+  ORDER BY 1, 2;
+EXECUTE by_list(ARRAY['a', 'b']);
+EXECUTE by_list(ARRAY['b', 'a', 'c']);
+DEALLOCATE by_list;
+SELECT tenant_id, order_id, amount FROM orders
+  WHERE tenant_id = ANY (ARRAY(SELECT x FROM unnest(ARRAY['a', 'b']) x))
+  ORDER BY 1, 2;
+SET plan_cache_mode = force_generic_plan;
+PREPARE by_list2(text[]) AS
+  SELECT tenant_id, order_id, amount FROM orders WHERE tenant_id = ANY ($1)
+  ORDER BY 1, 2;
+EXECUTE by_list2(ARRAY['a', 'b']);
+DEALLOCATE by_list2;
+RESET plan_cache_mode;
+SELECT o.tenant_id, o.order_id, o.amount
+  FROM (VALUES (ARRAY['a', 'b'])) v(arr), LATERAL
+  (SELECT * FROM orders WHERE tenant_id = ANY (v.arr)) o ORDER BY 1, 2;
+SELECT tenant_id, order_id, amount FROM orders
+  WHERE tenant_id = ANY (string_to_array('a,b', ',')) ORDER BY 1, 2;
+BEGIN;
+UPDATE orders SET amount = amount + 1 WHERE tenant_id IN ('a', 'b');
+DELETE FROM orders WHERE tenant_id = ANY (ARRAY['a', 'b']) RETURNING *;
+ROLLBACK;
+SELECT tenant_id, count(*), sum(amount) FROM orders
+  WHERE tenant_id IN ('a', 'b') GROUP BY tenant_id ORDER BY 1;
+SELECT count(*), sum(amount) FROM orders WHERE tenant_id IN ('a', 'b');
+SELECT tenant_id, amount FROM orders WHERE tenant_id IN ('a', 'b')
+  ORDER BY amount DESC LIMIT 3;
+SELECT tenant_id, item_id, qty FROM items WHERE tenant_id IN ('a', 'b')
+  ORDER BY 1, 2;
+SELECT account_id, v FROM accounts WHERE account_id IN (7, 8) ORDER BY 1, 2;
+
+-- ===================================================================
+-- An OR of tenant equalities is a tenant list: routed, exact per shard.
+-- (It used to read every shard, and a's leftovers on s1 with them.)
+-- ===================================================================
+EXPLAIN (VERBOSE, COSTS OFF)
+SELECT order_id FROM orders WHERE tenant_id = 'a' OR tenant_id = 'b';
+SELECT tenant_id, order_id, amount FROM orders
+  WHERE tenant_id = 'a' OR tenant_id = 'b' ORDER BY 1, 2;
+SELECT tenant_id, order_id, amount FROM orders
+  WHERE 'a' = tenant_id OR tenant_id = 'nobody' ORDER BY 1, 2;
+PREPARE by_or(text, text) AS
+  SELECT tenant_id, order_id, amount FROM orders
+  WHERE tenant_id = $1 OR tenant_id = $2 ORDER BY 1, 2;
+EXECUTE by_or('a', 'c');
+DEALLOCATE by_or;
+SELECT account_id, v FROM accounts WHERE account_id = 7 OR account_id = 8
+  ORDER BY 1, 2;
+-- An arm that is no tenant equality: every shard, and PostgreSQL filters.
+EXPLAIN (COSTS OFF)
+SELECT order_id FROM orders WHERE tenant_id = 'a' OR amount > 1000;
+BEGIN;
+UPDATE orders SET amount = amount + 1000 WHERE tenant_id = 'a' OR tenant_id = 'b';
+SELECT tenant_id, order_id, amount FROM orders WHERE amount > 1000 ORDER BY 1, 2;
+ROLLBACK;
+
+-- ===================================================================
+-- Moving tenants count once, on the owner, in every kind of scan: m
+-- MIGRATING s1 -> s2 (copy of order 1 on s2), d DONE s2 -> s0 (leftovers
+-- on s2), n ACTIVE s2 with target s0 (copy of order 1 on s0).
+-- ===================================================================
+SELECT tenant_id, count(*), sum(amount) FROM orders
+  WHERE tenant_id IN ('m', 'd', 'n') GROUP BY 1 ORDER BY 1;
+SELECT tenant_id, count(*), sum(amount) FROM orders GROUP BY 1 ORDER BY 1;
+SET sqlite_shard_fdw.thread_aggregation = off;
+SELECT tenant_id, count(*), sum(amount) FROM orders GROUP BY 1 ORDER BY 1;
+RESET sqlite_shard_fdw.thread_aggregation;
+SELECT count(*), sum(amount) FROM orders WHERE tenant_id <> 'a';
+SET sqlite_shard_fdw.aggregate_pushdown = off;
+SELECT count(*), sum(amount) FROM orders WHERE tenant_id <> 'a';
+RESET sqlite_shard_fdw.aggregate_pushdown;
+SELECT tenant_id, amount FROM orders WHERE tenant_id IN ('m', 'd', 'n')
+  ORDER BY amount DESC LIMIT 4;
+SELECT tenant_id, order_id, amount FROM orders
+  WHERE tenant_id <> 'a' ORDER BY amount DESC LIMIT 5;
+SET sqlite_shard_fdw.fanout_parallelism = 1;
+SELECT tenant_id, count(*) FROM orders WHERE tenant_id <> 'a'
+  GROUP BY 1 ORDER BY 1;
+RESET sqlite_shard_fdw.fanout_parallelism;
+-- A row-by-row UPDATE over every shard changes a's rows on s0, once each;
+-- a's leftovers on s1 are not a's rows, and their rowids never name rows
+-- on s0 (it used to change s0's rows 1 and 2 twice, and the leftovers'
+-- values went there).
+BEGIN;
+UPDATE orders SET amount = amount + 1000 WHERE amount > 0 AND tenant_id <> 'ghost';
+SELECT tenant_id, order_id, amount FROM orders WHERE tenant_id = 'a' ORDER BY 2;
+SELECT tenant_id, order_id, amount FROM orders WHERE amount < 1000 ORDER BY 1, 2;
+DELETE FROM orders WHERE amount > 0 AND tenant_id <> 'ghost' AND order_id = 1;
+SELECT tenant_id, order_id, amount FROM orders ORDER BY 1, 2, 3;
+ROLLBACK;
+-- A direct UPDATE over every shard changes b, c, d, m and n's 10 rows,
+-- not the copies and leftovers of m, d and n.
+BEGIN;
+EXPLAIN (COSTS OFF)
+UPDATE orders SET amount = 0 WHERE tenant_id NOT IN ('a', 'ghost');
+UPDATE orders SET amount = 0 WHERE tenant_id NOT IN ('a', 'ghost');
+DELETE FROM orders WHERE tenant_id IN ('m', 'd', 'n')
+  RETURNING tenant_id, order_id, amount;
+ROLLBACK;
+
+-- ===================================================================
+-- shard_orphans: what each shard holds for tenants it does not own.
+-- Rows of a, ghost and d's leftovers are read by fan-outs until cleaned
+-- up (the directory does not record a's old home, nor ghost at all).
+-- ===================================================================
+SELECT * FROM shard_orphans('orphans_srv') ORDER BY 1, 2, 3 NULLS FIRST;
+SELECT * FROM shard_orphans('orphans_srv', 'account_id') ORDER BY 1, 2, 3;
+-- no table has such a column: nothing
+SELECT * FROM shard_orphans('orphans_srv', 'no_such_column');
+-- after cleanup of a's leftovers on s1 nothing of a is left over
+\! sqlite3 /tmp/ssfdw_regress/orphans/shards/s1.db "DELETE FROM orders WHERE tenant_id = 'a'; DELETE FROM items WHERE tenant_id = 'a'"
+SELECT shard_id, table_name, tenant_id, reason FROM shard_orphans('orphans_srv')
+  WHERE tenant_id = 'a';
+
+-- regress_state(statement): the SQLSTATE and message of its error, or ok.
+CREATE FUNCTION regress_state(query text) RETURNS text
+LANGUAGE plpgsql AS $$
+DECLARE
+  state text;
+  msg text;
+BEGIN
+  EXECUTE query;
+  RETURN 'ok';
+EXCEPTION WHEN OTHERS THEN
+  GET STACKED DIAGNOSTICS state = RETURNED_SQLSTATE, msg = MESSAGE_TEXT;
+  RETURN state || ': ' || msg;
+END $$;
+
+-- Bad input
+SELECT regress_state($$SELECT * FROM shard_orphans(NULL)$$);
+SELECT regress_state($$SELECT * FROM shard_orphans('orphans_srv', '')$$);
+SELECT regress_state($$SELECT * FROM shard_orphans('no_such_server')$$);
+
+-- An admin function: what shard_add needs (pg_read_server_files and
+-- pg_write_server_files), not only USAGE; never for a tenant-scoped role.
+CREATE ROLE regress_orphans_user;
+GRANT USAGE ON FOREIGN SERVER orphans_srv TO regress_orphans_user;
+CREATE USER MAPPING FOR regress_orphans_user SERVER orphans_srv
+  OPTIONS (tenants 'b');
+SET ROLE regress_orphans_user;
+SELECT regress_state($$SELECT * FROM shard_orphans('orphans_srv')$$);
+RESET ROLE;
+GRANT EXECUTE ON FUNCTION shard_orphans(name, text) TO regress_orphans_user;
+SET ROLE regress_orphans_user;
+SELECT regress_state($$SELECT * FROM shard_orphans('orphans_srv')$$);
+RESET ROLE;
+GRANT pg_write_server_files TO regress_orphans_user;
+SET ROLE regress_orphans_user;
+SELECT regress_state($$SELECT * FROM shard_orphans('orphans_srv')$$);
+RESET ROLE;
+GRANT pg_read_server_files TO regress_orphans_user;
+SET ROLE regress_orphans_user;
+SELECT count(*) FROM shard_orphans('orphans_srv');
+RESET ROLE;
+
+DROP USER MAPPING FOR regress_orphans_user SERVER orphans_srv;
+DROP OWNED BY regress_orphans_user;
+DROP ROLE regress_orphans_user;
+DROP FUNCTION regress_state(text);
+SET client_min_messages = warning;
+DROP SERVER orphans_srv CASCADE;
+RESET client_min_messages;
