@@ -82,3 +82,31 @@ AS 'MODULE_PATHNAME', 'shard_orphans'
 LANGUAGE C;
 
 REVOKE ALL ON FUNCTION shard_orphans(name, text) FROM PUBLIC;
+
+-- tenant_list(server [, shard]): the tenants, or those a shard answers for.
+CREATE FUNCTION tenant_list(server name, shard text DEFAULT NULL,
+                            OUT tenant_id text, OUT shard_id text,
+                            OUT status text, OUT source_shard_id text,
+                            OUT target_shard_id text)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'shard_tenant_list'
+LANGUAGE C;
+
+-- tenant_remove(server, tenant [, delete_rows]): refused while the tenant
+-- has rows on its shard (unless delete_rows) or is being moved; returns the
+-- rows deleted.
+CREATE FUNCTION tenant_remove(server name, tenant text,
+                              delete_rows boolean DEFAULT false)
+RETURNS bigint
+AS 'MODULE_PATHNAME', 'shard_tenant_remove'
+LANGUAGE C;
+
+-- shard_remove(server, shard): refused while the shard answers for tenants
+-- or takes part in a move; the file stays.
+CREATE FUNCTION shard_remove(server name, shard text)
+RETURNS void
+AS 'MODULE_PATHNAME', 'shard_remove'
+LANGUAGE C;
+
+REVOKE ALL ON FUNCTION tenant_remove(name, text, boolean),
+  shard_remove(name, text) FROM PUBLIC;

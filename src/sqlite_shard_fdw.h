@@ -89,6 +89,15 @@ extern sqlite3 *shard_directory_handle(ShardDirectory *dir);
 extern void shard_directory_changed(ShardDirectory *dir);
 extern void shard_directory_writer_gone(sqlite3 *db);
 extern void shard_directory_report_missing(ShardServerOptions *opts) pg_attribute_noreturn();
+extern bool shard_directory_has_column(sqlite3 *db, const char *table,
+									   const char *column);
+extern void shard_directory_require_columns(sqlite3 *db, const char *path,
+											const char *table,
+											const char *const *columns,
+											const char *what);
+extern const char *shard_directory_owner_sql(ShardDirectory *dir);
+extern List *shard_directory_tenants(ShardDirectory *dir,
+									 const char *shard_id);
 extern char *shard_tenant_register(ShardServerOptions *opts, const char *tenant,
 								   const char *shard_id, bool existing_ok);
 extern char *shard_resolve_path(ShardServerOptions *opts, const char *path);
@@ -550,6 +559,10 @@ extern ShardValue shard_tenant_condition(StringInfo buf, const char *column,
 
 extern ShardServerOptions *shard_admin_server(Name servername);
 extern void shard_require_admin(const char *what);
+extern void shard_admin_write_failed(ShardServerOptions *opts, sqlite3 *db,
+									 const char *what);
+extern ShardInfo *shard_admin_shard(ShardServerOptions *opts,
+									ShardDirectory *dir, const char *shard_id);
 
 /* in tenantrows.c */
 

@@ -43,6 +43,7 @@ PG_FUNCTION_INFO_V1(shard_add);
 PG_FUNCTION_INFO_V1(shard_list);
 PG_FUNCTION_INFO_V1(shard_tenant_add);
 PG_FUNCTION_INFO_V1(shard_tenant_locate);
+PG_FUNCTION_INFO_V1(shard_tenant_list);
 PG_FUNCTION_INFO_V1(shard_analyze);
 
 /* Who may open a directory file that directory_init creates. */
@@ -99,11 +100,12 @@ shard_require_admin(const char *what)
 }
 
 /*
- * write_failed
- *		Report an SQLite failure during a directory write.
+ * shard_admin_write_failed
+ *		Report an SQLite failure while a control function reads or writes
+ *		the directory.
  */
-static void
-write_failed(ShardServerOptions *opts, sqlite3 *db, const char *what)
+void
+shard_admin_write_failed(ShardServerOptions *opts, sqlite3 *db, const char *what)
 {
 	ereport(ERROR,
 			(errcode(shard_sqlite_sqlstate(sqlite3_errcode(db))),
@@ -342,7 +344,7 @@ shard_add(PG_FUNCTION_ARGS)
 		{
 			if (rc != SQLITE_ERROR || sqlite3_errmsg(db) == NULL ||
 				strstr(sqlite3_errmsg(db), "no such table") == NULL)
-				write_failed(opts, db, "add a shard");
+				shard_admin_write_failed(opts, db, "add a shard");
 			ereport(ERROR,
 					(errcode(ERRCODE_FDW_TABLE_NOT_FOUND),
 					 errmsg("directory \"%s\" has no table \"shards\"",
@@ -353,7 +355,7 @@ shard_add(PG_FUNCTION_ARGS)
 		/* The same file under another spelling is the same shard. */
 		if (sqlite3_prepare_v2(db, "SELECT shard_id, path FROM shards", -1,
 							   &stmt, NULL) != SQLITE_OK)
-			write_failed(opts, db, "add a shard");
+			shard_admin_write_failed(opts, db, "add a shard");
 		while (real && sqlite3_step(stmt) == SQLITE_ROW)
 		{
 			const char *other = (const char *) sqlite3_column_text(stmt, 1);
@@ -381,7 +383,7 @@ shard_add(PG_FUNCTION_ARGS)
 
 		if (run_stmt(db, "INSERT INTO shards (shard_id, path) VALUES (?, ?)",
 					 vals, 2, NULL) != SQLITE_DONE)
-			write_failed(opts, db, "add a shard");
+			shard_admin_write_failed(opts, db, "add a shard");
 	}
 	shard_conn_release(conn);
 	PG_RETURN_VOID();
@@ -421,11 +423,12 @@ shard_loads(ShardServerOptions *opts, ShardDirectory *dir, sqlite3 *db,
 
 	/* Count each tenant on the shard that answers for it. */
 	rc = sqlite3_prepare_v2(db,
-							"SELECT CASE WHEN status = 'DONE' AND target_shard_id IS NOT NULL "
-							"THEN target_shard_id ELSE shard_id END AS owner, count(*) "
-							"FROM shard_map GROUP BY owner", -1, &stmt, NULL);
+							psprintf("SELECT %s AS owner, count(*) FROM shard_map "
+									 "GROUP BY owner",
+									 shard_directory_owner_sql(dir)),
+							-1, &stmt, NULL);
 	if (rc != SQLITE_OK)
-		write_failed(opts, db, "count tenants");
+		shard_admin_write_failed(opts, db, "count tenants");
 	while ((rc = sqlite3_step(stmt)) == SQLITE_ROW)
 	{
 		const char *owner = (const char *) sqlite3_column_text(stmt, 0);
@@ -437,7 +440,7 @@ shard_loads(ShardServerOptions *opts, ShardDirectory *dir, sqlite3 *db,
 	}
 	sqlite3_finalize(stmt);
 	if (rc != SQLITE_DONE)
-		write_failed(opts, db, "count tenants");
+		shard_admin_write_failed(opts, db, "count tenants");
 	return loads;
 }
 
@@ -624,7 +627,7 @@ shard_tenant_register(ShardServerOptions *opts, const char *tenant,
 	}
 	sqlite3_finalize(stmt);
 	if (rc != SQLITE_DONE)
-		write_failed(opts, db, "look up a tenant");
+		shard_admin_write_failed(opts, db, "look up a tenant");
 
 	if (shard_id == NULL)
 	{
@@ -635,10 +638,25 @@ shard_tenant_register(ShardServerOptions *opts, const char *tenant,
 		shard_id = place_tenant(opts, loads, n, tenant)->shard_id;
 	}
 	vals[1] = shard_id;
-	if (run_stmt(db, "INSERT INTO shard_map (tenant_id, shard_id, status, updated_at) "
-				 "VALUES (?, ?, 'ACTIVE', CAST(strftime('%s', 'now') AS INTEGER))",
-				 vals, 2, NULL) != SQLITE_DONE)
-		write_failed(opts, db, "add a tenant");
+
+	/*
+	 * A hand-written shard_map may have only tenant_id and shard_id: set
+	 * the other columns of the published schema where it has them.
+	 */
+	{
+		StringInfoData sql;
+		bool		status = shard_directory_has_column(db, "shard_map", "status");
+		bool		updated = shard_directory_has_column(db, "shard_map", "updated_at");
+
+		initStringInfo(&sql);
+		appendStringInfo(&sql, "INSERT INTO shard_map (tenant_id, shard_id%s%s) "
+						 "VALUES (?, ?%s%s)",
+						 status ? ", status" : "", updated ? ", updated_at" : "",
+						 status ? ", 'ACTIVE'" : "",
+						 updated ? ", CAST(strftime('%s', 'now') AS INTEGER)" : "");
+		if (run_stmt(db, sql.data, vals, 2, NULL) != SQLITE_DONE)
+			shard_admin_write_failed(opts, db, "add a tenant");
+	}
 	shard_directory_changed(dir);
 	shard_conn_release(conn);
 	return pstrdup(shard_id);
@@ -708,6 +726,70 @@ shard_tenant_locate(PG_FUNCTION_ARGS)
 }
 
 /*
+ * shard_admin_shard
+ *		A shard named by a function's argument, or an error naming the
+ *		function that lists the server's shards.
+ */
+ShardInfo *
+shard_admin_shard(ShardServerOptions *opts, ShardDirectory *dir,
+				  const char *shard_id)
+{
+	ShardInfo  *info = shard_directory_shard(dir, shard_id);
+
+	if (info == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("shard \"%s\" does not exist", shard_id),
+				 errhint("shard_list() shows the shards of server \"%s\".",
+						 opts->servername)));
+	return info;
+}
+
+/*
+ * shard_tenant_list
+ *		tenant_list(server [, shard]): every tenant of the directory (or
+ *		those the shard answers for), ordered by id, with the columns of
+ *		tenant_locate.
+ */
+Datum
+shard_tenant_list(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	ShardServerOptions *opts;
+	ShardDirectory *dir;
+	char	   *shard_id = NULL;
+	ListCell   *lc;
+
+	if (PG_ARGISNULL(0))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("server must not be null")));
+	opts = shard_admin_server(PG_GETARG_NAME(0));
+	InitMaterializedSRF(fcinfo, 0);
+	dir = shard_directory_get(opts);
+	if (!PG_ARGISNULL(1))
+		shard_id = shard_admin_shard(opts, dir,
+									 text_to_cstring(PG_GETARG_TEXT_PP(1)))->shard_id;
+	foreach(lc, shard_directory_tenants(dir, shard_id))
+	{
+		ShardLocation *loc = lfirst(lc);
+		Datum		values[5];
+		bool		nulls[5] = {false, false, false, false, false};
+
+		values[0] = shard_tenant_id_datum(loc->tenant);
+		values[1] = CStringGetTextDatum(loc->owner);
+		values[2] = CStringGetTextDatum(loc->status);
+		values[3] = CStringGetTextDatum(loc->shard_id);
+		if (loc->target_shard_id)
+			values[4] = CStringGetTextDatum(loc->target_shard_id);
+		else
+			nulls[4] = true;
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	return (Datum) 0;
+}
+
+/*
  * stat_rows
  *		The rows of a shard's sqlite_stat1 (SQLite's statistics of its
  *		tables and indexes), or 0 when it has none.
@@ -757,18 +839,8 @@ shard_analyze(PG_FUNCTION_ARGS)
 	if (PG_ARGISNULL(1))
 		shards = shard_directory_shards(dir);
 	else
-	{
-		char	   *shard_id = text_to_cstring(PG_GETARG_TEXT_PP(1));
-		ShardInfo  *info = shard_directory_shard(dir, shard_id);
-
-		if (info == NULL)
-			ereport(ERROR,
-					(errcode(ERRCODE_UNDEFINED_OBJECT),
-					 errmsg("shard \"%s\" does not exist", shard_id),
-					 errhint("shard_list() shows the shards of server \"%s\".",
-							 opts->servername)));
-		shards = list_make1(info);
-	}
+		shards = list_make1(shard_admin_shard(opts, dir,
+											  text_to_cstring(PG_GETARG_TEXT_PP(1))));
 
 	foreach(lc, shards)
 	{

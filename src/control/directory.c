@@ -26,6 +26,13 @@
  * cached individually, so a lookup costs the same for a thousand tenants
  * or a million.
  *
+ * shard_map needs only tenant_id and shard_id for reading: a hand-written
+ * map without status and target_shard_id has every tenant ACTIVE.  Which
+ * columns it has is read from the file (PRAGMA table_info), again whenever
+ * its schema changes, so a column added later (by directory_init, a move
+ * or the application) is used from the next statement on.  Operations that
+ * need more columns say which, with shard_directory_require_columns.
+ *
  *-------------------------------------------------------------------------
  */
 #include "sqlite_shard_fdw.h"
@@ -71,6 +78,9 @@ struct ShardDirectory
 	ShardioStamp stamp;			/* the files when data_version was read */
 	bool		stamp_valid;
 	bool		has_shards_table;
+	bool		has_status;		/* shard_map has "status" */
+	bool		has_target;		/* shard_map has "target_shard_id" */
+	sqlite3_int64 schema_version;	/* when the columns were read */
 	dev_t		dev;			/* the file opened, to notice a replacement */
 	ino_t		ino;
 
@@ -302,6 +312,144 @@ open_directory(ShardServerOptions *opts)
 }
 
 /*
+ * table_columns
+ *		The columns of a table of the control database, as PRAGMA
+ *		table_info lists them (NIL for a missing table).
+ */
+static List *
+table_columns(sqlite3 *db, const char *table)
+{
+	sqlite3_stmt *stmt;
+	List	   *result = NIL;
+
+	if (sqlite3_prepare_v2(db, "SELECT name FROM pragma_table_info(?1) ORDER BY cid",
+						   -1, &stmt, NULL) != SQLITE_OK)
+		return NIL;
+	sqlite3_bind_text(stmt, 1, table, -1, SQLITE_STATIC);
+	while (sqlite3_step(stmt) == SQLITE_ROW)
+		result = lappend(result,
+						 pstrdup((const char *) sqlite3_column_text(stmt, 0)));
+	sqlite3_finalize(stmt);
+	return result;
+}
+
+/*
+ * column_listed
+ *		Is name (SQLite's rule: case does not matter) one of columns?
+ */
+static bool
+column_listed(List *columns, const char *name)
+{
+	ListCell   *lc;
+
+	foreach(lc, columns)
+		if (pg_strcasecmp((const char *) lfirst(lc), name) == 0)
+			return true;
+	return false;
+}
+
+/*
+ * shard_directory_has_column
+ *		Does the control database's table have the column?
+ */
+bool
+shard_directory_has_column(sqlite3 *db, const char *table, const char *column)
+{
+	return column_listed(table_columns(db, table), column);
+}
+
+/*
+ * shard_directory_require_columns
+ *		Refuse an operation (what) that needs columns (NULL-terminated) of a
+ *		table of the control database that lacks one, listing the columns
+ *		it expects and those the table has.
+ */
+void
+shard_directory_require_columns(sqlite3 *db, const char *path,
+								const char *table,
+								const char *const *columns, const char *what)
+{
+	List	   *have = table_columns(db, table);
+	StringInfoData expected;
+	StringInfoData present;
+	const char *missing = NULL;
+	const char *const *c;
+	ListCell   *lc;
+
+	initStringInfo(&expected);
+	for (c = columns; *c; c++)
+	{
+		appendStringInfo(&expected, "%s%s", expected.len ? ", " : "", *c);
+		if (missing == NULL && !column_listed(have, *c))
+			missing = *c;
+	}
+	if (missing == NULL)
+		return;
+	initStringInfo(&present);
+	foreach(lc, have)
+		appendStringInfo(&present, "%s%s", present.len ? ", " : "",
+						 (const char *) lfirst(lc));
+	ereport(ERROR,
+			(errcode(ERRCODE_FDW_COLUMN_NAME_NOT_FOUND),
+			 errmsg("table \"%s\" of directory \"%s\" has no column \"%s\"",
+					table, path, missing),
+			 errdetail("To %s, table \"%s\" needs the columns %s; it has %s.",
+					   what, table, expected.data,
+					   present.len ? present.data : "none"),
+			 errhint("Add the missing columns (ALTER TABLE %s ADD COLUMN ...), as directory_init creates them.",
+					 table)));
+}
+
+/*
+ * schema_version
+ *		The control database's schema version, which changes with every
+ *		change of its tables' columns.
+ */
+static sqlite3_int64
+schema_version(ShardDirectory *dir)
+{
+	sqlite3_stmt *stmt;
+	sqlite3_int64 v = -1;
+
+	if (sqlite3_prepare_v2(dir->db, "PRAGMA schema_version", -1, &stmt,
+						   NULL) != SQLITE_OK)
+		dir_error(dir, "read the schema version");
+	if (sqlite3_step(stmt) == SQLITE_ROW)
+		v = sqlite3_column_int64(stmt, 0);
+	sqlite3_finalize(stmt);
+	return v;
+}
+
+/*
+ * location_columns
+ *		The status and target_shard_id of a shard_map row, for a select
+ *		list: constants where the map lacks the columns (every tenant
+ *		ACTIVE, none moving).
+ */
+static const char *
+location_columns(ShardDirectory *dir)
+{
+	return psprintf("%s, %s",
+					dir->has_status ? "status" : "'ACTIVE'",
+					dir->has_target ? "target_shard_id" : "NULL");
+}
+
+/*
+ * shard_directory_owner_sql
+ *		An SQL expression over shard_map's columns for the shard that
+ *		answers for a tenant (fill_location's rule), for counting tenants
+ *		per shard.
+ */
+const char *
+shard_directory_owner_sql(ShardDirectory *dir)
+{
+	if (!dir->has_status || !dir->has_target)
+		return "shard_id";
+	return "CASE WHEN status = 'DONE' AND target_shard_id IS NOT NULL "
+		"THEN target_shard_id ELSE shard_id END";
+}
+
+/*
  * check_directory
  *		Check that a freshly opened control database has the tables this
  *		server needs, and prepare the statements used on every lookup.
@@ -348,10 +496,29 @@ check_directory(ShardDirectory *dir, ShardServerOptions *opts)
 				 errhint("Create the table with directory_init('%s') and add shards with shard_add(), or set the server option \"shard_path\" to a pattern such as 'shards/%%s.db'.",
 						 opts->servername)));
 
+	{
+		static const char *const reading[] = {"tenant_id", "shard_id", NULL};
+
+		shard_directory_require_columns(dir->db, dir->path, "shard_map",
+										reading, "route tenants");
+		if (dir->has_shards_table)
+		{
+			static const char *const paths[] = {"shard_id", "path", NULL};
+
+			shard_directory_require_columns(dir->db, dir->path, "shards",
+											paths, "find shard files");
+		}
+	}
+	dir->has_status = shard_directory_has_column(dir->db, "shard_map",
+												 "status");
+	dir->has_target = shard_directory_has_column(dir->db, "shard_map",
+												 "target_shard_id");
+	dir->schema_version = schema_version(dir);
 	dir->version_stmt = prepare_or_error(dir, "PRAGMA data_version");
 	dir->locate_stmt = prepare_or_error(dir,
-										"SELECT shard_id, status, target_shard_id "
-										"FROM shard_map WHERE tenant_id = ?");
+										psprintf("SELECT shard_id, %s FROM shard_map "
+												 "WHERE tenant_id = ?",
+												 location_columns(dir)));
 	if (dir->has_shards_table)
 		dir->shard_stmt = prepare_or_error(dir,
 										   "SELECT path FROM shards WHERE shard_id = ?");
@@ -441,7 +608,15 @@ shard_directory_get(ShardServerOptions *opts)
 			dir->stamp_valid = false;
 		}
 		else if (writer != NULL && generation != dir->write_generation)
+		{
+			/* the transaction's own writes may have changed the columns */
+			if (schema_version(dir) != dir->schema_version)
+			{
+				finalize_lookups(dir);
+				check_directory(dir, opts);
+			}
 			reset_cache(dir);
+		}
 		dir->write_generation = generation;
 		if (writer != NULL)
 			return dir;
@@ -468,6 +643,12 @@ shard_directory_get(ShardServerOptions *opts)
 	sqlite3_reset(dir->version_stmt);
 	if (version != dir->data_version)
 	{
+		/* shard_map's columns may have changed with it */
+		if (schema_version(dir) != dir->schema_version)
+		{
+			finalize_lookups(dir);
+			check_directory(dir, opts);
+		}
 		reset_cache(dir);
 		dir->data_version = version;
 	}
@@ -960,9 +1141,11 @@ shard_directory_shards(ShardDirectory *dir)
 
 	if (shardio_prepare(dir->db, dir->has_shards_table ?
 						"SELECT shard_id FROM shards ORDER BY shard_id" :
+						dir->has_target ?
 						"SELECT shard_id FROM shard_map UNION "
 						"SELECT target_shard_id FROM shard_map "
-						"WHERE target_shard_id IS NOT NULL ORDER BY 1",
+						"WHERE target_shard_id IS NOT NULL ORDER BY 1" :
+						"SELECT DISTINCT shard_id FROM shard_map ORDER BY 1",
 						0, &stmt, errbuf) != SQLITE_OK)
 		dir_error(dir, "list the shards");
 	while ((rc = sqlite3_step(stmt)) == SQLITE_ROW)
@@ -1008,11 +1191,17 @@ shard_directory_moving(ShardDirectory *dir)
 
 	if (dir->moving_loaded)
 		return dir->moving;
+	dir->moving = NIL;
+	dir->moving_loaded = true;
+	if (!dir->has_target)
+		return NIL;				/* no tenant can be moving */
+	dir->moving_loaded = false;
 
 	if (shardio_prepare(dir->db,
-						"SELECT tenant_id, shard_id, status, target_shard_id "
-						"FROM shard_map WHERE target_shard_id IS NOT NULL "
-						"AND target_shard_id <> shard_id",
+						psprintf("SELECT tenant_id, shard_id, %s "
+								 "FROM shard_map WHERE target_shard_id IS NOT NULL "
+								 "AND target_shard_id <> shard_id",
+								 location_columns(dir)),
 						0, &stmt, errbuf) != SQLITE_OK)
 		dir_error(dir, "list the tenants being moved");
 	dir->moving = NIL;
@@ -1055,5 +1244,42 @@ shard_directory_stale_tenants(ShardDirectory *dir, const char *shard_id)
 		if (stale != NULL && strcmp(stale, shard_id) == 0)
 			result = lappend(result, pstrdup(loc->tenant));
 	}
+	return result;
+}
+
+/*
+ * shard_directory_tenants
+ *		Every tenant of the directory, ordered by id, as ShardLocations; with
+ *		shard_id, those that shard answers for.  Read afresh each time (not
+ *		cached: a listing, not a lookup); the results live in the caller's
+ *		memory context.
+ */
+List *
+shard_directory_tenants(ShardDirectory *dir, const char *shard_id)
+{
+	sqlite3_stmt *stmt;
+	char		errbuf[SHARDIO_ERRLEN];
+	List	   *result = NIL;
+	int			rc;
+
+	if (shardio_prepare(dir->db,
+						psprintf("SELECT tenant_id, shard_id, %s FROM shard_map "
+								 "ORDER BY tenant_id", location_columns(dir)),
+						0, &stmt, errbuf) != SQLITE_OK)
+		dir_error(dir, "list the tenants");
+	while ((rc = sqlite3_step(stmt)) == SQLITE_ROW)
+	{
+		ShardLocation *loc = palloc0(sizeof(ShardLocation));
+		const char *tenant = (const char *) sqlite3_column_text(stmt, 0);
+
+		fill_location(loc, tenant ? tenant : "", stmt, 1);
+		if (shard_id == NULL || strcmp(loc->owner, shard_id) == 0)
+			result = lappend(result, loc);
+		else
+			pfree(loc);
+	}
+	sqlite3_finalize(stmt);
+	if (rc != SQLITE_DONE)
+		dir_error(dir, "list the tenants");
 	return result;
 }

@@ -475,9 +475,9 @@ count_tenants(TenantCounts *tc, ShardServerOptions *opts)
 	int			i;
 
 	rc = shardio_prepare(db,
-						 "SELECT CASE WHEN status = 'DONE' AND target_shard_id IS NOT NULL "
-						 "THEN target_shard_id ELSE shard_id END AS owner, count(*) "
-						 "FROM shard_map GROUP BY owner", 0, &stmt, errbuf);
+						 psprintf("SELECT %s AS owner, count(*) FROM shard_map "
+								  "GROUP BY owner", shard_directory_owner_sql(dir)),
+						 0, &stmt, errbuf);
 	if (rc == SQLITE_OK)
 	{
 		while ((rc = sqlite3_step(stmt)) == SQLITE_ROW)

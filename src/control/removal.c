@@ -1,0 +1,250 @@
+/*-------------------------------------------------------------------------
+ *
+ * removal.c
+ *		  tenant_remove and shard_remove: taking tenants and shards out of
+ *		  the directory
+ *
+ * Both write the directory through the transaction's directory handle, as
+ * tenant_add and shard_add do (connection.c): the directory's write lock is
+ * taken first, so nothing another session commits can slip between the
+ * checks and the delete, and the removal commits or rolls back with the
+ * PostgreSQL transaction.  They refuse what would leave the directory
+ * disagreeing with the data:
+ *
+ * - a tenant with rows on its shard, in any table with a tenant column
+ *   (found in the shard's schema: tenantrows.c), unless asked to delete
+ *   them, in the shard's write transaction, committed with the PostgreSQL
+ *   transaction (the directory commits first: should the shard's commit
+ *   fail, its rows stay, as rows of a tenant the directory does not know,
+ *   which shard_orphans lists);
+ * - a tenant in a move (a target shard other than its own);
+ * - a shard that answers for tenants, or takes part in a move.
+ *
+ * Neither touches a shard's file otherwise: removing a shard forgets it.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "sqlite_shard_fdw.h"
+
+#include "utils/builtins.h"
+
+PG_FUNCTION_INFO_V1(shard_tenant_remove);
+PG_FUNCTION_INFO_V1(shard_remove);
+
+/*
+ * directory_delete
+ *		Delete the row of key from a directory table (its key column given),
+ *		inside the transaction's write transaction on the directory.
+ */
+static void
+directory_delete(ShardServerOptions *opts, sqlite3 *db, const char *table,
+				 const char *column, const char *key, const char *what)
+{
+	sqlite3_stmt *stmt;
+	char	   *sql = psprintf("DELETE FROM %s WHERE %s = ?1", table, column);
+
+	if (sqlite3_prepare_v2(db, sql, -1, &stmt, NULL) != SQLITE_OK)
+		shard_admin_write_failed(opts, db, what);
+	sqlite3_bind_text(stmt, 1, key, -1, SQLITE_TRANSIENT);
+	if (sqlite3_step(stmt) != SQLITE_DONE)
+	{
+		sqlite3_finalize(stmt);
+		shard_admin_write_failed(opts, db, what);
+	}
+	sqlite3_finalize(stmt);
+}
+
+/*
+ * tenant_rows_on_owner
+ *		Count (or, with delete, delete) a tenant's rows in every tenant
+ *		table of its shard; *detail receives "table: rows" for each table
+ *		holding some.  Returns the total.
+ */
+static int64
+tenant_rows_on_owner(ShardServerOptions *opts, ShardInfo *info,
+					 const char *tenant, bool delete, StringInfo detail)
+{
+	ShardConn  *conn = delete ? shard_conn_get_for_write(opts, info) :
+	shard_conn_get(opts, info, false);
+	List	   *columns = shard_server_tenant_columns(opts->serverid);
+	int64		total = 0;
+	ListCell   *lc;
+
+	foreach(lc, shard_server_tenant_tables(conn, info->shard_id, columns))
+	{
+		ShardTenantTable *tt = lfirst(lc);
+		int64		rows = shard_tenant_table_rows(conn, info->shard_id, tt,
+												   tenant, delete);
+
+		if (rows > 0)
+			appendStringInfo(detail, "%s\"%s\" " INT64_FORMAT,
+							 detail->len ? ", " : "", tt->table, rows);
+		total += rows;
+	}
+	shard_conn_release(conn);
+	return total;
+}
+
+/*
+ * shard_tenant_remove
+ *		tenant_remove(server, tenant [, delete_rows]): take a tenant out of
+ *		the directory.  Refused while it is being moved, and while its shard
+ *		holds rows of it, unless delete_rows: then they are deleted first.
+ *		Returns the number of rows deleted.
+ */
+Datum
+shard_tenant_remove(PG_FUNCTION_ARGS)
+{
+	static const char *const needed[] = {"tenant_id", "shard_id", NULL};
+	ShardServerOptions *opts;
+	char	   *tenant;
+	bool		delete_rows;
+	ShardConn  *conn;
+	sqlite3    *db;
+	ShardDirectory *dir;
+	ShardLocation *loc;
+	ShardInfo  *info;
+	StringInfoData detail;
+	int64		rows;
+
+	if (PG_ARGISNULL(0) || PG_ARGISNULL(1))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("server and tenant must not be null")));
+	opts = shard_admin_server(PG_GETARG_NAME(0));
+	tenant = shard_tenant_id_text(text_to_cstring(PG_GETARG_TEXT_PP(1)));
+	delete_rows = !PG_ARGISNULL(2) && PG_GETARG_BOOL(2);
+	shard_require_file_privilege(true, "remove a tenant");
+
+	/* the lock first: nothing may change between the checks and the delete */
+	conn = shard_conn_directory_for_write(opts, false);
+	db = shard_conn_db(conn);
+	shard_directory_require_columns(db, opts->directory, "shard_map", needed,
+									"remove a tenant");
+	dir = shard_directory_get(opts);
+	loc = shard_directory_locate(dir, tenant);
+	if (loc == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("tenant \"%s\" does not exist in directory \"%s\"",
+						tenant, opts->directory)));
+	if (loc->target_shard_id != NULL &&
+		strcmp(loc->target_shard_id, loc->shard_id) != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_IN_USE),
+				 errmsg("cannot remove tenant \"%s\": it is being moved", tenant),
+				 errdetail("Its status is %s, from shard \"%s\" to shard \"%s\".",
+						   loc->status, loc->shard_id, loc->target_shard_id),
+				 errhint("Let the move finish and be cleaned up, or abort it, first.")));
+
+	info = shard_directory_shard(dir, loc->owner);
+	initStringInfo(&detail);
+	rows = tenant_rows_on_owner(opts, info, tenant, delete_rows, &detail);
+	if (rows > 0 && !delete_rows)
+		ereport(ERROR,
+				(errcode(ERRCODE_DEPENDENT_OBJECTS_STILL_EXIST),
+				 errmsg("cannot remove tenant \"%s\": shard \"%s\" holds rows of it",
+						tenant, loc->owner),
+				 errdetail("Rows per table: %s.", detail.data),
+				 errhint("Delete them first, or call tenant_remove('%s', '%s', delete_rows => true).",
+						 opts->servername, tenant)));
+
+	directory_delete(opts, db, "shard_map", "tenant_id", tenant,
+					 "remove a tenant");
+	shard_directory_changed(dir);
+	shard_conn_release(conn);
+	PG_RETURN_INT64(delete_rows ? rows : 0);
+}
+
+/*
+ * shard_remove
+ *		shard_remove(server, shard): take a shard out of the directory's
+ *		shards table.  Refused while it answers for tenants or takes part in
+ *		a move (as its source or its target).  The file stays.
+ */
+Datum
+shard_remove(PG_FUNCTION_ARGS)
+{
+	static const char *const needed[] = {"shard_id", "path", NULL};
+	ShardServerOptions *opts;
+	char	   *shard_id;
+	ShardConn  *conn;
+	sqlite3    *db;
+	ShardDirectory *dir;
+	ShardInfo  *info;
+	int64		owned = 0;
+	char	   *moving = NULL;
+	sqlite3_stmt *stmt;
+	bool		has_target;
+
+	if (PG_ARGISNULL(0) || PG_ARGISNULL(1))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("server and shard must not be null")));
+	opts = shard_admin_server(PG_GETARG_NAME(0));
+	shard_id = text_to_cstring(PG_GETARG_TEXT_PP(1));
+	shard_require_file_privilege(true, "remove a shard");
+
+	conn = shard_conn_directory_for_write(opts, false);
+	db = shard_conn_db(conn);
+	dir = shard_directory_get(opts);
+	if (!shard_directory_has_column(db, "shards", "shard_id"))
+		ereport(ERROR,
+				(errcode(ERRCODE_FDW_TABLE_NOT_FOUND),
+				 errmsg("directory \"%s\" has no table \"shards\"",
+						opts->directory),
+				 errdetail("Its shards are named by shard_map and the server option \"shard_path\"; there is nothing to remove."),
+				 errhint("Create the directory's tables with directory_init('%s').",
+						 opts->servername)));
+	shard_directory_require_columns(db, opts->directory, "shards", needed,
+									"remove a shard");
+	info = shard_admin_shard(opts, dir, shard_id);
+
+	/* tenants it answers for */
+	if (sqlite3_prepare_v2(db,
+						   psprintf("SELECT count(*) FROM shard_map WHERE %s = ?1",
+									shard_directory_owner_sql(dir)),
+						   -1, &stmt, NULL) != SQLITE_OK)
+		shard_admin_write_failed(opts, db, "count the tenants of a shard");
+	sqlite3_bind_text(stmt, 1, info->shard_id, -1, SQLITE_TRANSIENT);
+	if (sqlite3_step(stmt) == SQLITE_ROW)
+		owned = sqlite3_column_int64(stmt, 0);
+	sqlite3_finalize(stmt);
+	if (owned > 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_DEPENDENT_OBJECTS_STILL_EXIST),
+				 errmsg_plural("cannot remove shard \"%s\": it answers for " INT64_FORMAT " tenant",
+							   "cannot remove shard \"%s\": it answers for " INT64_FORMAT " tenants",
+							   owned, info->shard_id, owned),
+				 errhint("Move its tenants to other shards, or remove them with tenant_remove(), first.")));
+
+	/* a move from or to it (the other side still holds rows there) */
+	has_target = shard_directory_has_column(db, "shard_map", "target_shard_id");
+	if (has_target)
+	{
+		if (sqlite3_prepare_v2(db,
+							   "SELECT tenant_id FROM shard_map "
+							   "WHERE target_shard_id IS NOT NULL "
+							   "AND target_shard_id <> shard_id "
+							   "AND (shard_id = ?1 OR target_shard_id = ?1) "
+							   "ORDER BY tenant_id LIMIT 1",
+							   -1, &stmt, NULL) != SQLITE_OK)
+			shard_admin_write_failed(opts, db, "look for moves");
+		sqlite3_bind_text(stmt, 1, info->shard_id, -1, SQLITE_TRANSIENT);
+		if (sqlite3_step(stmt) == SQLITE_ROW)
+			moving = pstrdup((const char *) sqlite3_column_text(stmt, 0));
+		sqlite3_finalize(stmt);
+	}
+	if (moving != NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_IN_USE),
+				 errmsg("cannot remove shard \"%s\": it takes part in the move of tenant \"%s\"",
+						info->shard_id, moving),
+				 errhint("Let the move finish and be cleaned up, or abort it, first.")));
+
+	directory_delete(opts, db, "shards", "shard_id", info->shard_id,
+					 "remove a shard");
+	shard_directory_changed(dir);
+	shard_conn_release(conn);
+	PG_RETURN_VOID();
+}
