@@ -83,7 +83,7 @@ trap 'exit 143' TERM INT
 # server's backends).
 #	app.py loop DB TENANT STOPFILE READYFILE RESULT: insert rows (src
 #		'app', n = 1, 2, ...) of TENANT in transactions of 1 to 5 rows,
-#		every 5th one holding the write lock 0.1 s before its commit,
+#		every 5th one holding the write lock 0.25 s before its commit,
 #		until STOPFILE exists; RESULT gets "ROWS TRANSACTIONS" (or ERROR).
 #	app.py hold DB STOPFILE READYFILE RESULT: BEGIN EXCLUSIVE, create
 #		READYFILE, keep the lock until STOPFILE exists (at most 20 s).
@@ -118,7 +118,7 @@ try:
                 "INSERT INTO ev(tenant_id, src, n) VALUES (?, 'app', ?)",
                 [(tenant, rows + i + 1) for i in range(k)])
             if txns % 5 == 4:
-                time.sleep(0.1)
+                time.sleep(0.25)
             con.execute("COMMIT")
             rows += k
             txns += 1
