@@ -80,6 +80,29 @@
 							  pathkeys, fdw_outerpath, private)
 #endif
 
+/* create_foreign_join_path gained fdw_restrictinfo in 17 too. */
+#if PG_VERSION_NUM >= 170000
+#define create_foreign_join_path_compat(root, rel, target, rows, startup, \
+										total, pathkeys, outer, fdw_outerpath, \
+										private) \
+	create_foreign_join_path(root, rel, target, rows, startup, total, \
+							 pathkeys, outer, fdw_outerpath, NIL, private)
+#else
+#define create_foreign_join_path_compat(root, rel, target, rows, startup, \
+										total, pathkeys, outer, fdw_outerpath, \
+										private) \
+	create_foreign_join_path(root, rel, target, rows, startup, total, \
+							 pathkeys, outer, fdw_outerpath, private)
+#endif
+
+/* exprs_known_equal gained an operator family in 17. */
+#if PG_VERSION_NUM >= 170000
+#define exprs_known_equal_compat(root, a, b) \
+	exprs_known_equal((root), (a), (b), InvalidOid)
+#else
+#define exprs_known_equal_compat(root, a, b) exprs_known_equal((root), (a), (b))
+#endif
+
 /* tuplesort_begin_heap's randomAccess became a flags word in 15. */
 #if PG_VERSION_NUM >= 150000
 #define tuplesort_begin_heap_compat(desc, nkeys, attnos, ops, colls, nulls, mem) \

@@ -160,6 +160,14 @@ _PG_init(void)
 							 PGC_USERSET, 0,
 							 NULL, NULL, NULL);
 
+	DefineCustomBoolVariable("sqlite_shard_fdw.join_pushdown",
+							 "Runs joins of foreign tables on their tenant column inside the shards when the result is exact.",
+							 NULL,
+							 &shard_join_pushdown,
+							 true,
+							 PGC_USERSET, 0,
+							 NULL, NULL, NULL);
+
 	DefineCustomBoolVariable("sqlite_shard_fdw.thread_aggregation",
 							 "Groups the shards' rows on the threads that read them, instead of by SQLite's GROUP BY.",
 							 "Shards with many groups fall back to SQLite's GROUP BY.",

@@ -190,6 +190,11 @@ extern List *shard_deparse_conditions(PlannerInfo *root, RelOptInfo *baserel,
 									  List *conds, List **params,
 									  List **param_kinds);
 extern void shard_quote_identifier(StringInfo buf, const char *ident);
+extern bool shard_deparse_set_qualified(bool qualified);
+extern List *shard_deparse_qualified_conditions(PlannerInfo *root,
+												RelOptInfo *baserel,
+												List *conds, List **params,
+												List **param_kinds);
 extern void shard_deparse_column_ref(StringInfo buf, PlannerInfo *root,
 									 Var *var);
 extern void shard_deparse_column_value(StringInfo buf, PlannerInfo *root,
@@ -310,6 +315,8 @@ enum FdwScanPrivateIndex
 								 * row-by-row UPDATE or DELETE) */
 	FdwScanPrivateTenantOnly,	/* Integer: the pushed conditions read only
 								 * the tenant column */
+	FdwScanPrivateJoin,			/* List (FdwScanJoinIndex) of a join the
+								 * shards run, or NIL */
 	FdwScanPrivateCount
 };
 
@@ -332,6 +339,38 @@ enum FdwScanOrderIndex
 								 * type: column SQL, "canonical form"
 								 * predicate, descending; else NIL */
 	FdwScanOrderCount
+};
+
+/*
+ * Positions in FdwScanPrivateJoin: a join the shards run.  Its SELECT
+ * (FdwScanPrivateSelectSql) ends in "FROM "; the FROM clause is built for
+ * each shard from the parts, each table read as itself or, when the shard
+ * filters its rows, as "(SELECT * FROM table WHERE ...) AS rN".
+ */
+enum FdwScanJoinIndex
+{
+	FdwScanJoinRelations,		/* String: the joined relations, for EXPLAIN */
+	FdwScanJoinFromParts,		/* List: String text and Integer positions in
+								 * FdwScanJoinTables, the FROM clause */
+	FdwScanJoinTables,			/* List per table (FdwScanJoinTableIndex) */
+	FdwScanJoinOutTables,		/* List of String: each output column's
+								 * SQLite table, for messages */
+	FdwScanJoinOutColumns,		/* List of String: and its SQLite name */
+	FdwScanJoinCount
+};
+
+/* Positions in each table's List of FdwScanJoinTables. */
+enum FdwScanJoinTableIndex
+{
+	FdwScanJoinTableName,		/* String: SQLite table */
+	FdwScanJoinTableAlias,		/* String: its alias in the query, "rN" */
+	FdwScanJoinTableTenant,		/* String: SQLite name of its tenant column */
+	FdwScanJoinTableRelname,	/* String: the foreign table, for messages */
+	FdwScanJoinTableConds,		/* List of String: its pushed conditions */
+	FdwScanJoinTableNeeds,		/* List of String: what the join assumes of
+								 * its columns (SHARD_NEEDS_) */
+	FdwScanJoinTableColumns,	/* List of String: its SQLite columns */
+	FdwScanJoinTableCount
 };
 
 /* What a scan returns (FdwScanPrivateMode). */
@@ -387,6 +426,34 @@ extern List *shard_rel_remote_conds(RelOptInfo *baserel);
 extern const char *shard_rel_table(RelOptInfo *baserel);
 extern bool shard_rel_all_pushed(RelOptInfo *baserel);
 extern bool shard_rel_tenant_only(RelOptInfo *baserel);
+extern double shard_rel_scanned(RelOptInfo *baserel);
+extern ShardTableOptions *shard_rel_options(RelOptInfo *baserel);
+
+/* in join.c */
+
+extern bool shard_join_pushdown;
+
+extern void shardGetForeignJoinPaths(PlannerInfo *root, RelOptInfo *joinrel,
+									 RelOptInfo *outerrel,
+									 RelOptInfo *innerrel, JoinType jointype,
+									 JoinPathExtraData *extra);
+extern ForeignScan *shard_join_plan(PlannerInfo *root, RelOptInfo *joinrel,
+									ForeignPath *best_path, List *tlist,
+									Plan *outer_plan);
+
+/* in joinscan.c */
+
+typedef struct ShardJoinScan ShardJoinScan;
+
+extern ShardJoinScan *shard_join_scan_create(List *join);
+extern const char *shard_join_relations(ShardJoinScan *j);
+extern void shard_join_check_shard(ShardJoinScan *j, ShardConn *conn,
+								   const char *shard_id);
+extern void shard_join_check_tables(ShardJoinScan *j, ShardConn *conn);
+extern void shard_join_append_from(StringInfo sql, ShardJoinScan *j,
+								   ShardConn *conn, int tenant_kind,
+								   List *tenants, List *excluded,
+								   int nparams, List **extra);
 
 /* in estimate.c */
 
@@ -442,6 +509,7 @@ typedef struct ShardScanPrivate
 	List	   *modify_set_attnums;
 	bool		materialize;
 	bool		tenant_only;
+	List	   *join;
 } ShardScanPrivate;
 
 extern void shard_scan_private_init(ShardScanPrivate *p);

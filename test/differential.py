@@ -45,7 +45,11 @@
 #	  of rows (keys of every type and direction, NULLS FIRST/LAST, ties
 #	  broken by id; the fleet, routed tenants, conditions, keyset
 #	  pagination, scoped logins), a quarter of which must be sorted and
-#	  limited in the shards.
+#	  limited in the shards.  And DIFF_QUERIES / 4 joins of two and three
+#	  instances of the table (inner, left, right, full; on the tenant and
+#	  keys with NULLs; routed, filtered to tenants with rows on one side
+#	  only, scoped logins; rows, aggregates, ORDER BY ... LIMIT), a quarter
+#	  of which must be joined in the shards.
 #  4. Runs every case on both tables in one psql session (markers between
 #	  results; a crashed backend is reported and the run resumes in a new
 #	  session), and compares the rows (sorted, unless the query fixes the
@@ -1253,6 +1257,92 @@ class Gen:
             case.scoped = True
         return case
 
+    # Join keys: (column of one side, column of the other).  Integers and
+    # text join in the shards; k and u (declared without a type in a shard)
+    # and times do not; i and j hold NULLs.
+    JOIN_KEYS = [("j", "j"), ("i", "i"), ("id", "id"), ("t", "t"),
+                 ("j", "i"), ("tc", "tc"), ("j", "j"), ("k", "k"),
+                 ("u", "u"), ("ts", "ts")]
+
+    def join_side(self):
+        """A side of a join: the table, or its rows of a condition (which
+        the planner makes that table's own), some of a tenant only."""
+        if self.chance(0.4):
+            return "{T}"
+        w = self.atom() if self.chance(0.6) else self.pred()
+        if self.chance(0.3):
+            w = "%s AND %s" % (self.routing_atom(), w)
+        return "(SELECT * FROM {T} WHERE %s)" % w
+
+    def join_case(self):
+        """Joins of two or three instances of the table, inner, left, right
+        or full, on the tenant and another key (now and then without the
+        tenant's equality, which stays in PostgreSQL), routed or not; rows,
+        aggregates, ORDER BY ... LIMIT."""
+        aliases = ["x", "y", "z"][:3 if self.chance(0.35) else 2]
+        sql_from = "%s x" % self.join_side()
+        for n, a in enumerate(aliases[1:]):
+            prev = self.pick(aliases[:n + 1])
+            jt = self.pick(["JOIN", "JOIN", "LEFT JOIN", "RIGHT JOIN",
+                            "FULL JOIN"])
+            lk, rk = self.pick(self.JOIN_KEYS)
+            on = ["%s.%s = %s.%s" % (prev, lk, a, rk)]
+            if self.chance(0.92):
+                on.insert(0, "%s.tenant_id = %s.tenant_id" % (prev, a))
+            if self.chance(0.2):
+                on.append("%s.%s" % (self.pick([prev, a]), self.pick(
+                    ["j > 0", "t IS NOT NULL", "i < 100", "b", "k = 42"])))
+            sql_from += " %s %s %s ON %s" % (jt, self.join_side(), a,
+                                              " AND ".join(on))
+        where = "true"
+        r = self.rng.random()
+        if r < 0.3:
+            where = "x.tenant_id = %s" % sql_str(self.text_value("tenant_id"))
+        elif r < 0.4:
+            where = "%s.id IS NULL" % self.pick(aliases)
+        r = self.rng.random()
+        if r < 0.45:
+            cols = []
+            for a in aliases:
+                cols += ["%s.tenant_id" % a, "%s.id" % a] + [
+                    "%s.%s" % (a, c) for c in
+                    self.rng.sample(COLNAMES, self.rng.randrange(0, 3))]
+            case = Case("SELECT %s FROM %s WHERE %s" % (
+                ", ".join(dict.fromkeys(cols)), sql_from, where))
+        elif r < 0.6:
+            cols = ["%s.tenant_id" % a for a in aliases] + \
+                ["%s.id" % a for a in aliases] + ["%s.j" % aliases[-1]]
+            case = Case("SELECT %s FROM %s WHERE %s ORDER BY %s LIMIT %d" % (
+                ", ".join(cols), sql_from, where,
+                ", ".join("%d%s" % (n + 1, self.pick(["", " DESC"]))
+                          for n in range(len(cols))),
+                self.rng.randrange(1, 25)), ordered=True)
+        else:
+            a = self.pick(aliases)
+            aggs = ", ".join(self.rng.sample(
+                ["count(*)", "count(%s.id)" % a, "sum(%s.j)" % a,
+                 "min(%s.i)" % a, "max(x.j)", "avg(%s.j)" % a,
+                 "count(DISTINCT %s.tenant_id)" % a,
+                 "max(%s.t COLLATE \"C\")" % a, "sum(x.id)"],
+                self.rng.randrange(1, 4)))
+            g = self.pick(["", "x.tenant_id", "%s.tenant_id" % a,
+                           "%s.j %% 3" % a, "x.tenant_id, %s.b" % a])
+            sql = "SELECT %s%s FROM %s WHERE %s%s" % (
+                g + ", " if g else "", aggs, sql_from, where,
+                " GROUP BY " + g if g else "")
+            if g and self.chance(0.4):
+                ngroup = len(g.split(","))
+                case = Case(sql + " ORDER BY %s LIMIT %d" % (
+                    ", ".join("%d" % (n + 1) for n in range(
+                        ngroup + len(aggs.split(", ")))),
+                    self.rng.randrange(1, 6)), ordered=True)
+            else:
+                case = Case(sql)
+        case.join = True
+        if self.chance(0.2):
+            case.scoped = True
+        return case
+
     def param_atom(self, n):
         """A condition on parameter $n: (sql, type, value generator)."""
         r = self.rng.random()
@@ -1557,6 +1647,12 @@ def time_pushdown(cases):
     return len(cases), out.count("Foreign Scan") - out.count("Filter:")
 
 
+def join_pushdown(cases):
+    """(join cases, how many of them EXPLAIN shows joined in the shards)."""
+    cases, out = explained(cases, "join")
+    return len(cases), out.count("Relations: ")
+
+
 def bucket_pushdown(cases):
     """(time bucket cases, how many of them the shards group, with no
     text made per row)."""
@@ -1707,6 +1803,7 @@ def run_test():
     cases += [gen.top_n_case() for _ in range(NCASES // 5)]
     cases += [gen.row_top_n_case() for _ in range(NCASES // 5)]
 
+    cases += [gen.join_case() for _ in range(NCASES // 4)]
     cases += [gen.time_case() for _ in range(NCASES // 4)]
     cases += [gen.time_bucket_case() for _ in range(NCASES // 8)]
 
@@ -1728,6 +1825,15 @@ def run_test():
         failures.append("too few ORDER BY ... LIMIT cases of rows were "
                         "sorted and limited in the shards: %d of %d" % (
                             nrow_pushed, nrow))
+        failed += 1
+    else:
+        passed += 1
+
+    njoin, npushed = join_pushdown(cases)
+    log("%d join cases, %d of them joined in the shards" % (njoin, npushed))
+    if npushed < njoin // 4:
+        failures.append("too few join cases were joined in the shards: "
+                        "%d of %d" % (npushed, njoin))
         failed += 1
     else:
         passed += 1

@@ -167,6 +167,9 @@ typedef struct ShardScanState
 	List	   *retrieved_attrs;
 	int			nretrieved;
 	char	  **colnames;		/* SQLite names of the retrieved columns */
+	char	  **coltables;		/* of a join, each one's SQLite table */
+	ShardJoinScan *join;		/* a join the shards run (joinscan.c), or
+								 * NULL */
 	ShardColumnConv *convs;
 	int			tenant_pos;		/* tenant column among retrieved, 0-based */
 	Oid			tenant_type;
@@ -296,7 +299,8 @@ scan_error_callback(void *arg)
 				   s->cur->info.shard_id, (long long) s->cur_rowid);
 	else
 		errcontext("column \"%s\" of table \"%s\" on shard \"%s\"",
-				   s->colnames[s->cur_col], s->topts->table,
+				   s->colnames[s->cur_col],
+				   s->coltables ? s->coltables[s->cur_col] : s->topts->table,
 				   s->cur->info.shard_id);
 }
 
@@ -648,7 +652,9 @@ shardBeginForeignScan(ForeignScanState *node, int eflags)
 	s->mode = priv.mode;
 	s->group_sql = priv.group_sql;
 	s->guard_col = priv.guard_col;
-	s->with_rowid = (s->mode == SCAN_ROWS);
+	s->with_rowid = (s->mode == SCAN_ROWS && priv.join == NIL);
+	if (priv.join != NIL)
+		s->join = shard_join_scan_create(priv.join);
 	s->needs = priv.needs;
 	foreach(lc, s->needs)
 		if (strVal(lfirst(lc))[0] != SHARD_NEEDS_TEXT_EXTREMA)
@@ -738,17 +744,36 @@ shardBeginForeignScan(ForeignScanState *node, int eflags)
 	s->convs = palloc0(sizeof(ShardColumnConv) * (s->nretrieved + 1));
 	s->tenant_pos = -1;
 	i = 0;
-	foreach(lc, s->retrieved_attrs)
+	if (s->join)
 	{
-		AttrNumber	attnum = lfirst_int(lc);
-		Form_pg_attribute att = TupleDescAttr(tupdesc, attnum - 1);
+		/* a join's columns are those of fdw_scan_tlist */
+		List	   *join = priv.join;
 
-		s->colnames[i] = shard_column_name(RelationGetRelid(rel), attnum);
-		shard_conv_init(&s->convs[i], att->atttypid, att->atttypmod);
-		if (attnum == s->topts->tenant_attnum)
-			s->tenant_pos = i;
-		i++;
+		s->coltables = palloc0(sizeof(char *) * (s->nretrieved + 1));
+		foreach(lc, s->retrieved_attrs)
+		{
+			Expr	   *expr = list_nth_node(TargetEntry, fsplan->fdw_scan_tlist,
+											 lfirst_int(lc) - 1)->expr;
+
+			s->colnames[i] = strVal(list_nth(list_nth(join, FdwScanJoinOutColumns), i));
+			s->coltables[i] = strVal(list_nth(list_nth(join, FdwScanJoinOutTables), i));
+			shard_conv_init(&s->convs[i], exprType((Node *) expr),
+							exprTypmod((Node *) expr));
+			i++;
+		}
 	}
+	else
+		foreach(lc, s->retrieved_attrs)
+		{
+			AttrNumber	attnum = lfirst_int(lc);
+			Form_pg_attribute att = TupleDescAttr(tupdesc, attnum - 1);
+
+			s->colnames[i] = shard_column_name(RelationGetRelid(rel), attnum);
+			shard_conv_init(&s->convs[i], att->atttypid, att->atttypmod);
+			if (attnum == s->topts->tenant_attnum)
+				s->tenant_pos = i;
+			i++;
+		}
 	if (s->mode == SCAN_ROWS)
 		init_prep(s);
 	s->tenant_type = TupleDescAttr(tupdesc, s->topts->tenant_attnum - 1)->atttypid;
@@ -1246,14 +1271,16 @@ build_shard_sql(ShardScanState *s, ShardTarget *t, bool raw, List **extra)
 	/*
 	 * The tenant filters join the conditions that cannot fail, so they run
 	 * before any condition that reads another column: on every shard, also
-	 * one whose other conditions PostgreSQL evaluates.
+	 * one whose other conditions PostgreSQL evaluates.  A join's are each
+	 * table's (joinscan.c).
 	 */
 	*extra = NIL;
-	if (s->restricted)
+	if (s->restricted && s->join == NULL)
 		conds = add_tenant_condition(s, t, conds, t->tenants, false, extra);
-	if (t->excluded != NIL)
+	if (t->excluded != NIL && s->join == NULL)
 		conds = add_tenant_condition(s, t, conds, t->excluded, true, extra);
-	conds = shard_time_ranges_for_shard(conds, t->conn, s->topts->table);
+	if (s->join == NULL)
+		conds = shard_time_ranges_for_shard(conds, t->conn, s->topts->table);
 	initStringInfo(&where);
 	shard_join_conditions(&where, conds);
 
@@ -1293,6 +1320,11 @@ build_shard_sql(ShardScanState *s, ShardTarget *t, bool raw, List **extra)
 	}
 	else
 		appendStringInfoString(&sql, s->select_sql);
+	/* a join's ends in "FROM ": its tables, filtered for this shard */
+	if (s->join)
+		shard_join_append_from(&sql, s->join, t->conn, s->tenant_kind,
+							   s->restricted ? t->tenants : NIL, t->excluded,
+							   s->nparams, extra);
 	/* both end "FROM table": read the whole table, not an index */
 	if (t->tenant_noindex)
 		appendStringInfoString(&sql, " NOT INDEXED");
@@ -1318,6 +1350,14 @@ diagnose_prepare_failure(ShardScanState *s, ShardTarget *t, int rc,
 	int			ncols = 0;
 	int			i;
 
+	if (s->join)
+	{
+		shard_join_check_tables(s->join, t->conn);
+		shard_report_sqlite_error(ERROR, rc, t->info.shard_id,
+								  psprintf("prepare the join of table \"%s\"",
+										   s->topts->table),
+								  errbuf);
+	}
 	for (i = 0; i < tupdesc->natts; i++)
 	{
 		Form_pg_attribute att = TupleDescAttr(tupdesc, i);
@@ -1647,6 +1687,9 @@ plan_shard(ShardScanState *s, ShardTarget *t)
 	{
 		char	   *bad = shard_conn_affinity_mismatch(t->conn, s->topts->table,
 													   s->needs);
+
+		if (s->join)
+			shard_join_check_shard(s->join, t->conn, t->info.shard_id);
 
 		/*
 		 * Text extrema on a UTF-16 shard: the reading thread computes them
@@ -2590,6 +2633,8 @@ shardExplainForeignScan(ForeignScanState *node, ExplainState *es)
 	if (!s->resolved && !s->prune_needs_run)
 		resolve_targets(node);
 
+	if (s->join)
+		ExplainPropertyText("Relations", shard_join_relations(s->join), es);
 	if (s->resolved)
 		ExplainPropertyText("Shards", shard_names(s), es);
 	else
@@ -2634,6 +2679,13 @@ shardExplainForeignScan(ForeignScanState *node, ExplainState *es)
 
 		initStringInfo(&sql);
 		appendStringInfoString(&sql, s->agg_spec ? s->raw_sql : s->select_sql);
+		if (s->join)
+		{
+			List	   *extra = NIL;
+
+			shard_join_append_from(&sql, s->join, NULL, s->tenant_kind, NIL,
+								   NIL, s->nparams, &extra);
+		}
 		if (s->where_sqls != NIL)
 		{
 			appendStringInfoString(&sql, " WHERE ");

@@ -96,6 +96,14 @@ typedef struct DeparseContext
 								 * condition itself */
 } DeparseContext;
 
+/*
+ * Whether column references name their table's alias ("r3"."col"), as the
+ * SQL of a join pushed to the shards needs (join.c): set only while
+ * shard_deparse_qualified_conditions, or a caller through
+ * shard_deparse_set_qualified, deparses.
+ */
+static bool deparse_qualified = false;
+
 static void deparse_expr(Expr *expr, DeparseContext *ctx);
 static bool pushable(PlannerInfo *root, RelOptInfo *baserel, Expr *expr,
 					 bool computed_ok);
@@ -607,7 +615,57 @@ shard_deparse_column_ref(StringInfo buf, PlannerInfo *root, Var *var)
 {
 	RangeTblEntry *rte = planner_rt_fetch(var->varno, root);
 
+	if (deparse_qualified)
+		appendStringInfo(buf, "r%d.", var->varno);
 	shard_quote_identifier(buf, shard_column_name(rte->relid, var->varattno));
+}
+
+/*
+ * shard_deparse_set_qualified
+ *		Make column references name their table's alias, as in a pushed
+ *		join (or stop); returns the previous setting.  Callers restore it
+ *		on the error path too (PG_FINALLY).
+ */
+bool
+shard_deparse_set_qualified(bool qualified)
+{
+	bool		old = deparse_qualified;
+
+	deparse_qualified = qualified;
+	return old;
+}
+
+/*
+ * shard_deparse_qualified_conditions
+ *		shard_deparse_conditions for a condition of a pushed join, whose
+ *		columns name their table's alias; without the index ranges of time
+ *		columns, which only a table's own query uses.
+ */
+List *
+shard_deparse_qualified_conditions(PlannerInfo *root, RelOptInfo *baserel,
+								   List *conds, List **params,
+								   List **param_kinds)
+{
+	List	   *sqls = NIL;
+	List	   *result = NIL;
+	bool		old = shard_deparse_set_qualified(true);
+	ListCell   *lc;
+
+	PG_TRY();
+	{
+		sqls = shard_deparse_conditions(root, baserel, conds, params,
+										param_kinds);
+	}
+	PG_FINALLY();
+	{
+		shard_deparse_set_qualified(old);
+	}
+	PG_END_TRY();
+	foreach(lc, sqls)
+		if (strVal(lfirst(lc))[0] != SHARD_TIME_RANGE_MARK &&
+			strVal(lfirst(lc))[0] != SHARD_TIME_TEXT_RANGE_MARK)
+			result = lappend(result, lfirst(lc));
+	return result;
 }
 
 /* What text_columns_walker collects. */

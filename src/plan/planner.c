@@ -94,6 +94,7 @@ sqlite_shard_fdw_handler(PG_FUNCTION_ARGS)
 	routine->GetForeignRelSize = shardGetForeignRelSize;
 	routine->GetForeignPaths = shardGetForeignPaths;
 	routine->GetForeignPlan = shardGetForeignPlan;
+	routine->GetForeignJoinPaths = shardGetForeignJoinPaths;
 	routine->GetForeignUpperPaths = shardGetForeignUpperPaths;
 	routine->BeginForeignScan = shardBeginForeignScan;
 	routine->IterateForeignScan = shardIterateForeignScan;
@@ -317,6 +318,27 @@ List *
 shard_rel_remote_conds(RelOptInfo *baserel)
 {
 	return ((ShardRelInfo *) baserel->fdw_private)->remote_conds;
+}
+
+/*
+ * shard_rel_scanned
+ *		The rows a scan's shards look at (estimate.c), for the costs of a
+ *		join the shards run.
+ */
+double
+shard_rel_scanned(RelOptInfo *baserel)
+{
+	return ((ShardRelInfo *) baserel->fdw_private)->scanned;
+}
+
+/*
+ * shard_rel_options
+ *		The options of a scanned foreign table.
+ */
+ShardTableOptions *
+shard_rel_options(RelOptInfo *baserel)
+{
+	return ((ShardRelInfo *) baserel->fdw_private)->topts;
 }
 
 /*
@@ -772,6 +794,8 @@ shardGetForeignPlan(PlannerInfo *root, RelOptInfo *baserel,
 	}
 	else if (IS_UPPER_REL(baserel))
 		return shard_upper_plan(root, baserel, tlist, outer_plan);
+	else if (IS_JOIN_REL(baserel))
+		return shard_join_plan(root, baserel, best_path, tlist, outer_plan);
 	fpinfo = (ShardRelInfo *) baserel->fdw_private;
 	scanrelid = final ? 0 : baserel->relid;
 

@@ -70,6 +70,7 @@ shard_scan_private_list(const ShardScanPrivate *p)
 	l = lappend(l, p->modify_set_attnums);
 	l = lappend(l, makeInteger(p->materialize));
 	l = lappend(l, makeInteger(p->tenant_only));
+	l = lappend(l, p->join);
 	Assert(list_length(l) == FdwScanPrivateCount);
 	return l;
 }
@@ -112,7 +113,11 @@ shard_scan_private_read(List *l, ShardScanPrivate *p)
 	p->modify_set_attnums = list_nth(l, FdwScanPrivateModifySetAttnums);
 	p->materialize = intVal(list_nth(l, FdwScanPrivateMaterialize));
 	p->tenant_only = intVal(list_nth(l, FdwScanPrivateTenantOnly));
+	p->join = list_nth(l, FdwScanPrivateJoin);
 	if (p->order != NIL && list_length(p->order) != FdwScanOrderCount)
 		elog(ERROR, "foreign scan has %d order items, expected %d",
 			 list_length(p->order), (int) FdwScanOrderCount);
+	if (p->join != NIL && list_length(p->join) != FdwScanJoinCount)
+		elog(ERROR, "foreign scan has %d join items, expected %d",
+			 list_length(p->join), (int) FdwScanJoinCount);
 }
