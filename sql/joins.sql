@@ -171,11 +171,57 @@ SELECT regress_same($$SELECT c.name, o.order_id, l.sku FROM {c} c
   ON o.tenant_id = c.tenant_id AND o.customer_id = c.customer_id$$);
 
 --
--- Aggregates over a pushed join (computed in PostgreSQL for now)
+-- Aggregates over a pushed join: partial per shard and merged, or whole
+-- groups per shard when grouped by the tenant of a table every row holds
 --
+EXPLAIN (VERBOSE, COSTS OFF)
+SELECT c.country, count(*), sum(o.amount) FROM orders o
+  JOIN customers c ON c.tenant_id = o.tenant_id AND c.customer_id = o.customer_id
+  GROUP BY 1;
+SELECT c.country, count(*), sum(o.amount) FROM orders o
+  JOIN customers c ON c.tenant_id = o.tenant_id AND c.customer_id = o.customer_id
+  GROUP BY 1 ORDER BY 1;
 SELECT regress_same($$SELECT c.country, count(*), sum(o.amount) FROM {o} o
   JOIN {c} c ON c.tenant_id = o.tenant_id AND c.customer_id = o.customer_id
   GROUP BY 1$$);
+EXPLAIN (VERBOSE, COSTS OFF)
+SELECT c.tenant_id, count(o.order_id), max(o.amount), min(c.name COLLATE "C")
+  FROM customers c LEFT JOIN orders o
+  ON o.tenant_id = c.tenant_id AND o.customer_id = c.customer_id
+  GROUP BY 1;
+SELECT regress_same($$SELECT c.tenant_id, count(o.order_id), max(o.amount),
+  min(c.name COLLATE "C") FROM {c} c LEFT JOIN {o} o
+  ON o.tenant_id = c.tenant_id AND o.customer_id = c.customer_id GROUP BY 1$$);
+-- grouped by the nullable side's tenant: merged, its NULL group from every shard
+EXPLAIN (COSTS OFF)
+SELECT o.tenant_id, count(*) FROM customers c LEFT JOIN orders o
+  ON o.tenant_id = c.tenant_id AND o.customer_id = c.customer_id GROUP BY 1;
+SELECT regress_same($$SELECT o.tenant_id, count(*), sum(o.amount), avg(o.amount)
+  FROM {c} c LEFT JOIN {o} o
+  ON o.tenant_id = c.tenant_id AND o.customer_id = c.customer_id GROUP BY 1$$);
+SELECT regress_same($$SELECT c.country, o.status, count(*), count(DISTINCT l.sku),
+  sum(l.qty), avg(o.amount) FROM {c} c
+  FULL JOIN {o} o ON o.tenant_id = c.tenant_id AND o.customer_id = c.customer_id
+  LEFT JOIN {l} l ON l.tenant_id = o.tenant_id AND l.order_id = o.order_id
+  GROUP BY 1, 2$$);
+-- routed, and without GROUP BY
+EXPLAIN (VERBOSE, COSTS OFF)
+SELECT count(*), sum(o.amount) FROM orders o
+  JOIN customers c USING (tenant_id, customer_id)
+  WHERE tenant_id = 'acme' AND c.country = 'fr';
+SELECT regress_same($$SELECT count(*), sum(o.amount) FROM {o} o
+  JOIN {c} c USING (tenant_id, customer_id)
+  WHERE tenant_id = 'acme' AND c.country = 'fr'$$);
+SELECT regress_same($$SELECT count(*), sum(o.amount), min(o.order_id) FROM {o} o
+  JOIN {c} c USING (tenant_id, customer_id)$$);
+-- top-N over a join: grouped in the shards, sorted and limited by PostgreSQL
+EXPLAIN (COSTS OFF)
+SELECT c.name, sum(o.amount) FROM orders o
+  JOIN customers c USING (tenant_id, customer_id)
+  WHERE tenant_id = 'acme' GROUP BY c.name ORDER BY 2 DESC LIMIT 2;
+SELECT c.name, sum(o.amount) FROM orders o
+  JOIN customers c USING (tenant_id, customer_id)
+  WHERE tenant_id = 'acme' GROUP BY c.name ORDER BY 2 DESC LIMIT 2;
 
 --
 -- Refusals: these joins stay in PostgreSQL, and are right
@@ -235,6 +281,9 @@ SELECT c.tenant_id, o.tenant_id, o.order_id FROM orders o
   AND o.tenant_id = 'globex' ORDER BY 1, 2, 3;
 SELECT count(*), sum(l.qty) FROM lines l
   JOIN orders o USING (tenant_id, order_id) JOIN customers c USING (tenant_id);
+SELECT c.tenant_id, o.tenant_id, count(*) FROM customers c
+  FULL JOIN orders o ON o.tenant_id = c.tenant_id AND o.customer_id = c.customer_id
+  GROUP BY 1, 2 ORDER BY 1, 2;
 -- a hostile login: every other tenant's row, through every join form
 SELECT count(*) FROM customers c FULL JOIN orders o
   ON o.tenant_id = c.tenant_id AND o.customer_id = c.customer_id

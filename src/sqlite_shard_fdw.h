@@ -440,6 +440,15 @@ extern void shardGetForeignJoinPaths(PlannerInfo *root, RelOptInfo *joinrel,
 extern ForeignScan *shard_join_plan(PlannerInfo *root, RelOptInfo *joinrel,
 									ForeignPath *best_path, List *tlist,
 									Plan *outer_plan);
+extern bool shard_join_rel_pushed(RelOptInfo *rel);
+extern bool shard_join_tenant_key(PlannerInfo *root, RelOptInfo *joinrel,
+								  Var *var);
+extern bool shard_join_schema_meets(PlannerInfo *root, RelOptInfo *joinrel,
+									List *needs, List *relids);
+extern List *shard_join_private(PlannerInfo *root, RelOptInfo *joinrel,
+								List *needs, List *relids, List **params,
+								List **param_kinds, List **where_sqls,
+								Expr **route, ShardPruneKind *kind);
 
 /* in joinscan.c */
 

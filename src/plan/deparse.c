@@ -148,15 +148,17 @@ shard_strip_relabel(Expr *expr)
 /*
  * shard_own_column
  *		The user column of the scanned foreign table that expr is (through
- *		relabeling), or NULL.
+ *		relabeling), or NULL; of a join the shards run, a column of any of
+ *		its tables (an aggregation over it, upper.c).
  */
 Var *
 shard_own_column(Expr *expr, RelOptInfo *baserel)
 {
 	Var		   *var = (Var *) shard_strip_relabel(expr);
 
-	if (var && IsA(var, Var) && var->varno == baserel->relid &&
-		var->varlevelsup == 0 && var->varattno > 0)
+	if (var && IsA(var, Var) && var->varlevelsup == 0 && var->varattno > 0 &&
+		(IS_JOIN_REL(baserel) ? bms_is_member(var->varno, baserel->relids) :
+		 var->varno == baserel->relid))
 		return var;
 	return NULL;
 }

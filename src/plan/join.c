@@ -365,10 +365,11 @@ placeholders_ok(PlannerInfo *root, RelOptInfo *joinrel)
  */
 static List *
 table_needs(PlannerInfo *root, RelOptInfo *rel, List *join_conds,
-			Relids relids)
+			Relids relids, List *extra, List *extra_relids)
 {
 	List	   *needs;
-	ListCell   *lc;
+	ListCell   *lc,
+			   *lc2;
 
 	needs = shard_text_columns(root,
 							   extract_actual_clauses(shard_rel_remote_conds(rel),
@@ -405,6 +406,9 @@ table_needs(PlannerInfo *root, RelOptInfo *rel, List *join_conds,
 		else if (single_table(root, clause, relids) == rel)
 			needs = shard_text_columns(root, list_make1(clause), needs);
 	}
+	forboth(lc, extra, lc2, extra_relids)
+		if (lfirst_int(lc2) == (int) rel->relid)
+			needs = lappend(needs, lfirst(lc));
 	return needs;
 }
 
@@ -431,7 +435,8 @@ all_join_conds(RelOptInfo *rel)
  *		join assumes?  Each shard is checked again when it is read.
  */
 static bool
-schema_ok(PlannerInfo *root, RelOptInfo *joinrel)
+schema_ok(PlannerInfo *root, RelOptInfo *joinrel, List *extra,
+		  List *extra_relids)
 {
 	List	   *conds = all_join_conds(joinrel);
 	int			relid = -1;
@@ -443,7 +448,8 @@ schema_ok(PlannerInfo *root, RelOptInfo *joinrel)
 
 		if (!shard_schema_meets(shard_server_options(topts->serverid),
 								topts->table,
-								table_needs(root, rel, conds, joinrel->relids)))
+								table_needs(root, rel, conds, joinrel->relids,
+											extra, extra_relids)))
 			return false;
 	}
 	return true;
@@ -566,7 +572,7 @@ join_ok(PlannerInfo *root, RelOptInfo *joinrel, RelOptInfo *outerrel,
 		info->nonnullable = bms_union(info->nonnullable,
 									  iinfo ? iinfo->nonnullable :
 									  innerrel->relids);
-	return schema_ok(root, joinrel);
+	return schema_ok(root, joinrel, NIL, NIL);
 }
 
 /*
@@ -619,6 +625,8 @@ typedef struct JoinDeparse
 	List	   *params;
 	List	   *param_kinds;
 	StringInfoData relations;	/* for EXPLAIN */
+	List	   *extra_needs;	/* of an aggregation over the join */
+	List	   *extra_relids;	/* the table of each */
 } JoinDeparse;
 
 /*
@@ -651,12 +659,16 @@ deparse_table(JoinDeparse *d, RelOptInfo *rel)
 	ListCell   *lc;
 	int			i;
 
+	/* inside the table's own query: its columns by their names alone */
+	bool		old = shard_deparse_set_qualified(false);
+
 	foreach(lc, shard_rel_remote_conds(rel))
 		conds = list_concat(conds,
 							shard_deparse_conditions(d->root, rel,
 													 list_make1(lfirst(lc)),
 													 &d->params,
 													 &d->param_kinds));
+	shard_deparse_set_qualified(old);
 	r = table_open(rte->relid, NoLock);
 	tupdesc = RelationGetDescr(r);
 	for (i = 1; i <= tupdesc->natts; i++)
@@ -676,7 +688,9 @@ deparse_table(JoinDeparse *d, RelOptInfo *rel)
 	llast(d->tables) = lappend(lappend(llast(d->tables),
 									   table_needs(d->root, rel,
 												   all_join_conds(d->joinrel),
-												   d->joinrel->relids)),
+												   d->joinrel->relids,
+												   d->extra_needs,
+												   d->extra_relids)),
 							   columns);
 	appendStringInfo(&d->relations, "%s %s", get_rel_name(rte->relid),
 					 rte->eref->aliasname);
@@ -811,6 +825,93 @@ route_value(PlannerInfo *root, ShardJoinRelInfo *info, ShardPruneKind *kind)
 }
 
 /*
+ * shard_join_rel_pushed
+ *		Do the shards run this join, every condition on its rows included,
+ *		so that they may also aggregate its rows (upper.c)?
+ */
+bool
+shard_join_rel_pushed(RelOptInfo *rel)
+{
+	ShardJoinRelInfo *info = join_info(rel);
+
+	return info != NULL && info->ok && info->local_conds == NIL;
+}
+
+/*
+ * shard_join_tenant_key
+ *		Is var the tenant column of a table that every row of the join
+ *		holds?  Grouped by it, every group lives in one shard (a nullable
+ *		table's tenant is NULL in rows of every shard).
+ */
+bool
+shard_join_tenant_key(PlannerInfo *root, RelOptInfo *joinrel, Var *var)
+{
+	ShardJoinRelInfo *info = join_info(joinrel);
+
+	return info != NULL && bms_is_member(var->varno, info->nonnullable) &&
+		var->varattno == shard_rel_tenant_attnum(find_base_rel(root,
+																var->varno));
+}
+
+/*
+ * shard_join_schema_meets
+ *		Does the fleet's first shard declare the columns of every table of
+ *		the join as the join and needs (an aggregation over it, each need
+ *		of the table relids names) assume?
+ */
+bool
+shard_join_schema_meets(PlannerInfo *root, RelOptInfo *joinrel, List *needs,
+						List *relids)
+{
+	return schema_ok(root, joinrel, needs, relids);
+}
+
+/*
+ * shard_join_private
+ *		The FdwScanPrivateJoin of a join the shards run, under a SELECT
+ *		(of its columns, or of an aggregation's: needs and relids are what
+ *		that assumes of each table's columns) ending in "FROM ".  Adds the
+ *		values its conditions bind to *params, the conditions on its rows
+ *		to *where_sqls, and sets *route and *kind to what routes it.
+ */
+List *
+shard_join_private(PlannerInfo *root, RelOptInfo *joinrel, List *needs,
+				   List *relids, List **params, List **param_kinds,
+				   List **where_sqls, Expr **route, ShardPruneKind *kind)
+{
+	ShardJoinRelInfo *info = join_info(joinrel);
+	JoinDeparse d;
+
+	memset(&d, 0, sizeof(d));
+	d.root = root;
+	d.joinrel = joinrel;
+	d.params = *params;
+	d.param_kinds = *param_kinds;
+	d.extra_needs = needs;
+	d.extra_relids = relids;
+	initStringInfo(&d.text);
+	initStringInfo(&d.relations);
+
+	/* FROM, then WHERE, sharing one numbering of the values to bind */
+	deparse_from(&d, joinrel, false);
+	flush_text(&d);
+	*where_sqls = NIL;
+	if (info->where_conds != NIL)
+	{
+		StringInfoData buf;
+
+		initStringInfo(&buf);
+		deparse_join_conds(&d, &buf, info->where_conds);
+		*where_sqls = list_make1(makeString(buf.data));
+	}
+	*params = d.params;
+	*param_kinds = d.param_kinds;
+	*route = route_value(root, info, kind);
+	return list_make5(makeString(d.relations.data), d.parts, d.tables,
+					  NIL, NIL);
+}
+
+/*
  * shard_join_plan
  *		The ForeignScan of a join the shards run: its rows are the columns
  *		of fdw_scan_tlist, the SQL's FROM clause is finished per shard.
@@ -820,24 +921,20 @@ shard_join_plan(PlannerInfo *root, RelOptInfo *joinrel,
 				ForeignPath *best_path, List *tlist, Plan *outer_plan)
 {
 	ShardJoinRelInfo *info = join_info(joinrel);
-	JoinDeparse d;
 	List	   *scan_tlist;
 	List	   *out_tables = NIL;
 	List	   *out_columns = NIL;
 	List	   *retrieved = NIL;
-	List	   *where = NIL;
+	List	   *params = NIL;
+	List	   *param_kinds = NIL;
+	List	   *where;
+	List	   *join;
 	StringInfoData select;
 	ShardScanPrivate priv;
 	ShardPruneKind kind;
 	Expr	   *route;
 	ListCell   *lc;
 	bool		old;
-
-	memset(&d, 0, sizeof(d));
-	d.root = root;
-	d.joinrel = joinrel;
-	initStringInfo(&d.text);
-	initStringInfo(&d.relations);
 
 	/* SELECT the columns by their tables' aliases */
 	scan_tlist = join_scan_tlist(joinrel, info->local_conds);
@@ -867,32 +964,22 @@ shard_join_plan(PlannerInfo *root, RelOptInfo *joinrel,
 		appendStringInfoString(&select, "NULL");
 	appendStringInfoString(&select, " FROM ");
 
-	/* FROM, then WHERE, sharing one numbering of the values to bind */
-	deparse_from(&d, joinrel, false);
-	flush_text(&d);
-	if (info->where_conds != NIL)
-	{
-		StringInfoData buf;
-
-		initStringInfo(&buf);
-		deparse_join_conds(&d, &buf, info->where_conds);
-		where = list_make1(makeString(buf.data));
-	}
-
-	route = route_value(root, info, &kind);
+	join = shard_join_private(root, joinrel, NIL, NIL, &params, &param_kinds,
+							  &where, &route, &kind);
+	list_nth_cell(join, FdwScanJoinOutTables)->ptr_value = out_tables;
+	list_nth_cell(join, FdwScanJoinOutColumns)->ptr_value = out_columns;
 	if (route != NULL)
-		d.params = lappend(d.params, route);
+		params = lappend(params, route);
 
 	shard_scan_private_init(&priv);
 	priv.select_sql = select.data;
 	priv.where_sqls = where;
 	priv.retrieved_attrs = retrieved;
-	priv.param_kinds = d.param_kinds;
+	priv.param_kinds = param_kinds;
 	priv.prune_kind = kind;
-	priv.join = list_make5(makeString(d.relations.data), d.parts, d.tables,
-						   out_tables, out_columns);
+	priv.join = join;
 	return make_foreignscan(tlist,
 							extract_actual_clauses(info->local_conds, false),
-							0, d.params, shard_scan_private_list(&priv),
+							0, params, shard_scan_private_list(&priv),
 							scan_tlist, NIL, outer_plan);
 }

@@ -206,6 +206,13 @@ shardGetForeignRelSize(PlannerInfo *root, RelOptInfo *baserel,
 
 	baserel->fdw_private = fpinfo;
 
+	/*
+	 * Column references name no alias but while a pushed join's SQL is
+	 * written (join.c, upper.c); a planning that failed in between must not
+	 * leave them so for the next.
+	 */
+	shard_deparse_set_qualified(false);
+
 	rel = table_open(foreigntableid, NoLock);
 	topts = shard_table_options(rel);
 	fpinfo->topts = topts;

@@ -101,8 +101,11 @@ bool		shard_thread_aggregation = true;
 typedef struct ShardUpperInfo
 {
 	PlannerInfo *root;
-	RelOptInfo *baserel;		/* the scanned foreign table */
+	RelOptInfo *baserel;		/* the scanned foreign table, or a join the
+								 * shards run (join.c) */
+	bool		join;			/* baserel is a join */
 	List	   *needs;			/* what the SQL assumes of shard columns */
+	List	   *need_relids;	/* of a join: the table of each need */
 	List	   *tlist;			/* TargetEntries: keys and aggregates */
 	List	   *ops;			/* ShardAggOp per tlist entry */
 	List	   *having;			/* conditions PostgreSQL applies after */
@@ -348,7 +351,8 @@ add_output(ShardUpperInfo *info, Expr *expr, int op)
  *		saying what else (SHARD_NEEDS_TEXT, _TEXT_ORDER or _TEXT_EXTREMA).
  */
 static void
-add_column_need(List **needs, PlannerInfo *root, Var *var, char text_need)
+add_column_need(List **needs, PlannerInfo *root, Var *var, char text_need,
+				List **relids)
 {
 	char		need;
 	RangeTblEntry *rte;
@@ -364,9 +368,14 @@ add_column_need(List **needs, PlannerInfo *root, Var *var, char text_need)
 	rte = planner_rt_fetch(var->varno, root);
 	entry = psprintf("%c%s", need, shard_column_name(rte->relid, var->varattno));
 	foreach(lc, *needs)
-		if (strcmp(strVal(lfirst(lc)), entry) == 0)
+		if (strcmp(strVal(lfirst(lc)), entry) == 0 &&
+			(relids == NULL ||
+			 list_nth_int(*relids, foreach_current_index(lc)) == (int) var->varno))
 			return;
 	*needs = lappend(*needs, makeString(entry));
+	/* of a join, whose tables join.c checks one by one */
+	if (relids != NULL)
+		*relids = lappend_int(*relids, var->varno);
 }
 
 /*
@@ -387,7 +396,8 @@ add_need(ShardUpperInfo *info, Aggref *agg, int op)
 		is_time_type(agg_arg(agg, info->baserel)->vartype))
 		return;
 	add_column_need(&info->needs, info->root, agg_arg(agg, info->baserel),
-					SHARD_NEEDS_TEXT_EXTREMA);
+					SHARD_NEEDS_TEXT_EXTREMA,
+					info->join ? &info->need_relids : NULL);
 }
 
 /*
@@ -695,7 +705,8 @@ add_final_path(PlannerInfo *root, RelOptInfo *input_rel,
 	if (!extra->limit_needed || info == NULL || info->final ||
 		output_rel->fdw_private != NULL)
 		return;
-	if (!info->by_tenant || info->distinct != NULL || info->having != NIL)
+	if (!info->by_tenant || info->distinct != NULL || info->having != NIL ||
+		info->join)
 		return;
 	if (parse->distinctClause || parse->rowMarks ||
 		parse->limitOption != LIMIT_OPTION_COUNT ||
@@ -739,7 +750,8 @@ add_final_path(PlannerInfo *root, RelOptInfo *input_rel,
 			continue;
 		if (var->vartype == FLOAT8OID)
 			return;
-		add_column_need(&final->bound_needs, root, var, SHARD_NEEDS_TEXT);
+		add_column_need(&final->bound_needs, root, var, SHARD_NEEDS_TEXT,
+						NULL);
 	}
 	final->sort_clauses = NIL;
 	final->sort_pos = NIL;
@@ -772,7 +784,7 @@ add_final_path(PlannerInfo *root, RelOptInfo *input_rel,
 		if (list_nth_int(info->ops, pos) == AGGOP_KEY && var != NULL &&
 			var->vartype != DATEOID)
 			add_column_need(&final->bound_needs, root, var,
-							SHARD_NEEDS_TEXT_ORDER);
+							SHARD_NEEDS_TEXT_ORDER, NULL);
 	}
 	if (final->bound_needs != NIL &&
 		!first_shard_meets(root, info->baserel,
@@ -843,19 +855,26 @@ shardGetForeignUpperPaths(PlannerInfo *root, UpperRelationKind stage,
 	 */
 	if (stage != UPPERREL_GROUP_AGG || !shard_aggregate_pushdown ||
 		output_rel->fdw_private != NULL ||
-		input_rel->reloptkind != RELOPT_BASEREL ||
+		!(input_rel->reloptkind == RELOPT_BASEREL ||
+		  shard_join_rel_pushed(input_rel)) ||
 		input_rel->fdw_private == NULL ||
 		!bms_is_empty(input_rel->lateral_relids))
 		return;
 	if (parse->groupingSets || parse->hasTargetSRFs || parse->hasWindowFuncs ||
 		gextra->patype != PARTITIONWISE_AGGREGATE_NONE ||
-		!shard_rel_all_pushed(input_rel))
+		(!IS_JOIN_REL(input_rel) && !shard_rel_all_pushed(input_rel)))
 		return;
 
-	tenant_attnum = shard_rel_tenant_attnum(input_rel);
+	/*
+	 * A join the shards run is aggregated as a table is, over the rows of
+	 * its SQL (join.c), its columns named by their tables' aliases; not by
+	 * time buckets, nor sorted and limited per shard (add_final_path).
+	 */
 	info = palloc0(sizeof(ShardUpperInfo));
 	info->root = root;
 	info->baserel = input_rel;
+	info->join = IS_JOIN_REL(input_rel);
+	tenant_attnum = info->join ? 0 : shard_rel_tenant_attnum(input_rel);
 	target = root->upper_targets[UPPERREL_GROUP_AGG];
 
 	/* Keys first, in the order of the grouping target. */
@@ -869,12 +888,16 @@ shardGetForeignUpperPaths(PlannerInfo *root, UpperRelationKind stage,
 		if (sgref == 0 ||
 			get_sortgroupref_clause_noerr(sgref, parse->groupClause) == NULL)
 			continue;
-		if (!group_key_ok(root, expr, input_rel))
+		if (!group_key_ok(root, expr, input_rel) ||
+			(info->join && shard_own_column(expr, input_rel) == NULL))
 			return;
 		add_output(info, expr, AGGOP_KEY);
 		keys = lappend(keys, expr);
-		if (shard_own_column(expr, input_rel) &&
-			shard_own_column(expr, input_rel)->varattno == tenant_attnum)
+		if (info->join ?
+			shard_join_tenant_key(root, input_rel,
+								  shard_own_column(expr, input_rel)) :
+			(shard_own_column(expr, input_rel) &&
+			 shard_own_column(expr, input_rel)->varattno == tenant_attnum))
 			info->by_tenant = true;
 	}
 	if (list_length(keys) != list_length(parse->groupClause))
@@ -906,11 +929,21 @@ shardGetForeignUpperPaths(PlannerInfo *root, UpperRelationKind stage,
 	 * suitably; a fleet whose (first) shard does not is aggregated by
 	 * PostgreSQL instead.
 	 */
-	info->needs = shard_text_columns(root,
-									 extract_actual_clauses(shard_rel_remote_conds(input_rel), false),
-									 info->needs);
-	if (!first_shard_meets(root, input_rel, info->needs))
-		return;
+	if (info->join)
+	{
+		/* the join's tables carry what their conditions assume */
+		if (!shard_join_schema_meets(root, input_rel, info->needs,
+									 info->need_relids))
+			return;
+	}
+	else
+	{
+		info->needs = shard_text_columns(root,
+										 extract_actual_clauses(shard_rel_remote_conds(input_rel), false),
+										 info->needs);
+		if (!first_shard_meets(root, input_rel, info->needs))
+			return;
+	}
 
 	input_rows = input_rel->rows;
 	groups = keys ? merge_groups(root, input_rel, keys, input_rows) : 1;
@@ -1313,7 +1346,9 @@ final_order(ShardUpperInfo *info, SelectList *sl, List *cols, int guard_col,
 
 /*
  * append_select
- *		"SELECT exprs FROM table" (SELECT NULL without expressions).
+ *		"SELECT exprs FROM table" (SELECT NULL without expressions); of a
+ *		join (table NULL), "SELECT exprs FROM ", its FROM clause built for
+ *		each shard (joinscan.c).
  */
 static void
 append_select(StringInfo buf, List *exprs, const char *table)
@@ -1327,7 +1362,8 @@ append_select(StringInfo buf, List *exprs, const char *table)
 	if (exprs == NIL)
 		appendStringInfoString(buf, "NULL");
 	appendStringInfoString(buf, " FROM ");
-	shard_quote_identifier(buf, table);
+	if (table != NULL)
+		shard_quote_identifier(buf, table);
 }
 
 /*
@@ -1398,14 +1434,26 @@ shard_upper_plan(PlannerInfo *root, RelOptInfo *upperrel, List *tlist,
 	int			keycheck_col = -1;
 	List	   *key_truncs = NIL;
 	bool		split_keys = false;
+	List	   *join = NIL;
+	bool		qualified;
 
 	initStringInfo(&select_sql);
 	initStringInfo(&group_sql);
 
-	/* The conditions' parameters first; those of the keys follow. */
-	where_sqls = shard_deparse_conditions(root, baserel,
-										  shard_rel_remote_conds(baserel),
-										  &params, &param_kinds);
+	/*
+	 * The conditions' parameters first; those of the keys follow.  A join's
+	 * columns name their tables' aliases (reset on an error by the next
+	 * planning, planner.c).
+	 */
+	if (info->join)
+		join = shard_join_private(root, baserel, info->needs,
+								  info->need_relids, &params, &param_kinds,
+								  &where_sqls, &prune_expr, &prune_kind);
+	else
+		where_sqls = shard_deparse_conditions(root, baserel,
+											  shard_rel_remote_conds(baserel),
+											  &params, &param_kinds);
+	qualified = shard_deparse_set_qualified(info->join);
 
 	forboth(lc, info->tlist, lc_op, info->ops)
 	{
@@ -1529,7 +1577,8 @@ shard_upper_plan(PlannerInfo *root, RelOptInfo *upperrel, List *tlist,
 	guard_col = count_column(&sl, sl.guards, TA_GUARD);
 	keycheck_col = count_column(&sl, sl.keychecks, TA_KEYCHECK);
 
-	append_select(&select_sql, sl.exprs, shard_rel_table(baserel));
+	append_select(&select_sql, sl.exprs,
+				  info->join ? NULL : shard_rel_table(baserel));
 
 	/*
 	 * The raw inputs, for thread aggregation; none when only counting rows
@@ -1540,7 +1589,9 @@ shard_upper_plan(PlannerInfo *root, RelOptInfo *upperrel, List *tlist,
 	initStringInfo(&raw_sql);
 	if (group_sql.len > 0 || guard_col >= 0 || keycheck_col >= 0 ||
 		!only_counts(info->ops))
-		append_select(&raw_sql, sl.raws, shard_rel_table(baserel));
+		append_select(&raw_sql, sl.raws,
+					  info->join ? NULL : shard_rel_table(baserel));
+	shard_deparse_set_qualified(qualified);
 	if (group_sql.len > 0)
 	{
 		char	   *g = pstrdup(group_sql.data);
@@ -1549,9 +1600,10 @@ shard_upper_plan(PlannerInfo *root, RelOptInfo *upperrel, List *tlist,
 		appendStringInfo(&group_sql, " GROUP BY %s", g);
 	}
 
-	prune_expr = shard_find_tenant_condition(baserel,
-											 shard_rel_tenant_attnum(baserel),
-											 &prune_kind);
+	if (!info->join)
+		prune_expr = shard_find_tenant_condition(baserel,
+												 shard_rel_tenant_attnum(baserel),
+												 &prune_kind);
 	if (prune_expr != NULL)
 		params = lappend(params, prune_expr);
 
@@ -1570,12 +1622,13 @@ shard_upper_plan(PlannerInfo *root, RelOptInfo *upperrel, List *tlist,
 	priv.key_colls = colls;
 	priv.distinct = distinct;
 	priv.guard_col = guard_col;
-	priv.needs = info->needs;
+	priv.needs = info->join ? NIL : info->needs;
+	priv.join = join;
 	priv.raw_sql = raw_sql.data;
 	priv.thread_agg = sl.ta;
 	priv.thread_guards = sl.ta_guards;
 	priv.key_truncs = key_truncs;
-	priv.tenant_only = shard_rel_tenant_only(baserel);
+	priv.tenant_only = !info->join && shard_rel_tenant_only(baserel);
 	if (info->final)
 	{
 		priv.order = final_order(info, &sl, cols, guard_col, keycheck_col);
