@@ -69,6 +69,44 @@ REVOKE ALL ON FUNCTION shard_analyze(name, text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION directory_init(name), directory_init(name, text),
   shard_add(name, text, text), tenant_add(name, text, text) FROM PUBLIC;
 
+-- Moving a tenant between shards (src/control/move.c).  Every step commits
+-- in the shards and the directory at once, outside the transaction, so
+-- these functions refuse to run inside a transaction block.
+
+CREATE FUNCTION tenant_move(server name, tenant text, target_shard text)
+RETURNS bigint
+AS 'MODULE_PATHNAME', 'shard_tenant_move'
+LANGUAGE C;
+
+CREATE FUNCTION tenant_move_abort(server name, tenant text)
+RETURNS boolean
+AS 'MODULE_PATHNAME', 'shard_tenant_move_abort'
+LANGUAGE C;
+
+CREATE FUNCTION tenant_cleanup(server name, tenant text DEFAULT NULL,
+                               vacuum boolean DEFAULT true,
+                               OUT tenant_id text, OUT shard_id text,
+                               OUT rows_deleted bigint)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'shard_tenant_cleanup'
+LANGUAGE C;
+
+CREATE FUNCTION tenant_moves(server name,
+                             OUT move_id bigint, OUT tenant_id text,
+                             OUT source_shard_id text, OUT target_shard_id text,
+                             OUT phase text, OUT rows_copied bigint,
+                             OUT backlog bigint, OUT lock_ms float8,
+                             OUT started_at timestamptz,
+                             OUT finished_at timestamptz,
+                             OUT cleaned_at timestamptz, OUT error text)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'shard_tenant_moves'
+LANGUAGE C STRICT;
+
+REVOKE ALL ON FUNCTION tenant_move(name, text, text),
+  tenant_move_abort(name, text), tenant_cleanup(name, text, boolean)
+  FROM PUBLIC;
+
 -- Fleet checks, control plane and statistics (issue 13, items 5-7).
 
 -- shard_orphans(server [, tenant_column]): rows a shard holds for tenants

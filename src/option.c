@@ -176,6 +176,7 @@ _PG_init(void)
 							 PGC_USERSET, 0,
 							 NULL, NULL, NULL);
 
+	shard_move_define_gucs();
 	MarkGUCPrefixReserved_compat("sqlite_shard_fdw");
 }
 

@@ -105,6 +105,10 @@ extern char *shard_resolve_checked_path(ShardServerOptions *opts,
 										const char *shard_id,
 										const char *path);
 
+/* in move.c */
+
+extern void shard_move_define_gucs(void);
+
 /* in connection.c */
 
 typedef struct ShardConn ShardConn;

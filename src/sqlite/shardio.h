@@ -189,4 +189,7 @@ extern long long shardio_usecs_days(long long usecs);
 extern void shardio_tenant_func(sqlite3_context *ctx, int argc,
 								sqlite3_value **argv);
 
+/* in movesum.c: ssfdw_move_sum, the checksum a tenant move verifies with */
+extern int	shardio_register_move_sum(sqlite3 *db);
+
 #endif							/* SHARDIO_H */

@@ -1,0 +1,1265 @@
+/*-------------------------------------------------------------------------
+ *
+ * move.c
+ *		  Moving a tenant between shards while its writers keep going
+ *
+ * tenant_move(server, tenant, target) is the reference procedure of
+ * BRIEF.md made safe (DESIGN.md, section 6).  Its state lives in the
+ * directory, where the application's own router reads it: shard_map says
+ * MIGRATING with the target from the first step on, and DONE (the target
+ * answers, the old shard_id keeps the leftovers until cleanup) after the
+ * cutover; the table tenant_moves, which the move creates in the directory
+ * file, keeps one row per move with its phase, its progress and its error.
+ * A shard_map written by hand needs nothing more.
+ *
+ * A move cannot be one PostgreSQL transaction: its progress must survive
+ * the backend, and the application must keep writing while it copies.  So
+ * it runs outside any transaction block, on handles of its own (never the
+ * connection cache's, whose writes commit with the PostgreSQL transaction),
+ * and every step commits in the shards and the directory at once:
+ *
+ *	1. directory: a tenant_moves row, shard_map MIGRATING with the target.
+ *	   Readers skip the target's rows of the tenant from here on.
+ *	2. source: the change log and the capture triggers (movecopy.c).
+ *	3. target: tables it lacks are created; rows of the tenant it has (a
+ *	   partial copy from an earlier attempt) are deleted; then every table
+ *	   is copied in batches of MOVE_BATCH_ROWS, one transaction each.
+ *	4. the log is replayed until its backlog is small, the copy verified
+ *	   (counts and checksums of every table, read without any lock), and
+ *	   replayed again.
+ *	5. under the source's write lock: the last replay, a check of the rows
+ *	   written since the verification, and the fence; commit (the lock is
+ *	   held for this step only: tenant_moves.lock_ms).
+ *	6. directory: shard_map DONE.  tenant_cleanup later deletes the
+ *	   leftovers, the triggers, the log and the fence.
+ *
+ * The fence commits before the flip: a crash between them leaves a fenced
+ * source that the directory still names, so the tenant's writes fail (they
+ * are not lost) until the move is run again, which sees the fence and only
+ * flips.  A crash anywhere before that leaves the source complete and
+ * named by the directory, with a partial copy that readers skip; running
+ * the move again restarts the copy (the triggers and the log stay), and
+ * tenant_move_abort removes the copy, the triggers and the log.
+ *
+ * A move holds a transaction-level advisory lock on the directory and the
+ * tenant while it runs, so that a second move (or abort, or cleanup) of the
+ * same tenant is refused instead of racing it; the lock goes with the
+ * backend, so a killed move never blocks the next one.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "sqlite_shard_fdw.h"
+
+#include <sys/stat.h>
+
+#include "access/genam.h"
+#include "access/htup_details.h"
+#include "access/table.h"
+#include "access/xact.h"
+#include "catalog/pg_foreign_table.h"
+#include "commands/defrem.h"
+#include "common/hashfn.h"
+#include "foreign/foreign.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "portability/instr_time.h"
+#include "storage/lmgr.h"
+#include "utils/builtins.h"
+#include "utils/guc.h"
+#include "utils/lsyscache.h"
+#include "utils/timestamp.h"
+
+#include "control/move.h"
+
+PG_FUNCTION_INFO_V1(shard_tenant_move);
+PG_FUNCTION_INFO_V1(shard_tenant_move_abort);
+PG_FUNCTION_INFO_V1(shard_tenant_cleanup);
+PG_FUNCTION_INFO_V1(shard_tenant_moves);
+
+/* The replay is left for the locked phase once its backlog is this small. */
+#define MOVE_FINAL_BACKLOG 500
+
+/* Replay rounds before the move takes the lock whatever the backlog. */
+#define MOVE_MAX_ROUNDS 50
+
+/* Progress is written to tenant_moves at most this often, in ms. */
+#define MOVE_PROGRESS_MS 1000
+
+/* For tests: the point at which a move waits until it is killed. */
+static char *move_pause_at = NULL;
+
+static const char *const moves_schema =
+"CREATE TABLE IF NOT EXISTS tenant_moves ("
+"  move_id INTEGER PRIMARY KEY,"
+"  tenant_id TEXT NOT NULL,"
+"  source_shard_id TEXT NOT NULL,"
+"  target_shard_id TEXT NOT NULL,"
+"  phase TEXT NOT NULL,"
+"  rows_copied INTEGER NOT NULL DEFAULT 0,"
+"  backlog INTEGER,"
+"  lock_ms REAL,"
+"  started_at REAL NOT NULL,"
+"  finished_at REAL,"
+"  cleaned_at REAL,"
+"  pid INTEGER,"
+"  error TEXT);"
+"CREATE INDEX IF NOT EXISTS tenant_moves_tenant ON tenant_moves (tenant_id);";
+
+/* Now, as the directory stores times: seconds since 1970, fractional. */
+#define DIR_NOW "((julianday('now') - 2440587.5) * 86400.0)"
+
+/* The move's own handle on the directory. */
+typedef struct MoveDir
+{
+	ShardServerOptions *opts;
+	sqlite3    *db;
+	bool		has_updated_at;	/* shard_map has the column */
+} MoveDir;
+
+/* A tenant's row of shard_map, and its current move, if any. */
+typedef struct MoveState
+{
+	char	   *shard_id;
+	char	   *status;
+	char	   *target_shard_id;
+	int64		move_id;		/* 0: no move row that is not finished */
+	char	   *move_source;
+	char	   *move_target;
+	char	   *move_phase;
+} MoveState;
+
+/*
+ * shard_move_define_gucs
+ *		Define the move's settings; called from _PG_init.
+ */
+void
+shard_move_define_gucs(void)
+{
+	DefineCustomStringVariable("sqlite_shard_fdw.move_pause_at",
+							   "For tests: a point of tenant_move() at which it waits until it is cancelled or killed.",
+							   "One of start, capture, copy, replay, cutover, fenced, flipped, abort, cleanup.",
+							   &move_pause_at,
+							   "",
+							   PGC_SUSET, GUC_NOT_IN_SAMPLE | GUC_NO_SHOW_ALL,
+							   NULL, NULL, NULL);
+}
+
+/*
+ * move_pause
+ *		The test hook: at the point sqlite_shard_fdw.move_pause_at names,
+ *		say so and wait until cancelled or killed, so that a test can kill
+ *		the backend at a known step.
+ */
+static void
+move_pause(const char *tenant, const char *point)
+{
+	if (move_pause_at == NULL || strcmp(move_pause_at, point) != 0)
+		return;
+	ereport(NOTICE,
+			(errmsg("tenant \"%s\": paused at \"%s\"", tenant, point)));
+	for (;;)
+	{
+		CHECK_FOR_INTERRUPTS();
+		pg_usleep(20000L);
+	}
+}
+
+/*
+ * dir_failed
+ *		Raise a failed SQLite call on the move's directory handle.
+ */
+static void
+dir_failed(MoveDir *md, const char *what)
+{
+	int			rc = sqlite3_extended_errcode(md->db);
+
+	shard_check_lock_wait(rc, true, md->opts->directory, what);
+	ereport(ERROR,
+			(errcode(shard_sqlite_sqlstate(rc)),
+			 errmsg("could not %s in directory \"%s\"", what,
+					md->opts->directory),
+			 errdetail_internal("%s", sqlite3_errmsg(md->db))));
+}
+
+/*
+ * dir_exec
+ *		Run SQL without results on the directory (BEGIN, COMMIT, DDL).
+ */
+static void
+dir_exec(MoveDir *md, const char *sql, const char *what)
+{
+	if (sqlite3_exec(md->db, sql, NULL, NULL, NULL) != SQLITE_OK)
+		dir_failed(md, what);
+}
+
+/*
+ * dir_run
+ *		Prepare a directory statement, bind vals (NULL text binds NULL) and
+ *		ints after them, and step it once.  With out, the statement is left
+ *		for the caller (to read its row and finalize); returns the step's
+ *		result.
+ */
+static int
+dir_run(MoveDir *md, const char *sql, const char **vals, int nvals,
+		const int64 *ints, int nints, sqlite3_stmt **out, const char *what)
+{
+	sqlite3_stmt *stmt;
+	int			i;
+	int			rc;
+
+	if (sqlite3_prepare_v2(md->db, sql, -1, &stmt, NULL) != SQLITE_OK)
+		dir_failed(md, what);
+	for (i = 0; i < nvals; i++)
+		sqlite3_bind_text(stmt, i + 1, vals[i], -1, SQLITE_TRANSIENT);
+	for (i = 0; i < nints; i++)
+		sqlite3_bind_int64(stmt, nvals + i + 1, ints[i]);
+	rc = sqlite3_step(stmt);
+	if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+	{
+		sqlite3_finalize(stmt);
+		dir_failed(md, what);
+	}
+	if (out)
+		*out = stmt;
+	else
+		sqlite3_finalize(stmt);
+	return rc;
+}
+
+/*
+ * column_dup
+ *		A text column as a palloc'd string, or NULL.
+ */
+static char *
+column_dup(sqlite3_stmt *stmt, int col)
+{
+	const char *s = (const char *) sqlite3_column_text(stmt, col);
+
+	return s ? pstrdup(s) : NULL;
+}
+
+/*
+ * dir_open
+ *		Open the move's own read-write handle on the directory and create
+ *		tenant_moves there if it is missing.  Its writes commit at once,
+ *		outside the PostgreSQL transaction.
+ */
+static void
+dir_open(MoveDir *md, ShardServerOptions *opts)
+{
+	char		errbuf[SHARDIO_ERRLEN];
+	sqlite3_stmt *stmt;
+	int			rc;
+
+	md->opts = opts;
+	rc = shardio_open(opts->directory, SHARDIO_OPEN_READWRITE,
+					  opts->busy_timeout_ms, &md->db, errbuf);
+	if (rc != SQLITE_OK)
+	{
+		if (shardio_file_state(opts->directory) == SHARDIO_FILE_MISSING)
+			shard_directory_report_missing(opts);
+		shard_check_lock_wait(rc, true, opts->directory, "open it");
+		ereport(ERROR,
+				(errcode(shard_sqlite_sqlstate(rc)),
+				 errmsg("could not open directory \"%s\" of server \"%s\" for writing",
+						opts->directory, opts->servername),
+				 errdetail_internal("%s", errbuf)));
+	}
+	PG_TRY();
+	{
+		dir_exec(md, "BEGIN IMMEDIATE", "record the move");
+		dir_exec(md, moves_schema, "create table \"tenant_moves\"");
+		dir_exec(md, "COMMIT", "create table \"tenant_moves\"");
+		rc = dir_run(md, "SELECT count(*) FILTER (WHERE name = 'updated_at'), "
+					 "count(*) FILTER (WHERE name IN ('status', 'target_shard_id')) "
+					 "FROM pragma_table_info('shard_map')",
+					 NULL, 0, NULL, 0, &stmt, "read the schema");
+		md->has_updated_at = sqlite3_column_int(stmt, 0) > 0;
+		rc = sqlite3_column_int(stmt, 1);
+		sqlite3_finalize(stmt);
+		if (rc != 2)
+			ereport(ERROR,
+					(errcode(ERRCODE_FDW_COLUMN_NAME_NOT_FOUND),
+					 errmsg("table \"shard_map\" of directory \"%s\" lacks columns a move needs",
+							opts->directory),
+					 errdetail("A move needs shard_map(tenant_id, shard_id, status, target_shard_id), and updates updated_at where it exists.")));
+	}
+	PG_CATCH();
+	{
+		shardio_close(md->db);
+		md->db = NULL;
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+}
+
+/*
+ * dir_close
+ *		Close the move's directory handle, rolling back what an error left
+ *		open.
+ */
+static void
+dir_close(MoveDir *md)
+{
+	if (md->db != NULL)
+	{
+		move_rollback(md->db);
+		shardio_close(md->db);
+		md->db = NULL;
+	}
+}
+
+/*
+ * read_state
+ *		The tenant's row of shard_map and its latest move that is neither
+ *		aborted nor cleaned up; an error for a tenant the directory lacks.
+ */
+static MoveState *
+read_state(MoveDir *md, const char *tenant)
+{
+	MoveState  *st;
+	sqlite3_stmt *stmt;
+	const char *vals[1] = {tenant};
+
+	if (dir_run(md, "SELECT shard_id, status, target_shard_id FROM shard_map "
+				"WHERE tenant_id = ?", vals, 1, NULL, 0, &stmt,
+				"look up a tenant") != SQLITE_ROW)
+	{
+		sqlite3_finalize(stmt);
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("tenant \"%s\" does not exist in directory \"%s\"",
+						tenant, md->opts->directory)));
+	}
+	st = palloc0(sizeof(MoveState));
+	st->shard_id = column_dup(stmt, 0);
+	st->status = column_dup(stmt, 1);
+	st->target_shard_id = column_dup(stmt, 2);
+	sqlite3_finalize(stmt);
+	if (st->status == NULL)
+		st->status = pstrdup("ACTIVE");
+
+	if (dir_run(md, "SELECT move_id, source_shard_id, target_shard_id, phase "
+				"FROM tenant_moves WHERE tenant_id = ? "
+				"AND phase NOT IN ('aborted', 'cleaned') "
+				"ORDER BY move_id DESC LIMIT 1", vals, 1, NULL, 0, &stmt,
+				"look up the tenant's moves") == SQLITE_ROW)
+	{
+		st->move_id = sqlite3_column_int64(stmt, 0);
+		st->move_source = column_dup(stmt, 1);
+		st->move_target = column_dup(stmt, 2);
+		st->move_phase = column_dup(stmt, 3);
+	}
+	sqlite3_finalize(stmt);
+	return st;
+}
+
+/*
+ * set_phase
+ *		Record a move's phase (and, with rows >= 0, its rows copied, with
+ *		backlog >= 0 its backlog) in tenant_moves, committed at once.
+ */
+static void
+set_phase(MoveDir *md, int64 move_id, const char *phase, int64 rows,
+		  int64 backlog)
+{
+	const char *vals[1] = {phase};
+	int64		ints[4] = {rows, backlog, move_id, MyProcPid};
+
+	dir_run(md, "UPDATE tenant_moves SET phase = ?1, "
+			"rows_copied = CASE WHEN ?2 >= 0 THEN ?2 ELSE rows_copied END, "
+			"backlog = CASE WHEN ?3 >= 0 THEN ?3 ELSE backlog END, "
+			"error = NULL, pid = ?5 WHERE move_id = ?4",
+			vals, 1, ints, 4, NULL, "record the move's progress");
+}
+
+/*
+ * record_error
+ *		Keep a failed move's error in tenant_moves, as well as can be: the
+ *		original error is what the caller sees, so a failure here is
+ *		swallowed.
+ */
+static void
+record_error(MoveDir *md, int64 move_id, const char *message)
+{
+	sqlite3_stmt *stmt;
+
+	if (md->db == NULL || move_id <= 0)
+		return;
+	move_rollback(md->db);
+	if (sqlite3_prepare_v2(md->db, "UPDATE tenant_moves SET error = ?1 "
+						   "WHERE move_id = ?2", -1, &stmt, NULL) != SQLITE_OK)
+		return;
+	sqlite3_bind_text(stmt, 1, message, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_int64(stmt, 2, move_id);
+	(void) sqlite3_step(stmt);
+	sqlite3_finalize(stmt);
+}
+
+/*
+ * map_update_sql
+ *		shard_map's UPDATE with "SET <set>" and, where the table has it,
+ *		updated_at set to now.
+ */
+static char *
+map_update_sql(MoveDir *md, const char *set, const char *where)
+{
+	return psprintf("UPDATE shard_map SET %s%s WHERE %s", set,
+					md->has_updated_at ?
+					", updated_at = CAST(strftime('%s', 'now') AS INTEGER)" : "",
+					where);
+}
+
+/*
+ * lock_tenant
+ *		Take the advisory lock that one move, abort or cleanup of a tenant
+ *		holds at a time, for the rest of the transaction (the function
+ *		call), or refuse at once when another session has it.
+ */
+static void
+lock_tenant(ShardServerOptions *opts, const char *tenant)
+{
+	LOCKTAG		tag;
+
+	SET_LOCKTAG_ADVISORY(tag,
+						 hash_bytes((const unsigned char *) opts->directory,
+									strlen(opts->directory)),
+						 hash_bytes((const unsigned char *) tenant, strlen(tenant)),
+						 0, 0x5353);
+	if (LockAcquire(&tag, ExclusiveLock, false, true) == LOCKACQUIRE_NOT_AVAIL)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_IN_USE),
+				 errmsg("tenant \"%s\" is being moved by another session",
+						tenant),
+				 errdetail("A move, an abort or a cleanup of the tenant is running."),
+				 errhint("tenant_moves('%s') shows the moves.", opts->servername)));
+}
+
+/*
+ * check_call
+ *		What every move function checks first: no null argument, the file
+ *		privileges of anything that writes the server's files, and no
+ *		transaction block, since every step commits at once whatever the
+ *		transaction does.
+ */
+static void
+check_call(FunctionCallInfo fcinfo, int nargs, const char *what)
+{
+	int			i;
+
+	for (i = 0; i < nargs; i++)
+		if (PG_ARGISNULL(i))
+			ereport(ERROR,
+					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+					 errmsg("server, tenant and shard must not be null")));
+	shard_require_file_privilege(true, what);
+	if (IsTransactionBlock())
+		ereport(ERROR,
+				(errcode(ERRCODE_ACTIVE_SQL_TRANSACTION),
+				 errmsg("cannot %s inside a transaction block", what),
+				 errdetail("Each step commits in the shards and the directory at once, whatever the transaction does.")));
+}
+
+/*
+ * tenant_columns_of_server
+ *		The tenant columns the foreign tables of a server name, as pairs of
+ *		strings (SQLite table, tenant column): a move takes those tables by
+ *		those columns, and every other table by a column "tenant_id".
+ */
+static List *
+tenant_columns_of_server(Oid serverid)
+{
+	Relation	rel = table_open(ForeignTableRelationId, AccessShareLock);
+	SysScanDesc scan = systable_beginscan(rel, InvalidOid, false, NULL, 0,
+										  NULL);
+	HeapTuple	tup;
+	List	   *result = NIL;
+
+	while (HeapTupleIsValid(tup = systable_getnext(scan)))
+	{
+		Form_pg_foreign_table ft = (Form_pg_foreign_table) GETSTRUCT(tup);
+		ForeignTable *table;
+		char	   *name;
+		char	   *col = "tenant_id";
+		ListCell   *lc;
+
+		if (ft->ftserver != serverid)
+			continue;
+		table = GetForeignTable(ft->ftrelid);
+		name = get_rel_name(ft->ftrelid);
+		foreach(lc, table->options)
+		{
+			DefElem    *def = lfirst(lc);
+
+			if (strcmp(def->defname, "table") == 0)
+				name = defGetString(def);
+			else if (strcmp(def->defname, "tenant_column") == 0)
+				col = defGetString(def);
+		}
+		if (name != NULL)
+			result = lappend(lappend(result, pstrdup(name)), pstrdup(col));
+	}
+	systable_endscan(scan);
+	table_close(rel, AccessShareLock);
+	return result;
+}
+
+/*
+ * shard_or_error
+ *		A shard of the directory, or an error naming it.
+ */
+static ShardInfo *
+shard_or_error(ShardServerOptions *opts, const char *shard_id)
+{
+	ShardInfo  *info = shard_directory_shard(shard_directory_get(opts),
+											 shard_id);
+
+	if (info == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("shard \"%s\" does not exist in directory \"%s\"",
+						shard_id, opts->directory),
+				 errhint("shard_list('%s') shows the shards.",
+						 opts->servername)));
+	return info;
+}
+
+/*
+ * setup_shards
+ *		Fill in a MoveShards for a move of tenant from source to target and
+ *		open its handles (closed by move_close_shards on every path).
+ */
+static void
+setup_shards(MoveShards *ms, ShardServerOptions *opts, const char *tenant,
+			 int64 move_id, const char *source, const char *target)
+{
+	memset(ms, 0, sizeof(*ms));
+	ms->opts = opts;
+	ms->tenant = tenant;
+	ms->move_id = move_id;
+	ms->source = shard_or_error(opts, source);
+	ms->target = shard_or_error(opts, target);
+	ms->prefix = psprintf("_ssfdw_move_" INT64_FORMAT "_", move_id);
+	move_open_shards(ms);
+}
+
+/*
+ * elapsed_ms
+ *		Milliseconds since start.
+ */
+static double
+elapsed_ms(instr_time start)
+{
+	instr_time	now;
+
+	INSTR_TIME_SET_CURRENT(now);
+	INSTR_TIME_SUBTRACT(now, start);
+	return INSTR_TIME_GET_MILLISEC(now);
+}
+
+/*
+ * copy_tables
+ *		Step 3: the bulk copy, table by table, batch by batch, with
+ *		progress in NOTICE lines and in tenant_moves.
+ */
+static int64
+copy_tables(MoveShards *ms, MoveDir *md)
+{
+	int64		total = 0;
+	instr_time	last;
+	ListCell   *lc;
+
+	INSTR_TIME_SET_CURRENT(last);
+	foreach(lc, ms->tables)
+	{
+		MoveTable  *t = lfirst(lc);
+		sqlite3_value **cursor = NULL;
+		bool		done = false;
+
+		while (!done)
+		{
+			CHECK_FOR_INTERRUPTS();
+			total += move_copy_batch(ms, t, &cursor, &done);
+			move_pause(ms->tenant, "copy");
+			if (!done && elapsed_ms(last) >= MOVE_PROGRESS_MS)
+			{
+				ereport(NOTICE,
+						(errmsg("tenant \"%s\": copying table \"%s\" to shard \"%s\": " INT64_FORMAT " of about " INT64_FORMAT " rows",
+								ms->tenant, t->name, ms->target->shard_id,
+								t->copied, t->rows)));
+				set_phase(md, ms->move_id, "copy", total, -1);
+				INSTR_TIME_SET_CURRENT(last);
+			}
+		}
+		ereport(NOTICE,
+				(errmsg_plural("tenant \"%s\": copied table \"%s\" to shard \"%s\": " INT64_FORMAT " row",
+							   "tenant \"%s\": copied table \"%s\" to shard \"%s\": " INT64_FORMAT " rows",
+							   t->copied, ms->tenant, t->name,
+							   ms->target->shard_id, t->copied)));
+	}
+	return total;
+}
+
+/*
+ * replay_until_small
+ *		Step 4: replay the change log in rounds until what is left is small
+ *		enough for the locked phase; returns the backlog left.
+ */
+static int64
+replay_until_small(MoveShards *ms, MoveDir *md, int64 copied)
+{
+	int64		applied = 0;
+	int64		backlog;
+	int			round;
+
+	for (round = 0;; round++)
+	{
+		CHECK_FOR_INTERRUPTS();
+		applied += move_replay(ms, -1);
+		move_pause(ms->tenant, "replay");
+		backlog = Max(move_log_top(ms) - ms->replayed, 0);
+		if (backlog <= MOVE_FINAL_BACKLOG || round >= MOVE_MAX_ROUNDS)
+			break;
+	}
+	ereport(NOTICE,
+			(errmsg_plural("tenant \"%s\": replayed " INT64_FORMAT " captured change, backlog " INT64_FORMAT,
+						   "tenant \"%s\": replayed " INT64_FORMAT " captured changes, backlog " INT64_FORMAT,
+						   applied, ms->tenant, applied, backlog)));
+	set_phase(md, ms->move_id, "replay", copied, backlog);
+	return backlog;
+}
+
+/*
+ * cutover
+ *		Step 5: under the source's write lock, the last replay, a check of
+ *		the rows of every key written since the verification at since, and
+ *		the fence; returns how long the lock was held, in ms.
+ */
+static double
+cutover(MoveShards *ms, int64 since)
+{
+	instr_time	start;
+
+	move_begin(ms, ms->src, true);
+	INSTR_TIME_SET_CURRENT(start);
+	move_begin(ms, ms->dst, true);
+	(void) move_replay(ms, -1);
+	(void) move_verify(ms, since, ms->replayed, true);
+	move_commit(ms, ms->dst);
+	move_pause(ms->tenant, "cutover");
+	move_install_fence(ms);
+	move_commit(ms, ms->src);
+	return elapsed_ms(start);
+}
+
+/*
+ * flip
+ *		Step 6: the directory names the target, in one transaction with the
+ *		move's bookkeeping.  If that fails, the fence comes off again, so
+ *		that the source, which the directory still names, takes writes.
+ */
+static void
+flip(MoveShards *ms, MoveDir *md, double lock_ms, int64 copied)
+{
+	const char *vals[2] = {ms->tenant, ms->target->shard_id};
+
+	PG_TRY();
+	{
+		dir_exec(md, "BEGIN IMMEDIATE", "flip the tenant's shard");
+		dir_run(md, map_update_sql(md, "status = 'DONE'",
+								   "tenant_id = ?1 AND status = 'MIGRATING' "
+								   "AND target_shard_id = ?2"),
+				vals, 2, NULL, 0, NULL, "flip the tenant's shard");
+		if (sqlite3_changes(md->db) != 1)
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("tenant \"%s\" is no longer being moved to shard \"%s\" in directory \"%s\"",
+							ms->tenant, ms->target->shard_id,
+							md->opts->directory),
+					 errdetail("Another process changed the tenant's row of \"shard_map\" during the move.")));
+		{
+			sqlite3_stmt *stmt;
+
+			if (sqlite3_prepare_v2(md->db,
+								   "UPDATE tenant_moves SET phase = 'done', "
+								   "rows_copied = ?1, backlog = 0, lock_ms = ?2, "
+								   "finished_at = " DIR_NOW ", error = NULL "
+								   "WHERE move_id = ?3", -1, &stmt, NULL) != SQLITE_OK)
+				dir_failed(md, "flip the tenant's shard");
+			sqlite3_bind_int64(stmt, 1, copied);
+			sqlite3_bind_double(stmt, 2, lock_ms);
+			sqlite3_bind_int64(stmt, 3, ms->move_id);
+			if (sqlite3_step(stmt) != SQLITE_DONE)
+			{
+				sqlite3_finalize(stmt);
+				dir_failed(md, "flip the tenant's shard");
+			}
+			sqlite3_finalize(stmt);
+		}
+		dir_exec(md, "COMMIT", "flip the tenant's shard");
+	}
+	PG_CATCH();
+	{
+		move_rollback(md->db);
+		move_drop_objects(ms, "fence_");
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+}
+
+/*
+ * run_move
+ *		Steps 2 to 6 of a move whose directory state is MIGRATING: a new
+ *		one, or one resumed after a crash or an error.  The shards are open.
+ */
+static void
+run_move(MoveShards *ms, MoveDir *md)
+{
+	int64		copied = 0;
+	int64		verified_at;
+	int64		removed;
+	double		lock_ms = 0;
+
+	set_phase(md, ms->move_id, "capture", -1, -1);
+	move_install_capture(ms);
+	move_create_missing_tables(ms);
+	ereport(NOTICE,
+			(errmsg("tenant \"%s\": capturing its writes on shard \"%s\" (%d tables)",
+					ms->tenant, ms->source->shard_id,
+					list_length(ms->tables))));
+	move_pause(ms->tenant, "capture");
+
+	if (move_fence_present(ms))
+	{
+		/* a crash after the fence: the copy was complete; check and flip */
+		ms->replayed = move_log_top(ms);
+		copied = move_verify(ms, ms->replayed, ms->replayed, false);
+		ereport(NOTICE,
+				(errmsg("tenant \"%s\": shard \"%s\" is fenced already; verified " INT64_FORMAT " rows",
+						ms->tenant, ms->source->shard_id, copied)));
+	}
+	else
+	{
+		set_phase(md, ms->move_id, "copy", 0, -1);
+		removed = move_delete_rows(ms, ms->dst, false);
+		if (removed > 0)
+			ereport(NOTICE,
+					(errmsg_plural("tenant \"%s\": deleted " INT64_FORMAT " row of an earlier copy from shard \"%s\"",
+								   "tenant \"%s\": deleted " INT64_FORMAT " rows of an earlier copy from shard \"%s\"",
+								   removed, ms->tenant, removed,
+								   ms->target->shard_id)));
+		/* the copy reads every state after this point of the log */
+		ms->replayed = move_log_top(ms);
+		copied = copy_tables(ms, md);
+
+		(void) replay_until_small(ms, md, copied);
+		verified_at = ms->replayed;
+		copied = move_verify(ms, verified_at, -1, false);
+		ereport(NOTICE,
+				(errmsg("tenant \"%s\": verified %d tables on shard \"%s\"",
+						ms->tenant, list_length(ms->tables),
+						ms->target->shard_id)));
+		(void) replay_until_small(ms, md, copied);
+
+		set_phase(md, ms->move_id, "cutover", copied, -1);
+		lock_ms = cutover(ms, verified_at);
+	}
+	move_pause(ms->tenant, "fenced");
+	flip(ms, md, lock_ms, copied);
+	shard_directory_changed(shard_directory_get(ms->opts));
+	ereport(NOTICE,
+			(errmsg("tenant \"%s\": moved to shard \"%s\"; shard \"%s\" is fenced until tenant_cleanup()",
+					ms->tenant, ms->target->shard_id, ms->source->shard_id)));
+	move_pause(ms->tenant, "flipped");
+}
+
+/*
+ * start_move
+ *		Step 1 of a new move, after every refusal: the tenant_moves row and
+ *		shard_map MIGRATING, in one transaction; returns the move's id.
+ */
+static int64
+start_move(MoveDir *md, const char *tenant, const char *source,
+		   const char *target)
+{
+	const char *vals[3] = {tenant, source, target};
+	int64		move_id;
+
+	dir_exec(md, "BEGIN IMMEDIATE", "start the move");
+	dir_run(md, map_update_sql(md, "status = 'MIGRATING', target_shard_id = ?3",
+							   "tenant_id = ?1 AND shard_id = ?2 "
+							   "AND coalesce(status, 'ACTIVE') = 'ACTIVE'"),
+			vals, 3, NULL, 0, NULL, "start the move");
+	if (sqlite3_changes(md->db) != 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("tenant \"%s\" changed in directory \"%s\" while the move was checked",
+						tenant, md->opts->directory)));
+	dir_run(md, "INSERT INTO tenant_moves (tenant_id, source_shard_id, "
+			"target_shard_id, phase, started_at) VALUES (?, ?, ?, 'start', "
+			DIR_NOW ")", vals, 3, NULL, 0, NULL, "start the move");
+	move_id = sqlite3_last_insert_rowid(md->db);
+	dir_exec(md, "COMMIT", "start the move");
+	return move_id;
+}
+
+/*
+ * refuse_new_move
+ *		Item 2 of the issue: everything that makes a new move impossible,
+ *		checked before anything changes, on shards already opened.
+ */
+static void
+refuse_new_move(MoveShards *ms)
+{
+	int64		bytes;
+	struct stat st;
+
+	move_check_collisions(ms);
+	bytes = move_tenant_bytes(ms);
+	if (stat(ms->target->path, &st) == 0 &&
+		st.st_size + bytes > ms->opts->max_shard_bytes)
+		ereport(ERROR,
+				(errcode(ERRCODE_DISK_FULL),
+				 errmsg("cannot move tenant \"%s\": shard \"%s\" would pass \"max_shard_bytes\"",
+						ms->tenant, ms->target->shard_id),
+				 errdetail("The shard has " INT64_FORMAT " bytes and the tenant takes about " INT64_FORMAT " bytes on shard \"%s\"; the server's limit is " INT64_FORMAT " bytes.",
+						   (int64) st.st_size, bytes, ms->source->shard_id,
+						   ms->opts->max_shard_bytes)));
+}
+
+/*
+ * error_message
+ *		Inside PG_CATCH: the error's message, with the error state kept.
+ */
+static char *
+error_message(MemoryContext cxt)
+{
+	MemoryContext old = MemoryContextSwitchTo(cxt);
+	ErrorData  *edata = CopyErrorData();
+
+	MemoryContextSwitchTo(old);
+	return edata->message;
+}
+
+/*
+ * shard_tenant_move
+ *		tenant_move(server, tenant, target_shard): move a tenant's rows to
+ *		another shard while its writers keep going (see the file's head).
+ *		Running it again after a crash or an error resumes the move.
+ *		Returns the move's id, as tenant_moves() lists it.
+ */
+Datum
+shard_tenant_move(PG_FUNCTION_ARGS)
+{
+	ShardServerOptions *opts;
+	char	   *tenant;
+	char	   *target;
+	MoveDir		md;
+	MoveState  *st;
+	MoveShards	ms;
+	MemoryContext cxt = CurrentMemoryContext;
+	volatile int64 move_id = 0;
+
+	check_call(fcinfo, 3, "move a tenant");
+	opts = shard_admin_server(PG_GETARG_NAME(0));
+	tenant = shard_tenant_id_text(text_to_cstring(PG_GETARG_TEXT_PP(1)));
+	target = text_to_cstring(PG_GETARG_TEXT_PP(2));
+	lock_tenant(opts, tenant);
+
+	memset(&ms, 0, sizeof(ms));
+	dir_open(&md, opts);
+	PG_TRY();
+	{
+		List	   *columns = tenant_columns_of_server(opts->serverid);
+
+		st = read_state(&md, tenant);
+		(void) shard_or_error(opts, target);
+
+		if (strcmp(st->status, "MIGRATING") == 0)
+		{
+			if (st->target_shard_id == NULL ||
+				strcmp(st->target_shard_id, target) != 0 ||
+				st->move_id == 0 || strcmp(st->move_target, target) != 0)
+				ereport(ERROR,
+						(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+						 errmsg("tenant \"%s\" is being moved to shard \"%s\"",
+								tenant, st->target_shard_id ? st->target_shard_id : ""),
+						 st->move_id == 0 ?
+						 errdetail("Its row of \"shard_map\" says MIGRATING, and no move of this server started it.") : 0,
+						 errhint("Run tenant_move() with that shard to resume the move, or tenant_move_abort() to cancel it.")));
+			move_id = st->move_id;
+			ereport(NOTICE,
+					(errmsg("tenant \"%s\": resuming move " INT64_FORMAT " from shard \"%s\" (phase %s)",
+							tenant, move_id, st->shard_id, st->move_phase)));
+			setup_shards(&ms, opts, tenant, move_id, st->shard_id, target);
+			move_discover_tables(&ms, columns, true);
+			run_move(&ms, &md);
+		}
+		else if (strcmp(st->status, "DONE") == 0 && st->target_shard_id != NULL &&
+				 strcmp(st->target_shard_id, target) == 0)
+		{
+			/* moved already, this move perhaps killed right after its flip */
+			ereport(NOTICE,
+					(errmsg("tenant \"%s\" has moved to shard \"%s\" already",
+							tenant, target)));
+			if (st->move_id != 0 && strcmp(st->move_target, target) == 0)
+				move_id = st->move_id;
+		}
+		else if (strcmp(st->status, "DONE") == 0 && st->target_shard_id != NULL &&
+				 strcmp(st->target_shard_id, st->shard_id) != 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("tenant \"%s\" still has rows on shard \"%s\" from its move to shard \"%s\"",
+							tenant, st->shard_id, st->target_shard_id),
+					 errhint("Run tenant_cleanup('%s', '%s') before moving the tenant again.",
+							 opts->servername, tenant)));
+		else
+		{
+			const char *source = strcmp(st->status, "DONE") == 0 &&
+			st->target_shard_id ? st->target_shard_id : st->shard_id;
+
+			if (strcmp(st->status, "ACTIVE") != 0 && strcmp(st->status, "DONE") != 0)
+				ereport(ERROR,
+						(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+						 errmsg("tenant \"%s\" has status \"%s\" in directory \"%s\"",
+								tenant, st->status, opts->directory),
+						 errdetail("A move starts from status ACTIVE.")));
+			if (strcmp(source, target) == 0)
+				ereport(ERROR,
+						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						 errmsg("tenant \"%s\" is already on shard \"%s\"",
+								tenant, target)));
+			setup_shards(&ms, opts, tenant, 0, source, target);
+			move_discover_tables(&ms, columns, true);
+			refuse_new_move(&ms);
+			move_id = start_move(&md, tenant, source, target);
+			ms.move_id = move_id;
+			ms.prefix = psprintf("_ssfdw_move_" INT64_FORMAT "_", move_id);
+			shard_directory_changed(shard_directory_get(opts));
+			move_pause(tenant, "start");
+			run_move(&ms, &md);
+		}
+	}
+	PG_CATCH();
+	{
+		char	   *message = error_message(cxt);
+
+		move_close_shards(&ms);
+		record_error(&md, move_id, message);
+		dir_close(&md);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+	move_close_shards(&ms);
+	dir_close(&md);
+	PG_RETURN_INT64(move_id);
+}
+
+/*
+ * finish_in_directory
+ *		The last step of an abort or a cleanup: shard_map set by set_sql
+ *		(where where_sql holds), the move's row set to phase, in one
+ *		transaction.
+ */
+static void
+finish_in_directory(MoveDir *md, const char *tenant, int64 move_id,
+					const char *set_sql, const char *where_sql,
+					const char *phase, const char *stamp_col)
+{
+	const char *vals[1] = {tenant};
+
+	dir_exec(md, "BEGIN IMMEDIATE", "update the tenant");
+	dir_run(md, map_update_sql(md, set_sql, where_sql), vals, 1, NULL, 0,
+			NULL, "update the tenant");
+	if (move_id > 0)
+	{
+		const char *pvals[1] = {phase};
+		int64		ints[1] = {move_id};
+
+		dir_run(md, psprintf("UPDATE tenant_moves SET phase = ?1, %s = " DIR_NOW
+							 ", error = NULL WHERE move_id = ?2", stamp_col),
+				pvals, 1, ints, 1, NULL, "update the tenant");
+	}
+	dir_exec(md, "COMMIT", "update the tenant");
+}
+
+/*
+ * shard_tenant_move_abort
+ *		tenant_move_abort(server, tenant): cancel a move that has not cut
+ *		over, whether it failed, was killed or is resumable: the partial
+ *		copy is deleted from the target, the triggers, log and fence from
+ *		the source, and shard_map is ACTIVE on the source again, last, so
+ *		that readers skip the copy until it is gone.  Returns false when
+ *		there is no move to abort.
+ */
+Datum
+shard_tenant_move_abort(PG_FUNCTION_ARGS)
+{
+	ShardServerOptions *opts;
+	char	   *tenant;
+	MoveDir		md;
+	MoveState  *st;
+	MoveShards	ms;
+	bool		aborted = false;
+
+	check_call(fcinfo, 2, "abort a move");
+	opts = shard_admin_server(PG_GETARG_NAME(0));
+	tenant = shard_tenant_id_text(text_to_cstring(PG_GETARG_TEXT_PP(1)));
+	lock_tenant(opts, tenant);
+
+	memset(&ms, 0, sizeof(ms));
+	dir_open(&md, opts);
+	PG_TRY();
+	{
+		st = read_state(&md, tenant);
+		if (strcmp(st->status, "DONE") == 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("the move of tenant \"%s\" to shard \"%s\" has cut over",
+							tenant, st->target_shard_id ? st->target_shard_id : ""),
+					 errhint("tenant_cleanup() removes what is left on shard \"%s\"; tenant_move() can move the tenant back after it.",
+							 st->shard_id)));
+		if (strcmp(st->status, "MIGRATING") == 0 && st->target_shard_id != NULL)
+		{
+			int64		removed;
+
+			setup_shards(&ms, opts, tenant, st->move_id, st->shard_id,
+						 st->target_shard_id);
+			move_discover_tables(&ms, tenant_columns_of_server(opts->serverid),
+								 false);
+			removed = move_delete_rows(&ms, ms.dst, false);
+			move_drop_objects(&ms, "");
+			move_pause(tenant, "abort");
+			finish_in_directory(&md, tenant, st->move_id,
+								"status = 'ACTIVE', target_shard_id = NULL",
+								"tenant_id = ?1 AND status = 'MIGRATING'",
+								"aborted", "finished_at");
+			shard_directory_changed(shard_directory_get(opts));
+			ereport(NOTICE,
+					(errmsg_plural("tenant \"%s\": move to shard \"%s\" aborted; deleted " INT64_FORMAT " copied row there",
+								   "tenant \"%s\": move to shard \"%s\" aborted; deleted " INT64_FORMAT " copied rows there",
+								   removed, tenant, st->target_shard_id,
+								   removed)));
+			aborted = true;
+		}
+		else
+			ereport(NOTICE,
+					(errmsg("tenant \"%s\" is not being moved", tenant)));
+	}
+	PG_CATCH();
+	{
+		move_close_shards(&ms);
+		dir_close(&md);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+	move_close_shards(&ms);
+	dir_close(&md);
+	PG_RETURN_BOOL(aborted);
+}
+
+/*
+ * cleanup_one
+ *		tenant_cleanup of one tenant whose move has cut over: the source's
+ *		capture triggers go, its rows of the tenant are deleted in batches
+ *		(through the fence), then the fence and log go, space is reclaimed,
+ *		and last shard_map names the new shard alone.  Returns the rows
+ *		deleted.
+ */
+static int64
+cleanup_one(ShardServerOptions *opts, MoveDir *md, const char *tenant,
+			MoveState *st, List *columns, bool vacuum)
+{
+	MoveShards	ms;
+	int64		removed = 0;
+
+	memset(&ms, 0, sizeof(ms));
+	PG_TRY();
+	{
+		setup_shards(&ms, opts, tenant, st->move_id, st->shard_id,
+					 st->target_shard_id);
+		move_discover_tables(&ms, columns, false);
+		move_drop_objects(&ms, "cap_");
+		removed = move_delete_rows(&ms, ms.src, true);
+		move_drop_objects(&ms, "");
+		if (vacuum)
+			move_reclaim_space(&ms, ms.src, ms.source->shard_id);
+		move_pause(tenant, "cleanup");
+		finish_in_directory(md, tenant, st->move_id,
+							"shard_id = target_shard_id, status = 'ACTIVE', target_shard_id = NULL",
+							"tenant_id = ?1 AND status = 'DONE' AND target_shard_id IS NOT NULL",
+							"cleaned", "cleaned_at");
+	}
+	PG_CATCH();
+	{
+		move_close_shards(&ms);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+	move_close_shards(&ms);
+	return removed;
+}
+
+/*
+ * shard_tenant_cleanup
+ *		tenant_cleanup(server [, tenant [, vacuum]]): after the grace period
+ *		the caller chooses (long enough for every router's cached location
+ *		to expire), remove from the old shard what moves that cut over left
+ *		there: the tenant's rows, the capture triggers, the log and the
+ *		fence, and reclaim the space (vacuum).  Without a tenant, every
+ *		tenant with status DONE.  One row per tenant cleaned up.
+ */
+Datum
+shard_tenant_cleanup(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	ShardServerOptions *opts;
+	MoveDir		md;
+	List	   *tenants = NIL;
+	bool		vacuum = PG_ARGISNULL(2) ? true : PG_GETARG_BOOL(2);
+	ListCell   *lc;
+
+	check_call(fcinfo, 1, "clean up after a move");
+	opts = shard_admin_server(PG_GETARG_NAME(0));
+	InitMaterializedSRF(fcinfo, 0);
+	dir_open(&md, opts);
+	PG_TRY();
+	{
+		List	   *columns = tenant_columns_of_server(opts->serverid);
+
+		if (!PG_ARGISNULL(1))
+			tenants = list_make1(shard_tenant_id_text(text_to_cstring(PG_GETARG_TEXT_PP(1))));
+		else
+		{
+			sqlite3_stmt *stmt;
+			int			rc;
+
+			rc = dir_run(&md, "SELECT tenant_id FROM shard_map WHERE status = 'DONE' "
+						 "AND target_shard_id IS NOT NULL ORDER BY tenant_id",
+						 NULL, 0, NULL, 0, &stmt, "list the moved tenants");
+			for (; rc == SQLITE_ROW; rc = sqlite3_step(stmt))
+				tenants = lappend(tenants, column_dup(stmt, 0));
+			sqlite3_finalize(stmt);
+		}
+		foreach(lc, tenants)
+		{
+			char	   *tenant = lfirst(lc);
+			MoveState  *st;
+			Datum		values[3];
+			bool		nulls[3] = {false, false, false};
+
+			lock_tenant(opts, tenant);
+			st = read_state(&md, tenant);
+			if (strcmp(st->status, "MIGRATING") == 0)
+				ereport(ERROR,
+						(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+						 errmsg("tenant \"%s\" is being moved to shard \"%s\"",
+								tenant, st->target_shard_id ? st->target_shard_id : ""),
+						 errhint("Finish the move with tenant_move(), or cancel it with tenant_move_abort().")));
+			if (strcmp(st->status, "DONE") != 0 || st->target_shard_id == NULL ||
+				strcmp(st->target_shard_id, st->shard_id) == 0)
+			{
+				ereport(NOTICE,
+						(errmsg("tenant \"%s\" has nothing to clean up", tenant)));
+				continue;
+			}
+			values[0] = CStringGetTextDatum(tenant);
+			values[1] = CStringGetTextDatum(st->shard_id);
+			values[2] = Int64GetDatum(cleanup_one(opts, &md, tenant, st,
+												  columns, vacuum));
+			shard_directory_changed(shard_directory_get(opts));
+			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values,
+								 nulls);
+		}
+	}
+	PG_CATCH();
+	{
+		dir_close(&md);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+	dir_close(&md);
+	return (Datum) 0;
+}
+
+/*
+ * time_datum
+ *		A time the directory stores (seconds since 1970) as timestamptz.
+ */
+static Datum
+time_datum(sqlite3_stmt *stmt, int col, bool *isnull)
+{
+	*isnull = (sqlite3_column_type(stmt, col) == SQLITE_NULL);
+	if (*isnull)
+		return (Datum) 0;
+	return DirectFunctionCall1(float8_timestamptz,
+							   Float8GetDatum(sqlite3_column_double(stmt, col)));
+}
+
+/*
+ * shard_tenant_moves
+ *		tenant_moves(server): every move the directory records, running or
+ *		finished, oldest first: phase, rows copied, backlog, how long the
+ *		source's write lock was held, times and the last error.  Empty for
+ *		a directory where no move ever ran.
+ */
+Datum
+shard_tenant_moves(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	ShardServerOptions *opts = shard_admin_server(PG_GETARG_NAME(0));
+	sqlite3    *db = shard_directory_handle(shard_directory_get(opts));
+	sqlite3_stmt *stmt;
+	int			rc;
+
+	InitMaterializedSRF(fcinfo, 0);
+	rc = sqlite3_prepare_v2(db, "SELECT move_id, tenant_id, source_shard_id, "
+							"target_shard_id, phase, rows_copied, backlog, lock_ms, "
+							"started_at, finished_at, cleaned_at, error "
+							"FROM tenant_moves ORDER BY move_id", -1, &stmt, NULL);
+	if (rc != SQLITE_OK)
+	{
+		/* no table: no move has ever run on this directory */
+		if (strstr(sqlite3_errmsg(db), "no such table") != NULL)
+			return (Datum) 0;
+		shard_check_lock_wait(sqlite3_extended_errcode(db), true,
+							  opts->directory, "list the moves");
+		ereport(ERROR,
+				(errcode(shard_sqlite_sqlstate(sqlite3_extended_errcode(db))),
+				 errmsg("could not list the moves in directory \"%s\"",
+						opts->directory),
+				 errdetail_internal("%s", sqlite3_errmsg(db))));
+	}
+	while ((rc = sqlite3_step(stmt)) == SQLITE_ROW)
+	{
+		Datum		values[12];
+		bool		nulls[12];
+		int			i;
+
+		memset(nulls, 0, sizeof(nulls));
+		values[0] = Int64GetDatum(sqlite3_column_int64(stmt, 0));
+		for (i = 1; i <= 4; i++)
+			values[i] = CStringGetTextDatum((const char *) sqlite3_column_text(stmt, i));
+		for (i = 5; i <= 6; i++)
+		{
+			nulls[i] = sqlite3_column_type(stmt, i) == SQLITE_NULL;
+			values[i] = Int64GetDatum(sqlite3_column_int64(stmt, i));
+		}
+		nulls[7] = sqlite3_column_type(stmt, 7) == SQLITE_NULL;
+		values[7] = Float8GetDatum(sqlite3_column_double(stmt, 7));
+		for (i = 8; i <= 10; i++)
+			values[i] = time_datum(stmt, i, &nulls[i]);
+		nulls[11] = sqlite3_column_type(stmt, 11) == SQLITE_NULL;
+		if (!nulls[11])
+			values[11] = CStringGetTextDatum((const char *) sqlite3_column_text(stmt, 11));
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	sqlite3_finalize(stmt);
+	if (rc != SQLITE_DONE)
+		ereport(ERROR,
+				(errcode(shard_sqlite_sqlstate(rc)),
+				 errmsg("could not list the moves in directory \"%s\"",
+						opts->directory),
+				 errdetail_internal("%s", sqlite3_errmsg(db))));
+	return (Datum) 0;
+}

@@ -1,0 +1,1355 @@
+/*-------------------------------------------------------------------------
+ *
+ * movecopy.c
+ *		  The SQL a tenant move runs inside the shards: capture, copy,
+ *		  replay, verification, fence and cleanup
+ *
+ * Everything here works on the move's own two handles (move.h).  The
+ * tenant's rows are every row of a table with the tenant column whose
+ * stored value equals the tenant id: compared as stored where the shard
+ * declares the column with an affinity (SQLite converts the bound id, so
+ * an INTEGER column's 42 is tenant "42"), as CAST(col AS TEXT) where it
+ * declares none.  Rows are found again by their primary key, on both
+ * shards, which is why a table without one cannot be moved.
+ *
+ * Capture: triggers inside the source, which fire for every connection
+ * (the application's, which knows nothing of the move, included), append
+ * the primary key of every row of the tenant inserted, updated or deleted
+ * to a change log table in the source, "<prefix>log".  Replay is by state,
+ * not by statement: for each logged key, the target's row of the tenant
+ * is deleted and the source's current row, if it still belongs to the
+ * tenant, is copied again.  So replaying a key twice, or a key whose row
+ * the copy already took, changes nothing, and a replay that a crash cut
+ * short can simply run again.
+ *
+ * Triggers are DDL and cannot take bound values: the tenant id and the
+ * table names appear in them as SQL string literals, quoted with every
+ * single quote doubled.  Everywhere else values are bound.
+ *
+ * Verification sums a hash of every row (ssfdw_move_sum, movesum.c) and
+ * counts rows on both sides.  The sum is additive, so the rows of keys the
+ * log names after a point can be left out on both sides and checked apart;
+ * move.c uses that to verify the bulk of the rows before it takes the
+ * source's write lock, and only the rows written since under the lock.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "sqlite_shard_fdw.h"
+
+#include <sys/stat.h>
+
+#include "miscadmin.h"
+
+#include "control/move.h"
+
+/*
+ * move_error
+ *		Raise a failed SQLite call on one of the move's handles, naming the
+ *		shard, the table (if any) and the tenant.
+ */
+static void
+move_error(MoveShards *ms, sqlite3 *db, const char *shard_id,
+		   const char *table, const char *what)
+{
+	int			rc = sqlite3_extended_errcode(db);
+
+	shard_check_lock_wait(rc, false, shard_id, what);
+	if (table != NULL)
+		ereport(ERROR,
+				(errcode(shard_sqlite_sqlstate(rc)),
+				 errmsg("could not %s table \"%s\" of tenant \"%s\" on shard \"%s\"",
+						what, table, ms->tenant, shard_id),
+				 errdetail_internal("%s", sqlite3_errmsg(db))));
+	ereport(ERROR,
+			(errcode(shard_sqlite_sqlstate(rc)),
+			 errmsg("could not %s for tenant \"%s\" on shard \"%s\"",
+					what, ms->tenant, shard_id),
+			 errdetail_internal("%s", sqlite3_errmsg(db))));
+}
+
+/*
+ * shard_of
+ *		The id of the shard a handle of the move is open on.
+ */
+static const char *
+shard_of(MoveShards *ms, sqlite3 *db)
+{
+	return db == ms->src ? ms->source->shard_id : ms->target->shard_id;
+}
+
+/*
+ * open_one
+ *		Open a shard for the move, read-write, with the checksum aggregate.
+ */
+static sqlite3 *
+open_one(MoveShards *ms, ShardInfo *shard)
+{
+	sqlite3    *db;
+	char		errbuf[SHARDIO_ERRLEN];
+	int			rc;
+
+	if (shardio_file_state(shard->path) != SHARDIO_FILE_OK)
+		ereport(ERROR,
+				(errcode(ERRCODE_FDW_UNABLE_TO_ESTABLISH_CONNECTION),
+				 errmsg("could not open shard \"%s\": file \"%s\" does not exist or cannot be read",
+						shard->shard_id, shard->path)));
+	shard_check_wal_folder(shard->shard_id, shard->path);
+	rc = shardio_open(shard->path, SHARDIO_OPEN_READWRITE,
+					  ms->opts->busy_timeout_ms, &db, errbuf);
+	if (rc == SQLITE_OK)
+		rc = shardio_register_move_sum(db);
+	if (rc != SQLITE_OK)
+	{
+		if (db != NULL)
+		{
+			strlcpy(errbuf, sqlite3_errmsg(db), sizeof(errbuf));
+			shardio_close(db);
+		}
+		shard_check_lock_wait(rc, false, shard->shard_id, "open the shard");
+		ereport(ERROR,
+				(errcode(shard_sqlite_sqlstate(rc)),
+				 errmsg("could not open shard \"%s\" to move tenant \"%s\"",
+						shard->shard_id, ms->tenant),
+				 errdetail_internal("File \"%s\": %s", shard->path, errbuf)));
+	}
+	return db;
+}
+
+/*
+ * move_open_shards
+ *		Open the move's own handles on both shards and attach the source to
+ *		the target's handle as "src".
+ */
+void
+move_open_shards(MoveShards *ms)
+{
+	sqlite3_stmt *stmt;
+	int			rc;
+
+	ms->src = open_one(ms, ms->source);
+	ms->dst = open_one(ms, ms->target);
+	if (sqlite3_prepare_v2(ms->dst, "ATTACH DATABASE ?1 AS src", -1, &stmt,
+						   NULL) != SQLITE_OK)
+		move_error(ms, ms->dst, ms->target->shard_id, NULL,
+				   "attach the source shard");
+	sqlite3_bind_text(stmt, 1, ms->source->path, -1, SQLITE_TRANSIENT);
+	rc = sqlite3_step(stmt);
+	sqlite3_finalize(stmt);
+	if (rc != SQLITE_DONE)
+		move_error(ms, ms->dst, ms->target->shard_id, NULL,
+				   "attach the source shard");
+}
+
+/*
+ * move_close_shards
+ *		Roll back whatever a failed step left open and close both handles;
+ *		called on success and on error.
+ */
+void
+move_close_shards(MoveShards *ms)
+{
+	if (ms->dst != NULL)
+	{
+		move_rollback(ms->dst);
+		shardio_close(ms->dst);
+		ms->dst = NULL;
+	}
+	if (ms->src != NULL)
+	{
+		move_rollback(ms->src);
+		shardio_close(ms->src);
+		ms->src = NULL;
+	}
+}
+
+/*
+ * move_begin
+ *		Begin a transaction on one of the move's handles; immediate takes
+ *		the source's write lock at once, waiting as long as the busy timeout
+ *		allows.  The target's handle always begins deferred: BEGIN
+ *		IMMEDIATE there would take the write lock of the attached source
+ *		too, stopping the application's writers for every batch (and
+ *		clashing with the source handle's own lock at cutover); its first
+ *		write takes the target's lock alone.
+ */
+void
+move_begin(MoveShards *ms, sqlite3 *db, bool immediate)
+{
+	if (db == ms->dst)
+		immediate = false;
+	if (sqlite3_exec(db, immediate ? "BEGIN IMMEDIATE" : "BEGIN", NULL, NULL,
+					 NULL) != SQLITE_OK)
+		move_error(ms, db, shard_of(ms, db), NULL, "begin a transaction");
+}
+
+/*
+ * move_commit
+ *		Commit a transaction of the move: from here on it is durable.
+ */
+void
+move_commit(MoveShards *ms, sqlite3 *db)
+{
+	if (sqlite3_exec(db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
+		move_error(ms, db, shard_of(ms, db), NULL, "commit");
+}
+
+/*
+ * move_rollback
+ *		Roll back the open transaction of a handle, if any, ignoring errors:
+ *		used on the way out of a failed step.
+ */
+void
+move_rollback(sqlite3 *db)
+{
+	sqlite3_stmt *stmt = NULL;
+
+	/* statements left running would keep the transaction's locks */
+	while ((stmt = sqlite3_next_stmt(db, NULL)) != NULL)
+		sqlite3_finalize(stmt);
+	if (!sqlite3_get_autocommit(db))
+		(void) sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+}
+
+/*
+ * append_columns
+ *		Append a comma-separated list of quoted column names, each prefixed
+ *		with qual (a table alias and a dot, or "").
+ */
+static void
+append_columns(StringInfo buf, List *cols, const char *qual)
+{
+	ListCell   *lc;
+
+	foreach(lc, cols)
+	{
+		if (lc != list_head(cols))
+			appendStringInfoString(buf, ", ");
+		appendStringInfoString(buf, qual);
+		shard_quote_identifier(buf, (char *) lfirst(lc));
+	}
+}
+
+/*
+ * append_key
+ *		Append a table's primary key as a row value: ("a", "b").
+ */
+static void
+append_key(StringInfo buf, MoveTable *t, const char *qual)
+{
+	appendStringInfoChar(buf, '(');
+	append_columns(buf, t->pk, qual);
+	appendStringInfoChar(buf, ')');
+}
+
+/*
+ * append_log_keys
+ *		Append the change log's key columns that hold this table's key:
+ *		k1, ..., kn for a key of n columns.
+ */
+static void
+append_log_keys(StringInfo buf, MoveTable *t)
+{
+	int			i;
+
+	for (i = 1; i <= list_length(t->pk); i++)
+		appendStringInfo(buf, "%sk%d", i > 1 ? ", " : "", i);
+}
+
+/*
+ * append_tenant
+ *		Append "the row is the tenant's", the tenant bound as :tenant.
+ */
+static void
+append_tenant(StringInfo buf, MoveTable *t, const char *qual)
+{
+	if (t->cast_tenant)
+	{
+		appendStringInfo(buf, "CAST(%s", qual);
+		shard_quote_identifier(buf, t->tenant_col);
+		appendStringInfoString(buf, " AS TEXT) = :tenant");
+	}
+	else
+	{
+		appendStringInfoString(buf, qual);
+		shard_quote_identifier(buf, t->tenant_col);
+		appendStringInfoString(buf, " = :tenant");
+	}
+}
+
+/*
+ * append_tenant_rows
+ *		Append " <schema>.<table> WHERE <the row is the tenant's>", the
+ *		tenant bound as :tenant: what most of the move's statements read
+ *		or change.
+ */
+static void
+append_tenant_rows(StringInfo buf, MoveTable *t, const char *schema)
+{
+	appendStringInfo(buf, " %s.", schema);
+	shard_quote_identifier(buf, t->name);
+	appendStringInfoString(buf, " WHERE ");
+	append_tenant(buf, t, "");
+}
+
+/*
+ * append_literal
+ *		Append text as an SQL string literal, single quotes doubled: for the
+ *		DDL of triggers, which cannot take bound values.
+ */
+static void
+append_literal(StringInfo buf, const char *text)
+{
+	const char *p;
+
+	appendStringInfoChar(buf, '\'');
+	for (p = text; *p; p++)
+	{
+		if (*p == '\'')
+			appendStringInfoChar(buf, '\'');
+		appendStringInfoChar(buf, *p);
+	}
+	appendStringInfoChar(buf, '\'');
+}
+
+/*
+ * append_trigger_tenant
+ *		Append "the row (NEW or OLD) is the tenant's" for a trigger.  A
+ *		trigger's NEW and OLD carry no affinity, so the literal must match
+ *		the stored form: as text for a TEXT column, else the value's text.
+ */
+static void
+append_trigger_tenant(StringInfo buf, MoveShards *ms, MoveTable *t,
+					  const char *row)
+{
+	if (t->text_tenant)
+		appendStringInfo(buf, "%s.", row);
+	else
+		appendStringInfo(buf, "CAST(%s.", row);
+	shard_quote_identifier(buf, t->tenant_col);
+	appendStringInfoString(buf, t->text_tenant ? " = " : " AS TEXT) = ");
+	append_literal(buf, ms->tenant);
+}
+
+/*
+ * append_log_subquery
+ *		Append the keys the change log holds for a table between :lo
+ *		(excluded) and :hi.
+ */
+static void
+append_log_subquery(StringInfo buf, MoveShards *ms, MoveTable *t)
+{
+	appendStringInfoString(buf, "(SELECT ");
+	append_log_keys(buf, t);
+	appendStringInfoString(buf, " FROM src.");
+	shard_quote_identifier(buf, psprintf("%slog", ms->prefix));
+	appendStringInfoString(buf, " WHERE tbl = :tbl AND seq > :lo AND seq <= :hi)");
+}
+
+/*
+ * prepare_bound
+ *		Prepare SQL on a handle of the move and bind the named parameters
+ *		it uses: :tenant, :tbl (the table's name), :lo and :hi.
+ */
+static sqlite3_stmt *
+prepare_bound(MoveShards *ms, sqlite3 *db, const char *sql, MoveTable *t,
+			  int64 lo, int64 hi, const char *what)
+{
+	sqlite3_stmt *stmt;
+	int			idx;
+
+	if (sqlite3_prepare_v2(db, sql, -1, &stmt, NULL) != SQLITE_OK)
+		move_error(ms, db, shard_of(ms, db), t ? t->name : NULL, what);
+	if ((idx = sqlite3_bind_parameter_index(stmt, ":tenant")) > 0)
+		sqlite3_bind_text(stmt, idx, ms->tenant, -1, SQLITE_TRANSIENT);
+	if (t != NULL && (idx = sqlite3_bind_parameter_index(stmt, ":tbl")) > 0)
+		sqlite3_bind_text(stmt, idx, t->name, -1, SQLITE_TRANSIENT);
+	if ((idx = sqlite3_bind_parameter_index(stmt, ":lo")) > 0)
+		sqlite3_bind_int64(stmt, idx, lo);
+	if ((idx = sqlite3_bind_parameter_index(stmt, ":hi")) > 0)
+		sqlite3_bind_int64(stmt, idx, hi);
+	return stmt;
+}
+
+/*
+ * run_bound
+ *		Run a statement that returns no rows; returns the rows it changed.
+ */
+static int64
+run_bound(MoveShards *ms, sqlite3 *db, const char *sql, MoveTable *t,
+		  int64 lo, int64 hi, const char *what)
+{
+	sqlite3_stmt *stmt = prepare_bound(ms, db, sql, t, lo, hi, what);
+	int			rc = sqlite3_step(stmt);
+
+	sqlite3_finalize(stmt);
+	if (rc != SQLITE_DONE && rc != SQLITE_ROW)
+		move_error(ms, db, shard_of(ms, db), t ? t->name : NULL, what);
+	return sqlite3_changes64(db);
+}
+
+/*
+ * query_int
+ *		Run a query of one integer (or NULL, read as 0) on a handle.
+ */
+static int64
+query_int(MoveShards *ms, sqlite3 *db, const char *sql, MoveTable *t,
+		  const char *what)
+{
+	sqlite3_stmt *stmt = prepare_bound(ms, db, sql, t, 0, 0, what);
+	int			rc = sqlite3_step(stmt);
+	int64		v = 0;
+
+	if (rc == SQLITE_ROW)
+		v = sqlite3_column_int64(stmt, 0);
+	sqlite3_finalize(stmt);
+	if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+		move_error(ms, db, shard_of(ms, db), t ? t->name : NULL, what);
+	return v;
+}
+
+/*
+ * tenant_column_for
+ *		The tenant column of a source table: the one a foreign table of the
+ *		server names for it (tenant_columns holds "table\0column" pairs as
+ *		two consecutive strings), else "tenant_id".
+ */
+static const char *
+tenant_column_for(List *tenant_columns, const char *table)
+{
+	ListCell   *lc;
+
+	for (lc = list_head(tenant_columns); lc != NULL;
+		 lc = lnext(tenant_columns, lnext(tenant_columns, lc)))
+	{
+		if (pg_strcasecmp((char *) lfirst(lc), table) == 0)
+			return (char *) lfirst(lnext(tenant_columns, lc));
+	}
+	return "tenant_id";
+}
+
+/*
+ * has_affinity_word
+ *		Does a declared type contain a word that decides SQLite's affinity?
+ */
+static bool
+has_affinity_word(const char *decl, const char *word)
+{
+	char	   *upper = pstrdup(decl);
+	char	   *p;
+
+	for (p = upper; *p; p++)
+		*p = pg_toupper((unsigned char) *p);
+	return strstr(upper, word) != NULL;
+}
+
+/*
+ * check_target_table
+ *		A table the target has must have every column of the source's; a
+ *		table it lacks is created from the source's DDL (remembered here,
+ *		created by move_create_missing_tables).
+ */
+static void
+check_target_table(MoveShards *ms, MoveTable *t, const char *create_sql,
+				   bool for_copy)
+{
+	sqlite3_stmt *stmt;
+	List	   *have = NIL;
+	ListCell   *lc;
+	int			rc;
+
+	stmt = prepare_bound(ms, ms->dst,
+						 "SELECT name FROM pragma_table_info(:tbl, 'main')",
+						 t, 0, 0, "read the schema of");
+	while ((rc = sqlite3_step(stmt)) == SQLITE_ROW)
+		have = lappend(have, pstrdup((const char *) sqlite3_column_text(stmt, 0)));
+	sqlite3_finalize(stmt);
+	if (rc != SQLITE_DONE)
+		move_error(ms, ms->dst, ms->target->shard_id, t->name,
+				   "read the schema of");
+
+	if (have == NIL)
+	{
+		t->create_sql = pstrdup(create_sql);
+		stmt = prepare_bound(ms, ms->src,
+							 "SELECT sql FROM sqlite_schema WHERE type = 'index' "
+							 "AND tbl_name = :tbl AND sql IS NOT NULL",
+							 t, 0, 0, "read the schema of");
+		while ((rc = sqlite3_step(stmt)) == SQLITE_ROW)
+			t->index_sqls = lappend(t->index_sqls,
+									pstrdup((const char *) sqlite3_column_text(stmt, 0)));
+		sqlite3_finalize(stmt);
+		if (rc != SQLITE_DONE)
+			move_error(ms, ms->src, ms->source->shard_id, t->name,
+					   "read the schema of");
+		return;
+	}
+	foreach(lc, t->cols)
+	{
+		ListCell   *lc2;
+		bool		found = false;
+
+		foreach(lc2, have)
+			if (pg_strcasecmp(lfirst(lc), lfirst(lc2)) == 0)
+				found = true;
+		if (!found && for_copy)
+			ereport(ERROR,
+					(errcode(ERRCODE_FDW_COLUMN_NAME_NOT_FOUND),
+					 errmsg("cannot move tenant \"%s\": table \"%s\" of shard \"%s\" has no column \"%s\"",
+							ms->tenant, t->name, ms->target->shard_id,
+							(char *) lfirst(lc)),
+					 errdetail("The table has that column on shard \"%s\", where the tenant is now.",
+							   ms->source->shard_id),
+					 errhint("Add the column to the table on shard \"%s\", or drop the table there to let the move create it.",
+							 ms->target->shard_id)));
+	}
+}
+
+/*
+ * move_discover_tables
+ *		Find the source's tables that have a tenant column (from the source
+ *		shard's schema, not from the foreign tables defined in PostgreSQL),
+ *		with their columns, primary keys and the tenant's row counts, and
+ *		refuse a table the move cannot take: no primary key, or a column
+ *		the target's table lacks (only when for_copy: an abort or a cleanup
+ *		deletes whatever is there).  tenant_columns maps SQLite table names
+ *		to the tenant columns the server's foreign tables give them.
+ */
+void
+move_discover_tables(MoveShards *ms, List *tenant_columns, bool for_copy)
+{
+	sqlite3_stmt *stmt;
+	List	   *names = NIL;
+	List	   *sqls = NIL;
+	ListCell   *lc,
+			   *lc2;
+	int			rc;
+
+	if (sqlite3_prepare_v2(ms->src,
+						   "SELECT name, sql FROM sqlite_schema WHERE type = 'table' "
+						   "AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' "
+						   "AND name NOT LIKE '\\_ssfdw\\_%' ESCAPE '\\' "
+						   "ORDER BY name", -1, &stmt, NULL) != SQLITE_OK)
+		move_error(ms, ms->src, ms->source->shard_id, NULL, "read the schema");
+	while ((rc = sqlite3_step(stmt)) == SQLITE_ROW)
+	{
+		const char *sql = (const char *) sqlite3_column_text(stmt, 1);
+
+		names = lappend(names, pstrdup((const char *) sqlite3_column_text(stmt, 0)));
+		sqls = lappend(sqls, pstrdup(sql ? sql : ""));
+	}
+	sqlite3_finalize(stmt);
+	if (rc != SQLITE_DONE)
+		move_error(ms, ms->src, ms->source->shard_id, NULL, "read the schema");
+
+	ms->tables = NIL;
+	ms->nkeys = 1;
+	forboth(lc, names, lc2, sqls)
+	{
+		MoveTable  *t = palloc0(sizeof(MoveTable));
+		const char *want;
+		char	   *tenant_decl = NULL;
+		int			maxpk = 0;
+		char	  **pk;
+		int			i;
+
+		t->name = lfirst(lc);
+		want = tenant_column_for(tenant_columns, t->name);
+		stmt = prepare_bound(ms, ms->src,
+							 "SELECT name, coalesce(type, ''), pk "
+							 "FROM pragma_table_info(:tbl, 'main') ORDER BY cid",
+							 t, 0, 0, "read the schema of");
+		pk = palloc0(sizeof(char *) * 64);
+		while ((rc = sqlite3_step(stmt)) == SQLITE_ROW)
+		{
+			char	   *col = pstrdup((const char *) sqlite3_column_text(stmt, 0));
+			int			pkpos = sqlite3_column_int(stmt, 2);
+
+			t->cols = lappend(t->cols, col);
+			if (pg_strcasecmp(col, want) == 0)
+			{
+				t->tenant_col = col;
+				tenant_decl = pstrdup((const char *) sqlite3_column_text(stmt, 1));
+			}
+			if (pkpos > 0 && pkpos < 64)
+			{
+				pk[pkpos] = col;
+				maxpk = Max(maxpk, pkpos);
+			}
+		}
+		sqlite3_finalize(stmt);
+		if (rc != SQLITE_DONE)
+			move_error(ms, ms->src, ms->source->shard_id, t->name,
+					   "read the schema of");
+		if (t->tenant_col == NULL)
+			continue;			/* shared by every tenant: not moved */
+
+		for (i = 1; i <= maxpk; i++)
+			if (pk[i] != NULL)
+				t->pk = lappend(t->pk, pk[i]);
+		if (t->pk == NIL)
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("cannot move tenant \"%s\": table \"%s\" of shard \"%s\" has no primary key",
+							ms->tenant, t->name, ms->source->shard_id),
+					 errdetail("A move finds the rows it copied and the rows written meanwhile again by their primary key."),
+					 errhint("Give the table a primary key on every shard.")));
+		ms->nkeys = Max(ms->nkeys, list_length(t->pk));
+
+		/* SQLite's affinity rules: INT, then CHAR/CLOB/TEXT, then BLOB/none */
+		t->text_tenant = !has_affinity_word(tenant_decl, "INT") &&
+			(has_affinity_word(tenant_decl, "CHAR") ||
+			 has_affinity_word(tenant_decl, "CLOB") ||
+			 has_affinity_word(tenant_decl, "TEXT"));
+		t->cast_tenant = !t->text_tenant &&
+			!has_affinity_word(tenant_decl, "INT") &&
+			(tenant_decl[0] == '\0' || has_affinity_word(tenant_decl, "BLOB"));
+
+		check_target_table(ms, t, lfirst(lc2), for_copy);
+		{
+			StringInfoData q;
+
+			initStringInfo(&q);
+			appendStringInfoString(&q, "SELECT count(*) FROM main.");
+			shard_quote_identifier(&q, t->name);
+			t->total_rows = query_int(ms, ms->src, q.data, t, "count the rows of");
+			resetStringInfo(&q);
+			appendStringInfoString(&q, "SELECT count(*) FROM");
+			append_tenant_rows(&q, t, "main");
+			t->rows = query_int(ms, ms->src, q.data, t, "count the rows of");
+		}
+		ms->tables = lappend(ms->tables, t);
+	}
+}
+
+/*
+ * move_check_collisions
+ *		Refuse a move whose rows would take primary keys that rows of other
+ *		tenants already have on the target: the copy would fail half-way.
+ */
+void
+move_check_collisions(MoveShards *ms)
+{
+	ListCell   *lc;
+
+	foreach(lc, ms->tables)
+	{
+		MoveTable  *t = lfirst(lc);
+		StringInfoData q;
+		int64		n;
+
+		if (t->create_sql != NULL || t->rows == 0)
+			continue;
+		initStringInfo(&q);
+		appendStringInfoString(&q, "SELECT count(*) FROM src.");
+		shard_quote_identifier(&q, t->name);
+		appendStringInfoString(&q, " AS s WHERE ");
+		append_tenant(&q, t, "s.");
+		appendStringInfoString(&q, " AND EXISTS (SELECT 1 FROM main.");
+		shard_quote_identifier(&q, t->name);
+		appendStringInfoString(&q, " AS d WHERE ");
+		append_key(&q, t, "d.");
+		appendStringInfoString(&q, " = ");
+		append_key(&q, t, "s.");
+		appendStringInfoString(&q, " AND (");
+		append_tenant(&q, t, "d.");
+		appendStringInfoString(&q, ") IS NOT 1)");
+		n = query_int(ms, ms->dst, q.data, t, "check the primary keys of");
+		if (n > 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_UNIQUE_VIOLATION),
+					 errmsg("cannot move tenant \"%s\": rows of table \"%s\" have primary keys that other tenants' rows already have on shard \"%s\"",
+							ms->tenant, t->name, ms->target->shard_id),
+					 errdetail("%lld of the tenant's rows on shard \"%s\" would collide.",
+							   (long long) n, ms->source->shard_id),
+					 errhint("Include the tenant column in the primary key, or use keys unique across the fleet.")));
+	}
+}
+
+/*
+ * move_tenant_bytes
+ *		An estimate of what the tenant takes on the source: the file's size
+ *		times the tenant's share of the rows of the tables that have a
+ *		tenant column.  Enough to keep a move from pushing the target past
+ *		max_shard_bytes.
+ */
+int64
+move_tenant_bytes(MoveShards *ms)
+{
+	struct stat st;
+	double		rows = 0,
+				total = 0;
+	ListCell   *lc;
+
+	if (stat(ms->source->path, &st) != 0)
+		return 0;
+	foreach(lc, ms->tables)
+	{
+		MoveTable  *t = lfirst(lc);
+
+		rows += t->rows;
+		total += t->total_rows;
+	}
+	if (total <= 0)
+		return 0;
+	return (int64) ((double) st.st_size * rows / total);
+}
+
+/*
+ * move_create_missing_tables
+ *		Create on the target the tables it lacks, with the source's DDL and
+ *		indexes, in one transaction.
+ */
+void
+move_create_missing_tables(MoveShards *ms)
+{
+	ListCell   *lc;
+	bool		any = false;
+
+	foreach(lc, ms->tables)
+		any |= (((MoveTable *) lfirst(lc))->create_sql != NULL);
+	if (!any)
+		return;
+	move_begin(ms, ms->dst, true);
+	foreach(lc, ms->tables)
+	{
+		MoveTable  *t = lfirst(lc);
+		ListCell   *lc2;
+
+		if (t->create_sql == NULL)
+			continue;
+		/* "CREATE TABLE x" of the source: it lands in main, the target */
+		if (sqlite3_exec(ms->dst, t->create_sql, NULL, NULL, NULL) != SQLITE_OK)
+			move_error(ms, ms->dst, ms->target->shard_id, t->name, "create");
+		foreach(lc2, t->index_sqls)
+			if (sqlite3_exec(ms->dst, lfirst(lc2), NULL, NULL, NULL) != SQLITE_OK)
+				move_error(ms, ms->dst, ms->target->shard_id, t->name,
+						   "create the indexes of");
+		ereport(NOTICE,
+				(errmsg("tenant \"%s\": created table \"%s\" on shard \"%s\" from the schema of shard \"%s\"",
+						ms->tenant, t->name, ms->target->shard_id,
+						ms->source->shard_id)));
+	}
+	move_commit(ms, ms->dst);
+}
+
+/*
+ * exec_ddl
+ *		Run DDL the move builds on the source, naming the table on failure.
+ */
+static void
+exec_ddl(MoveShards *ms, const char *sql, MoveTable *t, const char *what)
+{
+	if (sqlite3_exec(ms->src, sql, NULL, NULL, NULL) != SQLITE_OK)
+		move_error(ms, ms->src, ms->source->shard_id, t ? t->name : NULL,
+				   what);
+}
+
+/*
+ * trigger_head
+ *		Start "CREATE TRIGGER IF NOT EXISTS <prefix><kind>_<table> <when>
+ *		ON <table> WHEN " in buf.  Names inside a trigger cannot name their
+ *		schema: a trigger of the source's main schema reads and writes it.
+ */
+static void
+trigger_head(StringInfo buf, MoveShards *ms, MoveTable *t, const char *kind,
+			 const char *when)
+{
+	resetStringInfo(buf);
+	appendStringInfoString(buf, "CREATE TRIGGER IF NOT EXISTS ");
+	shard_quote_identifier(buf, psprintf("%s%s_%s", ms->prefix, kind, t->name));
+	appendStringInfo(buf, " %s ON ", when);
+	shard_quote_identifier(buf, t->name);
+	appendStringInfoString(buf, " WHEN ");
+}
+
+/*
+ * append_log_insert
+ *		Append "INSERT INTO <log>(tbl, k..) SELECT '<table>', ROW.key..",
+ *		ROW being NEW or OLD.
+ */
+static void
+append_log_insert(StringInfo buf, MoveShards *ms, MoveTable *t,
+				  const char *row)
+{
+	appendStringInfoString(buf, "INSERT INTO ");
+	shard_quote_identifier(buf, psprintf("%slog", ms->prefix));
+	appendStringInfoString(buf, " (tbl, ");
+	append_log_keys(buf, t);
+	appendStringInfoString(buf, ") SELECT ");
+	append_literal(buf, t->name);
+	appendStringInfoString(buf, ", ");
+	append_columns(buf, t->pk, psprintf("%s.", row));
+}
+
+/*
+ * move_install_capture
+ *		Create the change log and the capture triggers inside the source,
+ *		in one transaction: from its commit on, every write of the tenant's
+ *		rows, by any connection, leaves its keys in the log.  Running it
+ *		again (a resumed move) changes nothing that exists.
+ */
+void
+move_install_capture(MoveShards *ms)
+{
+	StringInfoData buf;
+	ListCell   *lc;
+	int			i;
+
+	initStringInfo(&buf);
+	move_begin(ms, ms->src, true);
+	appendStringInfoString(&buf, "CREATE TABLE IF NOT EXISTS main.");
+	shard_quote_identifier(&buf, psprintf("%slog", ms->prefix));
+	appendStringInfoString(&buf, " (seq INTEGER PRIMARY KEY, tbl TEXT NOT NULL");
+	for (i = 1; i <= ms->nkeys; i++)
+		appendStringInfo(&buf, ", k%d", i);
+	appendStringInfoChar(&buf, ')');
+	exec_ddl(ms, buf.data, NULL, "create the change log");
+
+	foreach(lc, ms->tables)
+	{
+		MoveTable  *t = lfirst(lc);
+		ListCell   *k;
+
+		trigger_head(&buf, ms, t, "cap_i", "AFTER INSERT");
+		append_trigger_tenant(&buf, ms, t, "NEW");
+		appendStringInfoString(&buf, " BEGIN ");
+		append_log_insert(&buf, ms, t, "NEW");
+		appendStringInfoString(&buf, "; END");
+		exec_ddl(ms, buf.data, t, "create the capture triggers of");
+
+		/* the old key always; the new one too when the update changed it */
+		trigger_head(&buf, ms, t, "cap_u", "AFTER UPDATE");
+		append_trigger_tenant(&buf, ms, t, "OLD");
+		appendStringInfoString(&buf, " OR ");
+		append_trigger_tenant(&buf, ms, t, "NEW");
+		appendStringInfoString(&buf, " BEGIN ");
+		append_log_insert(&buf, ms, t, "OLD");
+		appendStringInfoString(&buf, "; ");
+		append_log_insert(&buf, ms, t, "NEW");
+		appendStringInfoString(&buf, " WHERE ");
+		foreach(k, t->pk)
+		{
+			if (k != list_head(t->pk))
+				appendStringInfoString(&buf, " OR ");
+			appendStringInfoString(&buf, "NEW.");
+			shard_quote_identifier(&buf, lfirst(k));
+			appendStringInfoString(&buf, " IS NOT OLD.");
+			shard_quote_identifier(&buf, lfirst(k));
+		}
+		appendStringInfoString(&buf, "; END");
+		exec_ddl(ms, buf.data, t, "create the capture triggers of");
+
+		trigger_head(&buf, ms, t, "cap_d", "AFTER DELETE");
+		append_trigger_tenant(&buf, ms, t, "OLD");
+		appendStringInfoString(&buf, " BEGIN ");
+		append_log_insert(&buf, ms, t, "OLD");
+		appendStringInfoString(&buf, "; END");
+		exec_ddl(ms, buf.data, t, "create the capture triggers of");
+	}
+	move_commit(ms, ms->src);
+}
+
+/*
+ * move_install_fence
+ *		Create, inside the source's open transaction, the triggers that make
+ *		every insert, update or delete of the tenant's rows there fail with
+ *		a message naming the new shard, from any connection.  A delete is
+ *		let through only inside a transaction that has a row in
+ *		"<prefix>unfence": the cleanup's own, which no other connection can
+ *		see before it commits, and it empties the table before then.
+ */
+void
+move_install_fence(MoveShards *ms)
+{
+	StringInfoData buf;
+	StringInfoData raise;
+	char	   *unfence = psprintf("%sunfence", ms->prefix);
+	ListCell   *lc;
+
+	initStringInfo(&buf);
+	initStringInfo(&raise);
+	appendStringInfoString(&raise, " BEGIN SELECT RAISE(ABORT, ");
+	append_literal(&raise,
+				   psprintf("tenant \"%s\" has moved to shard \"%s\": write it there",
+							ms->tenant, ms->target->shard_id));
+	appendStringInfoString(&raise, "); END");
+
+	appendStringInfoString(&buf, "CREATE TABLE IF NOT EXISTS main.");
+	shard_quote_identifier(&buf, unfence);
+	appendStringInfoString(&buf, " (x)");
+	exec_ddl(ms, buf.data, NULL, "create the fence");
+
+	foreach(lc, ms->tables)
+	{
+		MoveTable  *t = lfirst(lc);
+
+		trigger_head(&buf, ms, t, "fence_i", "BEFORE INSERT");
+		append_trigger_tenant(&buf, ms, t, "NEW");
+		appendStringInfoString(&buf, raise.data);
+		exec_ddl(ms, buf.data, t, "create the fence of");
+
+		trigger_head(&buf, ms, t, "fence_u", "BEFORE UPDATE");
+		append_trigger_tenant(&buf, ms, t, "OLD");
+		appendStringInfoString(&buf, " OR ");
+		append_trigger_tenant(&buf, ms, t, "NEW");
+		appendStringInfoString(&buf, raise.data);
+		exec_ddl(ms, buf.data, t, "create the fence of");
+
+		trigger_head(&buf, ms, t, "fence_d", "BEFORE DELETE");
+		append_trigger_tenant(&buf, ms, t, "OLD");
+		appendStringInfoString(&buf, " AND NOT EXISTS (SELECT 1 FROM ");
+		shard_quote_identifier(&buf, unfence);
+		appendStringInfoChar(&buf, ')');
+		appendStringInfoString(&buf, raise.data);
+		exec_ddl(ms, buf.data, t, "create the fence of");
+	}
+}
+
+/*
+ * count_objects
+ *		How many objects of the source's schema begin with a name prefix.
+ */
+static int64
+count_objects(MoveShards *ms, const char *prefix)
+{
+	sqlite3_stmt *stmt;
+	int64		n = 0;
+	int			rc;
+
+	if (sqlite3_prepare_v2(ms->src,
+						   "SELECT count(*) FROM sqlite_schema "
+						   "WHERE substr(name, 1, length(?1)) = ?1",
+						   -1, &stmt, NULL) != SQLITE_OK)
+		move_error(ms, ms->src, ms->source->shard_id, NULL, "read the schema");
+	sqlite3_bind_text(stmt, 1, prefix, -1, SQLITE_TRANSIENT);
+	rc = sqlite3_step(stmt);
+	if (rc == SQLITE_ROW)
+		n = sqlite3_column_int64(stmt, 0);
+	sqlite3_finalize(stmt);
+	if (rc != SQLITE_ROW)
+		move_error(ms, ms->src, ms->source->shard_id, NULL, "read the schema");
+	return n;
+}
+
+/*
+ * move_fence_present
+ *		Is the move's fence committed in the source?  Then the copy on the
+ *		target was complete and verified when the source stopped taking the
+ *		tenant's writes.
+ */
+bool
+move_fence_present(MoveShards *ms)
+{
+	return count_objects(ms, psprintf("%sfence_", ms->prefix)) > 0;
+}
+
+/*
+ * move_drop_objects
+ *		Drop, in one transaction on the source, what the move created there
+ *		whose name begins with "<prefix><kind>": "cap_" the capture
+ *		triggers, "fence_" the fence, "" everything (log and fence
+ *		tables included).  Triggers go before tables.
+ */
+void
+move_drop_objects(MoveShards *ms, const char *kind)
+{
+	sqlite3_stmt *stmt;
+	char	   *prefix = psprintf("%s%s", ms->prefix, kind);
+	List	   *drops = NIL;
+	ListCell   *lc;
+	int			rc;
+
+	move_begin(ms, ms->src, true);
+	if (sqlite3_prepare_v2(ms->src,
+						   "SELECT type, name FROM sqlite_schema "
+						   "WHERE substr(name, 1, length(?1)) = ?1 "
+						   "AND type IN ('trigger', 'table') ORDER BY type DESC",
+						   -1, &stmt, NULL) != SQLITE_OK)
+		move_error(ms, ms->src, ms->source->shard_id, NULL, "read the schema");
+	sqlite3_bind_text(stmt, 1, prefix, -1, SQLITE_TRANSIENT);
+	while ((rc = sqlite3_step(stmt)) == SQLITE_ROW)
+	{
+		StringInfoData buf;
+
+		initStringInfo(&buf);
+		appendStringInfo(&buf, "DROP %s IF EXISTS main.",
+						 strcmp((const char *) sqlite3_column_text(stmt, 0),
+								"trigger") == 0 ? "TRIGGER" : "TABLE");
+		shard_quote_identifier(&buf, (const char *) sqlite3_column_text(stmt, 1));
+		drops = lappend(drops, buf.data);
+	}
+	sqlite3_finalize(stmt);
+	if (rc != SQLITE_DONE)
+		move_error(ms, ms->src, ms->source->shard_id, NULL, "read the schema");
+	foreach(lc, drops)
+		exec_ddl(ms, lfirst(lc), NULL, "drop the triggers and logs");
+	move_commit(ms, ms->src);
+}
+
+/*
+ * move_delete_rows
+ *		Delete the tenant's rows from every moved table of a shard (the
+ *		target's partial copy on abort or restart, the source's leftovers
+ *		at cleanup), MOVE_BATCH_ROWS at a time, each batch a transaction of
+ *		its own so that the shard's writers keep going.  With unfence, each
+ *		batch lets itself through the fence (move_install_fence).  Returns
+ *		the rows deleted.
+ */
+int64
+move_delete_rows(MoveShards *ms, sqlite3 *db, bool unfence)
+{
+	int64		total = 0;
+	char	   *unfence_table = psprintf("%sunfence", ms->prefix);
+	ListCell   *lc;
+
+	if (unfence)
+		unfence = count_objects(ms, unfence_table) > 0;
+	foreach(lc, ms->tables)
+	{
+		MoveTable  *t = lfirst(lc);
+		StringInfoData q;
+		StringInfoData mark;
+		int64		n;
+
+		if (db == ms->dst && t->create_sql != NULL)
+			continue;			/* the target does not have the table */
+		initStringInfo(&q);
+		appendStringInfoString(&q, "DELETE FROM main.");
+		shard_quote_identifier(&q, t->name);
+		appendStringInfoString(&q, " WHERE ");
+		append_key(&q, t, "");
+		appendStringInfoString(&q, " IN (SELECT ");
+		append_columns(&q, t->pk, "");
+		appendStringInfoString(&q, " FROM");
+		append_tenant_rows(&q, t, "main");
+		appendStringInfo(&q, " LIMIT %d)", MOVE_BATCH_ROWS);
+
+		initStringInfo(&mark);
+		appendStringInfoString(&mark, "main.");
+		shard_quote_identifier(&mark, unfence_table);
+		do
+		{
+			CHECK_FOR_INTERRUPTS();
+			move_begin(ms, db, true);
+			if (unfence)
+				run_bound(ms, db, psprintf("INSERT INTO %s VALUES (1)", mark.data),
+						  NULL, 0, 0, "delete the rows of");
+			n = run_bound(ms, db, q.data, t, 0, 0, "delete the rows of");
+			if (unfence)
+				run_bound(ms, db, psprintf("DELETE FROM %s", mark.data),
+						  NULL, 0, 0, "delete the rows of");
+			move_commit(ms, db);
+			total += n;
+		} while (n > 0);
+	}
+	return total;
+}
+
+/*
+ * move_log_top
+ *		The last sequence number of the change log (0 when empty), read on
+ *		the target's handle: inside a transaction there, it is the state of
+ *		the source that transaction reads.
+ */
+int64
+move_log_top(MoveShards *ms)
+{
+	StringInfoData q;
+
+	initStringInfo(&q);
+	appendStringInfoString(&q, "SELECT max(seq) FROM src.");
+	shard_quote_identifier(&q, psprintf("%slog", ms->prefix));
+	return query_int(ms, ms->dst, q.data, NULL, "read the change log");
+}
+
+/*
+ * bind_cursor
+ *		Bind a copy cursor (the last primary key copied) from ?1 on.
+ */
+static void
+bind_cursor(sqlite3_stmt *stmt, sqlite3_value **cursor, int n)
+{
+	int			i;
+
+	for (i = 0; i < n; i++)
+		sqlite3_bind_value(stmt, i + 1, cursor[i]);
+}
+
+/*
+ * move_copy_batch
+ *		Copy the next MOVE_BATCH_ROWS of the tenant's rows of a table, in
+ *		primary key order after *cursor (NULL: from the start), in one
+ *		transaction on the target that reads one state of the source.
+ *		Moves *cursor on, sets *done after the last batch; returns the rows
+ *		copied.
+ */
+int64
+move_copy_batch(MoveShards *ms, MoveTable *t, sqlite3_value ***cursor,
+				bool *done)
+{
+	StringInfoData where;
+	StringInfoData q;
+	sqlite3_stmt *stmt;
+	sqlite3_value **next = NULL;
+	int			nk = list_length(t->pk);
+	int			rc;
+	int			i;
+	int64		n;
+
+	initStringInfo(&where);
+	appendStringInfoString(&where, " FROM");
+	append_tenant_rows(&where, t, "src");
+	if (*cursor != NULL)
+	{
+		appendStringInfoString(&where, " AND ");
+		append_key(&where, t, "");
+		appendStringInfoString(&where, " > (");
+		for (i = 1; i <= nk; i++)
+			appendStringInfo(&where, "%s?%d", i > 1 ? ", " : "", i);
+		appendStringInfoChar(&where, ')');
+	}
+
+	move_begin(ms, ms->dst, true);
+
+	/* the last key of this batch, if the batch does not reach the end */
+	initStringInfo(&q);
+	appendStringInfoString(&q, "SELECT ");
+	append_columns(&q, t->pk, "");
+	appendStringInfoString(&q, where.data);
+	appendStringInfoString(&q, " ORDER BY ");
+	append_columns(&q, t->pk, "");
+	appendStringInfo(&q, " LIMIT 1 OFFSET %d", MOVE_BATCH_ROWS - 1);
+	stmt = prepare_bound(ms, ms->dst, q.data, t, 0, 0, "copy");
+	if (*cursor != NULL)
+		bind_cursor(stmt, *cursor, nk);
+	rc = sqlite3_step(stmt);
+	if (rc == SQLITE_ROW)
+	{
+		next = palloc(sizeof(sqlite3_value *) * nk);
+		for (i = 0; i < nk; i++)
+			next[i] = sqlite3_value_dup(sqlite3_column_value(stmt, i));
+	}
+	sqlite3_finalize(stmt);
+	if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+		move_error(ms, ms->dst, ms->target->shard_id, t->name, "copy");
+
+	resetStringInfo(&q);
+	appendStringInfoString(&q, "INSERT INTO main.");
+	shard_quote_identifier(&q, t->name);
+	appendStringInfoString(&q, " (");
+	append_columns(&q, t->cols, "");
+	appendStringInfoString(&q, ") SELECT ");
+	append_columns(&q, t->cols, "");
+	appendStringInfoString(&q, where.data);
+	if (next != NULL)
+	{
+		appendStringInfoString(&q, " AND ");
+		append_key(&q, t, "");
+		appendStringInfoString(&q, " <= (");
+		for (i = 1; i <= nk; i++)
+			appendStringInfo(&q, "%s?%d", i > 1 ? ", " : "", nk + i);
+		appendStringInfoChar(&q, ')');
+	}
+	stmt = prepare_bound(ms, ms->dst, q.data, t, 0, 0, "copy");
+	if (*cursor != NULL)
+		bind_cursor(stmt, *cursor, nk);
+	if (next != NULL)
+		for (i = 0; i < nk; i++)
+			sqlite3_bind_value(stmt, nk + i + 1, next[i]);
+	rc = sqlite3_step(stmt);
+	sqlite3_finalize(stmt);
+	if (rc != SQLITE_DONE)
+		move_error(ms, ms->dst, ms->target->shard_id, t->name, "copy");
+	n = sqlite3_changes64(ms->dst);
+	move_commit(ms, ms->dst);
+
+	if (*cursor != NULL)
+	{
+		for (i = 0; i < nk; i++)
+			sqlite3_value_free((*cursor)[i]);
+		pfree(*cursor);
+	}
+	*cursor = next;
+	*done = (next == NULL);
+	t->copied += n;
+	return n;
+}
+
+/*
+ * replay_table
+ *		Apply the log entries (lo, hi] of one table to the target, inside
+ *		the caller's transaction: the tenant's rows of those keys are
+ *		deleted there and copied again from the source's current state.
+ */
+static int64
+replay_table(MoveShards *ms, MoveTable *t, int64 lo, int64 hi)
+{
+	StringInfoData q;
+	int64		n;
+
+	initStringInfo(&q);
+	appendStringInfoString(&q, "DELETE FROM");
+	append_tenant_rows(&q, t, "main");
+	appendStringInfoString(&q, " AND ");
+	append_key(&q, t, "");
+	appendStringInfoString(&q, " IN ");
+	append_log_subquery(&q, ms, t);
+	n = run_bound(ms, ms->dst, q.data, t, lo, hi, "replay the changes of");
+
+	resetStringInfo(&q);
+	appendStringInfoString(&q, "INSERT INTO main.");
+	shard_quote_identifier(&q, t->name);
+	appendStringInfoString(&q, " (");
+	append_columns(&q, t->cols, "");
+	appendStringInfoString(&q, ") SELECT ");
+	append_columns(&q, t->cols, "");
+	appendStringInfoString(&q, " FROM");
+	append_tenant_rows(&q, t, "src");
+	appendStringInfoString(&q, " AND ");
+	append_key(&q, t, "");
+	appendStringInfoString(&q, " IN ");
+	append_log_subquery(&q, ms, t);
+	n += run_bound(ms, ms->dst, q.data, t, lo, hi, "replay the changes of");
+	return n;
+}
+
+/*
+ * move_replay
+ *		Apply the change log after ms->replayed to the target, up to upto,
+ *		or (upto < 0) up to its end as a new transaction on the target
+ *		reads the source; commits and returns the log entries applied.
+ *		Inside a transaction the caller opened on the target, it neither
+ *		begins nor commits.
+ */
+int64
+move_replay(MoveShards *ms, int64 upto)
+{
+	bool		own = sqlite3_get_autocommit(ms->dst);
+	int64		hi;
+	ListCell   *lc;
+
+	if (own)
+		move_begin(ms, ms->dst, true);
+	hi = upto >= 0 ? upto : move_log_top(ms);
+	if (hi > ms->replayed)
+		foreach(lc, ms->tables)
+			(void) replay_table(ms, lfirst(lc), ms->replayed, hi);
+	if (own)
+		move_commit(ms, ms->dst);
+	hi = Max(hi, ms->replayed);
+	{
+		int64		applied = hi - ms->replayed;
+
+		ms->replayed = hi;
+		return applied;
+	}
+}
+
+/*
+ * sum_side
+ *		The count and checksum of the tenant's rows of a table on one side
+ *		("main" the target, "src" the source), of the keys the log holds in
+ *		(lo, hi] (keys_only) or of every other key.
+ */
+static void
+sum_side(MoveShards *ms, MoveTable *t, const char *side, int64 lo, int64 hi,
+		 bool keys_only, int64 *count, int64 *sum)
+{
+	StringInfoData q;
+	sqlite3_stmt *stmt;
+	int			rc;
+
+	initStringInfo(&q);
+	appendStringInfoString(&q, "SELECT count(*), ssfdw_move_sum(");
+	append_columns(&q, t->cols, "");
+	appendStringInfoString(&q, ") FROM");
+	append_tenant_rows(&q, t, side);
+	appendStringInfoString(&q, " AND ");
+	append_key(&q, t, "");
+	appendStringInfoString(&q, keys_only ? " IN " : " NOT IN ");
+	append_log_subquery(&q, ms, t);
+	stmt = prepare_bound(ms, ms->dst, q.data, t, lo, hi, "verify");
+	rc = sqlite3_step(stmt);
+	if (rc == SQLITE_ROW)
+	{
+		*count = sqlite3_column_int64(stmt, 0);
+		*sum = sqlite3_column_int64(stmt, 1);
+	}
+	sqlite3_finalize(stmt);
+	if (rc != SQLITE_ROW)
+		move_error(ms, ms->dst,
+				   strcmp(side, "src") == 0 ? ms->source->shard_id :
+				   ms->target->shard_id, t->name, "verify");
+}
+
+/*
+ * move_verify
+ *		Compare the tenant's rows of every table on both shards, by count
+ *		and checksum: those of the keys the log holds in (since, upto] with
+ *		keys_only, else all the others.  Runs inside the caller's
+ *		transaction on the target, or in a read transaction of its own
+ *		(which reads one state of each shard); upto < 0 reads the log's end
+ *		in that transaction.  Raises XX001 naming the table on any
+ *		difference; returns the rows compared.
+ */
+int64
+move_verify(MoveShards *ms, int64 since, int64 upto, bool keys_only)
+{
+	bool		own = sqlite3_get_autocommit(ms->dst);
+	int64		rows = 0;
+	ListCell   *lc;
+
+	if (own)
+		move_begin(ms, ms->dst, false);
+	if (upto < 0)
+		upto = Max(move_log_top(ms), since);
+	foreach(lc, ms->tables)
+	{
+		MoveTable  *t = lfirst(lc);
+		int64		scount = 0,
+					ssum = 0,
+					dcount = 0,
+					dsum = 0;
+
+		CHECK_FOR_INTERRUPTS();
+		sum_side(ms, t, "src", since, upto, keys_only, &scount, &ssum);
+		sum_side(ms, t, "main", since, upto, keys_only, &dcount, &dsum);
+		if (scount != dcount || ssum != dsum)
+			ereport(ERROR,
+					(errcode(ERRCODE_DATA_CORRUPTED),
+					 errmsg("copy of table \"%s\" of tenant \"%s\" on shard \"%s\" does not match shard \"%s\"",
+							t->name, ms->tenant, ms->target->shard_id,
+							ms->source->shard_id),
+					 errdetail("%lld rows with checksum %lld on shard \"%s\", %lld rows with checksum %lld on shard \"%s\".",
+							   (long long) scount, (long long) ssum,
+							   ms->source->shard_id, (long long) dcount,
+							   (long long) dsum, ms->target->shard_id),
+					 errhint("Run tenant_move() again to copy the tenant afresh, or tenant_move_abort().")));
+		rows += scount;
+	}
+	if (own)
+		move_commit(ms, ms->dst);
+	return rows;
+}
+
+/*
+ * move_reclaim_space
+ *		Give the space the tenant's deleted rows took back: an incremental
+ *		vacuum where the shard has auto_vacuum = INCREMENTAL, nothing where
+ *		it vacuums itself (FULL), else VACUUM, which rewrites the file and
+ *		holds the shard's write lock while it does.
+ */
+void
+move_reclaim_space(MoveShards *ms, sqlite3 *db, const char *shard_id)
+{
+	int64		mode = query_int(ms, db, "PRAGMA auto_vacuum", NULL,
+								 "read the vacuum mode");
+	const char *sql = NULL;
+
+	if (mode == 2)
+		sql = "PRAGMA incremental_vacuum";
+	else if (mode == 0)
+		sql = "VACUUM main";
+	if (sql != NULL && sqlite3_exec(db, sql, NULL, NULL, NULL) != SQLITE_OK)
+		move_error(ms, db, shard_id, NULL, "reclaim space");
+}
