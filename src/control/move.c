@@ -506,13 +506,16 @@ tenant_columns_of_server(Oid serverid)
 
 /*
  * shard_or_error
- *		A shard of the directory, or an error naming it.
+ *		A shard of the directory, or an error naming it.  A copy: what the
+ *		directory's cache returns lives only until the directory changes,
+ *		and a move changes it.
  */
 static ShardInfo *
 shard_or_error(ShardServerOptions *opts, const char *shard_id)
 {
 	ShardInfo  *info = shard_directory_shard(shard_directory_get(opts),
 											 shard_id);
+	ShardInfo  *copy;
 
 	if (info == NULL)
 		ereport(ERROR,
@@ -521,7 +524,10 @@ shard_or_error(ShardServerOptions *opts, const char *shard_id)
 						shard_id, opts->directory),
 				 errhint("shard_list('%s') shows the shards.",
 						 opts->servername)));
-	return info;
+	copy = palloc(sizeof(ShardInfo));
+	copy->shard_id = pstrdup(info->shard_id);
+	copy->path = pstrdup(info->path);
+	return copy;
 }
 
 /*
