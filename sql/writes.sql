@@ -350,8 +350,9 @@ SELECT * FROM customers WHERE tenant_id = 'acme' ORDER BY customer_id;
 -- ===================================================================
 -- What reads and writes one table at once, checks and triggers
 -- ===================================================================
--- INSERT ... SELECT from the same table, while the scan has more to read:
--- refused rather than reading its own rows.
+-- INSERT ... SELECT from the same table: the scan reads the table before
+-- the statement writes it (more in selfwrite.sql); a cursor still reading
+-- it is in the way of a write.
 SELECT count(*) FROM orders WHERE tenant_id = 'acme' AND note LIKE 'batch %';
 INSERT INTO orders (tenant_id, amount_cents, note)
   SELECT tenant_id, amount_cents, 'again ' || note FROM orders

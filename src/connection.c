@@ -111,6 +111,13 @@ typedef enum ConnFile
 
 static HTAB *ConnectionHash = NULL;
 static uint64 use_counter = 0;
+
+/*
+ * Shard writes begun in this backend (each statement's first write to each
+ * shard): a scan of a table its statement writes checks, before it reads,
+ * that nothing was written since the statement began.
+ */
+uint64		shard_writes_begun = 0;
 static uint64 directory_generation = 0;
 static int	open_count = 0;
 static List *holds = NIL;		/* ConnHold, in TopMemoryContext */
@@ -891,10 +898,10 @@ shard_conn_write_failed(ShardConn *conn, int rc)
 /*
  * shard_conn_check_no_reader
  *		Refuse to write table on the shard while a statement of the same
- *		handle is part-way through reading it (INSERT ... SELECT from the
- *		same table, a cursor): SQLite leaves undefined what such a read
- *		sees, and it could read the rows being written, without end.  Our
- *		reads all say FROM "table".
+ *		handle is part-way through reading it (a cursor; a statement's own
+ *		scans of a table it writes read it first, see scan.c): SQLite
+ *		leaves undefined what such a read sees, and it could read the rows
+ *		being written, without end.  Our reads all say FROM "table".
  */
 void
 shard_conn_check_no_reader(ShardConn *conn, const char *table)
@@ -967,6 +974,7 @@ get_for_write(ShardServerOptions *opts, ShardInfo *shard, ConnFile file)
 ShardConn *
 shard_conn_get_for_write(ShardServerOptions *opts, ShardInfo *shard)
 {
+	shard_writes_begun++;
 	return get_for_write(opts, shard, CONN_SHARD);
 }
 

@@ -146,6 +146,7 @@ extern sqlite3 *shard_conn_directory_writer(const char *path,
 extern int	shard_conn_write_failed(ShardConn *conn, int rc);
 extern void shard_conn_check_no_reader(ShardConn *conn, const char *table);
 extern List *shard_conn_primary_key(ShardConn *conn, const char *table);
+extern uint64 shard_writes_begun;
 extern char shard_conn_column_affinity(ShardConn *conn, const char *table,
 									   const char *col);
 extern void shard_report_write_error(int rc, const char *shard_id,
@@ -460,6 +461,7 @@ typedef struct ShardJoinScan ShardJoinScan;
 
 extern ShardJoinScan *shard_join_scan_create(List *join);
 extern const char *shard_join_relations(ShardJoinScan *j);
+extern bool shard_join_reads_table(ShardJoinScan *j, const char *table);
 extern void shard_join_check_shard(ShardJoinScan *j, ShardConn *conn,
 								   const char *shard_id);
 extern void shard_join_check_tables(ShardJoinScan *j, ShardConn *conn);

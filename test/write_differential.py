@@ -806,6 +806,8 @@ def change_stmt(g, allow_bad):
     or a new value it computes per row (left()) keeps it from running
     inside the shards, else one statement per shard.  On s3 (WITHOUT
     ROWID) row by row finds rows by primary key, on s1 and s2 by rowid.
+    Some have a subquery that reads the table itself (the table as it
+    was before the statement).
     Some change the key itself (id, to a fresh range); some break the
     CHECK on qty or NOT NULL on label.  RETURNING goes through a WITH, to
     be ordered."""
@@ -821,6 +823,11 @@ def change_stmt(g, allow_bad):
     if g.chance(0.3):
         conds.append("id %% %d = %d" % (g.rng.randrange(2, 5),
                                          g.rng.randrange(0, 2)))
+    if g.chance(0.2):
+        # a subquery that reads the table the statement changes
+        conds.append("(tenant_id, id) IN (SELECT tenant_id, id FROM {T} "
+                     "WHERE qty %s %d)" % (g.pick(["<", ">="]),
+                                           g.rng.randrange(0, 12)))
     where = " AND ".join(conds)
     if g.chance(0.6):
         sets = g.pick(["qty = qty + 1", "label = left(label || 'u', 20)",

@@ -88,6 +88,23 @@ shard_join_relations(ShardJoinScan *j)
 }
 
 /*
+ * shard_join_reads_table
+ *		Does the join read the SQLite table named (ASCII case ignored, as
+ *		SQLite ignores it)?  A scan of a table its statement writes must
+ *		read it before the statement writes (scan.c).
+ */
+bool
+shard_join_reads_table(ShardJoinScan *j, const char *table)
+{
+	int			i;
+
+	for (i = 0; i < j->ntables; i++)
+		if (pg_strcasecmp(j->tables[i].table, table) == 0)
+			return true;
+	return false;
+}
+
+/*
  * shard_join_check_shard
  *		Raise an error when a shard declares a column of a joined table
  *		otherwise than the join assumes: SQLite would compare it otherwise

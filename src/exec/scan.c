@@ -188,14 +188,23 @@ typedef struct ShardScanState
 									 * the last values bound */
 	ShardStoreConv *modify_set_convs;
 	bool		materialize;	/* each shard read whole before its rows */
+	bool		read_all_first; /* ... and every shard before the first
+								 * row, kept for rescans: the statement
+								 * writes the table (check_statement_writes) */
+	bool		written;		/* the statement writes the table */
+	uint64		writes_at_start;	/* shard_writes_begun then */
 	ShardRowKeys *row_keys;		/* the scan of a row-by-row UPDATE or
 								 * DELETE: the keys of its keyed rows */
 	bool		tenant_only;	/* the pushed conditions read only the
 								 * tenant column */
 	bool		counts_only;	/* an aggregate scan of counts alone, which
 								 * the tenant's index covers */
-	List	   *mat_batches;	/* ShardBatch: the rows still to return */
+	List	   *mat_batches;	/* ShardBatch: the rows still to return
+								 * (read_all_first: all, mat_next on) */
 	List	   *mat_targets;	/* ShardTarget: whose each batch is */
+	int			mat_next;		/* read_all_first: the next batch */
+	bool		mat_complete;	/* read_all_first: every shard's rows are
+								 * in mat_batches */
 	List	   *modify_returning;	/* attnums its RETURNING reads */
 	char	   *modify_returning_sql;	/* " RETURNING cols", or "" */
 	ShardColumnConv *modify_convs;	/* and their converters */
@@ -318,7 +327,7 @@ stop_reading(ShardScanState *s, bool release)
 	/* A batch being converted belongs to the pool: give it back first. */
 	if (s->fanout && s->batch && s->batch != s->own_batch)
 		fanout_release_batch(s->fanout, s->batch);
-	else if (s->materialize && s->batch)
+	else if (s->materialize && s->batch && !s->read_all_first)
 		shardio_batch_free(s->batch);
 	while (s->mat_batches != NIL)
 	{
@@ -326,6 +335,8 @@ stop_reading(ShardScanState *s, bool release)
 		s->mat_batches = list_delete_first(s->mat_batches);
 	}
 	s->mat_targets = NIL;
+	s->mat_next = 0;
+	s->mat_complete = false;
 	if (s->fanout)
 		fanout_destroy(s->fanout);
 	s->fanout = NULL;
@@ -562,24 +573,73 @@ eval_limit(ForeignScanState *node)
 
 /*
  * check_statement_writes
- *		Is this scan the one an UPDATE or DELETE of the statement reads the
- *		rows it changes one by one from?  Then it reads each shard whole
- *		before it returns that shard's rows, so that no read of a shard is
- *		under way while it is written, and keeps the keys of the rows of
- *		WITHOUT ROWID tables for the changes to find them by.
+ *		Make a scan of a SQLite table that its own statement writes (through
+ *		any foreign table of the same server that names the same table)
+ *		read before anything is written, so that it sees the table as it
+ *		was when the statement started, as PostgreSQL's scans do, and never
+ *		the rows being written (INSERT ... SELECT from the same table, an
+ *		UPDATE whose subquery reads the table it changes).
+ *
+ * The scan an UPDATE or DELETE reads the rows it changes one by one from
+ * reads each shard whole before it returns that shard's rows: the rows it
+ * changes are those it already read, on that shard only; it keeps the keys
+ * of rows of WITHOUT ROWID tables for the changes to find them by.  Any
+ * other scan of rows of a written table (and that one, below a join) reads
+ * every shard whole before its first row, since the rows written may go to
+ * any shard, and keeps them for a rescan with the same values.  (An aggregate scan reads every shard
+ * before its first row anyway.)  A scan that would read such a table again
+ * after the statement wrote is refused (start_shard).
  */
 static void
 check_statement_writes(ShardScanState *s, EState *estate, Index scanrelid)
 {
 	PlannedStmt *pstmt = estate->es_plannedstmt;
+	bool		own = false;
+	bool		other = false;
+	ListCell   *lc;
 
-	if (scanrelid == 0 || !list_member_int(pstmt->resultRelations, scanrelid))
+	foreach(lc, pstmt->resultRelations)
+	{
+		Index		ri = lfirst_int(lc);
+		RangeTblEntry *rte = exec_rt_fetch(ri, estate);
+		Relation	written;
+
+		if (rte->relkind != RELKIND_FOREIGN_TABLE ||
+			GetForeignServerIdByRelId(rte->relid) != s->topts->serverid)
+			continue;
+		written = ExecGetRangeTableRelation(estate, ri);
+		/* SQLite's table names ignore ASCII case; a join reads several */
+		if (s->join ?
+			!shard_join_reads_table(s->join,
+									shard_table_options(written)->table) :
+			pg_strcasecmp(shard_table_options(written)->table,
+						  s->topts->table) != 0)
+			continue;
+		if (ri == scanrelid)
+			own = true;
+		else
+			other = true;
+	}
+	if (!own && !other)
 		return;
-	s->row_keys = MemoryContextAllocZero(estate->es_query_cxt,
-										 sizeof(ShardRowKeys));
-	s->row_keys->cxt = AllocSetContextCreate(estate->es_query_cxt,
-											 "sqlite_shard_fdw row keys",
-											 ALLOCSET_DEFAULT_SIZES);
+	s->written = true;
+	s->writes_at_start = shard_writes_begun;
+	if (s->mode != SCAN_ROWS)
+		return;
+	if (own)
+	{
+		s->row_keys = MemoryContextAllocZero(estate->es_query_cxt,
+											 sizeof(ShardRowKeys));
+		s->row_keys->cxt = AllocSetContextCreate(estate->es_query_cxt,
+												 "sqlite_shard_fdw row keys",
+												 ALLOCSET_DEFAULT_SIZES);
+	}
+	/*
+	 * Below a join (no longer the ModifyTable's own subplan, which planning
+	 * marked to materialize), the scan may be read again: it keeps every
+	 * row, to return them again as they were.
+	 */
+	s->read_all_first = other || !s->materialize;
 	s->materialize = true;
 }
 
@@ -712,7 +772,7 @@ shardBeginForeignScan(ForeignScanState *node, int eflags)
 	}
 	s->recheck_quals = fsplan->fdw_recheck_quals;
 	s->cur_col = -1;
-	if (s->mode == SCAN_ROWS && s->modify_sql == NULL)
+	if (s->modify_sql == NULL)
 		check_statement_writes(s, estate, fsplan->scan.scanrelid);
 
 	/* The last expression is the tenant value when the scan prunes. */
@@ -1781,6 +1841,20 @@ start_shard(ForeignScanState *node, ShardTarget *t)
 	char		errbuf[SHARDIO_ERRLEN];
 	int			rc;
 
+	/*
+	 * A table the statement writes is read before the statement writes:
+	 * read later (another scan of it, a rescan with other values), it would
+	 * show the rows written since.
+	 */
+	if (s->written && t == linitial(s->targets) &&
+		shard_writes_begun != s->writes_at_start)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("cannot read table \"%s\" after its statement began to change it",
+						s->topts->table),
+				 errdetail("A statement reads the table it writes before it writes; read later (a second scan of it, a subquery that refers to the row being changed, a lateral reference), it would show the rows written."),
+				 errhint("Read the rows once, into a temporary table or a WITH ... AS MATERIALIZED query, and change the table from there.")));
+
 	t->conn = shard_conn_get(s->opts, &t->info, s->opts->skip_missing);
 	if (t->conn == NULL)
 	{
@@ -1928,6 +2002,8 @@ read_shard_whole(ShardScanState *s, ShardTarget *t)
 		rc = shard_reader_next(t->reader, b, errbuf);
 		if (rc != SQLITE_ROW && rc != SQLITE_DONE)
 			report_read_error(s, t, rc, errbuf);
+		if (s->read_all_first)
+			t->elapsed_ms += b->fill_ms;	/* once, however often read */
 	} while (rc == SQLITE_ROW);
 	t->done = true;
 	finish_shard(t);
@@ -1938,7 +2014,9 @@ read_shard_whole(ShardScanState *s, ShardTarget *t)
  *		The next batch of a scan that reads each shard to the end before it
  *		returns any of its rows: the scan below a row-by-row UPDATE or
  *		DELETE, whose writes to the shard must not meet a read of it still
- *		under way.  One shard's rows are held at a time.
+ *		under way, holds one shard's rows at a time; any other scan of a
+ *		table the statement writes reads every shard before its first row
+ *		and keeps the rows for a rescan (check_statement_writes).
  */
 static bool
 next_batch_materialized(ForeignScanState *node)
@@ -1949,7 +2027,14 @@ next_batch_materialized(ForeignScanState *node)
 	{
 		ShardTarget *t;
 
-		if (s->mat_batches != NIL)
+		if (s->read_all_first && s->mat_next < list_length(s->mat_batches))
+		{
+			s->batch = list_nth(s->mat_batches, s->mat_next);
+			s->cur = list_nth(s->mat_targets, s->mat_next++);
+			s->batch_row = 0;
+			return true;
+		}
+		if (!s->read_all_first && s->mat_batches != NIL)
 		{
 			s->batch = linitial(s->mat_batches);
 			s->mat_batches = list_delete_first(s->mat_batches);
@@ -1961,12 +2046,17 @@ next_batch_materialized(ForeignScanState *node)
 		}
 		if (s->next_target >= list_length(s->targets))
 			return false;
-		t = list_nth(s->targets, s->next_target++);
-		if (start_shard(node, t))
+		do
 		{
-			s->cur = t;
-			read_shard_whole(s, t);
-		}
+			t = list_nth(s->targets, s->next_target++);
+			if (start_shard(node, t))
+			{
+				s->cur = t;
+				read_shard_whole(s, t);
+			}
+		} while (s->read_all_first &&
+				 s->next_target < list_length(s->targets));
+		s->mat_complete = s->read_all_first;
 	}
 }
 
@@ -2268,7 +2358,7 @@ next_row(ForeignScanState *node, TupleTableSlot *slot)
 		/* The batch is used up: hand it back and get the next. */
 		if (s->batch && s->fanout && s->batch != s->own_batch)
 			fanout_release_batch(s->fanout, s->batch);
-		else if (s->batch && s->materialize)
+		else if (s->batch && s->materialize && !s->read_all_first)
 			shardio_batch_free(s->batch);
 		s->batch = NULL;
 
@@ -2456,6 +2546,19 @@ shardReScanForeignScan(ForeignScanState *node)
 	ShardScanState *s = (ShardScanState *) node->fdw_state;
 	ListCell   *lc;
 
+	/*
+	 * A scan of a table the statement writes returns the rows it read the
+	 * first time again, as the table was before the statement wrote it.
+	 */
+	if (s->read_all_first && s->mat_complete && s->resolved &&
+		node->ss.ps.chgParam == NULL)
+	{
+		end_row_sort(s);
+		s->mat_next = 0;
+		s->batch = NULL;
+		s->cur = NULL;
+		return;
+	}
 	stop_reading(s, true);
 	if (s->merge)
 		shard_merge_reset(s->merge);

@@ -664,6 +664,43 @@ tenant_ec_member(PlannerInfo *root, RelOptInfo *rel, EquivalenceClass *ec,
 }
 
 /*
+ * statement_writes_table
+ *		Does the statement this query belongs to (the query, or one it is a
+ *		subquery of) write the SQLite table topts names, through any foreign
+ *		table of the same server?  A scan of it must read it once, before
+ *		the statement writes (scan.c, check_statement_writes), so it gets no
+ *		path that reads it again for every outer row.
+ */
+static bool
+statement_writes_table(PlannerInfo *root, ShardTableOptions *topts)
+{
+	PlannerInfo *r;
+
+	for (r = root; r != NULL; r = r->parent_root)
+	{
+		Query	   *parse = r->parse;
+		RangeTblEntry *rte;
+		Relation	rel;
+		bool		same;
+
+		if (parse->commandType == CMD_SELECT || parse->resultRelation == 0)
+			continue;
+		rte = rt_fetch(parse->resultRelation, parse->rtable);
+		if (rte->relkind != RELKIND_FOREIGN_TABLE ||
+			GetForeignServerIdByRelId(rte->relid) != topts->serverid)
+			continue;
+		rel = table_open(rte->relid, NoLock);
+		/* SQLite's table names ignore ASCII case */
+		same = (pg_strcasecmp(shard_table_options(rel)->table,
+							  topts->table) == 0);
+		table_close(rel, NoLock);
+		if (same)
+			return true;
+	}
+	return false;
+}
+
+/*
  * add_tenant_param_paths
  *		Paths that read, per row of other relations, only the tenant that
  *		row names: a join or semi-join with a local table on the tenant
@@ -689,7 +726,8 @@ add_tenant_param_paths(PlannerInfo *root, RelOptInfo *baserel)
 	double		tenant_rows;
 	ListCell   *lc;
 
-	if (fpinfo->tenant_attnum == InvalidAttrNumber)
+	if (fpinfo->tenant_attnum == InvalidAttrNumber ||
+		statement_writes_table(root, fpinfo->topts))
 		return;
 	foreach(lc, baserel->joininfo)
 	{
