@@ -148,3 +148,40 @@ LANGUAGE C;
 
 REVOKE ALL ON FUNCTION tenant_remove(name, text, boolean),
   shard_remove(name, text) FROM PUBLIC;
+
+-- shard_stats(server): sizes, pages and tenants of every shard, against
+-- max_shard_bytes, flagged at 70 % and 80 %.
+CREATE FUNCTION shard_stats(server name,
+                            OUT shard_id text, OUT bytes bigint,
+                            OUT wal_bytes bigint, OUT page_size bigint,
+                            OUT page_count bigint, OUT freelist_count bigint,
+                            OUT tenants bigint, OUT max_shard_bytes bigint,
+                            OUT percent numeric, OUT above_70 boolean,
+                            OUT above_80 boolean)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'shard_stats'
+LANGUAGE C;
+
+-- tenant_stats(server [, shard]): rows per table, estimated bytes and share
+-- of its shard, per tenant.
+CREATE FUNCTION tenant_stats(server name, shard text DEFAULT NULL,
+                             OUT tenant_id text, OUT shard_id text,
+                             OUT rows bigint, OUT table_rows jsonb,
+                             OUT bytes bigint, OUT share numeric,
+                             OUT estimate text)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'shard_tenant_stats'
+LANGUAGE C;
+
+-- shard_rebalance_plan(server [, threshold]): the moves that bring every
+-- shard under threshold percent of max_shard_bytes; executes nothing.
+CREATE FUNCTION shard_rebalance_plan(server name, threshold float8 DEFAULT 70,
+                                     OUT step integer, OUT tenant_id text,
+                                     OUT from_shard text, OUT to_shard text,
+                                     OUT bytes bigint)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'shard_rebalance_plan'
+LANGUAGE C;
+
+REVOKE ALL ON FUNCTION shard_stats(name), tenant_stats(name, text),
+  shard_rebalance_plan(name, float8) FROM PUBLIC;

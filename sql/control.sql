@@ -14,20 +14,8 @@ CREATE FOREIGN TABLE orders (tenant_id text, order_id bigint, amount bigint)
 CREATE FOREIGN TABLE ledger (account text, entry bigint)
   SERVER control_srv OPTIONS (tenant_column 'account');
 
--- regress_state(statement): the SQLSTATE and message of its error, or ok.
-CREATE FUNCTION regress_state(query text) RETURNS text
-LANGUAGE plpgsql AS $$
-DECLARE
-  state text;
-  msg text;
-  detail text;
-BEGIN
-  EXECUTE query;
-  RETURN 'ok';
-EXCEPTION WHEN OTHERS THEN
-  GET STACKED DIAGNOSTICS state = RETURNED_SQLSTATE, msg = MESSAGE_TEXT;
-  RETURN state || ': ' || msg;
-END $$;
+-- regress_state(statement): the SQLSTATE and message of its error, or ok
+\i test/regress_state.sql
 
 -- ===================================================================
 -- tenant_list

@@ -143,19 +143,8 @@ SELECT * FROM shard_orphans('orphans_srv', 'no_such_column');
 SELECT shard_id, table_name, tenant_id, reason FROM shard_orphans('orphans_srv')
   WHERE tenant_id = 'a';
 
--- regress_state(statement): the SQLSTATE and message of its error, or ok.
-CREATE FUNCTION regress_state(query text) RETURNS text
-LANGUAGE plpgsql AS $$
-DECLARE
-  state text;
-  msg text;
-BEGIN
-  EXECUTE query;
-  RETURN 'ok';
-EXCEPTION WHEN OTHERS THEN
-  GET STACKED DIAGNOSTICS state = RETURNED_SQLSTATE, msg = MESSAGE_TEXT;
-  RETURN state || ': ' || msg;
-END $$;
+-- regress_state(statement): the SQLSTATE and message of its error, or ok
+\i test/regress_state.sql
 
 -- Bad input
 SELECT regress_state($$SELECT * FROM shard_orphans(NULL)$$);

@@ -641,11 +641,44 @@ extern ShardValue shard_tenant_condition(StringInfo buf, const char *column,
 /* in admin.c */
 
 extern ShardServerOptions *shard_admin_server(Name servername);
+extern ShardServerOptions *shard_admin_server_arg(FunctionCallInfo fcinfo);
 extern void shard_require_admin(const char *what);
 extern void shard_admin_write_failed(ShardServerOptions *opts, sqlite3 *db,
 									 const char *what);
 extern ShardInfo *shard_admin_shard(ShardServerOptions *opts,
 									ShardDirectory *dir, const char *shard_id);
+
+/* in fleetstats.c */
+
+/* One tenant's share of a shard. */
+typedef struct ShardTenantStat
+{
+	char	   *tenant;
+	int64		rows;			/* in every tenant table */
+	double		bytes;			/* estimated */
+	List	   *table_rows;		/* (table name, ShardTenantRows *) pairs */
+	bool		planned;		/* shard_rebalance_plan moves it */
+} ShardTenantStat;
+
+/* One shard's size and, when asked for, its tenants. */
+typedef struct ShardFleetStat
+{
+	ShardInfo  *info;
+	int64		file_bytes;		/* -1: the file is missing */
+	int64		wal_bytes;
+	int64		page_size;
+	int64		page_count;
+	int64		freelist_count;
+	int			ntenants;		/* tenants it answers for */
+	ShardTenantStat *tenants;	/* those, ordered by id */
+	bool		dbstat;			/* bytes estimated from dbstat */
+} ShardFleetStat;
+
+extern List *shard_fleet_owners(ShardDirectory *dir);
+extern List *shard_fleet_owned(List *owners, int *pos, const char *shard_id);
+extern ShardFleetStat *shard_fleet_stats(ShardServerOptions *opts,
+										 ShardInfo *info, List *owned,
+										 bool tenants, bool missing_ok);
 
 /* in tenantrows.c */
 

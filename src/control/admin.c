@@ -86,6 +86,21 @@ shard_admin_server(Name servername)
 }
 
 /*
+ * shard_admin_server_arg
+ *		shard_admin_server of a function's first argument, which must not
+ *		be NULL.
+ */
+ShardServerOptions *
+shard_admin_server_arg(FunctionCallInfo fcinfo)
+{
+	if (PG_ARGISNULL(0))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("server must not be null")));
+	return shard_admin_server(PG_GETARG_NAME(0));
+}
+
+/*
  * shard_require_admin
  *		The fleet checks and statistics read every tenant's rows and files
  *		of the server's choosing, and name every tenant: they need what
@@ -760,11 +775,7 @@ shard_tenant_list(PG_FUNCTION_ARGS)
 	char	   *shard_id = NULL;
 	ListCell   *lc;
 
-	if (PG_ARGISNULL(0))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("server must not be null")));
-	opts = shard_admin_server(PG_GETARG_NAME(0));
+	opts = shard_admin_server_arg(fcinfo);
 	InitMaterializedSRF(fcinfo, 0);
 	dir = shard_directory_get(opts);
 	if (!PG_ARGISNULL(1))

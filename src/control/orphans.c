@@ -73,11 +73,7 @@ shard_orphans(PG_FUNCTION_ARGS)
 	List	   *columns;
 	ListCell   *lc;
 
-	if (PG_ARGISNULL(0))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("server must not be null")));
-	opts = shard_admin_server(PG_GETARG_NAME(0));
+	opts = shard_admin_server_arg(fcinfo);
 	if (PG_NARGS() > 1 && !PG_ARGISNULL(1))
 	{
 		char	   *column = text_to_cstring(PG_GETARG_TEXT_PP(1));
