@@ -15,6 +15,8 @@ CREATE FOREIGN TABLE items (tenant_id text, item_id bigint, qty bigint)
   SERVER orphans_srv;
 CREATE FOREIGN TABLE accounts (account_id int, v int)
   SERVER orphans_srv OPTIONS (tenant_column 'account_id');
+CREATE FOREIGN TABLE korders (tenant_id text, order_id bigint, amount bigint)
+  SERVER orphans_srv;
 
 -- ===================================================================
 -- a is owned by s0; s1 still holds two of its orders (a foreign tool's
@@ -119,6 +121,13 @@ SELECT tenant_id, order_id, amount FROM orders WHERE amount < 1000 ORDER BY 1, 2
 DELETE FROM orders WHERE amount > 0 AND tenant_id <> 'ghost' AND order_id = 1;
 SELECT tenant_id, order_id, amount FROM orders ORDER BY 1, 2, 3;
 ROLLBACK;
+-- The same by primary key, in a WITHOUT ROWID table: a's leftovers on s1
+-- are skipped, and their keys never name rows on s0.
+BEGIN;
+UPDATE korders SET amount = amount + 1000 WHERE amount > 0;
+SELECT tenant_id, order_id, amount FROM korders WHERE tenant_id = 'a' ORDER BY 2;
+SELECT tenant_id, order_id, amount FROM korders WHERE amount < 1000 ORDER BY 1, 2;
+ROLLBACK;
 -- A direct UPDATE over every shard changes b, c, d, m and n's 10 rows,
 -- not the copies and leftovers of m, d and n.
 BEGIN;
@@ -139,7 +148,7 @@ SELECT * FROM shard_orphans('orphans_srv', 'account_id') ORDER BY 1, 2, 3;
 -- no table has such a column: nothing
 SELECT * FROM shard_orphans('orphans_srv', 'no_such_column');
 -- after cleanup of a's leftovers on s1 nothing of a is left over
-\! sqlite3 /tmp/ssfdw_regress/orphans/shards/s1.db "DELETE FROM orders WHERE tenant_id = 'a'; DELETE FROM items WHERE tenant_id = 'a'"
+\! sqlite3 /tmp/ssfdw_regress/orphans/shards/s1.db "DELETE FROM orders WHERE tenant_id = 'a'; DELETE FROM items WHERE tenant_id = 'a'; DELETE FROM korders WHERE tenant_id = 'a'"
 SELECT shard_id, table_name, tenant_id, reason FROM shard_orphans('orphans_srv')
   WHERE tenant_id = 'a';
 

@@ -645,6 +645,17 @@ extern ShardServerOptions *shard_admin_server_arg(FunctionCallInfo fcinfo);
 extern void shard_require_admin(const char *what);
 extern void shard_admin_write_failed(ShardServerOptions *opts, sqlite3 *db,
 									 const char *what);
+
+/* One shard's load, for listing, placement and statistics. */
+typedef struct ShardLoad
+{
+	ShardInfo  *info;
+	int64		tenants;		/* it answers for */
+	int64		bytes;			/* file and write-ahead log; -1: missing */
+} ShardLoad;
+
+extern ShardLoad *shard_loads(ShardServerOptions *opts, ShardDirectory *dir,
+							  sqlite3 *db, int *nshards);
 extern ShardInfo *shard_admin_shard(ShardServerOptions *opts,
 									ShardDirectory *dir, const char *shard_id);
 

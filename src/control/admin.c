@@ -404,20 +404,13 @@ shard_add(PG_FUNCTION_ARGS)
 	PG_RETURN_VOID();
 }
 
-/* One shard's load, for listing and placement. */
-typedef struct ShardLoad
-{
-	ShardInfo  *info;
-	int64		tenants;
-	int64		bytes;			/* -1: file missing */
-} ShardLoad;
-
 /*
  * shard_loads
  *		Every shard with its tenant count and size, read through db (the
- *		cached read handle, or a write handle inside its transaction).
+ *		cached read handle, or a write handle inside its transaction), in
+ *		shard id order.
  */
-static ShardLoad *
+ShardLoad *
 shard_loads(ShardServerOptions *opts, ShardDirectory *dir, sqlite3 *db,
 			int *nshards)
 {

@@ -319,16 +319,33 @@ open_directory(ShardServerOptions *opts)
 static List *
 table_columns(sqlite3 *db, const char *table)
 {
-	sqlite3_stmt *stmt;
+	sqlite3_stmt *stmt = NULL;
 	List	   *result = NIL;
+	int			rc;
 
-	if (sqlite3_prepare_v2(db, "SELECT name FROM pragma_table_info(?1) ORDER BY cid",
-						   -1, &stmt, NULL) != SQLITE_OK)
-		return NIL;
-	sqlite3_bind_text(stmt, 1, table, -1, SQLITE_STATIC);
-	while (sqlite3_step(stmt) == SQLITE_ROW)
-		result = lappend(result,
-						 pstrdup((const char *) sqlite3_column_text(stmt, 0)));
+	rc = sqlite3_prepare_v2(db, "SELECT name FROM pragma_table_info(?1) ORDER BY cid",
+							-1, &stmt, NULL);
+	if (rc == SQLITE_OK)
+	{
+		sqlite3_bind_text(stmt, 1, table, -1, SQLITE_STATIC);
+		while ((rc = sqlite3_step(stmt)) == SQLITE_ROW)
+			result = lappend(result,
+							 pstrdup((const char *) sqlite3_column_text(stmt, 0)));
+	}
+	if (rc != SQLITE_DONE)
+	{
+		/* a lock not had, a cancel: not "no such column" */
+		char	   *msg = pstrdup(sqlite3_errmsg(db));
+		const char *path = sqlite3_db_filename(db, "main");
+
+		sqlite3_finalize(stmt);
+		shard_check_lock_wait(rc, true, path, "read the directory's columns");
+		ereport(ERROR,
+				(errcode(shard_sqlite_sqlstate(rc)),
+				 errmsg("could not read the columns of table \"%s\" in directory \"%s\"",
+						table, path),
+				 errdetail_internal("%s", msg)));
+	}
 	sqlite3_finalize(stmt);
 	return result;
 }

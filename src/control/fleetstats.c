@@ -303,22 +303,20 @@ shard_stats(PG_FUNCTION_ARGS)
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	ShardServerOptions *opts;
 	ShardDirectory *dir;
-	List	   *owners;
-	int			pos = 0;
-	ListCell   *lc;
+	ShardLoad  *loads;
+	int			nshards;
+	int			s;
 
 	opts = shard_admin_server_arg(fcinfo);
 	shard_require_admin("read shard statistics");
 	InitMaterializedSRF(fcinfo, 0);
 	dir = shard_directory_get(opts);
-	owners = shard_fleet_owners(dir);
+	/* tenants counted by the directory, not listed */
+	loads = shard_loads(opts, dir, shard_directory_handle(dir), &nshards);
 
-	foreach(lc, shard_directory_shards(dir))
+	for (s = 0; s < nshards; s++)
 	{
-		ShardInfo  *info = lfirst(lc);
-		ShardFleetStat *fs = shard_fleet_stats(opts, info,
-											   shard_fleet_owned(owners, &pos,
-																 info->shard_id),
+		ShardFleetStat *fs = shard_fleet_stats(opts, loads[s].info, NIL,
 											   false, true);
 		int64		bytes = shard_bytes_total(fs);
 		double		percent = 100.0 * bytes / opts->max_shard_bytes;
@@ -334,7 +332,7 @@ shard_stats(PG_FUNCTION_ARGS)
 		values[3] = Int64GetDatum(fs->page_size);
 		values[4] = Int64GetDatum(fs->page_count);
 		values[5] = Int64GetDatum(fs->freelist_count);
-		values[6] = Int64GetDatum(fs->ntenants);
+		values[6] = Int64GetDatum(loads[s].tenants);
 		values[7] = Int64GetDatum(opts->max_shard_bytes);
 		nulls[7] = false;
 		values[8] = DirectFunctionCall2(numeric_round,
