@@ -8,8 +8,9 @@
  * tenant_remove) look at a shard as the application wrote it, not only
  * through the foreign tables defined in PostgreSQL: every table of the
  * shard with a column of the tenant column's name is a tenant table.
- * Tables whose names begin with "sqlite_" (SQLite's own) or "ssfdw_" (the
- * extension's bookkeeping inside a shard) and virtual tables are left out.
+ * Tables whose names begin with "sqlite_" (SQLite's own), "ssfdw_" or
+ * "_ssfdw_" (the extension's bookkeeping inside a shard: a move's change
+ * log and fence) and virtual tables are left out.
  *
  * A row belongs to the tenant whose id its stored value is, read as the
  * tenant filters of text-like tenant columns read it (tenantkey.c): the
@@ -65,6 +66,7 @@ shard_tenant_tables(ShardConn *conn, const char *shard_id, const char *column)
 						 "WHERE m.type = 'table' "
 						 "AND m.name NOT LIKE 'sqlite\\_%' ESCAPE '\\' "
 						 "AND m.name NOT LIKE 'ssfdw\\_%' ESCAPE '\\' "
+						 "AND m.name NOT LIKE '\\_ssfdw\\_%' ESCAPE '\\' "
 						 "AND coalesce(m.sql, '') NOT LIKE 'CREATE VIRTUAL%' "
 						 "AND p.name = ?1 COLLATE NOCASE ORDER BY m.name",
 						 0, &stmt, errbuf);
