@@ -224,6 +224,36 @@ SELECT c.name, sum(o.amount) FROM orders o
   WHERE tenant_id = 'acme' GROUP BY c.name ORDER BY 2 DESC LIMIT 2;
 
 --
+-- ORDER BY and LIMIT of a pushed join's rows: each shard sorts and limits,
+-- the scan sorts what they return; one shard's rows pass through
+--
+EXPLAIN (VERBOSE, COSTS OFF)
+SELECT o.order_id, c.name FROM orders o
+  JOIN customers c USING (tenant_id, customer_id)
+  WHERE tenant_id = 'acme' ORDER BY o.amount DESC LIMIT 2;
+SELECT o.order_id, c.name FROM orders o
+  JOIN customers c USING (tenant_id, customer_id)
+  WHERE tenant_id = 'acme' ORDER BY o.amount DESC LIMIT 2;
+EXPLAIN (VERBOSE, COSTS OFF)
+SELECT c.tenant_id, c.customer_id, o.order_id FROM customers c
+  LEFT JOIN orders o ON o.tenant_id = c.tenant_id AND o.customer_id = c.customer_id
+  ORDER BY o.order_id NULLS FIRST, c.customer_id DESC, c.tenant_id COLLATE "C"
+  LIMIT 4 OFFSET 1;
+SELECT c.tenant_id, c.customer_id, o.order_id FROM customers c
+  LEFT JOIN orders o ON o.tenant_id = c.tenant_id AND o.customer_id = c.customer_id
+  ORDER BY o.order_id NULLS FIRST, c.customer_id DESC, c.tenant_id COLLATE "C"
+  LIMIT 4 OFFSET 1;
+SELECT regress_same($$(SELECT c.tenant_id, c.customer_id, o.order_id FROM {c} c
+  FULL JOIN {o} o ON o.tenant_id = c.tenant_id AND o.customer_id = c.customer_id
+  ORDER BY o.amount DESC NULLS LAST, o.order_id, c.customer_id,
+  c.tenant_id COLLATE "C" LIMIT 6)$$);
+-- a key SQLite cannot order as PostgreSQL: sorted and limited by PostgreSQL
+EXPLAIN (COSTS OFF)
+SELECT o.order_id, c.name FROM orders o
+  JOIN customers c USING (tenant_id, customer_id)
+  ORDER BY c.name LIMIT 2;
+
+--
 -- Refusals: these joins stay in PostgreSQL, and are right
 --
 -- two servers

@@ -444,7 +444,7 @@ extern void shardGetForeignJoinPaths(PlannerInfo *root, RelOptInfo *joinrel,
 									 JoinPathExtraData *extra);
 extern ForeignScan *shard_join_plan(PlannerInfo *root, RelOptInfo *joinrel,
 									ForeignPath *best_path, List *tlist,
-									Plan *outer_plan);
+									Plan *outer_plan, bool final);
 extern bool shard_join_rel_pushed(RelOptInfo *rel);
 extern bool shard_join_tenant_key(PlannerInfo *root, RelOptInfo *joinrel,
 								  Var *var);
@@ -490,7 +490,9 @@ extern RelOptInfo *shard_order_base_rel(PlannerInfo *root);
 extern List *shard_order_scan_tlist(PlannerInfo *root, RelOptInfo *baserel,
 									Relation rel);
 extern List *shard_order_private(PlannerInfo *root, RelOptInfo *baserel,
-								 List *pathkeys);
+								 List *pathkeys, List *scan_tlist);
+extern void shard_order_join_needs(PlannerInfo *root, RelOptInfo *joinrel,
+								   List **needs, List **relids);
 
 /* in private.c */
 

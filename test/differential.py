@@ -1323,13 +1323,18 @@ class Gen:
             case = Case("SELECT %s FROM %s WHERE %s" % (
                 ", ".join(dict.fromkeys(cols)), sql_from, where))
         elif r < 0.6:
-            cols = ["%s.tenant_id" % a for a in aliases] + \
-                ["%s.id" % a for a in aliases] + ["%s.j" % aliases[-1]]
-            case = Case("SELECT %s FROM %s WHERE %s ORDER BY %s LIMIT %d" % (
-                ", ".join(cols), sql_from, where,
-                ", ".join("%d%s" % (n + 1, self.pick(["", " DESC"]))
-                          for n in range(len(cols))),
-                self.rng.randrange(1, 25)), ordered=True)
+            # every output a key: integers first (the shards may sort
+            # them), the tenants in the "C" collation
+            keys = ["%s.%s" % (a, c) for a in aliases for c in ("id", "j")]
+            self.rng.shuffle(keys)
+            keys += ['%s.tenant_id COLLATE "C"' % a for a in aliases]
+            case = Case("SELECT %s FROM %s WHERE %s ORDER BY %s LIMIT %d%s" % (
+                ", ".join(k.split()[0] for k in keys), sql_from, where,
+                ", ".join(k + self.pick(["", " DESC", " NULLS FIRST",
+                                         " DESC NULLS LAST"]) for k in keys),
+                self.rng.randrange(1, 25),
+                " OFFSET %d" % self.rng.randrange(1, 6)
+                if self.chance(0.3) else ""), ordered=True)
         else:
             a = self.pick(aliases)
             aggs = ", ".join(self.rng.sample(

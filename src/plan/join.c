@@ -915,10 +915,13 @@ shard_join_private(PlannerInfo *root, RelOptInfo *joinrel, List *needs,
  * shard_join_plan
  *		The ForeignScan of a join the shards run: its rows are the columns
  *		of fdw_scan_tlist, the SQL's FROM clause is finished per shard.
+ *		With final, a final path of order.c: the shards also sort and limit
+ *		the rows (the query's ORDER BY and LIMIT), as for a table.
  */
 ForeignScan *
 shard_join_plan(PlannerInfo *root, RelOptInfo *joinrel,
-				ForeignPath *best_path, List *tlist, Plan *outer_plan)
+				ForeignPath *best_path, List *tlist, Plan *outer_plan,
+				bool final)
 {
 	ShardJoinRelInfo *info = join_info(joinrel);
 	List	   *scan_tlist;
@@ -935,6 +938,8 @@ shard_join_plan(PlannerInfo *root, RelOptInfo *joinrel,
 	Expr	   *route;
 	ListCell   *lc;
 	bool		old;
+	List	   *needs = NIL;
+	List	   *relids = NIL;
 
 	/* SELECT the columns by their tables' aliases */
 	scan_tlist = join_scan_tlist(joinrel, info->local_conds);
@@ -964,14 +969,28 @@ shard_join_plan(PlannerInfo *root, RelOptInfo *joinrel,
 		appendStringInfoString(&select, "NULL");
 	appendStringInfoString(&select, " FROM ");
 
-	join = shard_join_private(root, joinrel, NIL, NIL, &params, &param_kinds,
-							  &where, &route, &kind);
+	if (final)
+		shard_order_join_needs(root, joinrel, &needs, &relids);
+	join = shard_join_private(root, joinrel, needs, relids, &params,
+							  &param_kinds, &where, &route, &kind);
 	list_nth_cell(join, FdwScanJoinOutTables)->ptr_value = out_tables;
 	list_nth_cell(join, FdwScanJoinOutColumns)->ptr_value = out_columns;
+
+	shard_scan_private_init(&priv);
+	/* OFFSET and LIMIT go between the values to bind and the tenant */
+	if (final)
+	{
+		priv.order = shard_order_private(root, joinrel,
+										 root->parse->sortClause ?
+										 root->sort_pathkeys : NIL,
+										 scan_tlist);
+		priv.nlimit_exprs = 2;
+		params = lappend(params, root->parse->limitOffset);
+		params = lappend(params, root->parse->limitCount);
+	}
 	if (route != NULL)
 		params = lappend(params, route);
 
-	shard_scan_private_init(&priv);
 	priv.select_sql = select.data;
 	priv.where_sqls = where;
 	priv.retrieved_attrs = retrieved;

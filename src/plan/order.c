@@ -81,6 +81,11 @@ typedef struct OrderKey
 	bool		nulls_first;
 } OrderKey;
 
+static bool join_keys_ok(PlannerInfo *root, RelOptInfo *joinrel,
+						 List *pathkeys);
+static bool join_key_needs(PlannerInfo *root, RelOptInfo *joinrel,
+						   List *pathkeys, List **needs, List **relids);
+
 /*
  * is_time_key
  *		A date or time type, pushed as the first key only (see the header).
@@ -118,8 +123,12 @@ pathkey_key(PlannerInfo *root, RelOptInfo *baserel, PathKey *pk, bool first,
 		Var		   *var;
 		Oid			type;
 
+		/* of a join the shards run: a column of one of its tables */
 		if (em->em_is_const || em->em_is_child ||
-			!bms_equal(em->em_relids, baserel->relids))
+			!(IS_JOIN_REL(baserel) ?
+			  (bms_membership(em->em_relids) == BMS_SINGLETON &&
+			   bms_is_subset(em->em_relids, baserel->relids)) :
+			  bms_equal(em->em_relids, baserel->relids)))
 			continue;
 		var = shard_own_column(em->em_expr, baserel);
 		if (var == NULL || var->varattno <= 0)
@@ -143,7 +152,7 @@ pathkey_key(PlannerInfo *root, RelOptInfo *baserel, PathKey *pk, bool first,
 			case TIMESTAMPOID:
 			case TIMESTAMPTZOID:
 			case DATEOID:
-				if (!first)
+				if (!first || IS_JOIN_REL(baserel))
 					continue;
 				break;
 			default:
@@ -306,10 +315,23 @@ shard_order_final_paths(PlannerInfo *root, RelOptInfo *input_rel,
 		!shard_limit_value_ok(parse->limitCount))
 		return;
 	if (bms_membership(root->all_baserels) != BMS_SINGLETON)
-		return;
-	relid = bms_singleton_member(root->all_baserels);
-	baserel = find_base_rel(root, relid);
-	if (baserel->reloptkind != RELOPT_BASEREL ||
+	{
+		/* the rows of a join the shards run, every condition included */
+		baserel = find_join_rel(root, root->all_baserels);
+		if (baserel == NULL || !shard_join_rel_pushed(baserel) ||
+			!join_keys_ok(root, baserel, parse->sortClause ?
+						  root->sort_pathkeys : NIL))
+			return;
+		relid = 0;
+	}
+	else
+	{
+		relid = bms_singleton_member(root->all_baserels);
+		baserel = find_base_rel(root, relid);
+	}
+	if (relid == 0)
+		;						/* a join, checked above */
+	else if (baserel->reloptkind != RELOPT_BASEREL ||
 		baserel->rtekind != RTE_RELATION ||
 		planner_rt_fetch(relid, root)->relkind != RELKIND_FOREIGN_TABLE ||
 		baserel->fdwroutine == NULL ||
@@ -319,7 +341,7 @@ shard_order_final_paths(PlannerInfo *root, RelOptInfo *input_rel,
 		!shard_rel_all_pushed(baserel))
 		return;
 	/* a condition without columns gates the plan in a Result node */
-	foreach(lc, baserel->baserestrictinfo)
+	foreach(lc, relid == 0 ? NIL : baserel->baserestrictinfo)
 		if (((RestrictInfo *) lfirst(lc))->pseudoconstant)
 			return;
 	if (parse->sortClause)
@@ -353,6 +375,66 @@ shard_order_final_paths(PlannerInfo *root, RelOptInfo *input_rel,
 }
 
 /*
+ * join_keys_ok
+ *		Does the fleet's first shard declare the key columns of an order of
+ *		a join's rows as SQLite's order of them needs?  A join's shards are
+ *		bounded alike: one that declares a key otherwise is an error, as for
+ *		the join's own columns (joinscan.c), not a shard read unsorted.
+ */
+static bool
+join_keys_ok(PlannerInfo *root, RelOptInfo *joinrel, List *pathkeys)
+{
+	List	   *needs = NIL;
+	List	   *relids = NIL;
+
+	if (!join_key_needs(root, joinrel, pathkeys, &needs, &relids))
+		return false;
+	return shard_join_schema_meets(root, joinrel, needs, relids);
+}
+
+/*
+ * join_key_needs
+ *		What each key of an order of a join's rows needs of its column
+ *		(*needs), and of which table (*relids); false when a key cannot be
+ *		pushed.
+ */
+static bool
+join_key_needs(PlannerInfo *root, RelOptInfo *joinrel, List *pathkeys,
+			   List **needs, List **relids)
+{
+	List	   *keys;
+	ListCell   *lc;
+	bool		ok;
+
+	keys = order_keys(root, joinrel, pathkeys, &ok);
+	if (!ok)
+		return false;
+	foreach(lc, keys)
+	{
+		OrderKey   *key = lfirst(lc);
+
+		*needs = lappend(*needs, makeString(key_need(root, key->var)));
+		*relids = lappend_int(*relids, key->var->varno);
+	}
+	return true;
+}
+
+/*
+ * shard_order_join_needs
+ *		What the order of a final path over a join (the query's ORDER BY)
+ *		needs of each table's columns, for join.c to check on every shard.
+ */
+void
+shard_order_join_needs(PlannerInfo *root, RelOptInfo *joinrel, List **needs,
+					   List **relids)
+{
+	if (!join_key_needs(root, joinrel,
+						root->parse->sortClause ? root->sort_pathkeys : NIL,
+						needs, relids))
+		elog(ERROR, "ordered foreign path has a key the shards cannot sort");
+}
+
+/*
  * shard_order_is_final
  *		Is best_path a final path of shard_order_final_paths?
  */
@@ -367,11 +449,14 @@ shard_order_is_final(ForeignPath *best_path)
 
 /*
  * shard_order_base_rel
- *		The one scanned foreign table of a final path's query.
+ *		The one scanned foreign table of a final path's query, or the join
+ *		the shards run.
  */
 RelOptInfo *
 shard_order_base_rel(PlannerInfo *root)
 {
+	if (bms_membership(root->all_baserels) != BMS_SINGLETON)
+		return find_join_rel(root, root->all_baserels);
 	return find_base_rel(root, bms_singleton_member(root->all_baserels));
 }
 
@@ -447,7 +532,8 @@ time_window(PlannerInfo *root, OrderKey *key)
  *		and the window of a time key.
  */
 List *
-shard_order_private(PlannerInfo *root, RelOptInfo *baserel, List *pathkeys)
+shard_order_private(PlannerInfo *root, RelOptInfo *baserel, List *pathkeys,
+					List *scan_tlist)
 {
 	List	   *attnos = NIL;
 	List	   *sortops = NIL;
@@ -474,18 +560,26 @@ shard_order_private(PlannerInfo *root, RelOptInfo *baserel, List *pathkeys)
 		const char *dir = psprintf("%s%s", key->desc ? " DESC" : "",
 								   key->nulls_first ? " NULLS FIRST" : " NULLS LAST");
 
-		attnos = lappend_int(attnos, key->var->varattno);
+		/* a join's scan tuple is its fdw_scan_tlist */
+		attnos = lappend_int(attnos, scan_tlist == NIL ? key->var->varattno :
+							 tlist_member((Expr *) key->var, scan_tlist)->resno);
 		sortops = lappend_oid(sortops, key->sortop);
 		colls = lappend_oid(colls, key->coll);
 		nulls = lappend_int(nulls, key->nulls_first);
-		if (need != NULL)
+		/* a join's tables carry its keys' needs (join.c) */
+		if (need != NULL && scan_tlist == NIL)
 			needs = lappend(needs, makeString(need));
 		if (foreach_current_index(lc) == 0)
 			window = time_window(root, key);
 
 		if (sql.len > 0)
 			appendStringInfoString(&sql, ", ");
-		shard_deparse_column_ref(&sql, root, key->var);
+		{
+			bool		old = shard_deparse_set_qualified(scan_tlist != NIL);
+
+			shard_deparse_column_ref(&sql, root, key->var);
+			shard_deparse_set_qualified(old);
+		}
 		if (key->var->vartype == TEXTOID || key->var->vartype == VARCHAROID)
 			appendStringInfoString(&sql, " COLLATE BINARY");
 		appendStringInfoString(&sql, dir);

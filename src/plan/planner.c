@@ -834,13 +834,17 @@ shardGetForeignPlan(PlannerInfo *root, RelOptInfo *baserel,
 	{
 		final = true;
 		baserel = shard_order_base_rel(root);
+		if (IS_JOIN_REL(baserel))
+			return shard_join_plan(root, baserel, best_path, tlist,
+								   outer_plan, true);
 		foreigntableid = planner_rt_fetch(baserel->relid, root)->relid;
 		scan_clauses = baserel->baserestrictinfo;
 	}
 	else if (IS_UPPER_REL(baserel))
 		return shard_upper_plan(root, baserel, tlist, outer_plan);
 	else if (IS_JOIN_REL(baserel))
-		return shard_join_plan(root, baserel, best_path, tlist, outer_plan);
+		return shard_join_plan(root, baserel, best_path, tlist, outer_plan,
+							   false);
 	fpinfo = (ShardRelInfo *) baserel->fdw_private;
 	scanrelid = final ? 0 : baserel->relid;
 
@@ -908,7 +912,7 @@ shardGetForeignPlan(PlannerInfo *root, RelOptInfo *baserel,
 		priv.order = shard_order_private(root, baserel,
 										 final ? (root->parse->sortClause ?
 												  root->sort_pathkeys : NIL) :
-										 best_path->path.pathkeys);
+										 best_path->path.pathkeys, NIL);
 	if (final)
 	{
 		priv.nlimit_exprs = 2;
