@@ -137,6 +137,20 @@ UPDATE orders SET amount = 0 WHERE tenant_id NOT IN ('a', 'ghost');
 DELETE FROM orders WHERE tenant_id IN ('m', 'd', 'n')
   RETURNING tenant_id, order_id, amount;
 ROLLBACK;
+-- auto_register is for INSERT and COPY: a row-by-row UPDATE or DELETE of
+-- ghost's leftover does not register ghost (it used to, then change a row
+-- on the shard it placed ghost on).
+ALTER FOREIGN TABLE orders OPTIONS (ADD auto_register 'true');
+BEGIN;
+UPDATE orders SET amount = amount + 1 WHERE tenant_id ~ '^ghost$';
+SELECT count(*) FROM tenant_list('orphans_srv') WHERE tenant_id = 'ghost';
+SELECT tenant_id, order_id, amount FROM orders WHERE tenant_id ~ '^ghost$';
+ROLLBACK;
+BEGIN;
+DELETE FROM orders WHERE tenant_id ~ '^ghost$';
+SELECT count(*) FROM tenant_list('orphans_srv') WHERE tenant_id = 'ghost';
+ROLLBACK;
+ALTER FOREIGN TABLE orders OPTIONS (DROP auto_register);
 
 -- ===================================================================
 -- shard_orphans: what each shard holds for tenants it does not own.

@@ -847,8 +847,9 @@ shardBeginForeignInsert(ModifyTableState *mtstate, ResultRelInfo *rinfo)
 /*
  * route_row
  *		The shard a row goes to: its tenant's, per the directory.  Refuses
- *		a row of no tenant, of a tenant the directory does not know, or of
- *		one the user mapping does not allow.
+ *		a row of no tenant, of a tenant the directory does not know (an
+ *		INSERT with auto_register registers it instead), or of one the
+ *		user mapping does not allow.
  */
 static ShardInfo *
 route_row(ShardModifyState *ms, TupleTableSlot *slot, AttrNumber tenant_att)
@@ -879,7 +880,13 @@ route_row(ShardModifyState *ms, TupleTableSlot *slot, AttrNumber tenant_att)
 				 errdetail("The user mapping limits the role to its own tenants.")));
 
 	loc = shard_directory_locate(ms->dir, tenant);
-	if (loc == NULL && ms->topts->auto_register)
+	/*
+	 * Registering places a tenant for rows to come: an INSERT's (or
+	 * COPY's).  A row an UPDATE or DELETE read lives on a shard already,
+	 * and its rowid or key names a row of that shard only.
+	 */
+	if (loc == NULL && ms->topts->auto_register &&
+		ms->operation == CMD_INSERT)
 	{
 		/* placed inside this transaction; ms->dir now reads through it */
 		(void) shard_tenant_register(ms->opts, tenant, NULL, true);
