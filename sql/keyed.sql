@@ -110,6 +110,19 @@ UPDATE loose SET v = v || '!' WHERE tenant_id = 'acme' AND v ~ '^text'
 DELETE FROM loose WHERE tenant_id = 'acme' AND v ~ '^int' RETURNING *;
 \! bash test/fixtures/keyed.sh peek s1 "SELECT typeof(k), k, v FROM loose ORDER BY v"
 
+-- The key compares with its own collation, not the column's: sku of coll
+-- is NOCASE, its key BINARY, so 'A' and 'a' are two rows and a change of
+-- one leaves the other (it used to change both)
+CREATE FOREIGN TABLE coll (tenant_id text, sku text, v text)
+  SERVER keyed_srv;
+BEGIN;
+UPDATE coll SET v = v || '!' WHERE tenant_id = 'acme' AND sku ~ '^A$';
+DELETE FROM coll WHERE tenant_id = 'acme' AND sku ~ '^a$';
+SELECT * FROM coll ORDER BY sku COLLATE "C";
+ROLLBACK;
+EXPLAIN (VERBOSE, COSTS OFF)
+DELETE FROM coll WHERE tenant_id = 'acme' AND sku ~ '^a$';
+
 -- ===================================================================
 -- A scoped login changes only its tenant's rows, whatever it asks
 -- ===================================================================

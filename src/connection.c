@@ -1254,17 +1254,33 @@ shard_conn_column_affinity(ShardConn *conn, const char *table, const char *col)
  *		The columns of the table's primary key, in key order (a List of
  *		palloc'd names), or NIL when it has none (a view, say).  A
  *		row-by-row change finds the rows of a WITHOUT ROWID table by them.
+ *		*collations gets the collation the key compares each column with
+ *		(the primary key's own, which may differ from the column's), or
+ *		NULL for a column the key declares none for.
  */
 List *
-shard_conn_primary_key(ShardConn *conn, const char *table)
+shard_conn_primary_key(ShardConn *conn, const char *table, List **collations)
 {
 	sqlite3_stmt *stmt;
 	List	   *keys = NIL;
 	int			rc;
 
+	*collations = NIL;
+
+	/*
+	 * The key's index, where it has one (a WITHOUT ROWID table always
+	 * has): its columns and collations; else the table's declarations.
+	 */
 	if (sqlite3_prepare_v2(conn->db,
-						   "SELECT name FROM pragma_table_info(?1) "
-						   "WHERE pk > 0 ORDER BY pk",
+						   "SELECT x.name, x.coll "
+						   "FROM pragma_index_list(?1) l, "
+						   "pragma_index_xinfo(l.name) x "
+						   "WHERE l.origin = 'pk' AND x.key = 1 "
+						   "UNION ALL "
+						   "SELECT * FROM (SELECT name, NULL FROM pragma_table_info(?1) "
+						   "WHERE pk > 0 AND NOT EXISTS (SELECT 1 FROM "
+						   "pragma_index_list(?1) WHERE origin = 'pk') "
+						   "ORDER BY pk)",
 						   -1, &stmt, NULL) != SQLITE_OK)
 	{
 		shard_check_lock_wait(sqlite3_errcode(conn->db), false,
@@ -1273,8 +1289,13 @@ shard_conn_primary_key(ShardConn *conn, const char *table)
 	}
 	sqlite3_bind_text(stmt, 1, table, -1, SQLITE_STATIC);
 	while ((rc = sqlite3_step(stmt)) == SQLITE_ROW)
+	{
+		const char *coll = (const char *) sqlite3_column_text(stmt, 1);
+
 		keys = lappend(keys,
 					   pstrdup((const char *) sqlite3_column_text(stmt, 0)));
+		*collations = lappend(*collations, coll ? pstrdup(coll) : NULL);
+	}
 	sqlite3_finalize(stmt);
 	shard_check_lock_wait(rc, false, conn->shard_id, "read the schema");
 	if (rc != SQLITE_DONE)

@@ -145,7 +145,8 @@ extern sqlite3 *shard_conn_directory_writer(const char *path,
 											uint64 *generation);
 extern int	shard_conn_write_failed(ShardConn *conn, int rc);
 extern void shard_conn_check_no_reader(ShardConn *conn, const char *table);
-extern List *shard_conn_primary_key(ShardConn *conn, const char *table);
+extern List *shard_conn_primary_key(ShardConn *conn, const char *table,
+									 List **collations);
 extern uint64 shard_writes_begun;
 extern char shard_conn_column_affinity(ShardConn *conn, const char *table,
 									   const char *col);
@@ -562,7 +563,8 @@ extern void shardExplainDirectModify(ForeignScanState *node,
 extern void shard_warn_skipped(const ShardInfo *shard, const char *analyzed);
 typedef struct ShardRowKeys ShardRowKeys;
 extern ShardRowKeys *shard_scan_row_keys(PlanState *below, Index rtindex);
-extern List *shard_row_keys_of(ShardRowKeys *keys, const char *shard_id);
+extern List *shard_row_keys_of(ShardRowKeys *keys, const char *shard_id,
+							   List **collations);
 extern const ShardValue *shard_row_key(ShardRowKeys *keys,
 									   const char *shard_id, ItemPointer tid);
 

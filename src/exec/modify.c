@@ -118,7 +118,7 @@ static List *plan_row_modify(PlannerInfo *root, ModifyTable *plan,
 							 Index resultRelation, int subplan_index);
 static char *row_sql(Relation rel, ShardTableOptions *topts,
 					 CmdType operation, List *target_attrs, List *ret_attrs,
-					 List *keys);
+					 List *keys, List *collations);
 static int64 junk_rowid(ShardModifyState *ms, TupleTableSlot *planSlot);
 static bool write_row(ShardModifyState *ms, TupleTableSlot *slot,
 					  TupleTableSlot *planSlot);
@@ -242,11 +242,14 @@ junk_rowid(ShardModifyState *ms, TupleTableSlot *planSlot)
  * row_sql
  *		UPDATE table SET col = ?, ... WHERE rowid = ?, or DELETE FROM table
  *		WHERE rowid = ?, with RETURNING as asked; with keys, the row is named
- *		by those primary key columns (k1 = ? AND k2 = ?) instead.
+ *		by those primary key columns (k1 = ? AND k2 = ?) instead, each
+ *		compared with the collation the key declares for it (collations,
+ *		NULL for none): the column's own may be one under which two keys
+ *		of the table are equal, and the statement would change both.
  */
 static char *
 row_sql(Relation rel, ShardTableOptions *topts, CmdType operation,
-		List *target_attrs, List *ret_attrs, List *keys)
+		List *target_attrs, List *ret_attrs, List *keys, List *collations)
 {
 	StringInfoData sql;
 	ListCell   *lc;
@@ -282,8 +285,17 @@ row_sql(Relation rel, ShardTableOptions *topts, CmdType operation,
 		appendStringInfo(&sql, "rowid = ?%d AND ", param++);
 	foreach(lc, keys)
 	{
+		const char *coll = collations == NIL ? NULL :
+			list_nth(collations, foreach_current_index(lc));
+
 		shard_quote_identifier(&sql, (const char *) lfirst(lc));
-		appendStringInfo(&sql, " = ?%d AND ", param++);
+		appendStringInfo(&sql, " = ?%d", param++);
+		if (coll != NULL)
+		{
+			appendStringInfoString(&sql, " COLLATE ");
+			shard_quote_identifier(&sql, coll);
+		}
+		appendStringInfoString(&sql, " AND ");
 	}
 	(void) shard_tenant_condition(&sql, topts->tenant_column,
 								  shard_tenant_kind(TupleDescAttr(RelationGetDescr(rel),
@@ -722,7 +734,7 @@ begin_modify(EState *estate, ResultRelInfo *rinfo, CmdType operation,
 		insert_sql(rel, ms->topts, target_attrs, on_conflict_nothing,
 				   returning_attrs) :
 		row_sql(rel, ms->topts, operation, target_attrs, returning_attrs,
-				NIL);
+				NIL, NIL);
 	ms->what = psprintf("%s table \"%s\"",
 						operation == CMD_INSERT ? "insert into" :
 						operation == CMD_UPDATE ? "update" : "delete from",
@@ -907,10 +919,12 @@ route_row(ShardModifyState *ms, TupleTableSlot *slot, AttrNumber tenant_att)
  * target_for
  *		The prepared INSERT (or UPDATE or DELETE of a row) of a shard,
  *		inside the shard's write transaction.  keys are the primary key
- *		columns an UPDATE or DELETE finds the shard's rows by, or NIL.
+ *		columns an UPDATE or DELETE finds the shard's rows by (compared
+ *		with collations), or NIL.
  */
 static ModifyTarget *
-target_for(ShardModifyState *ms, ShardInfo *shard, List *keys)
+target_for(ShardModifyState *ms, ShardInfo *shard, List *keys,
+		   List *collations)
 {
 	ListCell   *lc;
 	ModifyTarget *t;
@@ -951,7 +965,7 @@ target_for(ShardModifyState *ms, ShardInfo *shard, List *keys)
 							keys == NIL ? ms->sql :
 							row_sql(ms->rel, ms->topts, ms->operation,
 									ms->target_attrs, ms->returning_attrs,
-									keys),
+									keys, collations),
 							&t->stmt, errbuf);
 	if (rc != SQLITE_OK)
 	{
@@ -993,6 +1007,7 @@ write_row(ShardModifyState *ms, TupleTableSlot *slot,
 	ShardInfo  *shard;
 	ModifyTarget *t;
 	List	   *keys = NIL;
+	List	   *collations = NIL;
 	const ShardValue *key = NULL;
 	ListCell   *lc;
 	char		errbuf[SHARDIO_ERRLEN];
@@ -1025,7 +1040,7 @@ write_row(ShardModifyState *ms, TupleTableSlot *slot,
 		if (ms->operation == CMD_UPDATE)
 			slot_getallattrs(slot);
 		shard = route_row(ms, planSlot, ms->tenant_junk);
-		keys = shard_row_keys_of(ms->row_keys, shard->shard_id);
+		keys = shard_row_keys_of(ms->row_keys, shard->shard_id, &collations);
 		if (keys != NIL)
 		{
 			bool		isnull;
@@ -1050,7 +1065,7 @@ write_row(ShardModifyState *ms, TupleTableSlot *slot,
 		ms->values[nvalues + 1].len = strlen(ms->tenant);
 	}
 	ms->shard_id = shard->shard_id;
-	t = target_for(ms, shard, keys);
+	t = target_for(ms, shard, keys, collations);
 
 	i = 0;
 	foreach(lc, ms->target_attrs)
@@ -1327,7 +1342,7 @@ shardExplainForeignModify(ModifyTableState *mtstate, ResultRelInfo *rinfo,
 													   FdwModifyPrivateOnConflictNothing)),
 									   ret_attrs) :
 							row_sql(rel, shard_table_options(rel), operation,
-									target_attrs, ret_attrs, NIL),
+									target_attrs, ret_attrs, NIL, NIL),
 							es);
 }
 

@@ -87,6 +87,7 @@ typedef struct ShardKeyedShard
 {
 	char	   *shard_id;
 	List	   *keys;			/* SQLite names of the key's columns */
+	List	   *collations;		/* the key's collation of each, or NULL */
 } ShardKeyedShard;
 
 /* The key of one row read from a keyed shard, as SQLite stored it. */
@@ -1570,6 +1571,7 @@ row_key_shard(ShardScanState *s, ShardTarget *t)
 	ShardKeyedShard *keyed;
 	MemoryContext oldcxt;
 	List	   *keys;
+	List	   *collations;
 	ListCell   *lc;
 
 	foreach(lc, rk->shards)
@@ -1579,7 +1581,7 @@ row_key_shard(ShardScanState *s, ShardTarget *t)
 			return keyed;
 	}
 	oldcxt = MemoryContextSwitchTo(rk->cxt);
-	keys = shard_conn_primary_key(t->conn, s->topts->table);
+	keys = shard_conn_primary_key(t->conn, s->topts->table, &collations);
 	if (keys == NIL)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
@@ -1590,6 +1592,7 @@ row_key_shard(ShardScanState *s, ShardTarget *t)
 	keyed = palloc(sizeof(ShardKeyedShard));
 	keyed->shard_id = pstrdup(t->info.shard_id);
 	keyed->keys = keys;
+	keyed->collations = collations;
 	rk->shards = lappend(rk->shards, keyed);
 	MemoryContextSwitchTo(oldcxt);
 	return keyed;
@@ -1686,13 +1689,16 @@ shard_scan_row_keys(PlanState *below, Index rtindex)
 /*
  * shard_row_keys_of
  *		The primary key columns by which the rows read from a shard are
- *		found again, or NIL when they are found by their rowid.
+ *		found again, or NIL when they are found by their rowid; *collations
+ *		gets the collation the key compares each with (or NULL).
  */
 List *
-shard_row_keys_of(ShardRowKeys *keys, const char *shard_id)
+shard_row_keys_of(ShardRowKeys *keys, const char *shard_id,
+				  List **collations)
 {
 	ListCell   *lc;
 
+	*collations = NIL;
 	if (keys == NULL)
 		return NIL;
 	foreach(lc, keys->shards)
@@ -1700,7 +1706,10 @@ shard_row_keys_of(ShardRowKeys *keys, const char *shard_id)
 		ShardKeyedShard *keyed = lfirst(lc);
 
 		if (strcmp(keyed->shard_id, shard_id) == 0)
+		{
+			*collations = keyed->collations;
 			return keyed->keys;
+		}
 	}
 	return NIL;
 }
