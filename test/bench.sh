@@ -40,8 +40,11 @@
 #	BENCH_PARTS				what to measure: a list of "read", "time" (the time
 #							ranges and buckets of issue 11), "limit" (the
 #							ORDER BY ... LIMIT queries of issue 11), "join"
-#							(the joins of issue 12) and "write" (default
-#							"read,time,limit,join,write")
+#							(the joins of issue 12), "write" and "move" (a
+#							tenant moved under an external writer, issue 13:
+#							test/bench_move.sh, on a fleet of its own in
+#							BENCH_DIR/move) (default
+#							"read,time,limit,join,write,move")
 #
 # Missed targets are numbers, not failures: the exit status is non-zero only
 # when something fails (a query error, a build error).
@@ -298,9 +301,9 @@ case $big in
 esac
 
 COPY_ROWS=${BENCH_COPY_ROWS:-$([ "$big" = 1 ] && echo 1000000 || echo 200000)}
-parts=${BENCH_PARTS:-read,time,limit,join,write}
-if ! [[ "$COPY_ROWS" =~ ^[1-9][0-9]*$ ]] || ! [[ ",$parts," =~ ^(,(read|time|limit|join|write))+,$ ]]; then
-	echo "bench.sh: BENCH_COPY_ROWS must be a positive integer, BENCH_PARTS a list of read, time, limit, join and write" >&2
+parts=${BENCH_PARTS:-read,time,limit,join,write,move}
+if ! [[ "$COPY_ROWS" =~ ^[1-9][0-9]*$ ]] || ! [[ ",$parts," =~ ^(,(read|time|limit|join|write|move))+,$ ]]; then
+	echo "bench.sh: BENCH_COPY_ROWS must be a positive integer, BENCH_PARTS a list of read, time, limit, join, write and move" >&2
 	exit 2
 fi
 
@@ -310,6 +313,19 @@ chmod 0775 "$BENCH_DIR"
 if [ "$(id -u)" -eq 0 ] && id postgres >/dev/null 2>&1; then
 	chown postgres:postgres "$BENCH_DIR"
 fi
+
+# ---- tenant move (issue 13) -----------------------------------------------
+# A fleet and a cluster of its own: it needs none of the big fleet.
+if [[ ",$parts," == *,move,* ]]; then
+	ssfdw_virtualenv bash test/bench_move.sh "$BENCH_DIR/move"
+	parts=$(echo ",$parts," | sed 's/,move,/,/; s/^,//; s/,$//')
+	if [ -z "$parts" ]; then
+		echo "bench: done in $(since "$started") s"
+		exit 0
+	fi
+fi
+# ---- end of tenant move ---------------------------------------------------
+
 fleet=$BENCH_DIR/fleet
 
 # The fleet is reused when the stamp says it was built with the same

@@ -23,7 +23,8 @@
  *	2. source: the change log and the capture triggers (movecopy.c).
  *	3. target: tables it lacks are created; rows of the tenant it has (a
  *	   partial copy from an earlier attempt) are deleted; then every table
- *	   is copied in batches of MOVE_BATCH_ROWS, one transaction each.
+ *	   is copied in batches of MOVE_BATCH_ROWS, one transaction each
+ *	   (not synced one by one in WAL mode: move_set_durable).
  *	4. the log is replayed until its backlog is small, the copy verified
  *	   (counts and checksums of every table, read without any lock), and
  *	   replayed again.
@@ -564,6 +565,19 @@ elapsed_ms(instr_time start)
 }
 
 /*
+ * step_done
+ *		Log (DEBUG1) how long a step of a move took since *start, and
+ *		restart the clock: where a move spends its time.
+ */
+static void
+step_done(const char *tenant, const char *step, instr_time *start)
+{
+	elog(DEBUG1, "tenant \"%s\": %s took %.1f ms", tenant, step,
+		 elapsed_ms(*start));
+	INSTR_TIME_SET_CURRENT(*start);
+}
+
+/*
  * copy_tables
  *		Step 3: the bulk copy, table by table, batch by batch, with
  *		progress in NOTICE lines and in tenant_moves.
@@ -646,6 +660,7 @@ cutover(MoveShards *ms, int64 since)
 {
 	instr_time	start;
 
+	move_set_durable(ms, true);
 	move_begin(ms, ms->src, true);
 	INSTR_TIME_SET_CURRENT(start);
 	move_begin(ms, ms->dst, true);
@@ -725,10 +740,13 @@ run_move(MoveShards *ms, MoveDir *md)
 	int64		verified_at;
 	int64		removed;
 	double		lock_ms = 0;
+	instr_time	clock;
 
+	INSTR_TIME_SET_CURRENT(clock);
 	set_phase(md, ms->move_id, "capture", -1, -1);
 	move_install_capture(ms);
 	move_create_missing_tables(ms);
+	step_done(ms->tenant, "capture", &clock);
 	ereport(NOTICE,
 			(errmsg("tenant \"%s\": capturing its writes on shard \"%s\" (%d tables)",
 					ms->tenant, ms->source->shard_id,
@@ -747,6 +765,7 @@ run_move(MoveShards *ms, MoveDir *md)
 	else
 	{
 		set_phase(md, ms->move_id, "copy", 0, -1);
+		move_set_durable(ms, false);
 		removed = move_delete_rows(ms, ms->dst, false);
 		if (removed > 0)
 			ereport(NOTICE,
@@ -756,11 +775,15 @@ run_move(MoveShards *ms, MoveDir *md)
 								   ms->target->shard_id)));
 		/* the copy reads every state after this point of the log */
 		ms->replayed = move_log_top(ms);
+		step_done(ms->tenant, "deleting an earlier copy", &clock);
 		copied = copy_tables(ms, md);
+		step_done(ms->tenant, "copy", &clock);
 
 		(void) replay_until_small(ms, md, copied);
+		step_done(ms->tenant, "replay", &clock);
 		verified_at = ms->replayed;
 		copied = move_verify(ms, verified_at, -1, false);
+		step_done(ms->tenant, "verification", &clock);
 		ereport(NOTICE,
 				(errmsg("tenant \"%s\": verified %d tables on shard \"%s\"",
 						ms->tenant, list_length(ms->tables),
@@ -768,10 +791,13 @@ run_move(MoveShards *ms, MoveDir *md)
 		(void) replay_until_small(ms, md, copied);
 
 		set_phase(md, ms->move_id, "cutover", copied, -1);
+		step_done(ms->tenant, "second replay", &clock);
 		lock_ms = cutover(ms, verified_at);
+		step_done(ms->tenant, "cutover", &clock);
 	}
 	move_pause(ms->tenant, "fenced");
 	flip(ms, md, lock_ms, copied);
+	step_done(ms->tenant, "flip", &clock);
 	shard_directory_changed(shard_directory_get(ms->opts));
 	ereport(NOTICE,
 			(errmsg("tenant \"%s\": moved to shard \"%s\"; shard \"%s\" is fenced until tenant_cleanup()",
@@ -923,6 +949,7 @@ shard_tenant_move(PG_FUNCTION_ARGS)
 		{
 			const char *source = strcmp(st->status, "DONE") == 0 &&
 			st->target_shard_id ? st->target_shard_id : st->shard_id;
+			instr_time	clock;
 
 			if (strcmp(st->status, "ACTIVE") != 0 && strcmp(st->status, "DONE") != 0)
 				ereport(ERROR,
@@ -935,9 +962,12 @@ shard_tenant_move(PG_FUNCTION_ARGS)
 						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 						 errmsg("tenant \"%s\" is already on shard \"%s\"",
 								tenant, target)));
+			INSTR_TIME_SET_CURRENT(clock);
 			setup_shards(&ms, opts, tenant, 0, source, target);
 			move_discover_tables(&ms, columns, true);
+			step_done(tenant, "discovery", &clock);
 			refuse_new_move(&ms);
+			step_done(tenant, "checks", &clock);
 			move_id = start_move(&md, tenant, source, target);
 			ms.move_id = move_id;
 			ms.prefix = psprintf("_ssfdw_move_" INT64_FORMAT "_", move_id);

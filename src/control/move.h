@@ -50,11 +50,12 @@ typedef struct MoveShards
 } MoveShards;
 
 /* Rows per copy or delete batch: each is one short transaction. */
-#define MOVE_BATCH_ROWS 10000
+#define MOVE_BATCH_ROWS 25000
 
 /* in movecopy.c */
 extern void move_open_shards(MoveShards *ms);
 extern void move_close_shards(MoveShards *ms);
+extern void move_set_durable(MoveShards *ms, bool durable);
 extern void move_discover_tables(MoveShards *ms, List *tenant_columns,
 								 bool for_copy);
 extern void move_check_collisions(MoveShards *ms);

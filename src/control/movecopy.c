@@ -98,6 +98,9 @@ open_one(MoveShards *ms, ShardInfo *shard)
 					  ms->opts->busy_timeout_ms, &db, errbuf);
 	if (rc == SQLITE_OK)
 		rc = shardio_register_move_sum(db);
+	/* a move reads and writes whole tenants: a page cache to match */
+	if (rc == SQLITE_OK)
+		rc = sqlite3_exec(db, "PRAGMA cache_size = -65536", NULL, NULL, NULL);
 	if (rc != SQLITE_OK)
 	{
 		if (db != NULL)
@@ -138,6 +141,42 @@ move_open_shards(MoveShards *ms)
 	if (rc != SQLITE_DONE)
 		move_error(ms, ms->dst, ms->target->shard_id, NULL,
 				   "attach the source shard");
+}
+
+/*
+ * move_set_durable
+ *		How the target commits: a WAL target commits the copy and the
+ *		replay rounds with synchronous = NORMAL (no fsync per batch: a
+ *		crash may lose the last batches, and a move that is run again
+ *		deletes the copy and makes it afresh anyway), and everything from
+ *		the cutover on with FULL, whose first commit makes every earlier
+ *		one durable too (one write-ahead log, synced to its end) before
+ *		the directory names the target.  Other journal modes keep FULL.
+ */
+void
+move_set_durable(MoveShards *ms, bool durable)
+{
+	if (!durable)
+	{
+		sqlite3_stmt *stmt;
+		bool		wal = false;
+
+		if (sqlite3_prepare_v2(ms->dst, "PRAGMA main.journal_mode", -1, &stmt,
+							   NULL) != SQLITE_OK)
+			move_error(ms, ms->dst, ms->target->shard_id, NULL,
+					   "read the journal mode");
+		if (sqlite3_step(stmt) == SQLITE_ROW)
+			wal = pg_strcasecmp((const char *) sqlite3_column_text(stmt, 0),
+								"wal") == 0;
+		sqlite3_finalize(stmt);
+		if (!wal)
+			return;
+	}
+	if (sqlite3_exec(ms->dst, durable ? "PRAGMA main.synchronous = FULL" :
+					 "PRAGMA main.synchronous = NORMAL", NULL, NULL,
+					 NULL) != SQLITE_OK)
+		move_error(ms, ms->dst, ms->target->shard_id, NULL,
+				   "set the durability");
 }
 
 /*
@@ -637,22 +676,38 @@ move_check_collisions(MoveShards *ms)
 		StringInfoData q;
 		int64		n;
 
+		int64		target_rows;
+		bool		from_target;
+
 		if (t->create_sql != NULL || t->rows == 0)
 			continue;
 		initStringInfo(&q);
-		appendStringInfoString(&q, "SELECT count(*) FROM src.");
+		appendStringInfoString(&q, "SELECT count(*) FROM main.");
+		shard_quote_identifier(&q, t->name);
+		target_rows = query_int(ms, ms->dst, q.data, t, "count the rows of");
+
+		/* probe the larger side's key index with the smaller side's rows */
+		from_target = target_rows < t->rows;
+		resetStringInfo(&q);
+		appendStringInfo(&q, "SELECT count(*) FROM %s.", from_target ? "main" : "src");
 		shard_quote_identifier(&q, t->name);
 		appendStringInfoString(&q, " AS s WHERE ");
+		if (from_target)
+			appendStringInfoString(&q, "(");
 		append_tenant(&q, t, "s.");
-		appendStringInfoString(&q, " AND EXISTS (SELECT 1 FROM main.");
+		appendStringInfo(&q, "%s AND EXISTS (SELECT 1 FROM %s.",
+						 from_target ? ") IS NOT 1" : "",
+						 from_target ? "src" : "main");
 		shard_quote_identifier(&q, t->name);
 		appendStringInfoString(&q, " AS d WHERE ");
 		append_key(&q, t, "d.");
 		appendStringInfoString(&q, " = ");
 		append_key(&q, t, "s.");
-		appendStringInfoString(&q, " AND (");
+		appendStringInfoString(&q, " AND ");
+		if (!from_target)
+			appendStringInfoString(&q, "(");
 		append_tenant(&q, t, "d.");
-		appendStringInfoString(&q, ") IS NOT 1)");
+		appendStringInfo(&q, "%s)", from_target ? "" : ") IS NOT 1");
 		n = query_int(ms, ms->dst, q.data, t, "check the primary keys of");
 		if (n > 0)
 			ereport(ERROR,
@@ -1063,31 +1118,19 @@ move_log_top(MoveShards *ms)
 }
 
 /*
- * bind_cursor
- *		Bind a copy cursor (the last primary key copied) from ?1 on.
- */
-static void
-bind_cursor(sqlite3_stmt *stmt, sqlite3_value **cursor, int n)
-{
-	int			i;
-
-	for (i = 0; i < n; i++)
-		sqlite3_bind_value(stmt, i + 1, cursor[i]);
-}
-
-/*
  * move_copy_batch
  *		Copy the next MOVE_BATCH_ROWS of the tenant's rows of a table, in
  *		primary key order after *cursor (NULL: from the start), in one
  *		transaction on the target that reads one state of the source.
- *		Moves *cursor on, sets *done after the last batch; returns the rows
- *		copied.
+ *		Moves *cursor on to the last key copied (the greatest key of the
+ *		tenant on the target: the copy runs on a target holding none of
+ *		the tenant's rows, and before any replay), sets *done after the
+ *		last batch; returns the rows copied.
  */
 int64
 move_copy_batch(MoveShards *ms, MoveTable *t, sqlite3_value ***cursor,
 				bool *done)
 {
-	StringInfoData where;
 	StringInfoData q;
 	sqlite3_stmt *stmt;
 	sqlite3_value **next = NULL;
@@ -1096,34 +1139,55 @@ move_copy_batch(MoveShards *ms, MoveTable *t, sqlite3_value ***cursor,
 	int			i;
 	int64		n;
 
-	initStringInfo(&where);
-	appendStringInfoString(&where, " FROM");
-	append_tenant_rows(&where, t, "src");
+	move_begin(ms, ms->dst, false);
+	initStringInfo(&q);
+	appendStringInfoString(&q, "INSERT INTO main.");
+	shard_quote_identifier(&q, t->name);
+	appendStringInfoString(&q, " (");
+	append_columns(&q, t->cols, "");
+	appendStringInfoString(&q, ") SELECT ");
+	append_columns(&q, t->cols, "");
+	appendStringInfoString(&q, " FROM");
+	append_tenant_rows(&q, t, "src");
 	if (*cursor != NULL)
 	{
-		appendStringInfoString(&where, " AND ");
-		append_key(&where, t, "");
-		appendStringInfoString(&where, " > (");
+		appendStringInfoString(&q, " AND ");
+		append_key(&q, t, "");
+		appendStringInfoString(&q, " > (");
 		for (i = 1; i <= nk; i++)
-			appendStringInfo(&where, "%s?%d", i > 1 ? ", " : "", i);
-		appendStringInfoChar(&where, ')');
+			appendStringInfo(&q, "%s?%d", i > 1 ? ", " : "", i);
+		appendStringInfoChar(&q, ')');
 	}
-
-	move_begin(ms, ms->dst, true);
-
-	/* the last key of this batch, if the batch does not reach the end */
-	initStringInfo(&q);
-	appendStringInfoString(&q, "SELECT ");
-	append_columns(&q, t->pk, "");
-	appendStringInfoString(&q, where.data);
 	appendStringInfoString(&q, " ORDER BY ");
 	append_columns(&q, t->pk, "");
-	appendStringInfo(&q, " LIMIT 1 OFFSET %d", MOVE_BATCH_ROWS - 1);
+	appendStringInfo(&q, " LIMIT %d", MOVE_BATCH_ROWS);
 	stmt = prepare_bound(ms, ms->dst, q.data, t, 0, 0, "copy");
 	if (*cursor != NULL)
-		bind_cursor(stmt, *cursor, nk);
+		for (i = 0; i < nk; i++)
+			sqlite3_bind_value(stmt, i + 1, (*cursor)[i]);
 	rc = sqlite3_step(stmt);
-	if (rc == SQLITE_ROW)
+	sqlite3_finalize(stmt);
+	if (rc != SQLITE_DONE)
+		move_error(ms, ms->dst, ms->target->shard_id, t->name, "copy");
+	n = sqlite3_changes64(ms->dst);
+
+	/* where the next batch starts */
+	resetStringInfo(&q);
+	appendStringInfoString(&q, "SELECT ");
+	append_columns(&q, t->pk, "");
+	appendStringInfoString(&q, " FROM");
+	append_tenant_rows(&q, t, "main");
+	appendStringInfoString(&q, " ORDER BY ");
+	for (i = 0; i < nk; i++)
+	{
+		appendStringInfoString(&q, i > 0 ? ", " : "");
+		shard_quote_identifier(&q, list_nth(t->pk, i));
+		appendStringInfoString(&q, " DESC");
+	}
+	appendStringInfoString(&q, " LIMIT 1");
+	stmt = prepare_bound(ms, ms->dst, q.data, t, 0, 0, "copy");
+	rc = sqlite3_step(stmt);
+	if (rc == SQLITE_ROW && n == MOVE_BATCH_ROWS)
 	{
 		next = palloc(sizeof(sqlite3_value *) * nk);
 		for (i = 0; i < nk; i++)
@@ -1132,35 +1196,6 @@ move_copy_batch(MoveShards *ms, MoveTable *t, sqlite3_value ***cursor,
 	sqlite3_finalize(stmt);
 	if (rc != SQLITE_ROW && rc != SQLITE_DONE)
 		move_error(ms, ms->dst, ms->target->shard_id, t->name, "copy");
-
-	resetStringInfo(&q);
-	appendStringInfoString(&q, "INSERT INTO main.");
-	shard_quote_identifier(&q, t->name);
-	appendStringInfoString(&q, " (");
-	append_columns(&q, t->cols, "");
-	appendStringInfoString(&q, ") SELECT ");
-	append_columns(&q, t->cols, "");
-	appendStringInfoString(&q, where.data);
-	if (next != NULL)
-	{
-		appendStringInfoString(&q, " AND ");
-		append_key(&q, t, "");
-		appendStringInfoString(&q, " <= (");
-		for (i = 1; i <= nk; i++)
-			appendStringInfo(&q, "%s?%d", i > 1 ? ", " : "", nk + i);
-		appendStringInfoChar(&q, ')');
-	}
-	stmt = prepare_bound(ms, ms->dst, q.data, t, 0, 0, "copy");
-	if (*cursor != NULL)
-		bind_cursor(stmt, *cursor, nk);
-	if (next != NULL)
-		for (i = 0; i < nk; i++)
-			sqlite3_bind_value(stmt, nk + i + 1, next[i]);
-	rc = sqlite3_step(stmt);
-	sqlite3_finalize(stmt);
-	if (rc != SQLITE_DONE)
-		move_error(ms, ms->dst, ms->target->shard_id, t->name, "copy");
-	n = sqlite3_changes64(ms->dst);
 	move_commit(ms, ms->dst);
 
 	if (*cursor != NULL)
@@ -1246,13 +1281,13 @@ move_replay(MoveShards *ms, int64 upto)
 }
 
 /*
- * sum_side
+ * sum_rows
  *		The count and checksum of the tenant's rows of a table on one side
- *		("main" the target, "src" the source), of the keys the log holds in
- *		(lo, hi] (keys_only) or of every other key.
+ *		("main" the target, "src" the source): of the keys the log holds in
+ *		(lo, hi] with keys_only, else of all of them.
  */
 static void
-sum_side(MoveShards *ms, MoveTable *t, const char *side, int64 lo, int64 hi,
+sum_rows(MoveShards *ms, MoveTable *t, const char *side, int64 lo, int64 hi,
 		 bool keys_only, int64 *count, int64 *sum)
 {
 	StringInfoData q;
@@ -1264,10 +1299,13 @@ sum_side(MoveShards *ms, MoveTable *t, const char *side, int64 lo, int64 hi,
 	append_columns(&q, t->cols, "");
 	appendStringInfoString(&q, ") FROM");
 	append_tenant_rows(&q, t, side);
-	appendStringInfoString(&q, " AND ");
-	append_key(&q, t, "");
-	appendStringInfoString(&q, keys_only ? " IN " : " NOT IN ");
-	append_log_subquery(&q, ms, t);
+	if (keys_only)
+	{
+		appendStringInfoString(&q, " AND ");
+		append_key(&q, t, "");
+		appendStringInfoString(&q, " IN ");
+		append_log_subquery(&q, ms, t);
+	}
 	stmt = prepare_bound(ms, ms->dst, q.data, t, lo, hi, "verify");
 	rc = sqlite3_step(stmt);
 	if (rc == SQLITE_ROW)
@@ -1280,6 +1318,31 @@ sum_side(MoveShards *ms, MoveTable *t, const char *side, int64 lo, int64 hi,
 		move_error(ms, ms->dst,
 				   strcmp(side, "src") == 0 ? ms->source->shard_id :
 				   ms->target->shard_id, t->name, "verify");
+}
+
+/*
+ * sum_side
+ *		sum_rows of the keys the log holds in (lo, hi] (keys_only), or of
+ *		every other key: all rows less those, as the sum is additive, so
+ *		that the large side reads no subquery per row.
+ */
+static void
+sum_side(MoveShards *ms, MoveTable *t, const char *side, int64 lo, int64 hi,
+		 bool keys_only, int64 *count, int64 *sum)
+{
+	int64		kcount = 0;
+	int64		ksum = 0;
+
+	if (keys_only)
+	{
+		sum_rows(ms, t, side, lo, hi, true, count, sum);
+		return;
+	}
+	sum_rows(ms, t, side, lo, hi, false, count, sum);
+	if (hi > lo)
+		sum_rows(ms, t, side, lo, hi, true, &kcount, &ksum);
+	*count -= kcount;
+	*sum = (int64) ((uint64) *sum - (uint64) ksum);
 }
 
 /*
