@@ -666,6 +666,7 @@ cutover(MoveShards *ms, int64 since)
 	move_begin(ms, ms->dst, true);
 	(void) move_replay(ms, -1);
 	(void) move_verify(ms, since, ms->replayed, true);
+	move_sync_target(ms);
 	move_commit(ms, ms->dst);
 	move_pause(ms->tenant, "cutover");
 	move_install_fence(ms);

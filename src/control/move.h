@@ -56,6 +56,7 @@ typedef struct MoveShards
 extern void move_open_shards(MoveShards *ms);
 extern void move_close_shards(MoveShards *ms);
 extern void move_set_durable(MoveShards *ms, bool durable);
+extern void move_sync_target(MoveShards *ms);
 extern void move_discover_tables(MoveShards *ms, List *tenant_columns,
 								 bool for_copy);
 extern void move_check_collisions(MoveShards *ms);

@@ -42,6 +42,9 @@
 
 #include "control/move.h"
 
+static int64 query_int(MoveShards *ms, sqlite3 *db, const char *sql,
+					   MoveTable *t, const char *what);
+
 /*
  * move_error
  *		Raise a failed SQLite call on one of the move's handles, naming the
@@ -177,6 +180,25 @@ move_set_durable(MoveShards *ms, bool durable)
 					 NULL) != SQLITE_OK)
 		move_error(ms, ms->dst, ms->target->shard_id, NULL,
 				   "set the durability");
+}
+
+/*
+ * move_sync_target
+ *		Inside the cutover's transaction on the target: make it write, so
+ *		that its commit (synchronous = FULL) syncs the write-ahead log to
+ *		its end, the unsynced batches of the copy and the replays with it,
+ *		even when the last replay had nothing to apply.  It rewrites the
+ *		file's user_version with the value it has.
+ */
+void
+move_sync_target(MoveShards *ms)
+{
+	int64		v = query_int(ms, ms->dst, "PRAGMA main.user_version", NULL,
+							  "read the user version");
+
+	if (sqlite3_exec(ms->dst, psprintf("PRAGMA main.user_version = " INT64_FORMAT, v),
+					 NULL, NULL, NULL) != SQLITE_OK)
+		move_error(ms, ms->dst, ms->target->shard_id, NULL, "commit");
 }
 
 /*
