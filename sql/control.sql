@@ -44,6 +44,16 @@ SELECT regress_state($$SELECT tenant_remove('control_srv', 't4')$$);
 SELECT regress_state($$SELECT tenant_remove('control_srv', 'nobody')$$);
 SELECT regress_state($$SELECT tenant_remove('control_srv', NULL)$$);
 SELECT regress_state($$SELECT tenant_remove(NULL, 't1')$$);
+-- the rows are counted under the shard's write lock, held to the commit:
+-- a REPEATABLE READ snapshot older than a row of t2 another process wrote
+-- since cannot take it (40001); a new transaction sees the row and refuses
+BEGIN ISOLATION LEVEL REPEATABLE READ;
+SELECT count(*) FROM orders WHERE tenant_id = 't2';
+\! runuser -u postgres -- sqlite3 /tmp/ssfdw_regress/control/main/shards/c0.db "INSERT INTO orders VALUES ('t2', 1, 5)"
+SELECT tenant_remove('control_srv', 't2');
+ROLLBACK;
+SELECT regress_state($$SELECT tenant_remove('control_srv', 't2')$$);
+\! runuser -u postgres -- sqlite3 /tmp/ssfdw_regress/control/main/shards/c0.db "DELETE FROM orders WHERE tenant_id = 't2'"
 -- t2 has no rows: removed; a rollback brings it back
 BEGIN;
 SELECT tenant_remove('control_srv', 't2');
@@ -102,6 +112,17 @@ GRANT EXECUTE ON FUNCTION tenant_remove(name, text, boolean),
   shard_remove(name, text) TO regress_control_user;
 SET ROLE regress_control_user;
 SELECT count(*) FROM tenant_list('control_srv');
+-- a tenant-scoped role (user mapping option "tenants") lists its tenants only
+RESET ROLE;
+CREATE USER MAPPING FOR regress_control_user SERVER control_srv
+  OPTIONS (tenants 't5,nobody');
+SET ROLE regress_control_user;
+SELECT tenant_id, shard_id FROM tenant_list('control_srv');
+SELECT tenant_id, shard_id FROM tenant_list('control_srv', 'c1');
+SELECT count(*) FROM tenant_list('control_srv', 'c2');
+RESET ROLE;
+DROP USER MAPPING FOR regress_control_user SERVER control_srv;
+SET ROLE regress_control_user;
 SELECT regress_state($$SELECT tenant_remove('control_srv', 't4')$$);
 SELECT regress_state($$SELECT shard_remove('control_srv', 'c2')$$);
 RESET ROLE;

@@ -122,6 +122,8 @@ shard_require_admin(const char *what)
 void
 shard_admin_write_failed(ShardServerOptions *opts, sqlite3 *db, const char *what)
 {
+	/* a lock not had, a cancel: say so, as the directory's reads do */
+	shard_check_lock_wait(sqlite3_errcode(db), true, opts->directory, what);
 	ereport(ERROR,
 			(errcode(shard_sqlite_sqlstate(sqlite3_errcode(db))),
 			 errmsg("could not %s in directory \"%s\"", what, opts->directory),
@@ -754,10 +756,28 @@ shard_admin_shard(ShardServerOptions *opts, ShardDirectory *dir,
 }
 
 /*
+ * tenant_listed
+ *		Is tenant (as the directory keys it) one of ids?
+ */
+static bool
+tenant_listed(List *ids, const char *tenant)
+{
+	ListCell   *lc;
+
+	foreach(lc, ids)
+		if (strcmp((const char *) lfirst(lc), tenant) == 0)
+			return true;
+	return false;
+}
+
+/*
  * shard_tenant_list
  *		tenant_list(server [, shard]): every tenant of the directory (or
  *		those the shard answers for), ordered by id, with the columns of
- *		tenant_locate.
+ *		tenant_locate.  A role whose user mapping lists its "tenants" sees
+ *		only those: the list names every tenant of the fleet, which is
+ *		what a tenant-scoped role must not learn (shard_orphans, which
+ *		names them too, needs what shard_add needs).
  */
 Datum
 shard_tenant_list(PG_FUNCTION_ARGS)
@@ -766,9 +786,12 @@ shard_tenant_list(PG_FUNCTION_ARGS)
 	ShardServerOptions *opts;
 	ShardDirectory *dir;
 	char	   *shard_id = NULL;
+	List	   *allowed;
 	ListCell   *lc;
 
 	opts = shard_admin_server_arg(fcinfo);
+	allowed = shard_tenant_ids_text(shard_user_tenants(opts->serverid,
+													   GetUserId()));
 	InitMaterializedSRF(fcinfo, 0);
 	dir = shard_directory_get(opts);
 	if (!PG_ARGISNULL(1))
@@ -780,6 +803,8 @@ shard_tenant_list(PG_FUNCTION_ARGS)
 		Datum		values[5];
 		bool		nulls[5] = {false, false, false, false, false};
 
+		if (allowed != NIL && !tenant_listed(allowed, loc->tenant))
+			continue;
 		values[0] = shard_tenant_id_datum(loc->tenant);
 		values[1] = CStringGetTextDatum(loc->owner);
 		values[2] = CStringGetTextDatum(loc->status);

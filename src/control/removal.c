@@ -12,11 +12,12 @@
  * disagreeing with the data:
  *
  * - a tenant with rows on its shard, in any table with a tenant column
- *   (found in the shard's schema: tenantrows.c), unless asked to delete
- *   them, in the shard's write transaction, committed with the PostgreSQL
- *   transaction (the directory commits first: should the shard's commit
- *   fail, its rows stay, as rows of a tenant the directory does not know,
- *   which shard_orphans lists);
+ *   (found in the shard's schema: tenantrows.c), counted under the shard's
+ *   write lock, held to the commit so that no row can arrive in between,
+ *   unless asked to delete them, in the shard's write transaction,
+ *   committed with the PostgreSQL transaction (the directory commits
+ *   first: should the shard's commit fail, its rows stay, as rows of a
+ *   tenant the directory does not know, which shard_orphans lists);
  * - a tenant in a move (a target shard other than its own);
  * - a shard that answers for tenants, or takes part in a move.
  *
@@ -55,30 +56,71 @@ directory_delete(ShardServerOptions *opts, sqlite3 *db, const char *table,
 }
 
 /*
+ * lock_for_count
+ *		Take the shard's write lock before a tenant's rows are counted, by a
+ *		write that changes nothing (a DELETE of no row of table).  A handle
+ *		inside a REPEATABLE READ snapshot, or one the statement has already
+ *		read through, holds only a read transaction until its first write:
+ *		a count there could miss rows committed since, and another writer
+ *		could add rows between the count and the commit.  The lock lasts
+ *		until the PostgreSQL transaction ends; a snapshot older than the
+ *		shard's last commit cannot take it, which is a serialization
+ *		failure (40001), as for any write through such a snapshot.
+ */
+static void
+lock_for_count(ShardConn *conn, const char *shard_id, const char *table)
+{
+	sqlite3    *db = shard_conn_db(conn);
+	char		errbuf[SHARDIO_ERRLEN];
+	StringInfoData sql;
+	int			rc;
+
+	if (sqlite3_txn_state(db, "main") == SQLITE_TXN_WRITE)
+		return;
+	initStringInfo(&sql);
+	appendStringInfoString(&sql, "DELETE FROM ");
+	shard_quote_identifier(&sql, table);
+	appendStringInfoString(&sql, " WHERE 0");
+	rc = shardio_exec(db, sql.data, errbuf);
+	if (rc != SQLITE_OK)
+		shard_report_write_error(shard_conn_write_failed(conn, rc), shard_id,
+								 NULL, NULL, errbuf,
+								 "take the write lock of the shard");
+	pfree(sql.data);
+}
+
+/*
  * tenant_rows_on_owner
  *		Count (or, with delete, delete) a tenant's rows in every tenant
- *		table of its shard; *detail receives "table: rows" for each table
- *		holding some.  Returns the total.
+ *		table of its shard, under the shard's write lock (lock_for_count),
+ *		held until the transaction ends; *detail receives "table: rows"
+ *		for each table holding some.  Returns the total.  A shard without
+ *		tenant tables holds no rows of any tenant and is not locked.
  */
 static int64
 tenant_rows_on_owner(ShardServerOptions *opts, ShardInfo *info,
 					 const char *tenant, bool delete, StringInfo detail)
 {
-	ShardConn  *conn = delete ? shard_conn_get_for_write(opts, info) :
-	shard_conn_get(opts, info, false);
+	ShardConn  *conn = shard_conn_get_for_write(opts, info);
 	List	   *columns = shard_server_tenant_columns(opts->serverid);
+	List	   *tables = shard_server_tenant_tables(conn, info->shard_id,
+													columns);
 	int64		total = 0;
 	ListCell   *lc;
 
-	foreach(lc, shard_server_tenant_tables(conn, info->shard_id, columns))
+	if (tables != NIL)
+		lock_for_count(conn, info->shard_id,
+					   ((ShardTenantTable *) linitial(tables))->table);
+	foreach(lc, tables)
 	{
 		ShardTenantTable *tt = lfirst(lc);
 		int64		rows = shard_tenant_table_rows(conn, info->shard_id, tt,
 												   tenant, delete);
 
 		if (rows > 0)
-			appendStringInfo(detail, "%s\"%s\" " INT64_FORMAT,
-							 detail->len ? ", " : "", tt->table, rows);
+			appendStringInfo(detail, "%s\"%s\" %lld",
+							 detail->len ? ", " : "", tt->table,
+							 (long long) rows);
 		total += rows;
 	}
 	shard_conn_release(conn);
@@ -176,6 +218,7 @@ shard_remove(PG_FUNCTION_ARGS)
 	char	   *moving = NULL;
 	sqlite3_stmt *stmt;
 	bool		has_target;
+	int			rc;
 
 	if (PG_ARGISNULL(0) || PG_ARGISNULL(1))
 		ereport(ERROR,
@@ -207,15 +250,21 @@ shard_remove(PG_FUNCTION_ARGS)
 						   -1, &stmt, NULL) != SQLITE_OK)
 		shard_admin_write_failed(opts, db, "count the tenants of a shard");
 	sqlite3_bind_text(stmt, 1, info->shard_id, -1, SQLITE_TRANSIENT);
-	if (sqlite3_step(stmt) == SQLITE_ROW)
-		owned = sqlite3_column_int64(stmt, 0);
+	/* a failed count is no answer: count(*) always returns its row */
+	if (sqlite3_step(stmt) != SQLITE_ROW)
+	{
+		sqlite3_finalize(stmt);
+		shard_admin_write_failed(opts, db, "count the tenants of a shard");
+	}
+	owned = sqlite3_column_int64(stmt, 0);
 	sqlite3_finalize(stmt);
 	if (owned > 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_DEPENDENT_OBJECTS_STILL_EXIST),
-				 errmsg_plural("cannot remove shard \"%s\": it answers for " INT64_FORMAT " tenant",
-							   "cannot remove shard \"%s\": it answers for " INT64_FORMAT " tenants",
-							   owned, info->shard_id, owned),
+				 errmsg_plural("cannot remove shard \"%s\": it answers for %lld tenant",
+							   "cannot remove shard \"%s\": it answers for %lld tenants",
+							   (unsigned long) owned,
+							   info->shard_id, (long long) owned),
 				 errhint("Move its tenants to other shards, or remove them with tenant_remove(), first.")));
 
 	/* a move from or to it (the other side still holds rows there) */
@@ -231,8 +280,15 @@ shard_remove(PG_FUNCTION_ARGS)
 							   -1, &stmt, NULL) != SQLITE_OK)
 			shard_admin_write_failed(opts, db, "look for moves");
 		sqlite3_bind_text(stmt, 1, info->shard_id, -1, SQLITE_TRANSIENT);
-		if (sqlite3_step(stmt) == SQLITE_ROW)
+		/* no row: no move; anything else is a failed look, not "none" */
+		rc = sqlite3_step(stmt);
+		if (rc == SQLITE_ROW)
 			moving = pstrdup((const char *) sqlite3_column_text(stmt, 0));
+		else if (rc != SQLITE_DONE)
+		{
+			sqlite3_finalize(stmt);
+			shard_admin_write_failed(opts, db, "look for moves");
+		}
 		sqlite3_finalize(stmt);
 	}
 	if (moving != NULL)
