@@ -604,18 +604,18 @@ copy_tables(MoveShards *ms, MoveDir *md)
 			if (!done && elapsed_ms(last) >= MOVE_PROGRESS_MS)
 			{
 				ereport(NOTICE,
-						(errmsg("tenant \"%s\": copying table \"%s\" to shard \"%s\": " INT64_FORMAT " of about " INT64_FORMAT " rows",
+						(errmsg("tenant \"%s\": copying table \"%s\" to shard \"%s\": %lld of about %lld rows",
 								ms->tenant, t->name, ms->target->shard_id,
-								t->copied, t->rows)));
+								(long long) t->copied, (long long) t->rows)));
 				set_phase(md, ms->move_id, "copy", total, -1);
 				INSTR_TIME_SET_CURRENT(last);
 			}
 		}
 		ereport(NOTICE,
-				(errmsg_plural("tenant \"%s\": copied table \"%s\" to shard \"%s\": " INT64_FORMAT " row",
-							   "tenant \"%s\": copied table \"%s\" to shard \"%s\": " INT64_FORMAT " rows",
+				(errmsg_plural("tenant \"%s\": copied table \"%s\" to shard \"%s\": %lld row",
+							   "tenant \"%s\": copied table \"%s\" to shard \"%s\": %lld rows",
 							   t->copied, ms->tenant, t->name,
-							   ms->target->shard_id, t->copied)));
+							   ms->target->shard_id, (long long) t->copied)));
 	}
 	return total;
 }
@@ -642,9 +642,10 @@ replay_until_small(MoveShards *ms, MoveDir *md, int64 copied)
 			break;
 	}
 	ereport(NOTICE,
-			(errmsg_plural("tenant \"%s\": replayed " INT64_FORMAT " captured change, backlog " INT64_FORMAT,
-						   "tenant \"%s\": replayed " INT64_FORMAT " captured changes, backlog " INT64_FORMAT,
-						   applied, ms->tenant, applied, backlog)));
+			(errmsg_plural("tenant \"%s\": replayed %lld captured change, backlog %lld",
+						   "tenant \"%s\": replayed %lld captured changes, backlog %lld",
+						   applied, ms->tenant, (long long) applied,
+						   (long long) backlog)));
 	set_phase(md, ms->move_id, "replay", copied, backlog);
 	return backlog;
 }
@@ -760,8 +761,8 @@ run_move(MoveShards *ms, MoveDir *md)
 		ms->replayed = move_log_top(ms);
 		copied = move_verify(ms, ms->replayed, ms->replayed, false);
 		ereport(NOTICE,
-				(errmsg("tenant \"%s\": shard \"%s\" is fenced already; verified " INT64_FORMAT " rows",
-						ms->tenant, ms->source->shard_id, copied)));
+				(errmsg("tenant \"%s\": shard \"%s\" is fenced already; verified %lld rows",
+						ms->tenant, ms->source->shard_id, (long long) copied)));
 	}
 	else
 	{
@@ -770,9 +771,9 @@ run_move(MoveShards *ms, MoveDir *md)
 		removed = move_delete_rows(ms, ms->dst, false);
 		if (removed > 0)
 			ereport(NOTICE,
-					(errmsg_plural("tenant \"%s\": deleted " INT64_FORMAT " row of an earlier copy from shard \"%s\"",
-								   "tenant \"%s\": deleted " INT64_FORMAT " rows of an earlier copy from shard \"%s\"",
-								   removed, ms->tenant, removed,
+					(errmsg_plural("tenant \"%s\": deleted %lld row of an earlier copy from shard \"%s\"",
+								   "tenant \"%s\": deleted %lld rows of an earlier copy from shard \"%s\"",
+								   removed, ms->tenant, (long long) removed,
 								   ms->target->shard_id)));
 		/* the copy reads every state after this point of the log */
 		ms->replayed = move_log_top(ms);
@@ -855,9 +856,10 @@ refuse_new_move(MoveShards *ms)
 				(errcode(ERRCODE_DISK_FULL),
 				 errmsg("cannot move tenant \"%s\": shard \"%s\" would pass \"max_shard_bytes\"",
 						ms->tenant, ms->target->shard_id),
-				 errdetail("The shard has " INT64_FORMAT " bytes and the tenant takes about " INT64_FORMAT " bytes on shard \"%s\"; the server's limit is " INT64_FORMAT " bytes.",
-						   (int64) st.st_size, bytes, ms->source->shard_id,
-						   ms->opts->max_shard_bytes)));
+				 errdetail("The shard has %lld bytes and the tenant takes about %lld bytes on shard \"%s\"; the server's limit is %lld bytes.",
+						   (long long) st.st_size, (long long) bytes,
+						   ms->source->shard_id,
+						   (long long) ms->opts->max_shard_bytes)));
 }
 
 /*
@@ -922,8 +924,9 @@ shard_tenant_move(PG_FUNCTION_ARGS)
 						 errhint("Run tenant_move() with that shard to resume the move, or tenant_move_abort() to cancel it.")));
 			move_id = st->move_id;
 			ereport(NOTICE,
-					(errmsg("tenant \"%s\": resuming move " INT64_FORMAT " from shard \"%s\" (phase %s)",
-							tenant, move_id, st->shard_id, st->move_phase)));
+					(errmsg("tenant \"%s\": resuming move %lld from shard \"%s\" (phase %s)",
+							tenant, (long long) move_id, st->shard_id,
+							st->move_phase)));
 			setup_shards(&ms, opts, tenant, move_id, st->shard_id, target);
 			move_discover_tables(&ms, columns, true);
 			run_move(&ms, &md);
@@ -1073,10 +1076,10 @@ shard_tenant_move_abort(PG_FUNCTION_ARGS)
 								"aborted", "finished_at");
 			shard_directory_changed(shard_directory_get(opts));
 			ereport(NOTICE,
-					(errmsg_plural("tenant \"%s\": move to shard \"%s\" aborted; deleted " INT64_FORMAT " copied row there",
-								   "tenant \"%s\": move to shard \"%s\" aborted; deleted " INT64_FORMAT " copied rows there",
+					(errmsg_plural("tenant \"%s\": move to shard \"%s\" aborted; deleted %lld copied row there",
+								   "tenant \"%s\": move to shard \"%s\" aborted; deleted %lld copied rows there",
 								   removed, tenant, st->target_shard_id,
-								   removed)));
+								   (long long) removed)));
 			aborted = true;
 		}
 		else
