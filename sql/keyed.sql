@@ -16,15 +16,7 @@ CREATE TABLE items_n (tenant_id text, sku text, n bigint,
   qty bigint CHECK (qty >= 0), label text, PRIMARY KEY (tenant_id, sku, n));
 INSERT INTO items_n SELECT * FROM items;
 -- the foreign table and the native one hold the same rows
-CREATE FUNCTION regress_same() RETURNS text LANGUAGE sql AS $$
-  SELECT CASE WHEN count(*) = 0 THEN 'same' ELSE 'differ: ' ||
-    string_agg(format('%s %s', side, r), '; ' ORDER BY side, r) END
-  FROM (SELECT 'foreign only' AS side, f::text AS r FROM
-          (SELECT * FROM items EXCEPT ALL SELECT * FROM items_n) f
-        UNION ALL
-        SELECT 'native only', n::text FROM
-          (SELECT * FROM items_n EXCEPT ALL SELECT * FROM items) n) d
-$$;
+\i test/regress_items_same.sql
 SELECT count(*), regress_same() FROM items;
 \set VERBOSITY default
 
