@@ -23,44 +23,8 @@ CREATE TABLE g (id int);
 INSERT INTO g VALUES (1), (2), (6), (9);
 ANALYZE loc, g, items_native;
 
--- regress_lateral(query [, ordered]): run query, where {t} stands for the
--- table, against the native table and the foreign table; whether the
--- foreign answer is the native one (rows compared as text, sorted unless
--- the query's own order is tested), then the native answer, one row per
--- line.  A foreign answer that differs is shown in a NOTICE.
-CREATE FUNCTION regress_lateral(query text, ordered boolean DEFAULT false)
-RETURNS TABLE (same boolean, native text)
-LANGUAGE plpgsql AS $$
-DECLARE
-  want text[];
-  got text[];
-  q text;
-  i int;
-BEGIN
-  FOREACH q IN ARRAY ARRAY[replace(query, '{t}', 'items_native'),
-                           replace(query, '{t}', 'items')] LOOP
-    EXECUTE format('SELECT coalesce(array_agg(r::text %s), ''{}'') FROM (%s) r',
-                   CASE WHEN ordered THEN '' ELSE 'ORDER BY r::text' END, q)
-      INTO got;
-    IF want IS NULL THEN
-      want := got;
-    END IF;
-  END LOOP;
-  same := got IS NOT DISTINCT FROM want;
-  IF NOT same THEN
-    RAISE NOTICE 'foreign: %', array_to_string(got, ' ', '<NULL>');
-  END IF;
-  IF cardinality(want) = 0 THEN
-    native := '(no rows)';
-    RETURN NEXT;
-  END IF;
-  FOR i IN 1 .. cardinality(want) LOOP
-    native := want[i];
-    RETURN NEXT;
-    same := NULL;
-  END LOOP;
-END
-$$;
+-- regress_same(query [, ordered]): the foreign answer against the native one
+\i test/regress_compare.sql
 
 -- ===================================================================
 -- A lateral value in the scan's output, below an outer join: the scan
@@ -71,42 +35,42 @@ EXPLAIN (VERBOSE, COSTS OFF)
 SELECT l.v, s.x FROM loc l,
   LATERAL (SELECT q.x FROM (SELECT l.v AS x, f.id FROM items f) q
            RIGHT JOIN g ON q.id = g.id) s;
-SELECT * FROM regress_lateral($$
+SELECT * FROM regress_same($$
 SELECT l.v, s.x FROM loc l,
   LATERAL (SELECT q.x FROM (SELECT l.v AS x, f.id FROM {t} f) q
            RIGHT JOIN g ON q.id = g.id) s$$);
-SELECT * FROM regress_lateral($$
+SELECT * FROM regress_same($$
 SELECT l.id, s.* FROM loc l,
   LATERAL (SELECT q.x, q.y, g.id AS gid
            FROM (SELECT l.v + f.v AS x, l.id * 100 + f.id AS y, f.id
                  FROM {t} f) q
            RIGHT JOIN g ON q.id = g.id) s$$);
 -- the same value through LEFT JOIN LATERAL
-SELECT * FROM regress_lateral($$
+SELECT * FROM regress_same($$
 SELECT l.id, s.* FROM loc l
   LEFT JOIN LATERAL (SELECT f.id, l.v * 10 + f.v AS w FROM {t} f) s ON true$$);
 
 -- ===================================================================
 -- A condition that references the outer row
 -- ===================================================================
-SELECT * FROM regress_lateral($$
+SELECT * FROM regress_same($$
 SELECT l.id, s.* FROM loc l,
   LATERAL (SELECT f.id, f.v, l.v AS lv FROM {t} f WHERE f.v > l.v) s$$);
 EXPLAIN (VERBOSE, COSTS OFF)
 SELECT l.id, s.* FROM loc l
   LEFT JOIN LATERAL (SELECT f.id, l.v AS lv FROM items f
                      WHERE f.v > l.v AND f.grp = 'x') s ON true;
-SELECT * FROM regress_lateral($$
+SELECT * FROM regress_same($$
 SELECT l.id, s.* FROM loc l
   LEFT JOIN LATERAL (SELECT f.id, l.v AS lv FROM {t} f
                      WHERE f.v > l.v AND f.grp = 'x') s ON true$$);
-SELECT * FROM regress_lateral($$
+SELECT * FROM regress_same($$
 SELECT l.id, s.* FROM loc l
   LEFT JOIN LATERAL (SELECT f.id, coalesce(f.v, l.v) AS w FROM {t} f
                      WHERE f.id <= l.id + 1) s ON s.w > 5$$);
 -- a LIMIT keeps the subquery apart: its condition reads the outer row as
 -- a parameter, set anew for each row
-SELECT * FROM regress_lateral($$
+SELECT * FROM regress_same($$
 SELECT l.id, s.* FROM loc l,
   LATERAL (SELECT f.id, f.v FROM {t} f WHERE f.v > l.v
            ORDER BY f.v DESC, f.id LIMIT 2) s$$);
@@ -118,19 +82,19 @@ EXPLAIN (VERBOSE, COSTS OFF)
 SELECT l.id, s.* FROM loc l,
   LATERAL (SELECT count(*), sum(f.v), max(f.id) FROM items f
            WHERE f.v > l.v) s;
-SELECT * FROM regress_lateral($$
+SELECT * FROM regress_same($$
 SELECT l.id, s.* FROM loc l,
   LATERAL (SELECT count(*), sum(f.v), max(f.id) FROM {t} f
            WHERE f.v > l.v) s$$);
-SELECT * FROM regress_lateral($$
+SELECT * FROM regress_same($$
 SELECT l.id, s.* FROM loc l,
   LATERAL (SELECT f.grp, count(*), sum(f.v) + l.v AS total FROM {t} f
            WHERE f.id > l.id GROUP BY f.grp) s$$);
-SELECT * FROM regress_lateral($$
+SELECT * FROM regress_same($$
 SELECT l.id, s.* FROM loc l,
   LATERAL (SELECT count(*) AS n, min(f.v) FROM {t} f
            GROUP BY f.tenant_id HAVING count(*) > l.id - 3) s$$);
-SELECT * FROM regress_lateral($$
+SELECT * FROM regress_same($$
 SELECT l.id, (SELECT sum(f.v) FROM {t} f WHERE f.id < l.id) FROM loc l$$);
 
 -- ===================================================================
@@ -141,11 +105,11 @@ EXPLAIN (COSTS OFF)
 SELECT l.tenant, s.* FROM loc l,
   LATERAL (SELECT count(*), sum(f.v) FROM items f
            WHERE f.tenant_id = l.tenant) s;
-SELECT * FROM regress_lateral($$
+SELECT * FROM regress_same($$
 SELECT l.tenant, s.* FROM loc l,
   LATERAL (SELECT count(*), sum(f.v) FROM {t} f
            WHERE f.tenant_id = l.tenant) s$$);
-SELECT * FROM regress_lateral($$
+SELECT * FROM regress_same($$
 SELECT l.tenant, s.* FROM loc l,
   LATERAL (SELECT f.id, f.v FROM {t} f WHERE f.tenant_id = l.tenant
            ORDER BY f.id LIMIT 2) s$$);
@@ -153,15 +117,15 @@ EXPLAIN (COSTS OFF)
 SELECT l.tenant, s.* FROM loc l
   LEFT JOIN LATERAL (SELECT f.id, l.v AS lv FROM items f
                      WHERE f.tenant_id = l.tenant) s ON true;
-SELECT * FROM regress_lateral($$
+SELECT * FROM regress_same($$
 SELECT l.tenant, s.* FROM loc l
   LEFT JOIN LATERAL (SELECT f.id, l.v AS lv FROM {t} f
                      WHERE f.tenant_id = l.tenant) s ON true$$);
-SELECT * FROM regress_lateral($$
+SELECT * FROM regress_same($$
 SELECT l.tenant, s.* FROM loc l
   LEFT JOIN LATERAL (SELECT f.id, l.v AS lv FROM {t} f
                      WHERE f.tenant_id IN (l.tenant, 'globex')) s ON true$$);
 
-DROP FUNCTION regress_lateral(text, boolean);
+DROP FUNCTION regress_same(text, boolean);
 DROP TABLE loc, g, items_native;
 DROP SERVER lateral_srv CASCADE;
