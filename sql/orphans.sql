@@ -110,10 +110,10 @@ SET sqlite_shard_fdw.fanout_parallelism = 1;
 SELECT tenant_id, count(*) FROM orders WHERE tenant_id <> 'a'
   GROUP BY 1 ORDER BY 1;
 RESET sqlite_shard_fdw.fanout_parallelism;
--- A row-by-row UPDATE over every shard changes a's rows on s0, once each;
--- a's leftovers on s1 are not a's rows, and their rowids never name rows
--- on s0 (it used to change s0's rows 1 and 2 twice, and the leftovers'
--- values went there).
+-- A row-by-row UPDATE over every shard changes a's rows on s0, once each,
+-- and a's leftovers on s1 where they are: their rowids never name rows on
+-- s0 (it used to change s0's rows 1 and 2 twice, and the leftovers' values
+-- went there).
 BEGIN;
 UPDATE orders SET amount = amount + 1000 WHERE amount > 0 AND tenant_id <> 'ghost';
 SELECT tenant_id, order_id, amount FROM orders WHERE tenant_id = 'a' ORDER BY 2;
@@ -122,11 +122,12 @@ DELETE FROM orders WHERE amount > 0 AND tenant_id <> 'ghost' AND order_id = 1;
 SELECT tenant_id, order_id, amount FROM orders ORDER BY 1, 2, 3;
 ROLLBACK;
 -- The same by primary key, in a WITHOUT ROWID table: a's leftovers on s1
--- are skipped, and their keys never name rows on s0.
+-- are changed where they are, once each, and their keys never name rows
+-- on s0.
 BEGIN;
 UPDATE korders SET amount = amount + 1000 WHERE amount > 0;
 SELECT tenant_id, order_id, amount FROM korders WHERE tenant_id = 'a' ORDER BY 2;
-SELECT tenant_id, order_id, amount FROM korders WHERE amount < 1000 ORDER BY 1, 2;
+SELECT tenant_id, order_id, amount FROM korders ORDER BY 1, 2, 3;
 ROLLBACK;
 -- A direct UPDATE over every shard changes b, c, d, m and n's 10 rows,
 -- not the copies and leftovers of m, d and n.
@@ -151,6 +152,94 @@ DELETE FROM orders WHERE tenant_id ~ '^ghost$';
 SELECT count(*) FROM tenant_list('orphans_srv') WHERE tenant_id = 'ghost';
 ROLLBACK;
 ALTER FOREIGN TABLE orders OPTIONS (DROP auto_register);
+-- One UPDATE or DELETE changes the same rows whether it runs inside the
+-- shards (Direct Modify) or row by row (a condition PostgreSQL evaluates):
+-- each row on the shard the scan read it from, a's leftovers on s1 and
+-- ghost's row on s2 included (row by row used to skip the first and refuse
+-- the second), and of the moving tenants m, d and n only the owner's rows
+-- (a stale copy changed would come back in RETURNING).  The amounts' last
+-- digit names the shard of each row.
+\set row_list 'SELECT string_agg(format(''%s/%s/%s'', tenant_id, order_id, amount), '' '' ORDER BY tenant_id, order_id, amount)'
+BEGIN;
+EXPLAIN (COSTS OFF) UPDATE orders SET amount = 0 WHERE order_id = 1;
+WITH u AS (UPDATE orders SET amount = 0 WHERE order_id = 1
+           RETURNING tenant_id, order_id, amount)
+:row_list AS changed FROM u \gset direct_
+:row_list AS rows FROM orders \gset direct_
+ROLLBACK;
+BEGIN;
+EXPLAIN (COSTS OFF)
+UPDATE orders SET amount = 0 WHERE order_id = 1 AND amount::text ~ '.';
+WITH u AS (UPDATE orders SET amount = 0 WHERE order_id = 1
+           AND amount::text ~ '.' RETURNING tenant_id, order_id, amount)
+:row_list AS changed FROM u \gset by_row_
+:row_list AS rows FROM orders \gset by_row_
+ROLLBACK;
+SELECT :'direct_changed' AS changed, :'direct_rows' AS rows;
+SELECT :'direct_changed' = :'by_row_changed' AS same_changed,
+       :'direct_rows' = :'by_row_rows' AS same_rows;
+-- DELETE, of orders and of korders (WITHOUT ROWID: rows found by key).
+BEGIN;
+EXPLAIN (COSTS OFF) DELETE FROM orders WHERE order_id = 1;
+WITH d AS (DELETE FROM orders WHERE order_id = 1 RETURNING *)
+:row_list AS deleted FROM d \gset direct_
+WITH d AS (DELETE FROM korders WHERE order_id = 1 RETURNING *)
+:row_list AS kdeleted FROM d \gset direct_
+ROLLBACK;
+BEGIN;
+EXPLAIN (COSTS OFF)
+DELETE FROM orders WHERE order_id = 1 AND amount::text ~ '.';
+WITH d AS (DELETE FROM orders WHERE order_id = 1 AND amount::text ~ '.'
+           RETURNING *)
+:row_list AS deleted FROM d \gset by_row_
+WITH d AS (DELETE FROM korders WHERE order_id = 1 AND amount::text ~ '.'
+           RETURNING *)
+:row_list AS kdeleted FROM d \gset by_row_
+ROLLBACK;
+SELECT :'direct_deleted' AS deleted, :'direct_kdeleted' AS kdeleted;
+SELECT :'direct_deleted' = :'by_row_deleted' AS same_deleted,
+       :'direct_kdeleted' = :'by_row_kdeleted' AS same_kdeleted;
+-- A scoped login changes its own tenants' rows only, on the shard that
+-- owns them, either way, whatever it asks: a's leftovers on s1 stay as
+-- they are.
+CREATE ROLE regress_orphans_hostile;
+GRANT SELECT, UPDATE, DELETE ON orders TO regress_orphans_hostile;
+CREATE USER MAPPING FOR regress_orphans_hostile SERVER orphans_srv
+  OPTIONS (tenants 'a');
+BEGIN;
+SET LOCAL ROLE regress_orphans_hostile;
+EXPLAIN (COSTS OFF) UPDATE orders SET amount = -1;
+WITH u AS (UPDATE orders SET amount = -1 RETURNING tenant_id)
+SELECT tenant_id, count(*) FROM u GROUP BY 1 ORDER BY 1;
+EXPLAIN (COSTS OFF)
+UPDATE orders SET amount = -2 WHERE amount::text ~ '.' OR tenant_id <> 'a';
+WITH u AS (UPDATE orders SET amount = -2 WHERE amount::text ~ '.'
+           OR tenant_id <> 'a' RETURNING tenant_id)
+SELECT tenant_id, count(*) FROM u GROUP BY 1 ORDER BY 1;
+RESET ROLE;
+SELECT tenant_id, amount, count(*) FROM orders WHERE amount < 0
+  GROUP BY 1, 2 ORDER BY 1, 2;
+ROLLBACK;
+BEGIN;
+SET LOCAL ROLE regress_orphans_hostile;
+WITH u AS (DELETE FROM orders WHERE tenant_id <> 'b' RETURNING tenant_id)
+SELECT tenant_id, count(*) FROM u GROUP BY 1 ORDER BY 1;
+RESET ROLE;
+SELECT tenant_id, count(*) FROM orders WHERE tenant_id IN ('a', 'b')
+  OR amount % 10 = 1 GROUP BY 1 ORDER BY 1;
+ROLLBACK;
+BEGIN;
+SET LOCAL ROLE regress_orphans_hostile;
+WITH u AS (DELETE FROM orders WHERE amount::text ~ '.' OR tenant_id = 'b'
+           RETURNING tenant_id)
+SELECT tenant_id, count(*) FROM u GROUP BY 1 ORDER BY 1;
+RESET ROLE;
+SELECT tenant_id, count(*) FROM orders WHERE tenant_id IN ('a', 'b')
+  OR amount % 10 = 1 GROUP BY 1 ORDER BY 1;
+ROLLBACK;
+DROP USER MAPPING FOR regress_orphans_hostile SERVER orphans_srv;
+REVOKE ALL ON orders FROM regress_orphans_hostile;
+DROP ROLE regress_orphans_hostile;
 
 -- ===================================================================
 -- shard_orphans: what each shard holds for tenants it does not own.

@@ -1307,6 +1307,55 @@ shard_conn_primary_key(ShardConn *conn, const char *table, List **collations)
 }
 
 /*
+ * shard_conn_has_rowid
+ *		Does the table have a rowid (not WITHOUT ROWID, not a view)?  False
+ *		as well when the shard does not have the table.
+ */
+bool
+shard_conn_has_rowid(ShardConn *conn, const char *table)
+{
+	StringInfoData sql;
+	sqlite3_stmt *stmt;
+	bool		ok;
+
+	initStringInfo(&sql);
+	appendStringInfoString(&sql, "SELECT rowid FROM ");
+	shard_quote_identifier(&sql, table);
+	ok = (sqlite3_prepare_v2(conn->db, sql.data, -1, &stmt, NULL) == SQLITE_OK);
+	sqlite3_finalize(stmt);
+	pfree(sql.data);
+	return ok;
+}
+
+/*
+ * shard_explain_row_key
+ *		For EXPLAIN: the primary key columns (and their collations) by
+ *		which a row-by-row UPDATE or DELETE finds rows of the table on the
+ *		first shard of the fleet, when its table there is WITHOUT ROWID; NIL
+ *		when it has a rowid or cannot be read.  Shards are expected to share
+ *		one schema; each is checked again when it is read.
+ */
+List *
+shard_explain_row_key(ShardServerOptions *opts, const char *table,
+					  List **collations)
+{
+	List	   *shards = shard_directory_shards(shard_directory_get(opts));
+	ShardConn  *conn;
+	List	   *keys = NIL;
+
+	*collations = NIL;
+	if (shards == NIL)
+		return NIL;
+	conn = shard_conn_get(opts, (ShardInfo *) linitial(shards), true);
+	if (conn == NULL)
+		return NIL;
+	if (!shard_conn_has_rowid(conn, table))
+		keys = shard_conn_primary_key(conn, table, collations);
+	shard_conn_release(conn);
+	return keys;
+}
+
+/*
  * shard_conn_affinity_mismatch
  *		The first need this shard's declared affinities do not meet, or
  *		NULL: its need letter, or 'U' when only the shard's UTF-16 encoding

@@ -147,6 +147,9 @@ extern int	shard_conn_write_failed(ShardConn *conn, int rc);
 extern void shard_conn_check_no_reader(ShardConn *conn, const char *table);
 extern List *shard_conn_primary_key(ShardConn *conn, const char *table,
 									 List **collations);
+extern bool shard_conn_has_rowid(ShardConn *conn, const char *table);
+extern List *shard_explain_row_key(ShardServerOptions *opts, const char *table,
+								   List **collations);
 extern uint64 shard_writes_begun;
 extern char shard_conn_column_affinity(ShardConn *conn, const char *table,
 									   const char *col);
@@ -566,7 +569,9 @@ extern ShardRowKeys *shard_scan_row_keys(PlanState *below, Index rtindex);
 extern List *shard_row_keys_of(ShardRowKeys *keys, const char *shard_id,
 							   List **collations);
 extern const ShardValue *shard_row_key(ShardRowKeys *keys,
-									   const char *shard_id, ItemPointer tid);
+									   const char *shard_id, int64 n);
+extern ShardInfo *shard_row_identity(ShardRowKeys *keys, int64 tid_value,
+									 int64 *id);
 
 /* in store.c */
 

@@ -24,11 +24,14 @@
  * An UPDATE or DELETE runs inside the shards when it can, as one statement
  * per shard (shardPlanDirectModify; scan.c runs it).  Otherwise it runs row
  * by row: the scan reads each shard to its end before it hands a row over,
- * with the row's rowid as its ctid, PostgreSQL evaluates what SQLite
- * cannot, and each row is changed by its rowid and tenant.  A shard whose
- * table is WITHOUT ROWID is read with its primary key instead, whose values
- * the scan keeps exactly as SQLite returned them (the ctid numbers them),
- * and each row is changed by those values and its tenant.
+ * with the number of the shard and the row's rowid as its ctid, PostgreSQL
+ * evaluates what SQLite cannot, and each row is changed on the shard it was
+ * read from (not routed by the directory: the statement changes the rows a
+ * statement run inside the shards would) by its rowid and tenant.  A shard
+ * whose table is WITHOUT ROWID is read with its primary key instead, whose
+ * values the scan keeps exactly as SQLite returned them (the ctid numbers
+ * them), and each row is changed by those values, compared with the key's
+ * collations, and its tenant.
  *
  *-------------------------------------------------------------------------
  */
@@ -92,11 +95,12 @@ typedef struct ShardModifyState
 	bool		on_conflict_nothing;
 	const char *what;			/* "insert into table ..." for messages */
 	CmdType		operation;
-	AttrNumber	ctid_junk;		/* row identity in the plan's rows: rowid,
-								 * or the number of a row_keys key */
+	AttrNumber	ctid_junk;		/* row identity in the plan's rows: the
+								 * shard read and the rowid, or the number
+								 * of a row_keys key */
 	AttrNumber	tenant_junk;	/* and tenant (UPDATE and DELETE) */
-	ShardRowKeys *row_keys;		/* the keys of rows read from WITHOUT ROWID
-								 * tables, kept by the scan */
+	ShardRowKeys *row_keys;		/* the shards the scan read, and the keys of
+								 * rows read from WITHOUT ROWID tables */
 	Oid			tenant_type;
 	FmgrInfo	tenant_out;		/* its output function */
 	List	   *allowed;		/* the user mapping's tenants, or NIL */
@@ -215,7 +219,9 @@ shard_rowid_to_tid(int64 rowid, ItemPointer tid)
 
 /*
  * junk_rowid
- *		The rowid of the row a scan read, from the plan row's ctid.
+ *		The identity of the row a scan read, from the plan row's ctid: the
+ *		shard it came from and its rowid or key there, packed as
+ *		shard_row_identity reads them.
  */
 static int64
 junk_rowid(ShardModifyState *ms, TupleTableSlot *planSlot)
@@ -232,7 +238,7 @@ junk_rowid(ShardModifyState *ms, TupleTableSlot *planSlot)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("cannot %s row by row", ms->what),
-				 errdetail("A row is found again by its rowid, and a rowid is negative or beyond 2^48."),
+				 errdetail("A row is found again by the shard it was read from and its rowid, and a rowid is negative or too large to be numbered with its shard."),
 				 errhint("Change such rows with a statement that runs inside the shards.")));
 	return ((int64) ItemPointerGetBlockNumberNoCheck(tid) << 16) |
 		ItemPointerGetOffsetNumberNoCheck(tid);
@@ -857,20 +863,18 @@ shardBeginForeignInsert(ModifyTableState *mtstate, ResultRelInfo *rinfo)
 }
 
 /*
- * route_row
- *		The shard a row goes to: its tenant's, per the directory.  Refuses
- *		a row of no tenant, of a tenant the directory does not know (an
- *		INSERT with auto_register registers it instead), or of one the
+ * row_tenant
+ *		The tenant of a row written (its tenant column at tenant_att of
+ *		slot), into ms->tenant.  Refuses a row of no tenant, or of one the
  *		user mapping does not allow.
  */
-static ShardInfo *
-route_row(ShardModifyState *ms, TupleTableSlot *slot, AttrNumber tenant_att)
+static char *
+row_tenant(ShardModifyState *ms, TupleTableSlot *slot, AttrNumber tenant_att)
 {
 	AttrNumber	attnum = ms->topts->tenant_attnum;
 	bool		isnull;
 	Datum		value = slot_getattr(slot, tenant_att, &isnull);
 	char	   *tenant;
-	ShardLocation *loc;
 
 	if (isnull)
 		ereport(ERROR,
@@ -890,6 +894,20 @@ route_row(ShardModifyState *ms, TupleTableSlot *slot, AttrNumber tenant_att)
 				 errmsg("permission denied to write rows of tenant \"%s\" into foreign table \"%s\"",
 						tenant, RelationGetRelationName(ms->rel)),
 				 errdetail("The user mapping limits the role to its own tenants.")));
+	return tenant;
+}
+
+/*
+ * route_row
+ *		The shard a row an INSERT writes goes to: its tenant's, per the
+ *		directory.  Refuses a row row_tenant refuses, or of a tenant the
+ *		directory does not know (auto_register registers it instead).
+ */
+static ShardInfo *
+route_row(ShardModifyState *ms, TupleTableSlot *slot, AttrNumber tenant_att)
+{
+	char	   *tenant = row_tenant(ms, slot, tenant_att);
+	ShardLocation *loc;
 
 	loc = shard_directory_locate(ms->dir, tenant);
 	/*
@@ -994,7 +1012,8 @@ target_for(ShardModifyState *ms, ShardInfo *shard, List *keys,
 /*
  * write_row
  *		Insert one row into its shard, or update or delete the row the scan
- *		read (its tenant's shard, its rowid there); with RETURNING, read
+ *		read (on the shard it was read from, by its rowid or key there and
+ *		its tenant); with RETURNING, read
  *		what the shard stored back into the slot.  Returns false when no
  *		row changed (ON CONFLICT DO NOTHING skipped it, or it was gone).
  */
@@ -1034,29 +1053,26 @@ write_row(ShardModifyState *ms, TupleTableSlot *slot,
 	else
 	{
 		/*
-		 * The row the scan read: its tenant's shard, its rowid there, or
-		 * the primary key the scan kept for it.
+		 * The row the scan read, changed where it was read, whatever the
+		 * directory says of its tenant (as a statement that runs inside
+		 * the shards changes it): its rowid there, or the primary key the
+		 * scan kept for it, and its tenant, which the user mapping must
+		 * allow.
 		 */
+		int64		id;
+
 		if (ms->operation == CMD_UPDATE)
 			slot_getallattrs(slot);
-		shard = route_row(ms, planSlot, ms->tenant_junk);
+		(void) row_tenant(ms, planSlot, ms->tenant_junk);
+		shard = shard_row_identity(ms->row_keys, junk_rowid(ms, planSlot),
+								   &id);
 		keys = shard_row_keys_of(ms->row_keys, shard->shard_id, &collations);
 		if (keys != NIL)
-		{
-			bool		isnull;
-			Datum		d = ExecGetJunkAttribute(planSlot, ms->ctid_junk,
-												 &isnull);
-
-			if (isnull)
-				elog(ERROR, "key of a row of foreign table \"%s\" is NULL",
-					 RelationGetRelationName(ms->rel));
-			key = shard_row_key(ms->row_keys, shard->shard_id,
-								(ItemPointer) DatumGetPointer(d));
-		}
+			key = shard_row_key(ms->row_keys, shard->shard_id, id);
 		else
 		{
 			ms->values[nvalues].type = SQLITE_INTEGER;
-			ms->values[nvalues].u.i = junk_rowid(ms, planSlot);
+			ms->values[nvalues].u.i = id;
 			ms->values[nvalues].len = 0;
 			key = &ms->values[nvalues];
 		}
@@ -1313,7 +1329,9 @@ shardEndForeignInsert(EState *estate, ResultRelInfo *rinfo)
 
 /*
  * shardExplainForeignModify
- *		Show the SQLite statement each shard runs.
+ *		Show the SQLite statement each shard runs: for a row-by-row UPDATE
+ *		or DELETE, by rowid, and by primary key where the first shard's
+ *		table is WITHOUT ROWID.
  */
 void
 shardExplainForeignModify(ModifyTableState *mtstate, ResultRelInfo *rinfo,
@@ -1344,6 +1362,25 @@ shardExplainForeignModify(ModifyTableState *mtstate, ResultRelInfo *rinfo,
 							row_sql(rel, shard_table_options(rel), operation,
 									target_attrs, ret_attrs, NIL, NIL),
 							es);
+
+	/*
+	 * A WITHOUT ROWID shard finds the row by its primary key instead: the
+	 * first shard's, where its table has no rowid (shards may differ, and
+	 * each is checked when it is read).
+	 */
+	if (es->verbose && operation != CMD_INSERT)
+	{
+		ShardTableOptions *topts = shard_table_options(rel);
+		List	   *collations;
+		List	   *keys = shard_explain_row_key(shard_server_options(topts->serverid),
+												 topts->table, &collations);
+
+		if (keys != NIL)
+			ExplainPropertyText("SQLite statement on WITHOUT ROWID shards",
+								row_sql(rel, topts, operation, target_attrs,
+										ret_attrs, keys, collations),
+								es);
+	}
 }
 
 /*

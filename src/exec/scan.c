@@ -98,11 +98,17 @@ typedef struct ShardRowKey
 } ShardRowKey;
 
 /*
- * The keys of the rows a scan below a row-by-row UPDATE or DELETE returned
- * from keyed shards, by the number it put in their ctid (from 1).  The
- * values are kept exactly as SQLite returned them, never converted to
- * PostgreSQL types and back, so that an UPDATE binds the very values the
- * shard holds whatever the column's affinity.
+ * The identity of the rows a scan below a row-by-row UPDATE or DELETE
+ * returned.  A row is changed on the shard it was read from, whatever the
+ * directory says of its tenant (leftovers of a tenant the directory places
+ * elsewhere, or does not know, are changed where they are, as a statement
+ * that runs inside the shards changes them), so its ctid carries the
+ * number of that shard in its low shard_bits bits, above them its rowid,
+ * or for a keyed shard the number of its key (from 1).  The keys are kept
+ * exactly as SQLite returned them, never converted to PostgreSQL types and
+ * back, so that an UPDATE binds the very values the shard holds whatever
+ * the column's affinity; only those of rows that pass the scan's own
+ * recheck are kept.
  */
 struct ShardRowKeys
 {
@@ -111,6 +117,9 @@ struct ShardRowKeys
 	ShardRowKey *rows;
 	int64		nrows;
 	int64		maxrows;
+	ShardInfo  *read;			/* the shards rows came from, by number */
+	int			nread;
+	int			shard_bits;		/* 0 until the first row */
 };
 
 /* One shard a scan reads. */
@@ -1557,6 +1566,24 @@ large_tenant_without_stats(ShardScanState *s, ShardTarget *t)
 }
 
 /*
+ * report_no_row_key
+ *		Refuse a row-by-row UPDATE or DELETE of a shard's table that has
+ *		neither a rowid nor a primary key to find a row again by (a view,
+ *		whose rowid SQLite reads as NULL, or a WITHOUT ROWID table of no
+ *		key).
+ */
+static void
+report_no_row_key(ShardScanState *s, ShardTarget *t)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+			 errmsg("cannot change rows of table \"%s\" on shard \"%s\" one by one",
+					s->topts->table, t->info.shard_id),
+			 errdetail("The table has neither a rowid nor a primary key to find a row again by."),
+			 errhint("Change its rows with a statement that runs inside the shards.")));
+}
+
+/*
  * row_key_shard
  *		A shard whose table has no rowid, read for a row-by-row UPDATE or
  *		DELETE: its rows are found again by the table's primary key, which
@@ -1583,12 +1610,7 @@ row_key_shard(ShardScanState *s, ShardTarget *t)
 	oldcxt = MemoryContextSwitchTo(rk->cxt);
 	keys = shard_conn_primary_key(t->conn, s->topts->table, &collations);
 	if (keys == NIL)
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("cannot change rows of table \"%s\" on shard \"%s\" one by one",
-						s->topts->table, t->info.shard_id),
-				 errdetail("The table has neither a rowid nor a primary key to find a row again by."),
-				 errhint("Change its rows with a statement that runs inside the shards.")));
+		report_no_row_key(s, t);
 	keyed = palloc(sizeof(ShardKeyedShard));
 	keyed->shard_id = pstrdup(t->info.shard_id);
 	keyed->keys = keys;
@@ -1601,12 +1623,11 @@ row_key_shard(ShardScanState *s, ShardTarget *t)
 /*
  * remember_row_key
  *		Keep the key of a row read from a keyed shard (its first values,
- *		exactly as SQLite returned them) and put its number in the ctid,
- *		for a row-by-row UPDATE or DELETE to find the row again by.
+ *		exactly as SQLite returned them) and return its number, for a
+ *		row-by-row UPDATE or DELETE to find the row again by.
  */
-static void
-remember_row_key(ShardScanState *s, ShardTarget *t, const ShardValue *row,
-				 ItemPointer tid)
+static int64
+remember_row_key(ShardScanState *s, ShardTarget *t, const ShardValue *row)
 {
 	ShardRowKeys *rk = s->row_keys;
 	MemoryContext oldcxt = MemoryContextSwitchTo(rk->cxt);
@@ -1636,7 +1657,75 @@ remember_row_key(ShardScanState *s, ShardTarget *t, const ShardValue *row,
 		}
 	}
 	MemoryContextSwitchTo(oldcxt);
-	shard_rowid_to_tid(rk->nrows, tid);
+	return rk->nrows;
+}
+
+/*
+ * row_shard_number
+ *		The number of shard t among the shards a row-by-row UPDATE or
+ *		DELETE read rows from, numbering it at its first row.  The number
+ *		takes the low bits of each ctid, as many as the directory's shards
+ *		need when the first row is read.
+ */
+static int
+row_shard_number(ShardScanState *s, ShardTarget *t)
+{
+	ShardRowKeys *rk = s->row_keys;
+	MemoryContext oldcxt;
+	int			i;
+
+	for (i = 0; i < rk->nread; i++)
+		if (strcmp(rk->read[i].shard_id, t->info.shard_id) == 0)
+			return i;
+	if (rk->shard_bits == 0)
+	{
+		int			nshards = list_length(shard_directory_shards(s->dir));
+
+		rk->shard_bits = 1;
+		while ((1 << rk->shard_bits) < nshards && rk->shard_bits < 16)
+			rk->shard_bits++;
+		rk->read = MemoryContextAllocZero(rk->cxt, sizeof(ShardInfo) <<
+										  rk->shard_bits);
+	}
+	if (rk->nread >= (1 << rk->shard_bits))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("cannot change rows of table \"%s\" one by one on more than %d shards",
+						s->topts->table, 1 << rk->shard_bits),
+				 errdetail("Shards were added to the directory while the statement ran.")));
+	oldcxt = MemoryContextSwitchTo(rk->cxt);
+	rk->read[rk->nread].shard_id = pstrdup(t->info.shard_id);
+	rk->read[rk->nread].path = pstrdup(t->info.path);
+	MemoryContextSwitchTo(oldcxt);
+	return rk->nread++;
+}
+
+/*
+ * set_row_identity
+ *		Put the identity of the row just read from shard t into tid: the
+ *		shard's number and the row's rowid (or its key's number), or an
+ *		invalid ctid when the rowid does not fit beside the number.
+ */
+static void
+set_row_identity(ShardScanState *s, ShardTarget *t, const ShardValue *row,
+				 ItemPointer tid)
+{
+	int			shard;
+	int			bits;
+	int64		id;
+
+	/* a view reads "rowid" as NULL: nothing to find its rows again by */
+	if (t->keyed == NULL && t->nkeys > 0 && row[0].type != SQLITE_INTEGER)
+		report_no_row_key(s, t);
+	shard = row_shard_number(s, t);
+	bits = s->row_keys->shard_bits;
+	id = t->keyed != NULL ? remember_row_key(s, t, row) : s->cur_rowid;
+	if (t->keyed == NULL && t->nkeys == 0)
+		ItemPointerSetInvalid(tid);
+	else if (id < 0 || id >= ((INT64CONST(1) << 48) - 0x10000) >> bits)
+		ItemPointerSetInvalid(tid);
+	else
+		shard_rowid_to_tid((id << bits) | shard, tid);
 }
 
 /* What find_row_keys seeks: the scan of a result relation. */
@@ -1715,15 +1804,32 @@ shard_row_keys_of(ShardRowKeys *keys, const char *shard_id,
 }
 
 /*
+ * shard_row_identity
+ *		The shard a row of a row-by-row UPDATE or DELETE was read from, and
+ *		in *id its rowid there or the number of its key, from the value of
+ *		its ctid (set_row_identity).
+ */
+ShardInfo *
+shard_row_identity(ShardRowKeys *keys, int64 tid_value, int64 *id)
+{
+	int			shard;
+
+	if (keys == NULL || keys->shard_bits == 0)
+		elog(ERROR, "no rows were read for a row-by-row change");
+	shard = (int) (tid_value & ((1 << keys->shard_bits) - 1));
+	if (shard >= keys->nread)
+		elog(ERROR, "shard %d of a row-by-row change is not known", shard);
+	*id = tid_value >> keys->shard_bits;
+	return &keys->read[shard];
+}
+
+/*
  * shard_row_key
- *		The key values of a row read from a keyed shard, by its ctid.
+ *		The key values of a row read from a keyed shard, by its number.
  */
 const ShardValue *
-shard_row_key(ShardRowKeys *keys, const char *shard_id, ItemPointer tid)
+shard_row_key(ShardRowKeys *keys, const char *shard_id, int64 n)
 {
-	int64		n = ((int64) ItemPointerGetBlockNumberNoCheck(tid) << 16) |
-		ItemPointerGetOffsetNumberNoCheck(tid);
-
 	if (keys == NULL || n < 1 || n > keys->nrows ||
 		strcmp(keys->rows[n - 1].shard->shard_id, shard_id) != 0)
 		elog(ERROR, "row key %lld of shard \"%s\" is not known",
@@ -2240,31 +2346,6 @@ next_batch_parallel(ForeignScanState *node)
 }
 
 /*
- * owned_row
- *		Is the row just read (for a row-by-row UPDATE or DELETE) one of a
- *		tenant that the shard it came from owns, or of a tenant the
- *		directory does not know (the write then says so)?  A routed scan
- *		reads only owned tenants' rows already.
- */
-static bool
-owned_row(ShardScanState *s, TupleTableSlot *slot)
-{
-	AttrNumber	attnum = s->topts->tenant_attnum;
-	ShardLocation *loc;
-	MemoryContext oldcxt;
-
-	if (s->restricted || s->tenant_pos < 0 ||
-		slot->tts_isnull[attnum - 1])
-		return true;
-	oldcxt = MemoryContextSwitchTo(s->row_cxt);
-	loc = shard_directory_locate(s->dir,
-								 shard_tenant_id(s->tenant_type,
-												 slot->tts_values[attnum - 1]));
-	MemoryContextSwitchTo(oldcxt);
-	return loc == NULL || strcmp(loc->owner, s->cur->info.shard_id) == 0;
-}
-
-/*
  * use_fanout
  *		Read shards in parallel when there is more than one to read and
  *		parallelism is allowed.
@@ -2328,22 +2409,7 @@ next_row(ForeignScanState *node, TupleTableSlot *slot)
 			MemoryContextSwitchTo(oldcxt);
 
 			ExecStoreVirtualTuple(slot);
-			/*
-			 * A row-by-row UPDATE or DELETE changes a row on its tenant's
-			 * shard, by its rowid or key there: a row read from a shard
-			 * that does not own its tenant (leftovers the directory does
-			 * not record) would name another row of the owner.  Such rows
-			 * are not the tenant's: they are skipped.
-			 */
-			if (s->row_keys != NULL && !owned_row(s, slot))
-				continue;
-			/* the row's identity for a row-by-row UPDATE or DELETE */
-			if (s->cur->keyed != NULL)
-				remember_row_key(s, s->cur, row, &slot->tts_tid);
-			else if (off)
-				shard_rowid_to_tid(s->cur_rowid, &slot->tts_tid);
-			else
-				ItemPointerSetInvalid(&slot->tts_tid);
+			ItemPointerSetInvalid(&slot->tts_tid);
 			if (s->cur->degraded && s->recheck_quals != NIL)
 			{
 				ExprContext *econtext = node->ss.ps.ps_ExprContext;
@@ -2361,6 +2427,16 @@ next_row(ForeignScanState *node, TupleTableSlot *slot)
 				if (!ExecQual(s->recheck, econtext))
 					continue;
 			}
+
+			/*
+			 * The row's identity for a row-by-row UPDATE or DELETE: the
+			 * shard it came from, its rowid or key there.  A key is kept
+			 * only for a row the recheck passed.
+			 */
+			if (s->row_keys != NULL)
+				set_row_identity(s, s->cur, row, &slot->tts_tid);
+			else if (off)
+				shard_rowid_to_tid(s->cur_rowid, &slot->tts_tid);
 			return true;
 		}
 
