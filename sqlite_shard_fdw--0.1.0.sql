@@ -66,6 +66,15 @@ LANGUAGE C;
 
 REVOKE ALL ON FUNCTION shard_analyze(name, text) FROM PUBLIC;
 
+-- reference_check(table) compares every shard's copy of a reference table
+-- with the copy reads come from.
+CREATE FUNCTION reference_check(reference_table regclass,
+                                OUT shard_id text, OUT rows bigint,
+                                OUT digest text, OUT same boolean)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'shard_reference_check'
+LANGUAGE C STRICT;
+
 REVOKE ALL ON FUNCTION directory_init(name), directory_init(name, text),
   shard_add(name, text, text), tenant_add(name, text, text) FROM PUBLIC;
 

@@ -33,15 +33,17 @@ $$;
 -- ===================================================================
 -- Import everything from the first shard (shard_a, by shard id)
 -- ===================================================================
--- "settings" has no tenant column: skipped, with a NOTICE that says how
--- to import it.  The view "broken" reads a dropped table: skipped, with a
--- WARNING.  SQLite's own tables (sqlite_sequence, sqlite_stat1) are not
--- imported.  events.id, an INTEGER PRIMARY KEY, is NOT NULL.
+-- "settings" has no tenant column: a reference table, with a NOTICE that
+-- says how to import it if another column holds the tenant.  The view
+-- "broken" reads a dropped table: skipped, with a WARNING.  SQLite's own
+-- tables (sqlite_sequence, sqlite_stat1) are not imported.  events.id, an
+-- INTEGER PRIMARY KEY, is NOT NULL.
 CREATE SCHEMA import_all;
 IMPORT FOREIGN SCHEMA main FROM SERVER import_srv INTO import_all;
 SELECT * FROM import_tables('import_all');
 SELECT * FROM import_columns('import_all');
 \d+ import_all.orders
+SELECT * FROM import_all.settings ORDER BY 1;
 
 -- Imported tables read like any other, names needing quotes included.
 SELECT * FROM import_all.orders WHERE tenant_id = 'acme' ORDER BY order_id;
@@ -95,13 +97,19 @@ SELECT attname, not_null FROM import_columns('import_nullable');
 -- "tenant_column" names another column; SQLite matches it without regard
 -- to case, and the table option keeps the table's own spelling.  This is
 -- what the NOTICE about "settings" suggests; the tables without a column
--- "KEY" are skipped.
+-- "KEY" become reference tables.
 CREATE SCHEMA import_tenant;
 IMPORT FOREIGN SCHEMA main LIMIT TO (settings, "MixedCase", orders)
   FROM SERVER import_srv INTO import_tenant
   OPTIONS (tenant_column 'KEY');
 SELECT * FROM import_tables('import_tenant');
 SELECT * FROM import_tenant.settings;
+-- ... or are skipped, with reference_tables off
+CREATE SCHEMA import_noref;
+IMPORT FOREIGN SCHEMA main LIMIT TO (settings, "MixedCase", orders)
+  FROM SERVER import_srv INTO import_noref
+  OPTIONS (tenant_column 'KEY', reference_tables 'false');
+SELECT * FROM import_tables('import_noref');
 
 -- ===================================================================
 -- Keys SQLite never stores as NULL
@@ -174,7 +182,7 @@ SELECT count(*) FROM import_tables('import_err');
 -- Clean up
 -- ===================================================================
 \set VERBOSITY terse
-DROP SCHEMA import_all, import_limit, import_except, import_b,
+DROP SCHEMA import_all, import_noref, import_limit, import_except, import_b,
   import_nullable, import_tenant, import_keys, import_keys_nullable,
   import_err CASCADE;
 DROP FUNCTION import_tables(name), import_columns(name);

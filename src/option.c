@@ -64,6 +64,8 @@ static const ShardOption shard_options[] = {
 	{"auto_register", ForeignTableRelationId},
 	{"batch_size", ForeignTableRelationId},
 	{"tenant_column", ForeignTableRelationId},
+	{"distribution", ForeignTableRelationId},
+	{"reference_shard", ForeignTableRelationId},
 	{"analyze_values", ForeignTableRelationId},
 	{"column", AttributeRelationId},
 	{"tenants", UserMappingRelationId},
@@ -471,6 +473,9 @@ sqlite_shard_fdw_validator(PG_FUNCTION_ARGS)
 	List	   *options = untransformRelOptions(PG_GETARG_DATUM(0));
 	Oid			catalog = PG_GETARG_OID(1);
 	bool		has_directory = false;
+	bool		has_tenant_column = false;
+	bool		has_reference_shard = false;
+	bool		reference = false;
 	ListCell   *lc;
 
 	foreach(lc, options)
@@ -535,6 +540,15 @@ sqlite_shard_fdw_validator(PG_FUNCTION_ARGS)
 			(void) parse_tenant_list(value);
 		else if (strcmp(def->defname, "analyze_values") == 0)
 			(void) parse_bool_option(def->defname, value);
+		else if (strcmp(def->defname, "distribution") == 0)
+		{
+			if (strcmp(value, "tenant") != 0 && strcmp(value, "reference") != 0)
+				ereport(ERROR,
+						(errcode(ERRCODE_FDW_INVALID_ATTRIBUTE_VALUE),
+						 errmsg("invalid value for option \"distribution\": \"%s\"", value),
+						 errhint("Valid values are \"tenant\" and \"reference\".")));
+			reference = (strcmp(value, "reference") == 0);
+		}
 		else if (strcmp(def->defname, "batch_size") == 0)
 		{
 			if (parse_int_option(def->defname, value) < 1)
@@ -545,12 +559,26 @@ sqlite_shard_fdw_validator(PG_FUNCTION_ARGS)
 		}
 		else
 			check_nonempty(def->defname, value);
+		if (strcmp(def->defname, "tenant_column") == 0)
+			has_tenant_column = true;
+		else if (strcmp(def->defname, "reference_shard") == 0)
+			has_reference_shard = true;
 	}
 
 	if (catalog == ForeignServerRelationId && !has_directory)
 		ereport(ERROR,
 				(errcode(ERRCODE_FDW_OPTION_NAME_NOT_FOUND),
 				 errmsg("option \"directory\" is required for a sqlite_shard_fdw server")));
+	if (reference && has_tenant_column)
+		ereport(ERROR,
+				(errcode(ERRCODE_FDW_INVALID_OPTION_NAME),
+				 errmsg("a foreign table with distribution \"reference\" has no option \"tenant_column\""),
+				 errdetail("A reference table belongs to no tenant: every shard holds the same rows.")));
+	if (has_reference_shard && !reference)
+		ereport(ERROR,
+				(errcode(ERRCODE_FDW_INVALID_OPTION_NAME),
+				 errmsg("option \"reference_shard\" needs option \"distribution\" set to \"reference\""),
+				 errdetail("Only a reference table is read from one chosen shard.")));
 
 	PG_RETURN_VOID();
 }
@@ -640,12 +668,23 @@ shard_table_options(Relation rel)
 			opts->table = defGetString(def);
 		else if (strcmp(def->defname, "tenant_column") == 0)
 			opts->tenant_column = defGetString(def);
+		else if (strcmp(def->defname, "distribution") == 0)
+			opts->reference = (strcmp(defGetString(def), "reference") == 0);
+		else if (strcmp(def->defname, "reference_shard") == 0)
+			opts->reference_shard = defGetString(def);
 		else if (strcmp(def->defname, "batch_size") == 0)
 			opts->batch_size = parse_int_option(def->defname,
 												defGetString(def));
 		else if (strcmp(def->defname, "auto_register") == 0)
 			opts->auto_register = parse_bool_option(def->defname,
 													defGetString(def));
+	}
+
+	/* A reference table has no tenant column. */
+	if (opts->reference)
+	{
+		opts->tenant_column = NULL;
+		return opts;
 	}
 
 	/*

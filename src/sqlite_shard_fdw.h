@@ -39,8 +39,13 @@ typedef struct ShardServerOptions
 typedef struct ShardTableOptions
 {
 	char	   *table;			/* SQLite table name */
-	char	   *tenant_column;	/* SQLite name of the tenant column */
+	char	   *tenant_column;	/* SQLite name of the tenant column, or NULL
+								 * in a reference table */
 	AttrNumber	tenant_attnum;	/* its foreign table column, or 0 */
+	bool		reference;		/* distribution "reference": rows of no
+								 * tenant, a copy in every shard */
+	char	   *reference_shard;	/* the shard a reference table is read
+									 * from, or NULL: the first */
 	Oid			serverid;		/* the table's server */
 	int			batch_size;		/* rows per batch insert */
 	bool		auto_register;	/* INSERT registers unknown tenants */
@@ -104,6 +109,12 @@ extern char *shard_resolve_path(ShardServerOptions *opts, const char *path);
 extern char *shard_resolve_checked_path(ShardServerOptions *opts,
 										const char *shard_id,
 										const char *path);
+
+/* in reference.c */
+
+extern ShardInfo *shard_reference_shard(ShardDirectory *dir,
+										ShardTableOptions *topts,
+										const char *relname);
 
 /* in move.c */
 

@@ -48,6 +48,8 @@ typedef struct ImportOptions
 	char	   *shard;			/* shard whose schema is read, or NULL */
 	char	   *tenant_column;	/* SQLite name of the tenant column */
 	bool		import_not_null;	/* copy NOT NULL constraints */
+	bool		reference_tables;	/* import tables without the tenant
+									 * column as reference tables */
 } ImportOptions;
 
 /* The default of the "tenant_column" import and table options. */
@@ -225,6 +227,7 @@ parse_import_options(ImportForeignSchemaStmt *stmt, ImportOptions *iopts)
 	iopts->shard = NULL;
 	iopts->tenant_column = DEFAULT_TENANT_COLUMN;
 	iopts->import_not_null = true;
+	iopts->reference_tables = true;
 
 	foreach(lc, stmt->options)
 	{
@@ -243,11 +246,13 @@ parse_import_options(ImportForeignSchemaStmt *stmt, ImportOptions *iopts)
 		}
 		else if (strcmp(def->defname, "import_not_null") == 0)
 			iopts->import_not_null = defGetBoolean(def);
+		else if (strcmp(def->defname, "reference_tables") == 0)
+			iopts->reference_tables = defGetBoolean(def);
 		else
 			ereport(ERROR,
 					(errcode(ERRCODE_FDW_INVALID_OPTION_NAME),
 					 errmsg("invalid option \"%s\"", def->defname),
-					 errhint("Valid options in this context are: shard, tenant_column, import_not_null.")));
+					 errhint("Valid options in this context are: shard, tenant_column, import_not_null, reference_tables.")));
 	}
 }
 
@@ -514,17 +519,16 @@ map_sqlite_type(const char *decltype, StringInfo buf)
  * deparse_table
  *		The CREATE FOREIGN TABLE command for one SQLite table or view, or
  *		NULL when it is skipped: its columns cannot be read (a warning says
- *		why) or it has no tenant column (a notice says so).
+ *		why), or it has no tenant column and the import takes no reference
+ *		tables (a notice says so).
  *
- * Every foreign table of this wrapper is routed by a tenant column, so a
- * table without one (a lookup table copied into every shard, an
- * application's bookkeeping table) could not be queried: importing it
- * would only leave a foreign table behind whose every query fails.  It is
- * skipped instead, and since a table named in LIMIT TO must not vanish
- * without a word, a NOTICE names it and says how to import it when
- * another column holds the tenant.  The "tenant_column" option is always
- * written out, naming the column matched: left out, the option's default
- * could pick a different column than the one the import was told to use.
+ * A table without the tenant column (a lookup table copied into every
+ * shard, such as plans or currencies) becomes a reference table, read from
+ * one shard's copy; a NOTICE names it, since the import cannot tell such a
+ * table from one whose tenant column has another name, and says what to do
+ * then.  The "tenant_column" option of a tenant table is always written
+ * out, naming the column matched: left out, the option's default could
+ * pick a different column than the one the import was told to use.
  */
 static char *
 deparse_table(sqlite3 *db, sqlite3_stmt *colstmt, ShardInfo *shard,
@@ -606,24 +610,34 @@ deparse_table(sqlite3 *db, sqlite3_stmt *colstmt, ShardInfo *shard,
 	if (ncols == 0)
 		return NULL;			/* nothing SELECT * could return */
 
-	if (tenant_column == NULL)
+	if (tenant_column == NULL && !iopts->reference_tables)
 	{
 		ereport(NOTICE,
 				(errmsg("skipping table \"%s\" of shard \"%s\": it has no tenant column \"%s\"",
 						pgname, shard->shard_id, iopts->tenant_column),
-				 errdetail("Every foreign table of this server is routed by a column that holds the tenant id; tables without one are not supported yet."),
-				 errhint("If another column holds the tenant id, import the table with LIMIT TO (%s) and the import option \"tenant_column\" naming that column, or create the foreign table by hand with the table option \"tenant_column\".",
+				 errdetail("The import option \"reference_tables\" is off, so tables without the tenant column are not imported."),
+				 errhint("If another column holds the tenant id, import the table with LIMIT TO (%s) and the import option \"tenant_column\" naming that column.",
 						 quote_identifier(pgname))));
 		pfree(typebuf.data);
 		pfree(cmd.data);
 		return NULL;
 	}
+	if (tenant_column == NULL)
+		ereport(NOTICE,
+				(errmsg("importing table \"%s\" of shard \"%s\" as a reference table: it has no tenant column \"%s\"",
+						pgname, shard->shard_id, iopts->tenant_column),
+				 errdetail("A reference table belongs to no tenant; it is read from one shard's copy, and every shard is expected to hold the same rows."),
+				 errhint("If another column holds the tenant id, import the table with LIMIT TO (%s) and the import option \"tenant_column\" naming that column.",
+						 quote_identifier(pgname))));
 
 	appendStringInfo(&cmd, "\n) SERVER %s\nOPTIONS (table %s",
 					 quote_identifier(servername),
 					 quote_literal_cstr(sqlite_name_to_server(tabname)));
-	appendStringInfo(&cmd, ", tenant_column %s);",
-					 quote_literal_cstr(tenant_column));
+	if (tenant_column == NULL)
+		appendStringInfoString(&cmd, ", distribution 'reference');");
+	else
+		appendStringInfo(&cmd, ", tenant_column %s);",
+						 quote_literal_cstr(tenant_column));
 
 	pfree(typebuf.data);
 	return cmd.data;

@@ -465,7 +465,8 @@ check_call(FunctionCallInfo fcinfo, int nargs, const char *what)
  * tenant_columns_of_server
  *		The tenant columns the foreign tables of a server name, as pairs of
  *		strings (SQLite table, tenant column): a move takes those tables by
- *		those columns, and every other table by a column "tenant_id".
+ *		those columns, and every other table by a column "tenant_id";
+ *		a reference table is named with no column, so it stays.
  */
 static List *
 tenant_columns_of_server(Oid serverid)
@@ -496,6 +497,9 @@ tenant_columns_of_server(Oid serverid)
 				name = defGetString(def);
 			else if (strcmp(def->defname, "tenant_column") == 0)
 				col = defGetString(def);
+			else if (strcmp(def->defname, "distribution") == 0 &&
+					 strcmp(defGetString(def), "reference") == 0)
+				col = "";		/* no column: shared, never moved */
 		}
 		if (name != NULL)
 			result = lappend(lappend(result, pstrdup(name)), pstrdup(col));

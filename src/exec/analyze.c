@@ -112,6 +112,8 @@ static int	shard_acquire_sample_rows(Relation relation, int elevel,
 static BlockNumber estimate_pages(List *shards);
 static double shard_file_pages(ShardInfo *shard);
 static List *copy_shard_list(List *shards);
+static List *analyzed_shards(ShardDirectory *dir, ShardTableOptions *topts,
+							 Relation relation);
 static bool shard_owns_allowed(ShardDirectory *dir, ShardInfo *shard,
 							   List *allowed);
 static char *shard_query(ShardAnalyzeState *astate, ShardConn *conn,
@@ -139,13 +141,28 @@ bool
 shardAnalyzeForeignTable(Relation relation, AcquireSampleRowsFunc *func,
 						 BlockNumber *totalpages)
 {
-	ForeignTable *table = GetForeignTable(RelationGetRelid(relation));
-	ShardServerOptions *opts = shard_server_options(table->serverid);
+	ShardTableOptions *topts = shard_table_options(relation);
+	ShardServerOptions *opts = shard_server_options(topts->serverid);
 	ShardDirectory *dir = shard_directory_get(opts);
 
 	*func = shard_acquire_sample_rows;
-	*totalpages = estimate_pages(shard_directory_shards(dir));
+	*totalpages = estimate_pages(analyzed_shards(dir, topts, relation));
 	return true;
+}
+
+/*
+ * analyzed_shards
+ *		The shards ANALYZE reads: every shard of the directory, or the one
+ *		a reference table is read from.
+ */
+static List *
+analyzed_shards(ShardDirectory *dir, ShardTableOptions *topts,
+				Relation relation)
+{
+	if (topts->reference)
+		return list_make1(shard_reference_shard(dir, topts,
+												RelationGetRelationName(relation)));
+	return shard_directory_shards(dir);
 }
 
 /*
@@ -240,7 +257,9 @@ shard_acquire_sample_rows(Relation relation, int elevel,
 	astate.relname = RelationGetRelationName(relation);
 	astate.table = topts->table;
 	astate.col = -1;
-	astate.keep_values = shard_analyze_values(RelationGetRelid(relation));
+	/* A reference table's values are no tenant's: they are always kept. */
+	astate.keep_values = topts->reference ||
+		shard_analyze_values(RelationGetRelid(relation));
 
 	/*
 	 * The query every shard runs: each live column by its SQLite name, in
@@ -279,23 +298,25 @@ shard_acquire_sample_rows(Relation relation, int elevel,
 	}
 	appendStringInfoString(&query, " FROM ");
 	shard_quote_identifier(&query, topts->table);
-	if (astate.tenant_col < 0)
+	if (astate.tenant_col < 0 && !topts->reference)
 		elog(ERROR, "tenant column of foreign table \"%s\" is not fetched",
 			 astate.relname);
-
-	astate.tenant_column = topts->tenant_column;
-	astate.tenant_kind = shard_tenant_kind(TupleDescAttr(astate.tupdesc,
-														 astate.tenant_attnum - 1)->atttypid);
 
 	/*
 	 * ANALYZE runs as the table owner, so GetUserId() is the role whose
 	 * user mapping decides which tenants the sample may contain.
 	 */
-	astate.allowed = shard_tenant_ids_text(shard_user_tenants(topts->serverid,
-															  GetUserId()));
+	if (!topts->reference)
+	{
+		astate.tenant_column = topts->tenant_column;
+		astate.tenant_kind = shard_tenant_kind(TupleDescAttr(astate.tupdesc,
+															 astate.tenant_attnum - 1)->atttypid);
+		astate.allowed = shard_tenant_ids_text(shard_user_tenants(topts->serverid,
+																  GetUserId()));
+	}
 
 	dir = shard_directory_get(opts);
-	shards = copy_shard_list(shard_directory_shards(dir));
+	shards = copy_shard_list(analyzed_shards(dir, topts, relation));
 
 	errcallback.callback = analyze_error_callback;
 	errcallback.arg = (void *) &astate;
@@ -325,7 +346,8 @@ shard_acquire_sample_rows(Relation relation, int elevel,
 	{
 		ShardInfo  *shard = (ShardInfo *) lfirst(lc);
 
-		astate.excluded = shard_directory_stale_tenants(dir, shard->shard_id);
+		astate.excluded = topts->reference ? NIL :
+			shard_directory_stale_tenants(dir, shard->shard_id);
 		astate.shard_id = shard->shard_id;
 		sample_shard(&astate, opts, shard, query.data);
 		astate.shard_id = NULL;

@@ -214,12 +214,16 @@ shard_join_append_from(StringInfo sql, ShardJoinScan *j, ShardConn *conn,
 		}
 		t = &j->tables[intVal(lfirst(lc))];
 		conds = list_copy(t->conds);
-		if (conn != NULL && tenants != NIL)
-			conds = tenant_filter(conds, t, conn, tenant_kind, tenants, false,
-								  &tenants_param, nparams, extra);
-		if (conn != NULL && excluded != NIL)
-			conds = tenant_filter(conds, t, conn, tenant_kind, excluded, true,
-								  &excluded_param, nparams, extra);
+		/* a reference table's copy serves every tenant of the shard */
+		if (conn != NULL && t->tenant_column[0] != '\0')
+		{
+			if (tenants != NIL)
+				conds = tenant_filter(conds, t, conn, tenant_kind, tenants,
+									  false, &tenants_param, nparams, extra);
+			if (excluded != NIL)
+				conds = tenant_filter(conds, t, conn, tenant_kind, excluded,
+									  true, &excluded_param, nparams, extra);
+		}
 		if (conn != NULL)
 			conds = shard_time_ranges_for_shard(conds, conn, t->table);
 		if (conds == NIL)

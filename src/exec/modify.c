@@ -147,12 +147,15 @@ tenant_allowed(List *allowed, const char *tenant)
 
 /*
  * shardIsForeignRelUpdatable
- *		Rows can be inserted, updated and deleted; an UPDATE or DELETE must
- *		run inside the shards (shardPlanDirectModify).
+ *		Rows of a tenant table can be inserted, updated and deleted; a
+ *		reference table is read-only, since a write would have to reach
+ *		every shard's copy.
  */
 int
 shardIsForeignRelUpdatable(Relation rel)
 {
+	if (shard_table_options(rel)->reference)
+		return 0;
 	return (1 << CMD_INSERT) | (1 << CMD_UPDATE) | (1 << CMD_DELETE);
 }
 

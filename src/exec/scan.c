@@ -685,6 +685,36 @@ init_prep(ShardScanState *s)
 }
 
 /*
+ * join_lead_relation
+ *		The table whose options and tenant filters lead a join's scan: its
+ *		first tenant table, whose shards it reads, or, when it joins
+ *		reference tables only, its first table.
+ */
+static Relation
+join_lead_relation(EState *estate, Bitmapset *relids, Index *rtindex)
+{
+	Relation	first = NULL;
+	int			rti = -1;
+
+	while ((rti = bms_next_member(relids, rti)) >= 0)
+	{
+		Relation	rel = ExecGetRangeTableRelation(estate, rti);
+
+		if (first == NULL)
+		{
+			first = rel;
+			*rtindex = rti;
+		}
+		if (!shard_table_options(rel)->reference)
+		{
+			*rtindex = rti;
+			return rel;
+		}
+	}
+	return first;
+}
+
+/*
  * shardBeginForeignScan
  *		Set up a scan; the shards are chosen when it first runs.
  */
@@ -693,11 +723,9 @@ shardBeginForeignScan(ForeignScanState *node, int eflags)
 {
 	ForeignScan *fsplan = (ForeignScan *) node->ss.ps.plan;
 	EState	   *estate = node->ss.ps.state;
-	Index		rtindex = fsplan->scan.scanrelid > 0 ? fsplan->scan.scanrelid :
-	bms_next_member(fsplan->fs_relids, -1);
-	Relation	rel = node->ss.ss_currentRelation ? node->ss.ss_currentRelation :
-	ExecGetRangeTableRelation(estate, rtindex);
-	TupleDesc	tupdesc = RelationGetDescr(rel);
+	Index		rtindex = fsplan->scan.scanrelid;
+	Relation	rel = node->ss.ss_currentRelation;
+	TupleDesc	tupdesc;
 	ShardScanPrivate priv;
 	ShardScanState *s;
 	MemoryContextCallback *cb;
@@ -707,6 +735,9 @@ shardBeginForeignScan(ForeignScanState *node, int eflags)
 	Oid			userid;
 	int			i;
 
+	if (rel == NULL)
+		rel = join_lead_relation(estate, fsplan->fs_relids, &rtindex);
+	tupdesc = RelationGetDescr(rel);
 	s = palloc0(sizeof(ShardScanState));
 	node->fdw_state = s;
 
@@ -846,12 +877,15 @@ shardBeginForeignScan(ForeignScanState *node, int eflags)
 		}
 	if (s->mode == SCAN_ROWS)
 		init_prep(s);
-	s->tenant_type = TupleDescAttr(tupdesc, s->topts->tenant_attnum - 1)->atttypid;
-	s->tenant_kind = shard_tenant_kind(s->tenant_type);
-
-	userid = scan_user_compat(fsplan, estate, rtindex);
-	s->allowed = shard_tenant_ids_text(shard_user_tenants(s->opts->serverid,
-														  userid));
+	/* A reference table's rows belong to no tenant: every role sees them. */
+	if (!s->topts->reference)
+	{
+		s->tenant_type = TupleDescAttr(tupdesc, s->topts->tenant_attnum - 1)->atttypid;
+		s->tenant_kind = shard_tenant_kind(s->tenant_type);
+		userid = scan_user_compat(fsplan, estate, rtindex);
+		s->allowed = shard_tenant_ids_text(shard_user_tenants(s->opts->serverid,
+															  userid));
+	}
 
 	s->resolve_cxt = AllocSetContextCreate(estate->es_query_cxt,
 										   "sqlite_shard_fdw scan",
@@ -1135,7 +1169,12 @@ resolve_targets(ForeignScanState *node)
 	else if (s->allowed != NIL)
 		tenants = s->allowed;
 
-	if (all_shards)
+	if (s->topts->reference)
+		s->targets = add_target(s->targets,
+								shard_reference_shard(s->dir, s->topts,
+													  s->table_name),
+								NULL);
+	else if (all_shards)
 	{
 		foreach(lc, shard_directory_shards(s->dir))
 			s->targets = add_target(s->targets, (ShardInfo *) lfirst(lc),
@@ -1157,7 +1196,7 @@ resolve_targets(ForeignScanState *node)
 	list_sort(s->targets, target_cmp);
 
 	/* Rows of a tenant in a move count only on the shard that owns it. */
-	if (shard_directory_moving(s->dir) != NIL)
+	if (!s->topts->reference && shard_directory_moving(s->dir) != NIL)
 	{
 		foreach(lc, s->targets)
 		{
@@ -1902,9 +1941,9 @@ plan_shard(ShardScanState *s, ShardTarget *t)
 			s->row_direct = false;
 	}
 
-	t->tenant_is_text = shard_tenant_column_is_text(t->conn, s->topts->table,
-													s->topts->tenant_column,
-													s->tenant_kind);
+	t->tenant_is_text = !s->topts->reference &&
+		shard_tenant_column_is_text(t->conn, s->topts->table,
+									s->topts->tenant_column, s->tenant_kind);
 	/*
 	 * A routed read with no condition but the tenant's, whose rows SQLite would
 	 * otherwise fetch through the tenant's index: no index when the tenant
@@ -2823,6 +2862,9 @@ shardExplainForeignScan(ForeignScanState *node, ExplainState *es)
 
 	if (s->join)
 		ExplainPropertyText("Relations", shard_join_relations(s->join), es);
+	if (s->topts->reference)
+		ExplainPropertyText("Distribution", "reference, one shard's copy",
+							es);
 	if (s->resolved)
 		ExplainPropertyText("Shards", shard_names(s), es);
 	else
@@ -3220,6 +3262,9 @@ shardExplainDirectModify(ForeignScanState *node, ExplainState *es)
 						use_fanout(s) ?
 						"one statement per shard, in parallel" :
 						"one statement per shard", es);
+	if (s->topts->reference)
+		ExplainPropertyText("Distribution", "reference, one shard's copy",
+							es);
 	if (s->resolved)
 		ExplainPropertyText("Shards", shard_names(s), es);
 	else

@@ -605,6 +605,17 @@ shard_estimate_rows(Relation rel, ShardTableOptions *topts, bool read_all)
 {
 	TableFigures *tf = table_figures(rel);
 
+	/* A reference table is read from one shard's copy. */
+	if (topts->reference)
+	{
+		ShardDirectory *dir = shard_directory_get(shard_server_options(topts->serverid));
+		ShardFigures *sf;
+
+		sf = shard_figures(tf, shard_reference_shard(dir, topts,
+													 RelationGetRelationName(rel)),
+						   rel, topts);
+		return sf->rows > 0 ? sf->rows : -1;
+	}
 	if (!tf->complete && read_all)
 		complete_figures(tf, rel, topts);
 	return tf->complete && tf->rows > 0 ? tf->rows : -1;

@@ -72,6 +72,9 @@ bool		shard_join_pushdown = true;
 /* Rows a shard looks at to find one row's matches through an index. */
 #define JOIN_LOOKUP_ROWS 8.0
 
+/* The tenant kind of an input of reference tables only. */
+#define JOIN_REFERENCE_ONLY (-1)
+
 /* The first SQLite with FULL JOIN. */
 #define SQLITE_FULL_JOIN_VERSION 3039000
 
@@ -86,7 +89,8 @@ typedef struct ShardJoinRelInfo
 	List	   *where_conds;	/* RestrictInfos on its rows (WHERE) */
 	List	   *local_conds;	/* RestrictInfos PostgreSQL evaluates */
 	Relids		nonnullable;	/* tables not NULL-extended in any row */
-	int			tenant_kind;	/* of every table's tenant column */
+	int			tenant_kind;	/* of every table's tenant column, or
+								 * JOIN_REFERENCE_ONLY */
 	double		scanned;		/* rows the shards look at */
 } ShardJoinRelInfo;
 
@@ -308,10 +312,16 @@ input_ok(PlannerInfo *root, RelOptInfo *rel, double *scanned, int *kind)
 
 		if (!shard_rel_all_pushed(rel) || !bms_is_empty(rel->lateral_relids))
 			return false;
-		get_atttypetypmodcoll(planner_rt_fetch(rel->relid, root)->relid,
-					  topts->tenant_attnum, &typid, &typmod, &collid);
-		*kind = shard_tenant_kind(typid);
 		*scanned = shard_rel_scanned(rel);
+		if (topts->reference)
+			*kind = JOIN_REFERENCE_ONLY;
+		else
+		{
+			get_atttypetypmodcoll(planner_rt_fetch(rel->relid, root)->relid,
+								  topts->tenant_attnum, &typid, &typmod,
+								  &collid);
+			*kind = shard_tenant_kind(typid);
+		}
 	}
 	else
 	{
@@ -456,6 +466,59 @@ schema_ok(PlannerInfo *root, RelOptInfo *joinrel, List *extra,
 }
 
 /*
+ * reference_shard_of
+ *		The "reference_shard" of the first reference table among relids, or
+ *		NULL (the first shard).
+ */
+static const char *
+reference_shard_of(PlannerInfo *root, Relids relids)
+{
+	int			relid = -1;
+
+	while ((relid = bms_next_member(relids, relid)) >= 0)
+	{
+		ShardTableOptions *topts = shard_rel_options(find_base_rel(root, relid));
+
+		if (topts->reference)
+			return topts->reference_shard;
+	}
+	return NULL;
+}
+
+/*
+ * reference_ok
+ *		May an input of reference tables only (kind JOIN_REFERENCE_ONLY)
+ *		join the other input inside the shards?
+ *
+ * Every shard holds a copy of a reference table, so joined with tenant
+ * tables it needs no tenant equality: each shard joins its tenants' rows
+ * with its copy.  Its rows must not be preserved, though (the outer side
+ * of a left join, either side of a full one): each shard would return the
+ * unmatched ones, once per shard.  Two inputs of reference tables only
+ * join on the shard both are read from, which must then be the same.
+ */
+static bool
+reference_ok(PlannerInfo *root, RelOptInfo *outerrel, RelOptInfo *innerrel,
+			 int okind, int ikind, JoinType jointype)
+{
+	const char *oshard;
+	const char *ishard;
+
+	if (okind != JOIN_REFERENCE_ONLY && ikind != JOIN_REFERENCE_ONLY)
+		return true;
+	if (okind == JOIN_REFERENCE_ONLY && ikind == JOIN_REFERENCE_ONLY)
+	{
+		oshard = reference_shard_of(root, outerrel->relids);
+		ishard = reference_shard_of(root, innerrel->relids);
+		return (oshard == NULL && ishard == NULL) ||
+			(oshard != NULL && ishard != NULL && strcmp(oshard, ishard) == 0);
+	}
+	if (jointype == JOIN_FULL)
+		return false;
+	return jointype == JOIN_INNER || ikind == JOIN_REFERENCE_ONLY;
+}
+
+/*
  * join_ok
  *		Can the shards run this join of outerrel and innerrel?  Fills info
  *		as it goes.
@@ -499,15 +562,18 @@ join_ok(PlannerInfo *root, RelOptInfo *joinrel, RelOptInfo *outerrel,
 		return false;
 	if (!input_ok(root, outerrel, &oscanned, &okind) ||
 		!input_ok(root, innerrel, &iscanned, &ikind) ||
-		okind != ikind)
+		(okind != ikind && okind != JOIN_REFERENCE_ONLY &&
+		 ikind != JOIN_REFERENCE_ONLY))
 		return false;
 	if (!placeholders_ok(root, joinrel))
+		return false;
+	if (!reference_ok(root, outerrel, innerrel, okind, ikind, jointype))
 		return false;
 
 	info->jointype = jointype;
 	info->outerrel = outerrel;
 	info->innerrel = innerrel;
-	info->tenant_kind = okind;
+	info->tenant_kind = okind == JOIN_REFERENCE_ONLY ? ikind : okind;
 
 	/*
 	 * The shards read one input and look up its matches in the other, by
@@ -539,7 +605,8 @@ join_ok(PlannerInfo *root, RelOptInfo *joinrel, RelOptInfo *outerrel,
 		else
 			info->where_conds = lappend(info->where_conds, ri);
 	}
-	if (!tenants_equal(root, outerrel, innerrel, info->joinclauses,
+	if (okind != JOIN_REFERENCE_ONLY && ikind != JOIN_REFERENCE_ONLY &&
+		!tenants_equal(root, outerrel, innerrel, info->joinclauses,
 					   jointype == JOIN_INNER))
 		return false;
 
@@ -682,7 +749,8 @@ deparse_table(JoinDeparse *d, RelOptInfo *rel)
 	d->tables = lappend(d->tables,
 						list_make5(makeString(topts->table),
 								   makeString(psprintf("r%d", rel->relid)),
-								   makeString(topts->tenant_column),
+								   makeString(topts->reference ? "" :
+											  topts->tenant_column),
 								   makeString(get_rel_name(rte->relid)),
 								   conds));
 	llast(d->tables) = lappend(lappend(llast(d->tables),

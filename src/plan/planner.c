@@ -258,9 +258,10 @@ shardGetForeignRelSize(PlannerInfo *root, RelOptInfo *baserel,
 		pull_varattnos((Node *) ri->clause, baserel->relid,
 					   &fpinfo->attrs_used);
 	}
-	fpinfo->attrs_used =
-		bms_add_member(fpinfo->attrs_used,
-					   fpinfo->tenant_attnum - FirstLowInvalidHeapAttributeNumber);
+	if (fpinfo->tenant_attnum != InvalidAttrNumber)
+		fpinfo->attrs_used =
+			bms_add_member(fpinfo->attrs_used,
+						   fpinfo->tenant_attnum - FirstLowInvalidHeapAttributeNumber);
 
 	/*
 	 * A table ANALYZE never measured is estimated from the shards, and a
@@ -466,6 +467,7 @@ is_tenant_column(Expr *expr, RelOptInfo *baserel, AttrNumber tenant_attnum)
 		expr = ((RelabelType *) expr)->arg;
 	return expr && IsA(expr, Var) && ((Var *) expr)->varno == baserel->relid &&
 		((Var *) expr)->varlevelsup == 0 &&
+		tenant_attnum != InvalidAttrNumber &&
 		((Var *) expr)->varattno == tenant_attnum;
 }
 
