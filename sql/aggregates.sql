@@ -681,6 +681,27 @@ SELECT b.id, m.*
   WHERE b.id IN (1, 2, 3, 8, 10, 11)
   ORDER BY b.id, m.mode;
 
+-- min and max of times: the reading threads read the stored value itself
+-- (the SQLite query selects the column, no function per row), each as the
+-- wrapper reads it; the same answer or error as SQLite's GROUP BY and as
+-- PostgreSQL's over the rows, for every form (12: NULL, no row; 13-17:
+-- February 29 in leap years and not, the last second of a year)
+EXPLAIN (VERBOSE, COSTS OFF)
+SELECT tenant_id, min(ts), max(ts), count(*) FROM badts GROUP BY tenant_id;
+SELECT b.id, m.*
+  FROM generate_series(1, 17) b(id),
+       LATERAL regress_modes(format(
+         $$SELECT tenant_id, max(ts), min(ts), count(*) FROM badts WHERE id = %s GROUP BY 1$$,
+         b.id)) m
+  ORDER BY b.id, m.mode;
+SELECT b.id, m.*
+  FROM generate_series(1, 17) b(id),
+       LATERAL regress_modes(format(
+         $$SELECT min(ts), max(ts) FROM baddays WHERE id = %s$$,
+         b.id)) m
+  ORDER BY b.id, m.mode;
+SELECT * FROM regress_modes($$SELECT min(ts), max(ts) FROM badts WHERE id IN (8, 9, 11, 13, 15, 17)$$);
+
 -- ===================================================================
 -- Stored values the aggregate cannot read: text in an INTEGER column
 -- (dirty.amount, 'n/a' on shard a2), a word that is no boolean

@@ -1009,7 +1009,9 @@ raw_col(SelectList *sl, const char *expr)
 /*
  * select_col
  *		The column of an expression in the select list, added if new (with
- *		how thread aggregation computes it): avg and sum of one column share
+ *		how thread aggregation computes it: op on the raw column input, and
+ *		arg, a second raw column, or of TA_TIME_MIN and TA_TIME_MAX the
+ *		number saying how times are read): avg and sum of one column share
  *		their partial sums.
  */
 static int
@@ -1024,7 +1026,8 @@ select_col(SelectList *sl, char *expr, int op, const char *input,
 	sl->exprs = lappend(sl->exprs, expr);
 	sl->ta = lappend_int(sl->ta, op);
 	sl->ta = lappend_int(sl->ta, input ? raw_col(sl, input) : -1);
-	sl->ta = lappend_int(sl->ta, arg ? raw_col(sl, arg) : -1);
+	sl->ta = lappend_int(sl->ta, op == TA_TIME_MIN || op == TA_TIME_MAX ?
+						 atoi(arg) : arg ? raw_col(sl, arg) : -1);
 	return list_length(sl->exprs) - 1;
 }
 
@@ -1183,6 +1186,25 @@ partial_cols(SelectList *sl, PlannerInfo *root, Aggref *agg, int op,
 			}
 		case AGGOP_MIN:
 		case AGGOP_MAX:
+			if (is_time_type(arg->vartype))
+			{
+				/*
+				 * The reading threads read the stored value itself, as
+				 * ssfdw_usecs or ssfdw_days would, and compare numbers: no
+				 * SQL function call per row.  SQLite's GROUP BY (past the
+				 * threads' groups) runs the SQL.
+				 */
+				StringInfoData raw;
+
+				initStringInfo(&raw);
+				shard_deparse_column_ref(&raw, root, arg);
+				return list_make1_int(select_col(sl, psprintf("%s(%s)",
+															  op == AGGOP_MIN ? "min" : "max", c),
+												 op == AGGOP_MIN ? TA_TIME_MIN : TA_TIME_MAX,
+												 raw.data,
+												 psprintf("%d", arg->vartype == DATEOID ?
+														  TA_TIME_DAYS : arg->vartypmod)));
+			}
 			guard_column(sl, c, arg->vartype, false);
 			return list_make1_int(select_col(sl, psprintf("%s(%s%s)",
 														  op == AGGOP_MIN ? "min" : "max",

@@ -241,63 +241,109 @@ utf8_prefix(const char *str, int len, char *buf, int size)
 }
 
 /*
- * wrapper_time
- *		The timestamp the wrapper reads in v (convert.c's to_datetime), in
- *		microseconds since 2000-01-01 UTC in *usecs, or with as_date the date
- *		it falls on, in days since 2000-01-01 in *usecs.  Returns 1, or 0
- *		after failing the function with the wrapper's error:
- *		SHARDIO_ERR_NOT_UTF8 for text that is not UTF-8,
- *		SHARDIO_ERR_TIME_FORMAT for text in no date and time form,
- *		SHARDIO_ERR_TIME_RANGE for impossible fields and values out of
- *		PostgreSQL's range, SHARDIO_ERR_TIME_TYPE for a blob.  v must not
- *		be NULL.
+ * canonical_usecs
+ *		The most common stored form, YYYY-MM-DD HH:MM:SS (or with 'T'), read
+ *		without the general reader's steps: 1 with the time in *usecs, or 0
+ *		when text is in any other form or has an impossible field, for the
+ *		general reader to read or report (shardtime_value_time).  Digits and
+ *		separators are ASCII, so such text needs no UTF-8 check.
  */
 static int
-wrapper_time(sqlite3_context *ctx, sqlite3_value *v, int as_date,
-			 long long *usecs)
+canonical_usecs(const char *p, int len, long long *usecs)
+{
+	static const int mdays[13] = {0, 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+	int			y,
+				mo,
+				d,
+				h,
+				mi,
+				sec;
+
+	if (len != 19)
+		return 0;
+	/* every position at once, without a branch per character */
+#define NOT_DIGIT(k) ((unsigned) (p[k] - '0') > 9)
+	if (NOT_DIGIT(0) | NOT_DIGIT(1) | NOT_DIGIT(2) | NOT_DIGIT(3) |
+		(p[4] != '-') | NOT_DIGIT(5) | NOT_DIGIT(6) | (p[7] != '-') |
+		NOT_DIGIT(8) | NOT_DIGIT(9) | ((p[10] != ' ') & (p[10] != 'T')) |
+		NOT_DIGIT(11) | NOT_DIGIT(12) | (p[13] != ':') |
+		NOT_DIGIT(14) | NOT_DIGIT(15) | (p[16] != ':') |
+		NOT_DIGIT(17) | NOT_DIGIT(18))
+		return 0;
+#undef NOT_DIGIT
+#define D2(k) ((p[k] - '0') * 10 + (p[k + 1] - '0'))
+	y = D2(0) * 100 + D2(2);
+	mo = D2(5);
+	d = D2(8);
+	h = D2(11);
+	mi = D2(14);
+	sec = D2(17);
+#undef D2
+	if (mo < 1 || mo > 12 || d < 1 || h > 23 || mi > 59 || sec > 59 ||
+		(d > mdays[mo] &&
+		 !(mo == 2 && d == 29 &&
+		   y % 4 == 0 && (y % 100 != 0 || y % 400 == 0))))
+		return 0;
+	*usecs = (days_from_civil(y, mo, d) - 10957) * 86400000000LL +
+		((long long) (h * 60 + mi) * 60 + sec) * 1000000LL;
+	return 1;
+}
+
+/*
+ * shardtime_value_time
+ *		The timestamp the wrapper reads in a stored value v (convert.c's
+ *		to_datetime), in microseconds since 2000-01-01 UTC in *usecs, or
+ *		with as_date the date it falls on, in days since 2000-01-01 in
+ *		*usecs.  Returns SQLITE_OK, or the wrapper's error with its whole
+ *		message in msg (SHARDIO_ERRLEN bytes): SHARDIO_ERR_NOT_UTF8 for
+ *		text that is not UTF-8, SHARDIO_ERR_TIME_FORMAT for text in no date
+ *		and time form, SHARDIO_ERR_TIME_RANGE for impossible fields and
+ *		values out of PostgreSQL's range, SHARDIO_ERR_TIME_TYPE for a blob.
+ *		v must not be NULL.  The one reading of a stored time for the SQL
+ *		functions below and for the extremes the reading threads take
+ *		(threadagg.c), so that both read every value alike.
+ */
+int
+shardtime_value_time(const ShardValue *v, int as_date, long long *usecs,
+					 char *msg)
 {
 	int			ok = 1;
 
-	switch (sqlite3_value_type(v))
+	switch (v->type)
 	{
 		case SQLITE_INTEGER:
 		case SQLITE_FLOAT:
-			ok = shardio_unix_time(sqlite3_value_type(v), sqlite3_value_int64(v),
-								   sqlite3_value_double(v), as_date, usecs);
+			ok = shardio_unix_time(v->type, v->u.i, v->u.d, as_date, usecs);
 			break;
 		case SQLITE_TEXT:
 			{
 				ShardDatetime dt;
-				const char *str = (const char *) sqlite3_value_text(v);
-				int			len = sqlite3_value_bytes(v);
 				char		shown[44];
-				char		msg[128];
 
-				if (str == NULL)
+				if (canonical_usecs(v->u.p, v->len, usecs))
 				{
-					sqlite3_result_error_nomem(ctx);
-					return 0;
+					if (as_date)
+						*usecs = shardio_usecs_days(*usecs);
+					break;
 				}
-				if (!shardio_utf8_ok((const unsigned char *) str, len))
+				if (!shardio_utf8_ok((const unsigned char *) v->u.p, v->len))
 				{
-					shardio_function_error(ctx, SHARDIO_ERR_NOT_UTF8,
-								   "invalid byte sequence for encoding \"UTF8\"");
-					return 0;
+					snprintf(msg, SHARDIO_ERRLEN,
+							 "invalid byte sequence for encoding \"UTF8\"");
+					return SHARDIO_ERR_NOT_UTF8;
 				}
-				switch (shardio_parse_datetime(str, len, &dt))
+				switch (shardio_parse_datetime(v->u.p, v->len, &dt))
 				{
 					case SHARDIO_DT_BAD_FORMAT:
-						snprintf(msg, sizeof(msg),
+						snprintf(msg, SHARDIO_ERRLEN,
 								 "text \"%s\" is not a date and time of SQLite",
-								 utf8_prefix(str, len, shown, sizeof(shown)));
-						shardio_function_error(ctx, SHARDIO_ERR_TIME_FORMAT, msg);
-						return 0;
+								 utf8_prefix(v->u.p, v->len, shown, sizeof(shown)));
+						return SHARDIO_ERR_TIME_FORMAT;
 					case SHARDIO_DT_BAD_FIELD:
-						snprintf(msg, sizeof(msg),
+						snprintf(msg, SHARDIO_ERRLEN,
 								 "date/time field value out of range: \"%s\"",
-								 utf8_prefix(str, len, shown, sizeof(shown)));
-						shardio_function_error(ctx, SHARDIO_ERR_TIME_RANGE, msg);
-						return 0;
+								 utf8_prefix(v->u.p, v->len, shown, sizeof(shown)));
+						return SHARDIO_ERR_TIME_RANGE;
 					default:
 						*usecs = shardio_datetime_usecs(&dt);
 						if (as_date)
@@ -307,9 +353,9 @@ wrapper_time(sqlite3_context *ctx, sqlite3_value *v, int as_date,
 				break;
 			}
 		default:
-			shardio_function_error(ctx, SHARDIO_ERR_TIME_TYPE,
-						   "cannot convert SQLite blob to a date or timestamp");
-			return 0;
+			snprintf(msg, SHARDIO_ERRLEN,
+					 "cannot convert SQLite blob to a date or timestamp");
+			return SHARDIO_ERR_TIME_TYPE;
 	}
 
 	if (ok && as_date)
@@ -317,9 +363,67 @@ wrapper_time(sqlite3_context *ctx, sqlite3_value *v, int as_date,
 	else if (ok)
 		ok = (*usecs >= PG_MIN_TIMESTAMP && *usecs < PG_END_TIMESTAMP);
 	if (!ok)
-		shardio_function_error(ctx, SHARDIO_ERR_TIME_RANGE,
-					   as_date ? "date out of range" : "timestamp out of range");
-	return ok;
+	{
+		snprintf(msg, SHARDIO_ERRLEN, "%s",
+				 as_date ? "date out of range" : "timestamp out of range");
+		return SHARDIO_ERR_TIME_RANGE;
+	}
+	return SQLITE_OK;
+}
+
+/*
+ * shardtime_round_usecs
+ *		A time in microseconds rounded to p fractional digits as
+ *		timestamp(p) rounds it: half away from zero; p < 0 or p >= 6: not.
+ */
+long long
+shardtime_round_usecs(long long usecs, int p)
+{
+	static const long long scales[] = {1000000, 100000, 10000, 1000, 100, 10};
+
+	if (p < 0 || p >= 6)
+		return usecs;
+	if (usecs >= 0)
+		return ((usecs + scales[p] / 2) / scales[p]) * scales[p];
+	return -(((-usecs + scales[p] / 2) / scales[p]) * scales[p]);
+}
+
+/*
+ * wrapper_time
+ *		shardtime_value_time of an SQL function's argument v: 1, or 0 after
+ *		failing the function with the wrapper's error.  v must not be NULL.
+ */
+static int
+wrapper_time(sqlite3_context *ctx, sqlite3_value *v, int as_date,
+			 long long *usecs)
+{
+	ShardValue	sv;
+	char		msg[SHARDIO_ERRLEN];
+	int			rc;
+
+	memset(&sv, 0, sizeof(sv));
+	sv.type = sqlite3_value_type(v);
+	if (sv.type == SQLITE_INTEGER)
+		sv.u.i = sqlite3_value_int64(v);
+	else if (sv.type == SQLITE_FLOAT)
+		sv.u.d = sqlite3_value_double(v);
+	else if (sv.type == SQLITE_TEXT)
+	{
+		sv.u.p = (const char *) sqlite3_value_text(v);
+		sv.len = sqlite3_value_bytes(v);
+		if (sv.u.p == NULL)
+		{
+			sqlite3_result_error_nomem(ctx);
+			return 0;
+		}
+	}
+	rc = shardtime_value_time(&sv, as_date, usecs, msg);
+	if (rc != SQLITE_OK)
+	{
+		shardio_function_error(ctx, rc, msg);
+		return 0;
+	}
+	return 1;
 }
 
 /*
@@ -351,22 +455,11 @@ arg_usecs(sqlite3_context *ctx, sqlite3_value *v, long long *usecs)
 void
 shardtime_usecs_func(sqlite3_context *ctx, int argc, sqlite3_value **argv)
 {
-	static const long long scales[] = {1000000, 100000, 10000, 1000, 100, 10};
-	int			p = sqlite3_value_int(argv[1]);
 	long long	usecs;
 
 	if (!arg_usecs(ctx, argv[0], &usecs))
 		return;
-
-	/* timestamp(p): round half away from zero, as PostgreSQL does */
-	if (p >= 0 && p < 6)
-	{
-		if (usecs >= 0)
-			usecs = ((usecs + scales[p] / 2) / scales[p]) * scales[p];
-		else
-			usecs = -(((-usecs + scales[p] / 2) / scales[p]) * scales[p]);
-	}
-	sqlite3_result_int64(ctx, usecs);
+	sqlite3_result_int64(ctx, shardtime_round_usecs(usecs, sqlite3_value_int(argv[1])));
 }
 
 /*

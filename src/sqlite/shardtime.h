@@ -15,6 +15,8 @@
 
 #include <sqlite3.h>
 
+#include "shardio.h"
+
 /*
  * ssfdw_bucket(x, is_date, code): what a time bucket groups by.  Units of
  * date_trunc give the Unix seconds of the bucket's start (which the backend
@@ -37,6 +39,10 @@
 #define SHARDTIME_FIELD_DOW			17
 #define SHARDTIME_FIELD_ISODOW		18
 #define SHARDTIME_FIELD_DOY			19
+
+extern int	shardtime_value_time(const ShardValue *v, int as_date,
+								 long long *usecs, char *msg);
+extern long long shardtime_round_usecs(long long usecs, int p);
 
 extern void shardtime_usecs_func(sqlite3_context *ctx, int argc,
 								 sqlite3_value **argv);

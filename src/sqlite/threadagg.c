@@ -28,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "shardtime.h"
 #include "threadagg.h"
 
 /* The running state of one column of one group. */
@@ -276,7 +277,8 @@ threadagg_create(const ThreadAggSpec *spec, long long bound)
 		}
 		if (spec->cols[c].raw + 1 > ta->nraw)
 			ta->nraw = spec->cols[c].raw + 1;
-		if (spec->cols[c].arg + 1 > ta->nraw)
+		if (spec->cols[c].op == TA_COUNT_DIFF &&
+			spec->cols[c].arg + 1 > ta->nraw)
 			ta->nraw = spec->cols[c].arg + 1;
 	}
 	for (c = 0; c < spec->nguards; c++)
@@ -436,12 +438,18 @@ find_group(ThreadAgg *ta, int *full)
  * add_row
  *		Fold the current raw row into its group's state.  Non-integers
  *		reaching an integer sum are left to the guard, which reports them.
+ *		Returns SQLITE_OK, SQLITE_NOMEM, or the wrapper's error for a time
+ *		it cannot read (shardtime_value_time), its message in errbuf, as
+ *		ssfdw_usecs would have failed the statement on that row.
  */
 static int
-add_row(ThreadAgg *ta, TaGroup *g)
+add_row(ThreadAgg *ta, TaGroup *g, char *errbuf)
 {
 	const ThreadAggSpec *spec = ta->spec;
 	int			c;
+	int			time_raw = -1;	/* the last time read in this row ... */
+	int			time_arg = 0;	/* ... how ... */
+	long long	time_val = 0;	/* ... and its value */
 
 	for (c = 0; c < spec->ncols; c++)
 	{
@@ -502,9 +510,31 @@ add_row(ThreadAgg *ta, TaGroup *g)
 				{
 					value_free(&acc->v);
 					if (!value_copy(&acc->v, v))
-						return 0;
+						return SQLITE_NOMEM;
 					acc->has = 1;
 				}
+				break;
+			case TA_TIME_MIN:
+			case TA_TIME_MAX:
+				if (v->type == SQLITE_NULL)
+					break;
+				/* min and max of one column read its value once */
+				if (time_raw != col->raw || time_arg != col->arg)
+				{
+					int			rc = shardtime_value_time(v, col->arg == TA_TIME_DAYS,
+														  &time_val, errbuf);
+
+					if (rc != SQLITE_OK)
+						return rc;
+					if (col->arg != TA_TIME_DAYS)
+						time_val = shardtime_round_usecs(time_val, col->arg);
+					time_raw = col->raw;
+					time_arg = col->arg;
+				}
+				if (!acc->has ||
+					(col->op == TA_TIME_MIN ? time_val < acc->i : time_val > acc->i))
+					acc->i = time_val;
+				acc->has = 1;
 				break;
 			case TA_GUARD:
 				{
@@ -527,14 +557,15 @@ add_row(ThreadAgg *ta, TaGroup *g)
 				break;
 		}
 	}
-	return 1;
+	return SQLITE_OK;
 }
 
 /*
  * threadagg_consume
  *		Step a raw statement to its end, grouping every row.  Returns
  *		SQLITE_DONE, SQLITE_FULL when there are more groups than the spec
- *		allows, or an SQLite error.
+ *		allows, an SQLite error, or the wrapper's error for a time it
+ *		cannot read (add_row).
  */
 int
 threadagg_consume(ThreadAgg *ta, sqlite3_stmt *stmt, char *errbuf)
@@ -578,11 +609,12 @@ threadagg_consume(ThreadAgg *ta, sqlite3_stmt *stmt, char *errbuf)
 			snprintf(errbuf, SHARDIO_ERRLEN, "out of memory");
 			return SQLITE_NOMEM;
 		}
-		if (!add_row(ta, g))
+		if ((rc = add_row(ta, g, errbuf)) != SQLITE_OK)
 		{
 			sqlite3_mutex_leave(mutex);
-			snprintf(errbuf, SHARDIO_ERRLEN, "out of memory");
-			return SQLITE_NOMEM;
+			if (rc == SQLITE_NOMEM)
+				snprintf(errbuf, SHARDIO_ERRLEN, "out of memory");
+			return rc;
 		}
 	}
 	if (rc != SQLITE_DONE)
@@ -660,6 +692,12 @@ group_value(ThreadAgg *ta, TaGroup *g, int c, ShardValue *v, char *errbuf)
 				*v = acc->v;
 			else
 				v->type = SQLITE_NULL;
+			break;
+		case TA_TIME_MIN:
+		case TA_TIME_MAX:
+			if (!acc->has)
+				v->type = SQLITE_NULL;
+			v->u.i = acc->i;
 			break;
 		default:
 			v->u.i = acc->i;

@@ -26,9 +26,15 @@ typedef enum ThreadAggOp
 	TA_COUNT_INF,				/* sum(raw IN (9e999, -9e999)): infinite
 								 * inputs */
 	TA_GUARD,					/* values of a storage class not allowed */
-	TA_KEYCHECK					/* the same, of key columns (keycheck
+	TA_KEYCHECK,				/* the same, of key columns (keycheck
 								 * guards): keeps the group under a bound;
 								 * the merge decides if it is an error */
+	TA_TIME_MIN,				/* min of the times the wrapper reads in raw
+								 * (a stored column), as ssfdw_usecs(raw,
+								 * arg) or, with arg TA_TIME_DAYS,
+								 * ssfdw_days(raw, 0) read them, errors
+								 * included */
+	TA_TIME_MAX					/* max of the same */
 } ThreadAggOp;
 
 /* Storage classes a guarded column may hold (bits of ThreadAggGuard.ok). */
@@ -37,11 +43,17 @@ typedef enum ThreadAggOp
 #define TA_OK_TEXT		0x04
 #define TA_OK_TRUE		0x08	/* the raw column is a check: 1 is good */
 
+/* arg of TA_TIME_MIN and TA_TIME_MAX: dates, as days */
+#define TA_TIME_DAYS	(-100)
+
 typedef struct ThreadAggColumn
 {
 	int			op;				/* ThreadAggOp */
 	int			raw;			/* raw column it reads, or -1 */
-	int			arg;			/* TA_COUNT_DIFF: the second raw column */
+	int			arg;			/* TA_COUNT_DIFF: the second raw column;
+								 * TA_TIME_MIN, TA_TIME_MAX: the precision
+								 * of a timestamp (-1: none), or
+								 * TA_TIME_DAYS */
 } ThreadAggColumn;
 
 typedef struct ThreadAggGuard
