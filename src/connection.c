@@ -130,7 +130,16 @@ static ShardConn *hash_search_conn(ShardInfo *shard);
 static ShardConn *shard_conn_get_internal(ShardServerOptions *opts,
 										  ShardInfo *shard, bool missing_ok,
 										  bool immediate, ConnFile file);
-static void conn_exec(ShardConn *conn, const char *sql, const char *what);
+/* What conn_exec runs, naming the message of its failure. */
+typedef enum ConnExecOp
+{
+	CONN_LOCK,
+	CONN_ALLOW_WRITES,
+	CONN_SAVEPOINT,
+	CONN_RELEASE
+} ConnExecOp;
+
+static void conn_exec(ShardConn *conn, const char *sql, ConnExecOp op);
 static void allow_writes(ShardConn *conn);
 
 /*
@@ -173,11 +182,9 @@ shard_interrupts_pending(void)
  *		timeout or termination, raise that; when it waited for a lock the
  *		whole busy timeout, raise that the shard (or, with is_directory,
  *		the directory file) named is locked.  Returns for other failures.
- *		what says what the call was for ("read table \"orders\"").
  */
 void
-shard_check_lock_wait(int rc, bool is_directory, const char *name,
-					  const char *what)
+shard_check_lock_wait(int rc, bool is_directory, const char *name)
 {
 	if ((rc & 0xff) != SQLITE_BUSY && (rc & 0xff) != SQLITE_INTERRUPT)
 		return;
@@ -188,15 +195,39 @@ shard_check_lock_wait(int rc, bool is_directory, const char *name,
 		ereport(ERROR,
 				(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
 				 errmsg("directory \"%s\" is locked", name),
-				 errdetail("Another connection held a lock on the file for longer than the busy timeout while this session tried to %s.",
-						   what),
+				 errdetail("Another connection held a lock on the file for longer than the busy timeout."),
 				 errhint("Retry once the other connection's transaction has ended, or raise the server option \"busy_timeout_ms\".")));
 	ereport(ERROR,
 			(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
 			 errmsg("shard \"%s\" is locked", name),
-			 errdetail("Another connection held a lock on the shard's file for longer than the busy timeout while this session tried to %s.",
-					   what),
+			 errdetail("Another connection held a lock on the shard's file for longer than the busy timeout."),
 			 errhint("Retry once the other connection's transaction has ended, or raise the server option \"busy_timeout_ms\".")));
+}
+
+/*
+ * shard_format_message
+ *		The message fmt (a whole sentence, which the caller's literal marks
+ *		for translation) translated and filled in with args.
+ */
+char *
+shard_format_message(const char *fmt, va_list args)
+{
+	StringInfoData buf;
+
+	initStringInfo(&buf);
+	for (;;)
+	{
+		va_list		copy;
+		int			needed;
+
+		va_copy(copy, args);
+		needed = appendStringInfoVA(&buf, _(fmt), copy);
+		va_end(copy);
+		if (needed == 0)
+			break;
+		enlargeStringInfo(&buf, needed);
+	}
+	return buf.data;
 }
 
 /*
@@ -262,23 +293,24 @@ shard_sqlite_sqlstate(int rc)
 }
 
 /*
- * shard_report_sqlite_error
- *		Raise an SQLite failure on a shard with the SQLSTATE that matches
- *		its cause.
+ * raise_sqlite_error
+ *		Raise an SQLite failure on a shard, whose primary message is
+ *		message (translated already), with the SQLSTATE that matches its
+ *		cause.
  *
  * SQLite's sum() (and abs()) fail with plain SQLITE_ERROR and the message
  * "integer overflow" when an integer leaves 64 bits; PostgreSQL raises
  * 22003 for that, as for thread aggregation's SHARDIO_ERR_SUM_OVERFLOW.
  */
-void
-shard_report_sqlite_error(int elevel, int rc, const char *shard_id,
-						  const char *what, const char *msg)
+static void
+raise_sqlite_error(int elevel, int rc, const char *shard_id,
+				   const char *msg, const char *message)
 {
 	int			sqlstate = shard_sqlite_sqlstate(rc);
 
 	/* A cancel, timeout or lock that ended the call: raise that. */
 	if (elevel >= ERROR)
-		shard_check_lock_wait(rc, false, shard_id, what);
+		shard_check_lock_wait(rc, false, shard_id);
 
 	if (rc == SQLITE_ERROR && msg != NULL &&
 		strcmp(msg, "integer overflow") == 0)
@@ -286,23 +318,46 @@ shard_report_sqlite_error(int elevel, int rc, const char *shard_id,
 
 	ereport(elevel,
 			(errcode(sqlstate),
-			 errmsg("could not %s on shard \"%s\"", what, shard_id),
+			 errmsg_internal("%s", message),
 			 errdetail_internal("%s", msg)));
 }
 
 /*
- * shard_report_write_error
+ * shard_sqlite_error
+ *		Raise (or, below ERROR, report) an SQLite failure with message msg
+ *		on a shard, whose primary message is fmt filled in with the
+ *		arguments: a whole sentence that names the shard, as "could not
+ *		read table \"%s\" on shard \"%s\"".
+ */
+void
+shard_sqlite_error(int elevel, int rc, const char *shard_id, const char *msg,
+				   const char *fmt,...)
+{
+	va_list		args;
+	char	   *message;
+
+	va_start(args, fmt);
+	message = shard_format_message(fmt, args);
+	va_end(args);
+	raise_sqlite_error(elevel, rc, shard_id, msg, message);
+}
+
+/*
+ * shard_write_error
  *		Raise a failed write on a shard: a constraint SQLite enforces with
  *		PostgreSQL's SQLSTATE for it (23502, 23505, 23514, 23503), a lost
  *		snapshot upgrade as a serialization failure, a lock not had within
  *		the busy timeout as 55P03; naming the table and tenant when known.
+ *		Any other failure has fmt, filled in, for its primary message, as
+ *		shard_sqlite_error's.
  */
 void
-shard_report_write_error(int rc, const char *shard_id, const char *table,
-						 const char *tenant, const char *msg,
-						 const char *what)
+shard_write_error(int rc, const char *shard_id, const char *table,
+				  const char *tenant, const char *msg, const char *fmt,...)
 {
 	int			sqlstate;
+	va_list		args;
+	char	   *message;
 
 	switch (rc)
 	{
@@ -330,24 +385,25 @@ shard_report_write_error(int rc, const char *shard_id, const char *table,
 			return;
 		default:
 			/* a cancel during the lock wait, or the wait's end: 55P03 */
-			shard_check_lock_wait(rc, false, shard_id, what);
-			if ((rc & 0xff) == SQLITE_CONSTRAINT)
-			{
-				sqlstate = ERRCODE_INTEGRITY_CONSTRAINT_VIOLATION;
-				break;
-			}
-			shard_report_sqlite_error(ERROR, rc, shard_id, what, msg);
-			return;
+			shard_check_lock_wait(rc, false, shard_id);
+			sqlstate = (rc & 0xff) == SQLITE_CONSTRAINT ?
+				ERRCODE_INTEGRITY_CONSTRAINT_VIOLATION : 0;
+			break;
 	}
-	if (table != NULL && tenant != NULL)
+	if (sqlstate != 0 && table != NULL && tenant != NULL)
 		ereport(ERROR,
 				(errcode(sqlstate),
 				 errmsg("row of tenant \"%s\" violates a constraint of table \"%s\" on shard \"%s\"",
 						tenant, table, shard_id),
 				 errdetail_internal("%s", msg)));
+	va_start(args, fmt);
+	message = shard_format_message(fmt, args);
+	va_end(args);
+	if (sqlstate == 0)
+		raise_sqlite_error(ERROR, rc, shard_id, msg, message);
 	ereport(ERROR,
 			(errcode(sqlstate),
-			 errmsg("could not %s on shard \"%s\"", what, shard_id),
+			 errmsg_internal("%s", message),
 			 errdetail_internal("%s", msg)));
 }
 
@@ -568,7 +624,7 @@ open_shard_file(ShardServerOptions *opts, ShardInfo *shard, bool missing_ok)
 					 errdetail_internal("File \"%s\": %s", shard->path, errbuf),
 					 errhint("Give the server's operating system user write permission on the shard's folder and on the \"-wal\" and \"-shm\" files next to it.")));
 		/* A cancel, timeout or termination in the lock wait; a lock held. */
-		shard_check_lock_wait(rc, false, shard->shard_id, "open the shard");
+		shard_check_lock_wait(rc, false, shard->shard_id);
 		ereport(ERROR,
 				(errcode(shard_sqlite_sqlstate(rc)),
 				 errmsg("could not open shard \"%s\"", shard->shard_id),
@@ -611,7 +667,7 @@ open_directory_file(ShardServerOptions *opts, bool create)
 				 errdetail_internal("%s", errbuf),
 				 errhint("Give the server's operating system user write permission on the file, its folder and its \"-wal\" and \"-shm\" files.")));
 	/* a cancel, timeout or termination in the lock wait; a lock held */
-	shard_check_lock_wait(rc, true, opts->directory, "write the directory");
+	shard_check_lock_wait(rc, true, opts->directory);
 	ereport(ERROR,
 			(errcode(ERRCODE_FDW_UNABLE_TO_ESTABLISH_CONNECTION),
 			 errmsg("could not open directory \"%s\" of server \"%s\" for writing",
@@ -743,8 +799,9 @@ shard_conn_get_internal(ShardServerOptions *opts, ShardInfo *shard,
 			int			rc = sqlite3_errcode(db);
 
 			close_conn(conn);
-			shard_report_sqlite_error(ERROR, rc, shard->shard_id,
-									  "prepare a read transaction", errbuf);
+			shard_sqlite_error(ERROR, rc, shard->shard_id, errbuf,
+							   "could not prepare a read transaction on shard \"%s\"",
+							   shard->shard_id);
 		}
 	}
 	strlcpy(conn->shard_id, shard->shard_id, sizeof(conn->shard_id));
@@ -757,7 +814,7 @@ shard_conn_get_internal(ShardServerOptions *opts, ShardInfo *shard,
 		conn->write_xact = true;
 		conn->savepoints = 1;
 		allow_writes(conn);
-		conn_exec(conn, "BEGIN IMMEDIATE", "lock the shard for writing");
+		conn_exec(conn, "BEGIN IMMEDIATE", CONN_LOCK);
 		conn->in_xact = true;
 		conn->xact_scoped = true;
 		conn->xact_stmt = GetCurrentStatementStartTimestamp();
@@ -768,9 +825,10 @@ shard_conn_get_internal(ShardServerOptions *opts, ShardInfo *shard,
 
 		sqlite3_reset(conn->begin_stmt);
 		if (rc != SQLITE_DONE)
-			shard_report_sqlite_error(ERROR, rc, shard->shard_id,
-									  "start a read transaction",
-									  sqlite3_errmsg(conn->db));
+			shard_sqlite_error(ERROR, rc, shard->shard_id,
+							   sqlite3_errmsg(conn->db),
+							   "could not start a read transaction on shard \"%s\"",
+							   shard->shard_id);
 		conn->in_xact = true;
 		conn->xact_scoped = IsolationUsesXactSnapshot();
 		conn->xact_stmt = GetCurrentStatementStartTimestamp();
@@ -789,12 +847,27 @@ shard_conn_get_internal(ShardServerOptions *opts, ShardInfo *shard,
 }
 
 /*
+ * The failures of conn_exec's statements, by ConnExecOp: on a shard, and
+ * on the directory.
+ */
+static const char *const conn_exec_failures[][2] = {
+	[CONN_LOCK] = {gettext_noop("could not lock shard \"%s\" for writing"),
+	gettext_noop("could not lock directory \"%s\" for writing")},
+	[CONN_ALLOW_WRITES] = {gettext_noop("could not allow writes to shard \"%s\""),
+	gettext_noop("could not allow writes to directory \"%s\"")},
+	[CONN_SAVEPOINT] = {gettext_noop("could not set a savepoint on shard \"%s\""),
+	gettext_noop("could not set a savepoint in directory \"%s\"")},
+	[CONN_RELEASE] = {gettext_noop("could not release a savepoint on shard \"%s\""),
+	gettext_noop("could not release a savepoint in directory \"%s\"")},
+};
+
+/*
  * conn_exec
- *		Run one of the write transaction's own statements on a shard, with
- *		the SQLSTATE its failure calls for.
+ *		Run one of the write transaction's own statements (op) on a shard
+ *		or the directory, with the SQLSTATE its failure calls for.
  */
 static void
-conn_exec(ShardConn *conn, const char *sql, const char *what)
+conn_exec(ShardConn *conn, const char *sql, ConnExecOp op)
 {
 	char		errbuf[SHARDIO_ERRLEN];
 	int			rc = shardio_exec(conn->db, sql, errbuf);
@@ -804,13 +877,14 @@ conn_exec(ShardConn *conn, const char *sql, const char *what)
 	rc = sqlite3_extended_errcode(conn->db);
 	if (conn->is_directory)
 	{
-		shard_check_lock_wait(rc, true, conn->path, what);
+		shard_check_lock_wait(rc, true, conn->path);
 		ereport(ERROR,
 				(errcode(shard_sqlite_sqlstate(rc)),
-				 errmsg("could not %s in directory \"%s\"", what, conn->path),
+				 errmsg(conn_exec_failures[op][1], conn->path),
 				 errdetail_internal("%s", errbuf)));
 	}
-	shard_report_write_error(rc, conn->shard_id, NULL, NULL, errbuf, what);
+	shard_write_error(rc, conn->shard_id, NULL, NULL, errbuf,
+					  conn_exec_failures[op][0], conn->shard_id);
 }
 
 /*
@@ -828,7 +902,8 @@ allow_writes(ShardConn *conn)
 {
 	if (conn->writable)
 		return;
-	conn_exec(conn, "PRAGMA query_only = 0; PRAGMA cache_size = -32768", "allow writes");
+	conn_exec(conn, "PRAGMA query_only = 0; PRAGMA cache_size = -32768",
+			  CONN_ALLOW_WRITES);
 	conn->writable = true;
 }
 
@@ -844,7 +919,8 @@ savepoint_sql(const char *verb, int level)
 
 /*
  * conn_label
- *		How messages name a handle's file: shard "id", or directory "path".
+ *		How the lists of files in messages name a handle's file: shard
+ *		"id", or directory "path".
  */
 static char *
 conn_label(ShardConn *conn)
@@ -865,8 +941,11 @@ report_write_lost(ShardConn *conn)
 {
 	ereport(ERROR,
 			(errcode(ERRCODE_IN_FAILED_SQL_TRANSACTION),
-			 errmsg("the writes of this transaction to %s were rolled back",
-					conn_label(conn)),
+			 conn->is_directory ?
+			 errmsg("the writes of this transaction to directory \"%s\" were rolled back",
+					conn->path) :
+			 errmsg("the writes of this transaction to shard \"%s\" were rolled back",
+					conn->shard_id),
 			 errdetail("SQLite rolled back the file's transaction when a write to it failed."),
 			 errhint("Roll back the transaction and run it again.")));
 }
@@ -958,7 +1037,7 @@ get_for_write(ShardServerOptions *opts, ShardInfo *shard, ConnFile file)
 	{
 		conn->savepoints++;
 		conn_exec(conn, savepoint_sql("SAVEPOINT", conn->savepoints),
-				  "set a savepoint");
+				  CONN_SAVEPOINT);
 	}
 	return conn;
 }
@@ -1183,7 +1262,7 @@ shard_conn_is_utf8(ShardConn *conn)
 						   NULL) != SQLITE_OK)
 	{
 		shard_check_lock_wait(sqlite3_errcode(conn->db), false,
-							  conn->shard_id, "read the database encoding");
+							  conn->shard_id);
 		return false;
 	}
 	rc = sqlite3_step(stmt);
@@ -1195,8 +1274,7 @@ shard_conn_is_utf8(ShardConn *conn)
 			conn->utf8 = (strcmp(enc, "UTF-8") == 0);
 	}
 	sqlite3_finalize(stmt);
-	shard_check_lock_wait(rc, false, conn->shard_id,
-						  "read the database encoding");
+	shard_check_lock_wait(rc, false, conn->shard_id);
 	return conn->utf8 == 1;
 }
 
@@ -1225,7 +1303,7 @@ shard_conn_column_affinity(ShardConn *conn, const char *table, const char *col)
 						   -1, &stmt, NULL) != SQLITE_OK)
 	{
 		shard_check_lock_wait(sqlite3_errcode(conn->db), false,
-							  conn->shard_id, "read the schema");
+							  conn->shard_id);
 		return 0;
 	}
 	sqlite3_bind_text(stmt, 1, table, -1, SQLITE_STATIC);
@@ -1234,7 +1312,7 @@ shard_conn_column_affinity(ShardConn *conn, const char *table, const char *col)
 	if (rc == SQLITE_ROW)
 		aff = declared_affinity((const char *) sqlite3_column_text(stmt, 0));
 	sqlite3_finalize(stmt);
-	shard_check_lock_wait(rc, false, conn->shard_id, "read the schema");
+	shard_check_lock_wait(rc, false, conn->shard_id);
 
 	/* 'U': TEXT in a UTF-16 database (see affinity_satisfies) */
 	if (aff == 'T' && !shard_conn_is_utf8(conn))
@@ -1284,7 +1362,7 @@ shard_conn_primary_key(ShardConn *conn, const char *table, List **collations)
 						   -1, &stmt, NULL) != SQLITE_OK)
 	{
 		shard_check_lock_wait(sqlite3_errcode(conn->db), false,
-							  conn->shard_id, "read the schema");
+							  conn->shard_id);
 		return NIL;
 	}
 	sqlite3_bind_text(stmt, 1, table, -1, SQLITE_STATIC);
@@ -1297,12 +1375,11 @@ shard_conn_primary_key(ShardConn *conn, const char *table, List **collations)
 		*collations = lappend(*collations, coll ? pstrdup(coll) : NULL);
 	}
 	sqlite3_finalize(stmt);
-	shard_check_lock_wait(rc, false, conn->shard_id, "read the schema");
+	shard_check_lock_wait(rc, false, conn->shard_id);
 	if (rc != SQLITE_DONE)
-		shard_report_sqlite_error(ERROR, rc, conn->shard_id,
-								  psprintf("read the primary key of table \"%s\"",
-										   table),
-								  sqlite3_errmsg(conn->db));
+		shard_sqlite_error(ERROR, rc, conn->shard_id, sqlite3_errmsg(conn->db),
+						   "could not read the primary key of table \"%s\" on shard \"%s\"",
+						   table, conn->shard_id);
 	return keys;
 }
 
@@ -1429,14 +1506,14 @@ shard_conn_check_table(ShardConn *conn, const char *relname,
 						   -1, &stmt, NULL) != SQLITE_OK)
 	{
 		shard_check_lock_wait(sqlite3_errcode(conn->db), false,
-							  conn->shard_id, "read the schema");
+							  conn->shard_id);
 		return;
 	}
 	sqlite3_bind_text(stmt, 1, table, -1, SQLITE_TRANSIENT);
 	rc = sqlite3_step(stmt);
 	found = (rc == SQLITE_ROW);
 	sqlite3_finalize(stmt);
-	shard_check_lock_wait(rc, false, conn->shard_id, "read the schema");
+	shard_check_lock_wait(rc, false, conn->shard_id);
 	if (!found)
 		ereport(ERROR,
 				(errcode(ERRCODE_FDW_TABLE_NOT_FOUND),
@@ -1460,8 +1537,7 @@ shard_conn_check_table(ShardConn *conn, const char *relname,
 		if (!found)
 		{
 			sqlite3_finalize(stmt);
-			shard_check_lock_wait(rc, false, conn->shard_id,
-								  "read the schema");
+			shard_check_lock_wait(rc, false, conn->shard_id);
 			ereport(ERROR,
 					(errcode(ERRCODE_FDW_COLUMN_NAME_NOT_FOUND),
 					 errmsg("column \"%s\" of table \"%s\" does not exist on shard \"%s\"",
@@ -1592,8 +1668,11 @@ commit_writes(void)
 					(errcode(xrc == SQLITE_CONSTRAINT_FOREIGNKEY ?
 							 ERRCODE_FOREIGN_KEY_VIOLATION :
 							 shard_sqlite_sqlstate(xrc)),
-					 errmsg("could not commit the writes to %s",
-							conn_label(conn)),
+					 conn->is_directory ?
+					 errmsg("could not commit the writes to directory \"%s\"",
+							conn->path) :
+					 errmsg("could not commit the writes to shard \"%s\"",
+							conn->shard_id),
 					 errdetail_internal("%s", errbuf),
 					 done.len > 0 ?
 					 errhint("These committed: %s. These did not: %s.",
@@ -1635,8 +1714,11 @@ shard_xact_callback(XactEvent event, void *arg)
 				hash_seq_term(&scan);
 				ereport(ERROR,
 						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-						 errmsg("cannot prepare a transaction that wrote to %s",
-								conn_label(conn)),
+						 conn->is_directory ?
+						 errmsg("cannot prepare a transaction that wrote to directory \"%s\"",
+								conn->path) :
+						 errmsg("cannot prepare a transaction that wrote to shard \"%s\"",
+								conn->shard_id),
 						 errdetail("SQLite has no two-phase commit.")));
 			}
 		}
@@ -1699,8 +1781,7 @@ end_savepoints(bool commit)
 		if (commit)
 		{
 			/* before the subtransaction commits: an error is allowed */
-			conn_exec(conn, savepoint_sql("RELEASE", level),
-					  "release a savepoint");
+			conn_exec(conn, savepoint_sql("RELEASE", level), CONN_RELEASE);
 			continue;
 		}
 
@@ -1719,8 +1800,11 @@ end_savepoints(bool commit)
 			conn->write_lost = true;
 			if (!sqlite3_get_autocommit(conn->db))
 				ereport(WARNING,
-						(errmsg("could not roll back to a savepoint on %s",
-								conn_label(conn)),
+						(conn->is_directory ?
+						 errmsg("could not roll back to a savepoint in directory \"%s\"",
+								conn->path) :
+						 errmsg("could not roll back to a savepoint on shard \"%s\"",
+								conn->shard_id),
 						 errdetail_internal("%s", errbuf)));
 		}
 	}

@@ -164,15 +164,19 @@ extern List *shard_explain_row_key(ShardServerOptions *opts, const char *table,
 extern uint64 shard_writes_begun;
 extern char shard_conn_column_affinity(ShardConn *conn, const char *table,
 									   const char *col);
-extern void shard_report_write_error(int rc, const char *shard_id,
-									 const char *table, const char *tenant,
-									 const char *msg, const char *what);
+extern void shard_write_error(int rc, const char *shard_id,
+							  const char *table, const char *tenant,
+							  const char *msg, const char *fmt,...)
+			pg_attribute_printf(6, 7);
 extern int	shard_sqlite_sqlstate(int rc);
-extern void shard_report_sqlite_error(int elevel, int rc, const char *shard_id,
-									  const char *what, const char *msg);
+extern char *shard_format_message(const char *fmt, va_list args)
+			pg_attribute_printf(1, 0);
+extern void shard_sqlite_error(int elevel, int rc, const char *shard_id,
+							   const char *msg, const char *fmt,...)
+			pg_attribute_printf(5, 6);
 extern int	shard_interrupts_pending(void);
-extern void shard_check_lock_wait(int rc, bool is_directory, const char *name,
-								  const char *what);
+extern void shard_check_lock_wait(int rc, bool is_directory,
+								  const char *name);
 
 /* What a file's first 100 bytes say it is (shard_file_kind). */
 #define SHARD_FILE_UNKNOWN		0	/* could not be read */
@@ -602,6 +606,7 @@ extern void shard_store_fit(ShardStoreConv *conv, Datum value, char affinity,
 							const char *table, const char *shard_id);
 
 /* in modify.c */
+extern const char *shard_write_failure(CmdType operation, bool prepare);
 
 extern int	shardIsForeignRelUpdatable(Relation rel);
 extern bool shardPlanDirectModify(PlannerInfo *root, ModifyTable *plan,

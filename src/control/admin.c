@@ -123,7 +123,7 @@ void
 shard_admin_write_failed(ShardServerOptions *opts, sqlite3 *db, const char *what)
 {
 	/* a lock not had, a cancel: say so, as the directory's reads do */
-	shard_check_lock_wait(sqlite3_errcode(db), true, opts->directory, what);
+	shard_check_lock_wait(sqlite3_errcode(db), true, opts->directory);
 	ereport(ERROR,
 			(errcode(shard_sqlite_sqlstate(sqlite3_errcode(db))),
 			 errmsg("could not %s in directory \"%s\"", what, opts->directory),
@@ -884,8 +884,9 @@ shard_analyze(PG_FUNCTION_ARGS)
 		if (rc != SQLITE_OK)
 		{
 			rc = shard_conn_write_failed(conn, rc);
-			shard_report_sqlite_error(ERROR, rc, info->shard_id,
-									  "analyze the shard", errbuf);
+			shard_sqlite_error(ERROR, rc, info->shard_id, errbuf,
+							   "could not analyze shard \"%s\"",
+							   info->shard_id);
 		}
 		values[0] = CStringGetTextDatum(info->shard_id);
 		values[1] = Int64GetDatum(stat_rows(shard_conn_db(conn)));

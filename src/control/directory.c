@@ -106,7 +106,7 @@ static void check_directory(ShardDirectory *dir, ShardServerOptions *opts);
 static void
 dir_error(ShardDirectory *dir, const char *what)
 {
-	shard_check_lock_wait(sqlite3_errcode(dir->db), true, dir->path, what);
+	shard_check_lock_wait(sqlite3_errcode(dir->db), true, dir->path);
 	ereport(ERROR,
 			(errcode(shard_sqlite_sqlstate(sqlite3_errcode(dir->db))),
 			 errmsg("could not %s in directory \"%s\"", what, dir->path),
@@ -270,7 +270,7 @@ open_directory(ShardServerOptions *opts)
 		if (dir->shard_path)
 			pfree(dir->shard_path);
 		pfree(dir);
-		shard_check_lock_wait(rc, true, opts->directory, "open it");
+		shard_check_lock_wait(rc, true, opts->directory);
 		ereport(ERROR,
 				(errcode(errcode_sql),
 				 errmsg("could not open directory \"%s\" of server \"%s\"",
@@ -339,7 +339,7 @@ table_columns(sqlite3 *db, const char *table)
 		const char *path = sqlite3_db_filename(db, "main");
 
 		sqlite3_finalize(stmt);
-		shard_check_lock_wait(rc, true, path, "read the directory's columns");
+		shard_check_lock_wait(rc, true, path);
 		ereport(ERROR,
 				(errcode(shard_sqlite_sqlstate(rc)),
 				 errmsg("could not read the columns of table \"%s\" in directory \"%s\"",

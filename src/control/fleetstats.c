@@ -57,16 +57,17 @@ path_bytes(const char *path)
 /*
  * stat_failed
  *		Raise a failed read of a shard's statistics (a lock waited for past
- *		the busy timeout, a cancel), the statement finalized first.
+ *		the busy timeout, a cancel), whose primary message is message
+ *		(translated already), the statement finalized first.
  */
 static void
 stat_failed(sqlite3 *db, sqlite3_stmt *stmt, int rc, const char *shard_id,
-			const char *what)
+			const char *message)
 {
 	char	   *msg = pstrdup(sqlite3_errmsg(db));
 
 	sqlite3_finalize(stmt);
-	shard_report_sqlite_error(ERROR, rc, shard_id, what, msg);
+	shard_sqlite_error(ERROR, rc, shard_id, msg, "%s", message);
 }
 
 /*
@@ -84,7 +85,9 @@ pragma_int(sqlite3 *db, const char *shard_id, const char *pragma)
 	if (rc == SQLITE_OK && (rc = sqlite3_step(stmt)) == SQLITE_ROW)
 		v = sqlite3_column_int64(stmt, 0);
 	else
-		stat_failed(db, stmt, rc, shard_id, "read the page counts");
+		stat_failed(db, stmt, rc, shard_id,
+					psprintf(_("could not read the page counts of shard \"%s\""),
+							 shard_id));
 	sqlite3_finalize(stmt);
 	return v;
 }
@@ -120,7 +123,9 @@ table_bytes_dbstat(sqlite3 *db, const char *shard_id, List *tables)
 		}
 	}
 	if (rc != SQLITE_DONE)
-		stat_failed(db, stmt, rc, shard_id, "measure the tables");
+		stat_failed(db, stmt, rc, shard_id,
+					psprintf(_("could not measure the tables of shard \"%s\""),
+							 shard_id));
 	sqlite3_finalize(stmt);
 	return true;
 }

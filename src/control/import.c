@@ -132,8 +132,9 @@ shardImportForeignSchema(ImportForeignSchemaStmt *stmt, Oid serverOid)
 							 " ORDER BY name",
 							 0, &s, errbuf);
 		if (rc != SQLITE_OK)
-			shard_report_sqlite_error(ERROR, rc, shard->shard_id,
-									  "list the tables", errbuf);
+			shard_sqlite_error(ERROR, rc, shard->shard_id, errbuf,
+							   "could not list the tables of shard \"%s\"",
+							   shard->shard_id);
 		tabstmt = s;
 
 		/*
@@ -171,8 +172,9 @@ shardImportForeignSchema(ImportForeignSchemaStmt *stmt, Oid serverOid)
 							 " WHERE hidden <> 1 ORDER BY cid",
 							 0, &s, errbuf);
 		if (rc != SQLITE_OK)
-			shard_report_sqlite_error(ERROR, rc, shard->shard_id,
-									  "read the columns", errbuf);
+			shard_sqlite_error(ERROR, rc, shard->shard_id, errbuf,
+							   "could not read the columns of shard \"%s\"",
+							   shard->shard_id);
 		colstmt = s;
 
 		while ((rc = sqlite3_step(tabstmt)) == SQLITE_ROW)
@@ -197,9 +199,9 @@ shardImportForeignSchema(ImportForeignSchemaStmt *stmt, Oid serverOid)
 				commands = lappend(commands, cmd);
 		}
 		if (rc != SQLITE_DONE)
-			shard_report_sqlite_error(ERROR, rc, shard->shard_id,
-									  "list the tables",
-									  sqlite3_errmsg(db));
+			shard_sqlite_error(ERROR, rc, shard->shard_id, sqlite3_errmsg(db),
+							   "could not list the tables of shard \"%s\"",
+							   shard->shard_id);
 	}
 	PG_FINALLY();
 	{
@@ -547,9 +549,9 @@ deparse_table(sqlite3 *db, sqlite3_stmt *colstmt, ShardInfo *shard,
 	sqlite3_reset(colstmt);
 	rc = sqlite3_bind_text(colstmt, 1, tabname, -1, SQLITE_TRANSIENT);
 	if (rc != SQLITE_OK)
-		shard_report_sqlite_error(ERROR, rc, shard->shard_id,
-								  "read the columns",
-								  sqlite3_errmsg(db));
+		shard_sqlite_error(ERROR, rc, shard->shard_id, sqlite3_errmsg(db),
+						   "could not read the columns of table \"%s\" on shard \"%s\"",
+						   tabname, shard->shard_id);
 
 	appendStringInfo(&cmd, "CREATE FOREIGN TABLE %s (\n",
 					 quote_identifier(pgname));

@@ -174,7 +174,7 @@ dir_failed(MoveDir *md, const char *what)
 {
 	int			rc = sqlite3_extended_errcode(md->db);
 
-	shard_check_lock_wait(rc, true, md->opts->directory, what);
+	shard_check_lock_wait(rc, true, md->opts->directory);
 	ereport(ERROR,
 			(errcode(shard_sqlite_sqlstate(rc)),
 			 errmsg("could not %s in directory \"%s\"", what,
@@ -259,7 +259,7 @@ dir_open(MoveDir *md, ShardServerOptions *opts)
 	{
 		if (shardio_file_state(opts->directory) == SHARDIO_FILE_MISSING)
 			shard_directory_report_missing(opts);
-		shard_check_lock_wait(rc, true, opts->directory, "open it");
+		shard_check_lock_wait(rc, true, opts->directory);
 		ereport(ERROR,
 				(errcode(shard_sqlite_sqlstate(rc)),
 				 errmsg("could not open directory \"%s\" of server \"%s\" for writing",
@@ -1267,7 +1267,7 @@ shard_tenant_moves(PG_FUNCTION_ARGS)
 		if (strstr(sqlite3_errmsg(db), "no such table") != NULL)
 			return (Datum) 0;
 		shard_check_lock_wait(sqlite3_extended_errcode(db), true,
-							  opts->directory, "list the moves");
+							  opts->directory);
 		ereport(ERROR,
 				(errcode(shard_sqlite_sqlstate(sqlite3_extended_errcode(db))),
 				 errmsg("could not list the moves in directory \"%s\"",

@@ -56,7 +56,7 @@ move_error(MoveShards *ms, sqlite3 *db, const char *shard_id,
 {
 	int			rc = sqlite3_extended_errcode(db);
 
-	shard_check_lock_wait(rc, false, shard_id, what);
+	shard_check_lock_wait(rc, false, shard_id);
 	if (table != NULL)
 		ereport(ERROR,
 				(errcode(shard_sqlite_sqlstate(rc)),
@@ -111,7 +111,7 @@ open_one(MoveShards *ms, ShardInfo *shard)
 			strlcpy(errbuf, sqlite3_errmsg(db), sizeof(errbuf));
 			shardio_close(db);
 		}
-		shard_check_lock_wait(rc, false, shard->shard_id, "open the shard");
+		shard_check_lock_wait(rc, false, shard->shard_id);
 		ereport(ERROR,
 				(errcode(shard_sqlite_sqlstate(rc)),
 				 errmsg("could not open shard \"%s\" to move tenant \"%s\"",

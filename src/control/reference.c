@@ -149,9 +149,10 @@ copy_digest(ShardServerOptions *opts, ShardInfo *info, const char *sql,
 				CHECK_FOR_INTERRUPTS();
 		}
 		if (rc != SQLITE_DONE)
-			shard_report_sqlite_error(ERROR, rc, info->shard_id,
-									  "read a reference table",
-									  sqlite3_errmsg(shard_conn_db(conn)));
+			shard_sqlite_error(ERROR, rc, info->shard_id,
+							   sqlite3_errmsg(shard_conn_db(conn)),
+							   "could not read a reference table on shard \"%s\"",
+							   info->shard_id);
 	}
 	PG_FINALLY();
 	{

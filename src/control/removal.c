@@ -83,9 +83,10 @@ lock_for_count(ShardConn *conn, const char *shard_id, const char *table)
 	appendStringInfoString(&sql, " WHERE 0");
 	rc = shardio_exec(db, sql.data, errbuf);
 	if (rc != SQLITE_OK)
-		shard_report_write_error(shard_conn_write_failed(conn, rc), shard_id,
-								 NULL, NULL, errbuf,
-								 "take the write lock of the shard");
+		shard_write_error(shard_conn_write_failed(conn, rc), shard_id,
+						  NULL, NULL, errbuf,
+						  "could not take the write lock of shard \"%s\"",
+						  shard_id);
 	pfree(sql.data);
 }
 

@@ -32,17 +32,18 @@
 
 /*
  * tenant_rows_failed
- *		Raise a failed read of a shard's tenant tables; the statement is
- *		finalized first so that nothing is left prepared on the handle.
+ *		Raise a failed read of a shard's tenant tables, whose primary
+ *		message is message (translated already); the statement is finalized
+ *		first so that nothing is left prepared on the handle.
  */
 static void
 tenant_rows_failed(sqlite3_stmt *stmt, int rc, const char *shard_id,
-				   const char *what, const char *msg)
+				   const char *message, const char *msg)
 {
 	char	   *copy = pstrdup(msg);
 
 	sqlite3_finalize(stmt);
-	shard_report_sqlite_error(ERROR, rc, shard_id, what, copy);
+	shard_sqlite_error(ERROR, rc, shard_id, copy, "%s", message);
 }
 
 /*
@@ -71,8 +72,9 @@ shard_tenant_tables(ShardConn *conn, const char *shard_id, const char *column)
 						 "AND p.name = ?1 COLLATE NOCASE ORDER BY m.name",
 						 0, &stmt, errbuf);
 	if (rc != SQLITE_OK)
-		shard_report_sqlite_error(ERROR, rc, shard_id, "list the tables",
-								  errbuf);
+		shard_sqlite_error(ERROR, rc, shard_id, errbuf,
+						   "could not list the tables of shard \"%s\"",
+						   shard_id);
 	sqlite3_bind_text(stmt, 1, column, -1, SQLITE_STATIC);
 	while ((rc = sqlite3_step(stmt)) == SQLITE_ROW)
 	{
@@ -83,7 +85,9 @@ shard_tenant_tables(ShardConn *conn, const char *shard_id, const char *column)
 		result = lappend(result, tt);
 	}
 	if (rc != SQLITE_DONE)
-		tenant_rows_failed(stmt, rc, shard_id, "list the tables",
+		tenant_rows_failed(stmt, rc, shard_id,
+						   psprintf(_("could not list the tables of shard \"%s\""),
+									shard_id),
 						   sqlite3_errmsg(db));
 	sqlite3_finalize(stmt);
 
@@ -114,7 +118,8 @@ shard_tenant_table_counts(ShardConn *conn, const char *shard_id,
 	char		errbuf[SHARDIO_ERRLEN];
 	StringInfoData sql;
 	List	   *result = NIL;
-	char	   *what = psprintf("count the rows of table \"%s\"", tt->table);
+	char	   *what = psprintf(_("could not count the rows of table \"%s\" on shard \"%s\""),
+								tt->table, shard_id);
 	int			rc;
 
 	initStringInfo(&sql);
@@ -125,7 +130,7 @@ shard_tenant_table_counts(ShardConn *conn, const char *shard_id,
 	appendStringInfoString(&sql, " GROUP BY t ORDER BY t");
 	rc = shardio_prepare(db, sql.data, 0, &stmt, errbuf);
 	if (rc != SQLITE_OK)
-		shard_report_sqlite_error(ERROR, rc, shard_id, what, errbuf);
+		shard_sqlite_error(ERROR, rc, shard_id, errbuf, "%s", what);
 	while ((rc = sqlite3_step(stmt)) == SQLITE_ROW)
 	{
 		ShardTenantRows *tr = palloc0(sizeof(ShardTenantRows));
@@ -160,9 +165,11 @@ shard_tenant_table_rows(ShardConn *conn, const char *shard_id,
 	int64		rows = 0;
 	int			rc;
 
-	what = psprintf(delete ? "delete the rows of tenant \"%s\" from table \"%s\"" :
-					"count the rows of tenant \"%s\" in table \"%s\"",
-					tenant, tt->table);
+	what = delete ?
+		psprintf(_("could not delete the rows of tenant \"%s\" from table \"%s\" on shard \"%s\""),
+				 tenant, tt->table, shard_id) :
+		psprintf(_("could not count the rows of tenant \"%s\" in table \"%s\" on shard \"%s\""),
+				 tenant, tt->table, shard_id);
 	initStringInfo(&sql);
 	appendStringInfoString(&sql, delete ? "DELETE FROM " : "SELECT count(*) FROM ");
 	shard_quote_identifier(&sql, tt->table);
@@ -176,7 +183,7 @@ shard_tenant_table_rows(ShardConn *conn, const char *shard_id,
 	if (rc != SQLITE_OK)
 	{
 		sqlite3_finalize(stmt);
-		shard_report_sqlite_error(ERROR, rc, shard_id, what, errbuf);
+		shard_sqlite_error(ERROR, rc, shard_id, errbuf, "%s", what);
 	}
 	rc = sqlite3_step(stmt);
 	if (rc == SQLITE_ROW && !delete)

@@ -532,14 +532,16 @@ sample_shard(ShardAnalyzeState *astate, ShardServerOptions *opts,
 		query = shard_query(astate, conn, base, binds, &nbinds);
 		rc = shardio_prepare(db, query, 0, &s, errbuf);
 		if (rc != SQLITE_OK)
-			shard_report_sqlite_error(ERROR, rc, shard->shard_id,
-									  "read the table to analyze", errbuf);
+			shard_sqlite_error(ERROR, rc, shard->shard_id, errbuf,
+							   "could not read the table to analyze on shard \"%s\"",
+							   shard->shard_id);
 		stmt = s;
 
 		rc = shardio_bind(stmt, 1, binds, nbinds, errbuf);
 		if (rc != SQLITE_OK)
-			shard_report_sqlite_error(ERROR, rc, shard->shard_id,
-									  "read the table to analyze", errbuf);
+			shard_sqlite_error(ERROR, rc, shard->shard_id, errbuf,
+							   "could not read the table to analyze on shard \"%s\"",
+							   shard->shard_id);
 
 		batch = shardio_batch_create(astate->ncols, ANALYZE_BATCH_ROWS);
 		if (batch == NULL)
@@ -553,9 +555,9 @@ sample_shard(ShardAnalyzeState *astate, ShardServerOptions *opts,
 
 			rc = shardio_fetch(stmt, batch, errbuf);
 			if (rc != SQLITE_ROW && rc != SQLITE_DONE)
-				shard_report_sqlite_error(ERROR, rc, shard->shard_id,
-										  "read the table to analyze",
-										  errbuf);
+				shard_sqlite_error(ERROR, rc, shard->shard_id, errbuf,
+								   "could not read the table to analyze on shard \"%s\"",
+								   shard->shard_id);
 			for (r = 0; r < batch->nrows; r++)
 			{
 				const ShardValue *row = &batch->values[(size_t) r * batch->ncols];

@@ -93,7 +93,6 @@ typedef struct ShardModifyState
 	List	   *returning_attrs;	/* attnums RETURNING reads, in order */
 	ShardColumnConv *returning;	/* one per returning attr */
 	bool		on_conflict_nothing;
-	const char *what;			/* "insert into table ..." for messages */
 	CmdType		operation;
 	AttrNumber	ctid_junk;		/* row identity in the plan's rows: the
 								 * shard read and the rowid, or the number
@@ -221,6 +220,33 @@ shard_rowid_to_tid(int64 rowid, ItemPointer tid)
 }
 
 /*
+ * shard_write_failure
+ *		The message of a failed INSERT, UPDATE or DELETE of a table on a
+ *		shard (or, with prepare, of its preparation), to be filled in with
+ *		the SQLite table and the shard: written out whole for each, for
+ *		translation.
+ */
+const char *
+shard_write_failure(CmdType operation, bool prepare)
+{
+	switch (operation)
+	{
+		case CMD_INSERT:
+			return prepare ?
+				gettext_noop("could not prepare the insert into table \"%s\" on shard \"%s\"") :
+				gettext_noop("could not insert into table \"%s\" on shard \"%s\"");
+		case CMD_UPDATE:
+			return prepare ?
+				gettext_noop("could not prepare to update table \"%s\" on shard \"%s\"") :
+				gettext_noop("could not update table \"%s\" on shard \"%s\"");
+		default:
+			return prepare ?
+				gettext_noop("could not prepare to delete from table \"%s\" on shard \"%s\"") :
+				gettext_noop("could not delete from table \"%s\" on shard \"%s\"");
+	}
+}
+
+/*
  * junk_rowid
  *		The identity of the row a scan read, from the plan row's ctid: the
  *		shard it came from and its rowid or key there, packed as
@@ -240,7 +266,11 @@ junk_rowid(ShardModifyState *ms, TupleTableSlot *planSlot)
 	if (ItemPointerGetBlockNumberNoCheck(tid) == InvalidBlockNumber)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("cannot %s row by row", ms->what),
+				 ms->operation == CMD_UPDATE ?
+				 errmsg("cannot update table \"%s\" row by row",
+						ms->topts->table) :
+				 errmsg("cannot delete from table \"%s\" row by row",
+						ms->topts->table),
 				 errdetail("A row is found again by the shard it was read from and its rowid, and a rowid is negative or too large to be numbered with its shard."),
 				 errhint("Change such rows with a statement that runs inside the shards.")));
 	return ((int64) ItemPointerGetBlockNumberNoCheck(tid) << 16) |
@@ -744,10 +774,6 @@ begin_modify(EState *estate, ResultRelInfo *rinfo, CmdType operation,
 				   returning_attrs) :
 		row_sql(rel, ms->topts, operation, target_attrs, returning_attrs,
 				NIL, NIL);
-	ms->what = psprintf("%s table \"%s\"",
-						operation == CMD_INSERT ? "insert into" :
-						operation == CMD_UPDATE ? "update" : "delete from",
-						ms->topts->table);
 	ms->col = -1;
 
 	ms->stores = palloc0(sizeof(ShardStoreConv) * (list_length(target_attrs) + 1));
@@ -1002,12 +1028,9 @@ target_for(ShardModifyState *ms, ShardInfo *shard, List *keys,
 													  i + 1);
 		shard_conn_check_table(t->conn, RelationGetRelationName(ms->rel),
 							   ms->topts->table, colnames, ncols);
-		shard_report_sqlite_error(ERROR, rc, shard->shard_id,
-								  ms->operation == CMD_INSERT ?
-								  psprintf("prepare the insert into table \"%s\"",
-										   ms->topts->table) :
-								  psprintf("prepare to %s", ms->what),
-								  errbuf);
+		shard_sqlite_error(ERROR, rc, shard->shard_id, errbuf,
+						   shard_write_failure(ms->operation, true),
+						   ms->topts->table, shard->shard_id);
 	}
 	return t;
 }
@@ -1110,8 +1133,9 @@ write_row(ShardModifyState *ms, TupleTableSlot *slot,
 							  &ms->values[nvalues + 1], 1, errbuf);
 	}
 	if (rc != SQLITE_OK)
-		shard_report_sqlite_error(ERROR, rc, shard->shard_id, ms->what,
-								  errbuf);
+		shard_sqlite_error(ERROR, rc, shard->shard_id, errbuf,
+						   shard_write_failure(ms->operation, false),
+						   ms->topts->table, shard->shard_id);
 
 	rc = sqlite3_step(t->stmt);
 	if (rc == SQLITE_ROW)
@@ -1136,8 +1160,9 @@ write_row(ShardModifyState *ms, TupleTableSlot *slot,
 		rc = sqlite3_extended_errcode(shard_conn_db(t->conn));
 		sqlite3_reset(t->stmt);
 		rc = shard_conn_write_failed(t->conn, rc);
-		shard_report_write_error(rc, shard->shard_id, ms->topts->table,
-								 ms->tenant, msg, ms->what);
+		shard_write_error(rc, shard->shard_id, ms->topts->table, ms->tenant,
+						  msg, shard_write_failure(ms->operation, false),
+						  ms->topts->table, shard->shard_id);
 	}
 	sqlite3_reset(t->stmt);
 	sqlite3_clear_bindings(t->stmt);
@@ -1402,9 +1427,13 @@ modify_error_callback(void *arg)
 				   shard_column_name(RelationGetRelid(ms->rel),
 									 list_nth_int(ms->returning_attrs, ms->col)),
 				   ms->topts->table, ms->shard_id, ms->tenant);
+	else if (ms->operation == CMD_INSERT)
+		errcontext("inserting into table \"%s\" on shard \"%s\", tenant \"%s\"",
+				   ms->topts->table, ms->shard_id, ms->tenant);
+	else if (ms->operation == CMD_UPDATE)
+		errcontext("updating table \"%s\" on shard \"%s\", tenant \"%s\"",
+				   ms->topts->table, ms->shard_id, ms->tenant);
 	else
-		errcontext("%s table \"%s\" on shard \"%s\", tenant \"%s\"",
-				   ms->operation == CMD_INSERT ? "inserting into" :
-				   ms->operation == CMD_UPDATE ? "updating" : "deleting from",
+		errcontext("deleting from table \"%s\" on shard \"%s\", tenant \"%s\"",
 				   ms->topts->table, ms->shard_id, ms->tenant);
 }

@@ -219,7 +219,7 @@ typedef struct ShardScanState
 	char	   *modify_returning_sql;	/* " RETURNING cols", or "" */
 	ShardColumnConv *modify_convs;	/* and their converters */
 	ShardTarget *modify_cur;	/* the shard whose statement runs */
-	const char *modify_what;	/* "update table ..." for messages */
+	CmdType		modify_op;		/* CMD_UPDATE or CMD_DELETE */
 	int64		modified;		/* rows it changed */
 
 	/* Where it reads, decided when the scan starts. */
@@ -786,9 +786,8 @@ shardBeginForeignScan(ForeignScanState *node, int eflags)
 			shard_store_init(&s->modify_set_convs[i++],
 							 TupleDescAttr(tupdesc, lfirst_int(lc) - 1)->atttypid);
 		s->with_rowid = false;
-		s->modify_what = psprintf("%s table \"%s\"",
-								  strncmp(s->modify_sql, "UPDATE", 6) == 0 ?
-								  "update" : "delete from", s->topts->table);
+		s->modify_op = strncmp(s->modify_sql, "UPDATE", 6) == 0 ?
+			CMD_UPDATE : CMD_DELETE;
 		s->modify_convs = palloc0(sizeof(ShardColumnConv) *
 								  (list_length(s->modify_returning) + 1));
 		i = 0;
@@ -1462,10 +1461,9 @@ diagnose_prepare_failure(ShardScanState *s, ShardTarget *t, int rc,
 	if (s->join)
 	{
 		shard_join_check_tables(s->join, t->conn);
-		shard_report_sqlite_error(ERROR, rc, t->info.shard_id,
-								  psprintf("prepare the join of table \"%s\"",
-										   s->topts->table),
-								  errbuf);
+		shard_sqlite_error(ERROR, rc, t->info.shard_id, errbuf,
+						   "could not prepare the join of table \"%s\" on shard \"%s\"",
+						   s->topts->table, t->info.shard_id);
 	}
 	for (i = 0; i < tupdesc->natts; i++)
 	{
@@ -1480,10 +1478,9 @@ diagnose_prepare_failure(ShardScanState *s, ShardTarget *t, int rc,
 
 	if (t->nkeys > 0 && t->keyed == NULL && strstr(errbuf, "rowid") != NULL)
 		return;
-	shard_report_sqlite_error(ERROR, rc, t->info.shard_id,
-							  psprintf("prepare the query of table \"%s\"",
-									   s->topts->table),
-							  errbuf);
+	shard_sqlite_error(ERROR, rc, t->info.shard_id, errbuf,
+					   "could not prepare the query of table \"%s\" on shard \"%s\"",
+					   s->topts->table, t->info.shard_id);
 }
 
 /*
@@ -1502,9 +1499,9 @@ report_read_error(ShardScanState *s, ShardTarget *t, int rc,
 				 errdetail("The shard has more than %d groups, too many to group outside SQLite, which orders the text of this UTF-16 database otherwise than PostgreSQL does.",
 						   THREAD_AGG_MAX_GROUPS),
 				 errhint("Set \"sqlite_shard_fdw.aggregate_pushdown\" to off to aggregate in PostgreSQL.")));
-	shard_report_sqlite_error(ERROR, rc, t->info.shard_id,
-							  psprintf("read table \"%s\"", s->topts->table),
-							  errbuf);
+	shard_sqlite_error(ERROR, rc, t->info.shard_id, errbuf,
+					   "could not read table \"%s\" on shard \"%s\"",
+					   s->topts->table, t->info.shard_id);
 }
 
 /*
@@ -2053,10 +2050,9 @@ start_shard(ForeignScanState *node, ShardTarget *t)
 	else
 		rc = shardio_bind(t->stmt, 1, t->binds, t->nbinds, errbuf);
 	if (rc != SQLITE_OK)
-		shard_report_sqlite_error(ERROR, rc, t->info.shard_id,
-								  psprintf("bind the values of the query of table \"%s\"",
-										   s->topts->table),
-								  errbuf);
+		shard_sqlite_error(ERROR, rc, t->info.shard_id, errbuf,
+						   "could not bind the values of the query of table \"%s\" on shard \"%s\"",
+						   s->topts->table, t->info.shard_id);
 
 	memset(&t->job, 0, sizeof(t->job));
 	t->reader_began = 0;
@@ -2979,8 +2975,11 @@ start_modify(ForeignScanState *node, ShardTarget *t)
 	if (t->degraded)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("cannot %s on shard \"%s\"", s->modify_what,
-						t->info.shard_id),
+				 s->modify_op == CMD_UPDATE ?
+				 errmsg("cannot update table \"%s\" on shard \"%s\"",
+						s->topts->table, t->info.shard_id) :
+				 errmsg("cannot delete from table \"%s\" on shard \"%s\"",
+						s->topts->table, t->info.shard_id),
 				 errdetail("The shard declares a compared column with another type than the statement's conditions assume, so SQLite would not pick the rows PostgreSQL would."),
 				 errhint("Declare the column alike in every shard.")));
 
@@ -3018,8 +3017,9 @@ start_modify(ForeignScanState *node, ShardTarget *t)
 	}
 	rc = shardio_bind(t->stmt, 1, t->binds, t->nbinds, errbuf);
 	if (rc != SQLITE_OK)
-		shard_report_sqlite_error(ERROR, rc, t->info.shard_id, s->modify_what,
-								  errbuf);
+		shard_sqlite_error(ERROR, rc, t->info.shard_id, errbuf,
+						   shard_write_failure(s->modify_op, false),
+						   s->topts->table, t->info.shard_id);
 	MemoryContextSwitchTo(oldcxt);
 }
 
@@ -3104,8 +3104,8 @@ modify_parallel(ForeignScanState *node)
 			ereport(ERROR,
 					(errcode(ERRCODE_INSUFFICIENT_RESOURCES),
 					 errmsg("could not start a fan-out worker thread"),
-					 errdetail("The thread was to %s on shard \"%s\".",
-							   s->modify_what, t->info.shard_id)));
+					 errdetail("The thread was to change table \"%s\" on shard \"%s\".",
+							   s->topts->table, t->info.shard_id)));
 		pending++;
 	}
 
@@ -3161,9 +3161,14 @@ modify_parallel(ForeignScanState *node)
 	fanout_destroy(s->fanout);
 	s->fanout = NULL;
 	if (failed >= 0)
-		shard_report_write_error(failed_rc,
-								 ((ShardTarget *) list_nth(s->targets, failed))->info.shard_id,
-								 NULL, NULL, failed_msg, s->modify_what);
+	{
+		const char *shard_id =
+			((ShardTarget *) list_nth(s->targets, failed))->info.shard_id;
+
+		shard_write_error(failed_rc, shard_id, NULL, NULL, failed_msg,
+						  shard_write_failure(s->modify_op, false),
+						  s->topts->table, shard_id);
+	}
 }
 
 /*
@@ -3224,8 +3229,9 @@ shardIterateDirectModify(ForeignScanState *node)
 
 			sqlite3_reset(t->stmt);
 			xrc = shard_conn_write_failed(t->conn, xrc);
-			shard_report_write_error(xrc, t->info.shard_id, NULL, NULL, msg,
-									 s->modify_what);
+			shard_write_error(xrc, t->info.shard_id, NULL, NULL, msg,
+							  shard_write_failure(s->modify_op, false),
+							  s->topts->table, t->info.shard_id);
 		}
 		if (!returning)
 			count_modified(node, t, sqlite3_changes(shard_conn_db(t->conn)));

@@ -311,8 +311,7 @@ shard_rows(ShardServerOptions *opts, ShardInfo *shard, Relation rel,
 	if ((rc & 0xff) == SQLITE_BUSY || (rc & 0xff) == SQLITE_INTERRUPT)
 	{
 		shard_conn_release(conn);
-		shard_check_lock_wait(rc, false, shard->shard_id,
-							  psprintf("read table \"%s\"", table));
+		shard_check_lock_wait(rc, false, shard->shard_id);
 		return -1;
 	}
 	if (name != NULL)
@@ -495,8 +494,7 @@ count_tenants(TenantCounts *tc, ShardServerOptions *opts)
 	}
 	if (rc != SQLITE_OK)
 	{
-		shard_check_lock_wait(rc, true, opts->directory,
-							  "count the tenants of each shard");
+		shard_check_lock_wait(rc, true, opts->directory);
 		ereport(ERROR,
 				(errcode(shard_sqlite_sqlstate(rc)),
 				 errmsg("could not count the tenants of each shard in directory \"%s\"",
