@@ -27,7 +27,8 @@
  * with the number of the shard and the row's rowid as its ctid, PostgreSQL
  * evaluates what SQLite cannot, and each row is changed on the shard it was
  * read from (not routed by the directory: the statement changes the rows a
- * statement run inside the shards would) by its rowid and tenant.  A shard
+ * statement run inside the shards would, a row of no tenant included) by
+ * its rowid and tenant.  A shard
  * whose table is WITHOUT ROWID is read with its primary key instead, whose
  * values the scan keeps exactly as SQLite returned them (the ctid numbers
  * them), and each row is changed by those values, compared with the key's
@@ -316,8 +317,9 @@ row_sql(Relation rel, ShardTableOptions *topts, CmdType operation,
 		shard_quote_identifier(&sql, topts->table);
 	}
 	/*
-	 * The tenant too, exactly as scans filter it: a rowid (or key) names
-	 * one row of the shard, which must be the statement's tenant's.
+	 * The tenant too, as scans compute it: a rowid (or key) names one row
+	 * of the shard, which must still be the tenant's the scan read (or,
+	 * bound NULL, of no tenant).
 	 */
 	appendStringInfoString(&sql, " WHERE ");
 	if (keys == NIL)
@@ -336,10 +338,12 @@ row_sql(Relation rel, ShardTableOptions *topts, CmdType operation,
 		}
 		appendStringInfoString(&sql, " AND ");
 	}
-	(void) shard_tenant_condition(&sql, topts->tenant_column,
-								  shard_tenant_kind(TupleDescAttr(RelationGetDescr(rel),
-																  topts->tenant_attnum - 1)->atttypid),
-								  false, list_make1(""), false, param);
+	appendStringInfoString(&sql, "ssfdw_tenant(");
+	shard_quote_identifier(&sql, topts->tenant_column);
+	appendStringInfo(&sql, ", %d) IS ?%d",
+					 shard_tenant_kind(TupleDescAttr(RelationGetDescr(rel),
+													 topts->tenant_attnum - 1)->atttypid),
+					 param);
 	if (ret_attrs != NIL)
 	{
 		appendStringInfoString(&sql, " RETURNING ");
@@ -894,17 +898,29 @@ shardBeginForeignInsert(ModifyTableState *mtstate, ResultRelInfo *rinfo)
 /*
  * row_tenant
  *		The tenant of a row written (its tenant column at tenant_att of
- *		slot), into ms->tenant.  Refuses a row of no tenant, or of one the
- *		user mapping does not allow.
+ *		slot), into ms->tenant.  Refuses a row of one the user mapping does
+ *		not allow, and a row to insert of no tenant (NULL).  A row an UPDATE
+ *		or DELETE read (read) may be of no tenant: a statement that runs
+ *		inside the shards changes such a row where it is, and so does a
+ *		row-by-row one; its tenant is NULL then.
  */
 static char *
-row_tenant(ShardModifyState *ms, TupleTableSlot *slot, AttrNumber tenant_att)
+row_tenant(ShardModifyState *ms, TupleTableSlot *slot, AttrNumber tenant_att,
+		   bool read)
 {
 	AttrNumber	attnum = ms->topts->tenant_attnum;
 	bool		isnull;
 	Datum		value = slot_getattr(slot, tenant_att, &isnull);
 	char	   *tenant;
 
+	/* a tenant-scoped scan reads its tenants' rows only */
+	if (isnull && read && ms->allowed != NIL)
+		elog(ERROR, "row of no tenant read for a tenant-scoped role");
+	if (isnull && read)
+	{
+		ms->tenant = NULL;
+		return NULL;
+	}
 	if (isnull)
 		ereport(ERROR,
 				(errcode(ERRCODE_NOT_NULL_VIOLATION),
@@ -935,7 +951,7 @@ row_tenant(ShardModifyState *ms, TupleTableSlot *slot, AttrNumber tenant_att)
 static ShardInfo *
 route_row(ShardModifyState *ms, TupleTableSlot *slot, AttrNumber tenant_att)
 {
-	char	   *tenant = row_tenant(ms, slot, tenant_att);
+	char	   *tenant = row_tenant(ms, slot, tenant_att, false);
 	ShardLocation *loc;
 
 	loc = shard_directory_locate(ms->dir, tenant);
@@ -1089,7 +1105,7 @@ write_row(ShardModifyState *ms, TupleTableSlot *slot,
 
 		if (ms->operation == CMD_UPDATE)
 			slot_getallattrs(slot);
-		(void) row_tenant(ms, planSlot, ms->tenant_junk);
+		(void) row_tenant(ms, planSlot, ms->tenant_junk, true);
 		shard = shard_row_identity(ms->row_keys, junk_rowid(ms, planSlot),
 								   &id);
 		keys = shard_row_keys_of(ms->row_keys, shard->shard_id, &collations);
@@ -1102,9 +1118,10 @@ write_row(ShardModifyState *ms, TupleTableSlot *slot,
 			ms->values[nvalues].len = 0;
 			key = &ms->values[nvalues];
 		}
-		ms->values[nvalues + 1].type = SQLITE_TEXT;
+		/* a row of no tenant binds NULL, which only "IS" matches */
+		ms->values[nvalues + 1].type = ms->tenant ? SQLITE_TEXT : SQLITE_NULL;
 		ms->values[nvalues + 1].u.p = ms->tenant;
-		ms->values[nvalues + 1].len = strlen(ms->tenant);
+		ms->values[nvalues + 1].len = ms->tenant ? strlen(ms->tenant) : 0;
 	}
 	ms->shard_id = shard->shard_id;
 	t = target_for(ms, shard, keys, collations);
@@ -1422,11 +1439,22 @@ modify_error_callback(void *arg)
 
 	if (ms->shard_id == NULL)
 		return;
-	if (ms->col >= 0)
+	if (ms->col >= 0 && ms->tenant == NULL)
+		errcontext("column \"%s\" of table \"%s\" on shard \"%s\", returned for a row of no tenant",
+				   shard_column_name(RelationGetRelid(ms->rel),
+									 list_nth_int(ms->returning_attrs, ms->col)),
+				   ms->topts->table, ms->shard_id);
+	else if (ms->col >= 0)
 		errcontext("column \"%s\" of table \"%s\" on shard \"%s\", returned for tenant \"%s\"",
 				   shard_column_name(RelationGetRelid(ms->rel),
 									 list_nth_int(ms->returning_attrs, ms->col)),
 				   ms->topts->table, ms->shard_id, ms->tenant);
+	else if (ms->tenant == NULL && ms->operation == CMD_UPDATE)
+		errcontext("updating a row of no tenant of table \"%s\" on shard \"%s\"",
+				   ms->topts->table, ms->shard_id);
+	else if (ms->tenant == NULL)
+		errcontext("deleting a row of no tenant from table \"%s\" on shard \"%s\"",
+				   ms->topts->table, ms->shard_id);
 	else if (ms->operation == CMD_INSERT)
 		errcontext("inserting into table \"%s\" on shard \"%s\", tenant \"%s\"",
 				   ms->topts->table, ms->shard_id, ms->tenant);
