@@ -293,6 +293,31 @@ shard_sqlite_sqlstate(int rc)
 }
 
 /*
+ * shard_directory_error
+ *		Raise a failed SQLite call (result code rc, SQLite's message msg) on
+ *		the directory file path: a lock waited for past the busy timeout or
+ *		a cancel as shard_check_lock_wait raises it, anything else with fmt
+ *		filled in as its primary message, a whole sentence that names the
+ *		directory ("could not look up a tenant in directory \"%s\"").
+ */
+void
+shard_directory_error(int rc, const char *path, const char *msg,
+					  const char *fmt,...)
+{
+	va_list		args;
+	char	   *message;
+
+	shard_check_lock_wait(rc, true, path);
+	va_start(args, fmt);
+	message = shard_format_message(fmt, args);
+	va_end(args);
+	ereport(ERROR,
+			(errcode(shard_sqlite_sqlstate(rc)),
+			 errmsg_internal("%s", message),
+			 errdetail_internal("%s", msg)));
+}
+
+/*
  * raise_sqlite_error
  *		Raise an SQLite failure on a shard, whose primary message is
  *		message (translated already), with the SQLSTATE that matches its

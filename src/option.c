@@ -355,20 +355,22 @@ check_shard_path_pattern(const char *value)
  *		Only superusers and members of pg_read_server_files (or, for writes,
  *		pg_write_server_files) may make the server touch files of their
  *		choosing, as with file_fdw.  A function that both writes and reads
- *		files calls this twice.
+ *		files calls this twice.  message and detail are the caller's whole
+ *		sentences, marked for translation ("permission denied to add a
+ *		shard"); the detail's one %s is the role needed.
  */
 void
-shard_require_file_privilege(bool write, const char *what)
+shard_require_file_privilege(bool write, const char *message,
+							 const char *detail)
 {
 	Oid			role = write ? ROLE_PG_WRITE_SERVER_FILES : ROLE_PG_READ_SERVER_FILES;
 
 	if (!has_privs_of_role(GetUserId(), role))
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-				 errmsg("permission denied to %s", what),
-				 errdetail("Only roles with privileges of the \"%s\" role may %s.",
-						   write ? "pg_write_server_files" : "pg_read_server_files",
-						   what)));
+				 errmsg("%s", _(message)),
+				 errdetail(detail,
+						   write ? "pg_write_server_files" : "pg_read_server_files")));
 }
 
 /*

@@ -59,7 +59,8 @@ extern ShardTableOptions *shard_table_options(Relation rel);
 extern char *shard_column_name(Oid relid, AttrNumber attnum);
 extern List *shard_user_tenants(Oid serverid, Oid userid);
 extern bool shard_analyze_values(Oid relid);
-extern void shard_require_file_privilege(bool write, const char *what);
+extern void shard_require_file_privilege(bool write, const char *message,
+										 const char *detail);
 
 /* in directory.c */
 
@@ -99,7 +100,7 @@ extern bool shard_directory_has_column(sqlite3 *db, const char *table,
 extern void shard_directory_require_columns(sqlite3 *db, const char *path,
 											const char *table,
 											const char *const *columns,
-											const char *what);
+											const char *detail);
 extern const char *shard_directory_owner_sql(ShardDirectory *dir);
 extern List *shard_directory_tenants(ShardDirectory *dir,
 									 const char *shard_id);
@@ -174,6 +175,9 @@ extern char *shard_format_message(const char *fmt, va_list args)
 extern void shard_sqlite_error(int elevel, int rc, const char *shard_id,
 							   const char *msg, const char *fmt,...)
 			pg_attribute_printf(5, 6);
+extern void shard_directory_error(int rc, const char *path, const char *msg,
+								  const char *fmt,...)
+			pg_attribute_printf(4, 5);
 extern int	shard_interrupts_pending(void);
 extern void shard_check_lock_wait(int rc, bool is_directory,
 								  const char *name);
@@ -667,9 +671,9 @@ extern ShardValue shard_tenant_condition(StringInfo buf, const char *column,
 
 extern ShardServerOptions *shard_admin_server(Name servername);
 extern ShardServerOptions *shard_admin_server_arg(FunctionCallInfo fcinfo);
-extern void shard_require_admin(const char *what);
+extern void shard_require_admin(const char *message, const char *detail);
 extern void shard_admin_write_failed(ShardServerOptions *opts, sqlite3 *db,
-									 const char *what);
+									 const char *fmt);
 
 /* One shard's load, for listing, placement and statistics. */
 typedef struct ShardLoad

@@ -34,12 +34,13 @@ check()
 	fi
 }
 
-check 'no "could not %s" or "cannot %s" on a shard' \
-	'"[^"]*(could not|cannot) %s( row by row| on shard)'
-check 'no "cannot %s row by row"' '"cannot %s row by row'
+check 'no "could not %s" or "cannot %s"' '"[^"]*(could not|cannot) %s'
+check 'no "permission denied to %s"' '"[^"]*permission denied to %s'
+check 'no verb in %s in a detail ("may %s.")' '"[^"]*may %s\.'
 check 'no message that opens with a verb in %s' \
 	'(errmsg|errcontext|errdetail)\("%s (table|into|from)'
 check 'no operation in %s in a lock wait detail' 'tried to %s'
+check 'no purpose in %s in a detail ("To %s, ...")' '"To %s,'
 check 'no thread detail "was to %s"' 'was to %s'
 check 'no shard or directory label in %s' \
 	'"[^"]*(writes to|wrote to|savepoint on|writes of this transaction to) %s'

@@ -108,26 +108,25 @@ shard_admin_server_arg(FunctionCallInfo fcinfo)
  *		pg_read_server_files.
  */
 void
-shard_require_admin(const char *what)
+shard_require_admin(const char *message, const char *detail)
 {
-	shard_require_file_privilege(true, what);
-	shard_require_file_privilege(false, what);
+	shard_require_file_privilege(true, message, detail);
+	shard_require_file_privilege(false, message, detail);
 }
 
 /*
  * shard_admin_write_failed
  *		Report an SQLite failure while a control function reads or writes
- *		the directory.
+ *		the directory (a lock not had, a cancel: as the directory's reads
+ *		do): fmt is the whole message, with the directory's path for its
+ *		one %s.
  */
 void
-shard_admin_write_failed(ShardServerOptions *opts, sqlite3 *db, const char *what)
+shard_admin_write_failed(ShardServerOptions *opts, sqlite3 *db,
+						 const char *fmt)
 {
-	/* a lock not had, a cancel: say so, as the directory's reads do */
-	shard_check_lock_wait(sqlite3_errcode(db), true, opts->directory);
-	ereport(ERROR,
-			(errcode(shard_sqlite_sqlstate(sqlite3_errcode(db))),
-			 errmsg("could not %s in directory \"%s\"", what, opts->directory),
-			 errdetail_internal("%s", sqlite3_errmsg(db))));
+	shard_directory_error(sqlite3_errcode(db), opts->directory,
+						  sqlite3_errmsg(db), fmt, opts->directory);
 }
 
 /*
@@ -231,7 +230,8 @@ shard_directory_init(PG_FUNCTION_ARGS)
 
 	if (PG_NARGS() > 1)
 		mode = parse_file_mode(text_to_cstring(PG_GETARG_TEXT_PP(1)));
-	shard_require_file_privilege(true, "initialize a shard directory");
+	shard_require_file_privilege(true, gettext_noop("permission denied to initialize a shard directory"),
+								 gettext_noop("Only roles with privileges of the \"%s\" role may initialize a shard directory."));
 	create_directory_file(opts->directory, mode);
 	conn = shard_conn_directory_for_write(opts, true);
 	if (shardio_exec(shard_conn_db(conn), directory_schema, errbuf) != SQLITE_OK)
@@ -293,7 +293,8 @@ shard_add(PG_FUNCTION_ARGS)
 	shard_id = text_to_cstring(PG_GETARG_TEXT_PP(1));
 	path = text_to_cstring(PG_GETARG_TEXT_PP(2));
 	/* the file is written through the directory, then read */
-	shard_require_admin("add a shard");
+	shard_require_admin(gettext_noop("permission denied to add a shard"),
+						gettext_noop("Only roles with privileges of the \"%s\" role may add a shard."));
 	if (shard_id[0] == '\0')
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -361,7 +362,8 @@ shard_add(PG_FUNCTION_ARGS)
 		{
 			if (rc != SQLITE_ERROR || sqlite3_errmsg(db) == NULL ||
 				strstr(sqlite3_errmsg(db), "no such table") == NULL)
-				shard_admin_write_failed(opts, db, "add a shard");
+				shard_admin_write_failed(opts, db,
+										 gettext_noop("could not add a shard in directory \"%s\""));
 			ereport(ERROR,
 					(errcode(ERRCODE_FDW_TABLE_NOT_FOUND),
 					 errmsg("directory \"%s\" has no table \"shards\"",
@@ -372,7 +374,8 @@ shard_add(PG_FUNCTION_ARGS)
 		/* The same file under another spelling is the same shard. */
 		if (sqlite3_prepare_v2(db, "SELECT shard_id, path FROM shards", -1,
 							   &stmt, NULL) != SQLITE_OK)
-			shard_admin_write_failed(opts, db, "add a shard");
+			shard_admin_write_failed(opts, db,
+									 gettext_noop("could not add a shard in directory \"%s\""));
 		while (real && sqlite3_step(stmt) == SQLITE_ROW)
 		{
 			const char *other = (const char *) sqlite3_column_text(stmt, 1);
@@ -400,7 +403,8 @@ shard_add(PG_FUNCTION_ARGS)
 
 		if (run_stmt(db, "INSERT INTO shards (shard_id, path) VALUES (?, ?)",
 					 vals, 2, NULL) != SQLITE_DONE)
-			shard_admin_write_failed(opts, db, "add a shard");
+			shard_admin_write_failed(opts, db,
+									 gettext_noop("could not add a shard in directory \"%s\""));
 	}
 	shard_conn_release(conn);
 	PG_RETURN_VOID();
@@ -438,7 +442,8 @@ shard_loads(ShardServerOptions *opts, ShardDirectory *dir, sqlite3 *db,
 									 shard_directory_owner_sql(dir)),
 							-1, &stmt, NULL);
 	if (rc != SQLITE_OK)
-		shard_admin_write_failed(opts, db, "count tenants");
+		shard_admin_write_failed(opts, db,
+								 gettext_noop("could not count tenants in directory \"%s\""));
 	while ((rc = sqlite3_step(stmt)) == SQLITE_ROW)
 	{
 		const char *owner = (const char *) sqlite3_column_text(stmt, 0);
@@ -450,7 +455,8 @@ shard_loads(ShardServerOptions *opts, ShardDirectory *dir, sqlite3 *db,
 	}
 	sqlite3_finalize(stmt);
 	if (rc != SQLITE_DONE)
-		shard_admin_write_failed(opts, db, "count tenants");
+		shard_admin_write_failed(opts, db,
+								 gettext_noop("could not count tenants in directory \"%s\""));
 	return loads;
 }
 
@@ -637,7 +643,8 @@ shard_tenant_register(ShardServerOptions *opts, const char *tenant,
 	}
 	sqlite3_finalize(stmt);
 	if (rc != SQLITE_DONE)
-		shard_admin_write_failed(opts, db, "look up a tenant");
+		shard_admin_write_failed(opts, db,
+								 gettext_noop("could not look up a tenant in directory \"%s\""));
 
 	if (shard_id == NULL)
 	{
@@ -665,7 +672,8 @@ shard_tenant_register(ShardServerOptions *opts, const char *tenant,
 						 status ? ", 'ACTIVE'" : "",
 						 updated ? ", CAST(strftime('%s', 'now') AS INTEGER)" : "");
 		if (run_stmt(db, sql.data, vals, 2, NULL) != SQLITE_DONE)
-			shard_admin_write_failed(opts, db, "add a tenant");
+			shard_admin_write_failed(opts, db,
+									 gettext_noop("could not add a tenant in directory \"%s\""));
 	}
 	shard_directory_changed(dir);
 	shard_conn_release(conn);
@@ -696,7 +704,8 @@ shard_tenant_add(PG_FUNCTION_ARGS)
 	tenant = text_to_cstring(PG_GETARG_TEXT_PP(1));
 	if (!PG_ARGISNULL(2))
 		shard_id = text_to_cstring(PG_GETARG_TEXT_PP(2));
-	shard_require_file_privilege(true, "add a tenant");
+	shard_require_file_privilege(true, gettext_noop("permission denied to add a tenant"),
+								 gettext_noop("Only roles with privileges of the \"%s\" role may add a tenant."));
 	shard_id = shard_tenant_register(opts, tenant, shard_id, false);
 	PG_RETURN_TEXT_P(cstring_to_text(shard_id));
 }
@@ -862,7 +871,8 @@ shard_analyze(PG_FUNCTION_ARGS)
 	if (PG_ARGISNULL(0))
 		PG_RETURN_NULL();
 	opts = shard_admin_server(PG_GETARG_NAME(0));
-	shard_require_file_privilege(true, "analyze shards");
+	shard_require_file_privilege(true, gettext_noop("permission denied to analyze shards"),
+								 gettext_noop("Only roles with privileges of the \"%s\" role may analyze shards."));
 	InitMaterializedSRF(fcinfo, 0);
 	dir = shard_directory_get(opts);
 	if (PG_ARGISNULL(1))

@@ -101,16 +101,14 @@ static void check_directory(ShardDirectory *dir, ShardServerOptions *opts);
 
 /*
  * dir_error
- *		Report a failed SQLite call on the control database.
+ *		Report a failed SQLite call on the control database: fmt is the
+ *		whole message, with the directory's path for its one %s.
  */
 static void
-dir_error(ShardDirectory *dir, const char *what)
+dir_error(ShardDirectory *dir, const char *fmt)
 {
-	shard_check_lock_wait(sqlite3_errcode(dir->db), true, dir->path);
-	ereport(ERROR,
-			(errcode(shard_sqlite_sqlstate(sqlite3_errcode(dir->db))),
-			 errmsg("could not %s in directory \"%s\"", what, dir->path),
-			 errdetail_internal("%s", sqlite3_errmsg(dir->db))));
+	shard_directory_error(sqlite3_errcode(dir->db), dir->path,
+						  sqlite3_errmsg(dir->db), fmt, dir->path);
 }
 
 /*
@@ -377,14 +375,17 @@ shard_directory_has_column(sqlite3 *db, const char *table, const char *column)
 
 /*
  * shard_directory_require_columns
- *		Refuse an operation (what) that needs columns (NULL-terminated) of a
- *		table of the control database that lacks one, listing the columns
- *		it expects and those the table has.
+ *		Refuse an operation that needs columns (NULL-terminated) of a table
+ *		of the control database that lacks one, listing the columns it
+ *		expects and those the table has: detail is the operation's whole
+ *		sentence, filled in with the table, the columns expected and those
+ *		it has ("To route tenants, table \"%s\" needs the columns %s; it
+ *		has %s.").
  */
 void
 shard_directory_require_columns(sqlite3 *db, const char *path,
 								const char *table,
-								const char *const *columns, const char *what)
+								const char *const *columns, const char *detail)
 {
 	List	   *have = table_columns(db, table);
 	StringInfoData expected;
@@ -410,9 +411,8 @@ shard_directory_require_columns(sqlite3 *db, const char *path,
 			(errcode(ERRCODE_FDW_COLUMN_NAME_NOT_FOUND),
 			 errmsg("table \"%s\" of directory \"%s\" has no column \"%s\"",
 					table, path, missing),
-			 errdetail("To %s, table \"%s\" needs the columns %s; it has %s.",
-					   what, table, expected.data,
-					   present.len ? present.data : "none"),
+			 errdetail(detail, table, expected.data,
+					   present.len ? present.data : _("none")),
 			 errhint("Add the missing columns (ALTER TABLE %s ADD COLUMN ...), as directory_init creates them.",
 					 table)));
 }
@@ -430,7 +430,8 @@ schema_version(ShardDirectory *dir)
 
 	if (sqlite3_prepare_v2(dir->db, "PRAGMA schema_version", -1, &stmt,
 						   NULL) != SQLITE_OK)
-		dir_error(dir, "read the schema version");
+		dir_error(dir,
+				  gettext_noop("could not read the schema version in directory \"%s\""));
 	if (sqlite3_step(stmt) == SQLITE_ROW)
 		v = sqlite3_column_int64(stmt, 0);
 	sqlite3_finalize(stmt);
@@ -485,7 +486,8 @@ check_directory(ShardDirectory *dir, ShardServerOptions *opts)
 						"SELECT name FROM sqlite_schema WHERE type = 'table' "
 						"AND name IN ('shard_map', 'shards')",
 						0, &stmt, errbuf) != SQLITE_OK)
-		dir_error(dir, "read the schema");
+		dir_error(dir,
+				  gettext_noop("could not read the schema in directory \"%s\""));
 	while ((rc = sqlite3_step(stmt)) == SQLITE_ROW)
 	{
 		const char *name = (const char *) sqlite3_column_text(stmt, 0);
@@ -497,7 +499,8 @@ check_directory(ShardDirectory *dir, ShardServerOptions *opts)
 	}
 	sqlite3_finalize(stmt);
 	if (rc != SQLITE_DONE)
-		dir_error(dir, "read the schema");
+		dir_error(dir,
+				  gettext_noop("could not read the schema in directory \"%s\""));
 
 	if (!has_map)
 		ereport(ERROR,
@@ -517,13 +520,15 @@ check_directory(ShardDirectory *dir, ShardServerOptions *opts)
 		static const char *const reading[] = {"tenant_id", "shard_id", NULL};
 
 		shard_directory_require_columns(dir->db, dir->path, "shard_map",
-										reading, "route tenants");
+										reading,
+										gettext_noop("To route tenants, table \"%s\" needs the columns %s; it has %s."));
 		if (dir->has_shards_table)
 		{
 			static const char *const paths[] = {"shard_id", "path", NULL};
 
 			shard_directory_require_columns(dir->db, dir->path, "shards",
-											paths, "find shard files");
+											paths,
+											gettext_noop("To find shard files, table \"%s\" needs the columns %s; it has %s."));
 		}
 	}
 	dir->has_status = shard_directory_has_column(dir->db, "shard_map",
@@ -654,7 +659,8 @@ shard_directory_get(ShardServerOptions *opts)
 	if (sqlite3_step(dir->version_stmt) != SQLITE_ROW)
 	{
 		sqlite3_reset(dir->version_stmt);
-		dir_error(dir, "read the data version");
+		dir_error(dir,
+				  gettext_noop("could not read the data version in directory \"%s\""));
 	}
 	version = sqlite3_column_int64(dir->version_stmt, 0);
 	sqlite3_reset(dir->version_stmt);
@@ -786,7 +792,8 @@ shard_directory_locate(ShardDirectory *dir, const char *tenant)
 	if (rc != SQLITE_ROW && rc != SQLITE_DONE)
 	{
 		sqlite3_reset(dir->locate_stmt);
-		dir_error(dir, "look up a tenant");
+		dir_error(dir,
+				  gettext_noop("could not look up a tenant in directory \"%s\""));
 	}
 
 	oldcxt = MemoryContextSwitchTo(dir->cxt);
@@ -1104,7 +1111,8 @@ shard_directory_shard(ShardDirectory *dir, const char *shard_id)
 		if (rc != SQLITE_ROW && rc != SQLITE_DONE)
 		{
 			MemoryContextSwitchTo(oldcxt);
-			dir_error(dir, "look up a shard");
+			dir_error(dir,
+					  gettext_noop("could not look up a shard in directory \"%s\""));
 		}
 		/* checked once the statement is reset: it may raise an error */
 		if (path != NULL)
@@ -1164,7 +1172,8 @@ shard_directory_shards(ShardDirectory *dir)
 						"WHERE target_shard_id IS NOT NULL ORDER BY 1" :
 						"SELECT DISTINCT shard_id FROM shard_map ORDER BY 1",
 						0, &stmt, errbuf) != SQLITE_OK)
-		dir_error(dir, "list the shards");
+		dir_error(dir,
+				  gettext_noop("could not list the shards in directory \"%s\""));
 	while ((rc = sqlite3_step(stmt)) == SQLITE_ROW)
 	{
 		const char *id = (const char *) sqlite3_column_text(stmt, 0);
@@ -1173,7 +1182,8 @@ shard_directory_shards(ShardDirectory *dir)
 	}
 	sqlite3_finalize(stmt);
 	if (rc != SQLITE_DONE)
-		dir_error(dir, "list the shards");
+		dir_error(dir,
+				  gettext_noop("could not list the shards in directory \"%s\""));
 
 	dir->shard_list = NIL;
 	foreach(lc, ids)
@@ -1220,7 +1230,8 @@ shard_directory_moving(ShardDirectory *dir)
 								 "AND target_shard_id <> shard_id",
 								 location_columns(dir)),
 						0, &stmt, errbuf) != SQLITE_OK)
-		dir_error(dir, "list the tenants being moved");
+		dir_error(dir,
+				  gettext_noop("could not list the tenants being moved in directory \"%s\""));
 	dir->moving = NIL;
 	while ((rc = sqlite3_step(stmt)) == SQLITE_ROW)
 	{
@@ -1234,7 +1245,8 @@ shard_directory_moving(ShardDirectory *dir)
 	}
 	sqlite3_finalize(stmt);
 	if (rc != SQLITE_DONE)
-		dir_error(dir, "list the tenants being moved");
+		dir_error(dir,
+				  gettext_noop("could not list the tenants being moved in directory \"%s\""));
 	dir->moving_loaded = true;
 	return dir->moving;
 }
@@ -1283,7 +1295,8 @@ shard_directory_tenants(ShardDirectory *dir, const char *shard_id)
 						psprintf("SELECT tenant_id, shard_id, %s FROM shard_map "
 								 "ORDER BY tenant_id", location_columns(dir)),
 						0, &stmt, errbuf) != SQLITE_OK)
-		dir_error(dir, "list the tenants");
+		dir_error(dir,
+				  gettext_noop("could not list the tenants in directory \"%s\""));
 	while ((rc = sqlite3_step(stmt)) == SQLITE_ROW)
 	{
 		ShardLocation *loc = palloc0(sizeof(ShardLocation));
@@ -1297,6 +1310,7 @@ shard_directory_tenants(ShardDirectory *dir, const char *shard_id)
 	}
 	sqlite3_finalize(stmt);
 	if (rc != SQLITE_DONE)
-		dir_error(dir, "list the tenants");
+		dir_error(dir,
+				  gettext_noop("could not list the tenants in directory \"%s\""));
 	return result;
 }

@@ -313,7 +313,8 @@ shard_stats(PG_FUNCTION_ARGS)
 	int			s;
 
 	opts = shard_admin_server_arg(fcinfo);
-	shard_require_admin("read shard statistics");
+	shard_require_admin(gettext_noop("permission denied to read shard statistics"),
+						gettext_noop("Only roles with privileges of the \"%s\" role may read shard statistics."));
 	InitMaterializedSRF(fcinfo, 0);
 	dir = shard_directory_get(opts);
 	/* tenants counted by the directory, not listed */
@@ -399,7 +400,8 @@ shard_tenant_stats(PG_FUNCTION_ARGS)
 	ListCell   *lc;
 
 	opts = shard_admin_server_arg(fcinfo);
-	shard_require_admin("read tenant statistics");
+	shard_require_admin(gettext_noop("permission denied to read tenant statistics"),
+						gettext_noop("Only roles with privileges of the \"%s\" role may read tenant statistics."));
 	InitMaterializedSRF(fcinfo, 0);
 	dir = shard_directory_get(opts);
 	if (PG_ARGISNULL(1))

@@ -167,19 +167,16 @@ move_pause(const char *tenant, const char *point)
 
 /*
  * dir_failed
- *		Raise a failed SQLite call on the move's directory handle.
+ *		Raise a failed SQLite call on the move's directory handle: fmt is
+ *		the whole message, with the directory's path for its one %s (as for
+ *		dir_exec and dir_run).
  */
 static void
-dir_failed(MoveDir *md, const char *what)
+dir_failed(MoveDir *md, const char *fmt)
 {
-	int			rc = sqlite3_extended_errcode(md->db);
-
-	shard_check_lock_wait(rc, true, md->opts->directory);
-	ereport(ERROR,
-			(errcode(shard_sqlite_sqlstate(rc)),
-			 errmsg("could not %s in directory \"%s\"", what,
-					md->opts->directory),
-			 errdetail_internal("%s", sqlite3_errmsg(md->db))));
+	shard_directory_error(sqlite3_extended_errcode(md->db),
+						  md->opts->directory, sqlite3_errmsg(md->db), fmt,
+						  md->opts->directory);
 }
 
 /*
@@ -187,10 +184,10 @@ dir_failed(MoveDir *md, const char *what)
  *		Run SQL without results on the directory (BEGIN, COMMIT, DDL).
  */
 static void
-dir_exec(MoveDir *md, const char *sql, const char *what)
+dir_exec(MoveDir *md, const char *sql, const char *fmt)
 {
 	if (sqlite3_exec(md->db, sql, NULL, NULL, NULL) != SQLITE_OK)
-		dir_failed(md, what);
+		dir_failed(md, fmt);
 }
 
 /*
@@ -202,14 +199,14 @@ dir_exec(MoveDir *md, const char *sql, const char *what)
  */
 static int
 dir_run(MoveDir *md, const char *sql, const char **vals, int nvals,
-		const int64 *ints, int nints, sqlite3_stmt **out, const char *what)
+		const int64 *ints, int nints, sqlite3_stmt **out, const char *fmt)
 {
 	sqlite3_stmt *stmt;
 	int			i;
 	int			rc;
 
 	if (sqlite3_prepare_v2(md->db, sql, -1, &stmt, NULL) != SQLITE_OK)
-		dir_failed(md, what);
+		dir_failed(md, fmt);
 	for (i = 0; i < nvals; i++)
 		sqlite3_bind_text(stmt, i + 1, vals[i], -1, SQLITE_TRANSIENT);
 	for (i = 0; i < nints; i++)
@@ -218,7 +215,7 @@ dir_run(MoveDir *md, const char *sql, const char **vals, int nvals,
 	if (rc != SQLITE_ROW && rc != SQLITE_DONE)
 	{
 		sqlite3_finalize(stmt);
-		dir_failed(md, what);
+		dir_failed(md, fmt);
 	}
 	if (out)
 		*out = stmt;
@@ -268,13 +265,17 @@ dir_open(MoveDir *md, ShardServerOptions *opts)
 	}
 	PG_TRY();
 	{
-		dir_exec(md, "BEGIN IMMEDIATE", "record the move");
-		dir_exec(md, moves_schema, "create table \"tenant_moves\"");
-		dir_exec(md, "COMMIT", "create table \"tenant_moves\"");
+		dir_exec(md, "BEGIN IMMEDIATE",
+				 gettext_noop("could not record the move in directory \"%s\""));
+		dir_exec(md, moves_schema,
+				 gettext_noop("could not create table \"tenant_moves\" in directory \"%s\""));
+		dir_exec(md, "COMMIT",
+				 gettext_noop("could not create table \"tenant_moves\" in directory \"%s\""));
 		rc = dir_run(md, "SELECT count(*) FILTER (WHERE name = 'updated_at'), "
 					 "count(*) FILTER (WHERE name IN ('status', 'target_shard_id')) "
 					 "FROM pragma_table_info('shard_map')",
-					 NULL, 0, NULL, 0, &stmt, "read the schema");
+					 NULL, 0, NULL, 0, &stmt,
+					 gettext_noop("could not read the schema in directory \"%s\""));
 		md->has_updated_at = sqlite3_column_int(stmt, 0) > 0;
 		rc = sqlite3_column_int(stmt, 1);
 		sqlite3_finalize(stmt);
@@ -324,7 +325,7 @@ read_state(MoveDir *md, const char *tenant)
 
 	if (dir_run(md, "SELECT shard_id, status, target_shard_id FROM shard_map "
 				"WHERE tenant_id = ?", vals, 1, NULL, 0, &stmt,
-				"look up a tenant") != SQLITE_ROW)
+				gettext_noop("could not look up a tenant in directory \"%s\"")) != SQLITE_ROW)
 	{
 		sqlite3_finalize(stmt);
 		ereport(ERROR,
@@ -344,7 +345,7 @@ read_state(MoveDir *md, const char *tenant)
 				"FROM tenant_moves WHERE tenant_id = ? "
 				"AND phase NOT IN ('aborted', 'cleaned') "
 				"ORDER BY move_id DESC LIMIT 1", vals, 1, NULL, 0, &stmt,
-				"look up the tenant's moves") == SQLITE_ROW)
+				gettext_noop("could not look up the tenant's moves in directory \"%s\"")) == SQLITE_ROW)
 	{
 		st->move_id = sqlite3_column_int64(stmt, 0);
 		st->move_source = column_dup(stmt, 1);
@@ -371,7 +372,8 @@ set_phase(MoveDir *md, int64 move_id, const char *phase, int64 rows,
 			"rows_copied = CASE WHEN ?2 >= 0 THEN ?2 ELSE rows_copied END, "
 			"backlog = CASE WHEN ?3 >= 0 THEN ?3 ELSE backlog END, "
 			"error = NULL, pid = ?5 WHERE move_id = ?4",
-			vals, 1, ints, 4, NULL, "record the move's progress");
+			vals, 1, ints, 4, NULL,
+			gettext_noop("could not record the move's progress in directory \"%s\""));
 }
 
 /*
@@ -438,13 +440,15 @@ lock_tenant(ShardServerOptions *opts, const char *tenant)
 
 /*
  * check_call
- *		What every move function checks first: no null argument, the file
- *		privileges of anything that writes the server's files, and no
- *		transaction block, since every step commits at once whatever the
+ *		What every move function (fname) checks first: no null argument,
+ *		the file privileges of anything that writes the server's files
+ *		(message and detail as shard_require_file_privilege takes them), and
+ *		no transaction block, since every step commits at once whatever the
  *		transaction does.
  */
 static void
-check_call(FunctionCallInfo fcinfo, int nargs, const char *what)
+check_call(FunctionCallInfo fcinfo, int nargs, const char *fname,
+		   const char *message, const char *detail)
 {
 	int			i;
 
@@ -453,11 +457,12 @@ check_call(FunctionCallInfo fcinfo, int nargs, const char *what)
 			ereport(ERROR,
 					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 					 errmsg("server, tenant and shard must not be null")));
-	shard_require_file_privilege(true, what);
+	shard_require_file_privilege(true, message, detail);
 	if (IsTransactionBlock())
 		ereport(ERROR,
 				(errcode(ERRCODE_ACTIVE_SQL_TRANSACTION),
-				 errmsg("cannot %s inside a transaction block", what),
+				 /* translator: %s is the name of an SQL function */
+				 errmsg("%s cannot run inside a transaction block", fname),
 				 errdetail("Each step commits in the shards and the directory at once, whatever the transaction does.")));
 }
 
@@ -692,11 +697,13 @@ flip(MoveShards *ms, MoveDir *md, double lock_ms, int64 copied)
 
 	PG_TRY();
 	{
-		dir_exec(md, "BEGIN IMMEDIATE", "flip the tenant's shard");
+		dir_exec(md, "BEGIN IMMEDIATE",
+				 gettext_noop("could not flip the tenant's shard in directory \"%s\""));
 		dir_run(md, map_update_sql(md, "status = 'DONE'",
 								   "tenant_id = ?1 AND status = 'MIGRATING' "
 								   "AND target_shard_id = ?2"),
-				vals, 2, NULL, 0, NULL, "flip the tenant's shard");
+				vals, 2, NULL, 0, NULL,
+				gettext_noop("could not flip the tenant's shard in directory \"%s\""));
 		if (sqlite3_changes(md->db) != 1)
 			ereport(ERROR,
 					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
@@ -712,18 +719,21 @@ flip(MoveShards *ms, MoveDir *md, double lock_ms, int64 copied)
 								   "rows_copied = ?1, backlog = 0, lock_ms = ?2, "
 								   "finished_at = " DIR_NOW ", error = NULL "
 								   "WHERE move_id = ?3", -1, &stmt, NULL) != SQLITE_OK)
-				dir_failed(md, "flip the tenant's shard");
+				dir_failed(md,
+						   gettext_noop("could not flip the tenant's shard in directory \"%s\""));
 			sqlite3_bind_int64(stmt, 1, copied);
 			sqlite3_bind_double(stmt, 2, lock_ms);
 			sqlite3_bind_int64(stmt, 3, ms->move_id);
 			if (sqlite3_step(stmt) != SQLITE_DONE)
 			{
 				sqlite3_finalize(stmt);
-				dir_failed(md, "flip the tenant's shard");
+				dir_failed(md,
+						   gettext_noop("could not flip the tenant's shard in directory \"%s\""));
 			}
 			sqlite3_finalize(stmt);
 		}
-		dir_exec(md, "COMMIT", "flip the tenant's shard");
+		dir_exec(md, "COMMIT",
+				 gettext_noop("could not flip the tenant's shard in directory \"%s\""));
 	}
 	PG_CATCH();
 	{
@@ -823,11 +833,13 @@ start_move(MoveDir *md, const char *tenant, const char *source,
 	const char *vals[3] = {tenant, source, target};
 	int64		move_id;
 
-	dir_exec(md, "BEGIN IMMEDIATE", "start the move");
+	dir_exec(md, "BEGIN IMMEDIATE",
+			 gettext_noop("could not start the move in directory \"%s\""));
 	dir_run(md, map_update_sql(md, "status = 'MIGRATING', target_shard_id = ?3",
 							   "tenant_id = ?1 AND shard_id = ?2 "
 							   "AND coalesce(status, 'ACTIVE') = 'ACTIVE'"),
-			vals, 3, NULL, 0, NULL, "start the move");
+			vals, 3, NULL, 0, NULL,
+			gettext_noop("could not start the move in directory \"%s\""));
 	if (sqlite3_changes(md->db) != 1)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
@@ -835,9 +847,11 @@ start_move(MoveDir *md, const char *tenant, const char *source,
 						tenant, md->opts->directory)));
 	dir_run(md, "INSERT INTO tenant_moves (tenant_id, source_shard_id, "
 			"target_shard_id, phase, started_at) VALUES (?, ?, ?, 'start', "
-			DIR_NOW ")", vals, 3, NULL, 0, NULL, "start the move");
+			DIR_NOW ")", vals, 3, NULL, 0, NULL,
+			gettext_noop("could not start the move in directory \"%s\""));
 	move_id = sqlite3_last_insert_rowid(md->db);
-	dir_exec(md, "COMMIT", "start the move");
+	dir_exec(md, "COMMIT",
+			 gettext_noop("could not start the move in directory \"%s\""));
 	return move_id;
 }
 
@@ -899,7 +913,9 @@ shard_tenant_move(PG_FUNCTION_ARGS)
 	MemoryContext cxt = CurrentMemoryContext;
 	volatile int64 move_id = 0;
 
-	check_call(fcinfo, 3, "move a tenant");
+	check_call(fcinfo, 3, "tenant_move()",
+			   gettext_noop("permission denied to move a tenant"),
+			   gettext_noop("Only roles with privileges of the \"%s\" role may move a tenant."));
 	opts = shard_admin_server(PG_GETARG_NAME(0));
 	tenant = shard_tenant_id_text(text_to_cstring(PG_GETARG_TEXT_PP(1)));
 	target = text_to_cstring(PG_GETARG_TEXT_PP(2));
@@ -1012,9 +1028,11 @@ finish_in_directory(MoveDir *md, const char *tenant, int64 move_id,
 {
 	const char *vals[1] = {tenant};
 
-	dir_exec(md, "BEGIN IMMEDIATE", "update the tenant");
+	dir_exec(md, "BEGIN IMMEDIATE",
+			 gettext_noop("could not update the tenant in directory \"%s\""));
 	dir_run(md, map_update_sql(md, set_sql, where_sql), vals, 1, NULL, 0,
-			NULL, "update the tenant");
+			NULL,
+			gettext_noop("could not update the tenant in directory \"%s\""));
 	if (move_id > 0)
 	{
 		const char *pvals[1] = {phase};
@@ -1022,9 +1040,11 @@ finish_in_directory(MoveDir *md, const char *tenant, int64 move_id,
 
 		dir_run(md, psprintf("UPDATE tenant_moves SET phase = ?1, %s = " DIR_NOW
 							 ", error = NULL WHERE move_id = ?2", stamp_col),
-				pvals, 1, ints, 1, NULL, "update the tenant");
+				pvals, 1, ints, 1, NULL,
+				gettext_noop("could not update the tenant in directory \"%s\""));
 	}
-	dir_exec(md, "COMMIT", "update the tenant");
+	dir_exec(md, "COMMIT",
+			 gettext_noop("could not update the tenant in directory \"%s\""));
 }
 
 /*
@@ -1046,7 +1066,9 @@ shard_tenant_move_abort(PG_FUNCTION_ARGS)
 	MoveShards	ms;
 	bool		aborted = false;
 
-	check_call(fcinfo, 2, "abort a move");
+	check_call(fcinfo, 2, "tenant_move_abort()",
+			   gettext_noop("permission denied to abort a move"),
+			   gettext_noop("Only roles with privileges of the \"%s\" role may abort a move."));
 	opts = shard_admin_server(PG_GETARG_NAME(0));
 	tenant = shard_tenant_id_text(text_to_cstring(PG_GETARG_TEXT_PP(1)));
 	lock_tenant(opts, tenant);
@@ -1163,7 +1185,9 @@ shard_tenant_cleanup(PG_FUNCTION_ARGS)
 	bool		vacuum = PG_ARGISNULL(2) ? true : PG_GETARG_BOOL(2);
 	ListCell   *lc;
 
-	check_call(fcinfo, 1, "clean up after a move");
+	check_call(fcinfo, 1, "tenant_cleanup()",
+			   gettext_noop("permission denied to clean up after a move"),
+			   gettext_noop("Only roles with privileges of the \"%s\" role may clean up after a move."));
 	opts = shard_admin_server(PG_GETARG_NAME(0));
 	InitMaterializedSRF(fcinfo, 0);
 	dir_open(&md, opts);
@@ -1180,7 +1204,8 @@ shard_tenant_cleanup(PG_FUNCTION_ARGS)
 
 			rc = dir_run(&md, "SELECT tenant_id FROM shard_map WHERE status = 'DONE' "
 						 "AND target_shard_id IS NOT NULL ORDER BY tenant_id",
-						 NULL, 0, NULL, 0, &stmt, "list the moved tenants");
+						 NULL, 0, NULL, 0, &stmt,
+						 gettext_noop("could not list the moved tenants in directory \"%s\""));
 			for (; rc == SQLITE_ROW; rc = sqlite3_step(stmt))
 				tenants = lappend(tenants, column_dup(stmt, 0));
 			sqlite3_finalize(stmt);

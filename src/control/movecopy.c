@@ -43,30 +43,28 @@
 #include "control/move.h"
 
 static int64 query_int(MoveShards *ms, sqlite3 *db, const char *sql,
-					   MoveTable *t, const char *what);
+					   MoveTable *t, const char *fmt);
 
 /*
  * move_error
  *		Raise a failed SQLite call on one of the move's handles, naming the
- *		shard, the table (if any) and the tenant.
+ *		shard, the table (if any) and the tenant: fmt is the whole message,
+ *		filled in with the table, the tenant and the shard ("could not copy
+ *		table \"%s\" of tenant \"%s\" on shard \"%s\""), or without a table
+ *		with the tenant and the shard (as for the helpers that pass theirs).
  */
 static void
 move_error(MoveShards *ms, sqlite3 *db, const char *shard_id,
-		   const char *table, const char *what)
+		   const char *table, const char *fmt)
 {
 	int			rc = sqlite3_extended_errcode(db);
 
 	shard_check_lock_wait(rc, false, shard_id);
-	if (table != NULL)
-		ereport(ERROR,
-				(errcode(shard_sqlite_sqlstate(rc)),
-				 errmsg("could not %s table \"%s\" of tenant \"%s\" on shard \"%s\"",
-						what, table, ms->tenant, shard_id),
-				 errdetail_internal("%s", sqlite3_errmsg(db))));
 	ereport(ERROR,
 			(errcode(shard_sqlite_sqlstate(rc)),
-			 errmsg("could not %s for tenant \"%s\" on shard \"%s\"",
-					what, ms->tenant, shard_id),
+			 table != NULL ?
+			 errmsg(fmt, table, ms->tenant, shard_id) :
+			 errmsg(fmt, ms->tenant, shard_id),
 			 errdetail_internal("%s", sqlite3_errmsg(db))));
 }
 
@@ -137,13 +135,13 @@ move_open_shards(MoveShards *ms)
 	if (sqlite3_prepare_v2(ms->dst, "ATTACH DATABASE ?1 AS src", -1, &stmt,
 						   NULL) != SQLITE_OK)
 		move_error(ms, ms->dst, ms->target->shard_id, NULL,
-				   "attach the source shard");
+				   gettext_noop("could not attach the source shard for tenant \"%s\" on shard \"%s\""));
 	sqlite3_bind_text(stmt, 1, ms->source->path, -1, SQLITE_TRANSIENT);
 	rc = sqlite3_step(stmt);
 	sqlite3_finalize(stmt);
 	if (rc != SQLITE_DONE)
 		move_error(ms, ms->dst, ms->target->shard_id, NULL,
-				   "attach the source shard");
+				   gettext_noop("could not attach the source shard for tenant \"%s\" on shard \"%s\""));
 }
 
 /*
@@ -167,7 +165,7 @@ move_set_durable(MoveShards *ms, bool durable)
 		if (sqlite3_prepare_v2(ms->dst, "PRAGMA main.journal_mode", -1, &stmt,
 							   NULL) != SQLITE_OK)
 			move_error(ms, ms->dst, ms->target->shard_id, NULL,
-					   "read the journal mode");
+					   gettext_noop("could not read the journal mode for tenant \"%s\" on shard \"%s\""));
 		if (sqlite3_step(stmt) == SQLITE_ROW)
 			wal = pg_strcasecmp((const char *) sqlite3_column_text(stmt, 0),
 								"wal") == 0;
@@ -179,7 +177,7 @@ move_set_durable(MoveShards *ms, bool durable)
 					 "PRAGMA main.synchronous = NORMAL", NULL, NULL,
 					 NULL) != SQLITE_OK)
 		move_error(ms, ms->dst, ms->target->shard_id, NULL,
-				   "set the durability");
+				   gettext_noop("could not set the durability for tenant \"%s\" on shard \"%s\""));
 }
 
 /*
@@ -194,11 +192,12 @@ void
 move_sync_target(MoveShards *ms)
 {
 	int64		v = query_int(ms, ms->dst, "PRAGMA main.user_version", NULL,
-							  "read the user version");
+							  gettext_noop("could not read the user version for tenant \"%s\" on shard \"%s\""));
 
 	if (sqlite3_exec(ms->dst, psprintf("PRAGMA main.user_version = " INT64_FORMAT, v),
 					 NULL, NULL, NULL) != SQLITE_OK)
-		move_error(ms, ms->dst, ms->target->shard_id, NULL, "commit");
+		move_error(ms, ms->dst, ms->target->shard_id, NULL,
+				   gettext_noop("could not commit for tenant \"%s\" on shard \"%s\""));
 }
 
 /*
@@ -240,7 +239,8 @@ move_begin(MoveShards *ms, sqlite3 *db, bool immediate)
 		immediate = false;
 	if (sqlite3_exec(db, immediate ? "BEGIN IMMEDIATE" : "BEGIN", NULL, NULL,
 					 NULL) != SQLITE_OK)
-		move_error(ms, db, shard_of(ms, db), NULL, "begin a transaction");
+		move_error(ms, db, shard_of(ms, db), NULL,
+				   gettext_noop("could not begin a transaction for tenant \"%s\" on shard \"%s\""));
 }
 
 /*
@@ -251,7 +251,8 @@ void
 move_commit(MoveShards *ms, sqlite3 *db)
 {
 	if (sqlite3_exec(db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
-		move_error(ms, db, shard_of(ms, db), NULL, "commit");
+		move_error(ms, db, shard_of(ms, db), NULL,
+				   gettext_noop("could not commit for tenant \"%s\" on shard \"%s\""));
 }
 
 /*
@@ -413,13 +414,13 @@ append_log_subquery(StringInfo buf, MoveShards *ms, MoveTable *t)
  */
 static sqlite3_stmt *
 prepare_bound(MoveShards *ms, sqlite3 *db, const char *sql, MoveTable *t,
-			  int64 lo, int64 hi, const char *what)
+			  int64 lo, int64 hi, const char *fmt)
 {
 	sqlite3_stmt *stmt;
 	int			idx;
 
 	if (sqlite3_prepare_v2(db, sql, -1, &stmt, NULL) != SQLITE_OK)
-		move_error(ms, db, shard_of(ms, db), t ? t->name : NULL, what);
+		move_error(ms, db, shard_of(ms, db), t ? t->name : NULL, fmt);
 	if ((idx = sqlite3_bind_parameter_index(stmt, ":tenant")) > 0)
 		sqlite3_bind_text(stmt, idx, ms->tenant, -1, SQLITE_TRANSIENT);
 	if (t != NULL && (idx = sqlite3_bind_parameter_index(stmt, ":tbl")) > 0)
@@ -437,14 +438,14 @@ prepare_bound(MoveShards *ms, sqlite3 *db, const char *sql, MoveTable *t,
  */
 static int64
 run_bound(MoveShards *ms, sqlite3 *db, const char *sql, MoveTable *t,
-		  int64 lo, int64 hi, const char *what)
+		  int64 lo, int64 hi, const char *fmt)
 {
-	sqlite3_stmt *stmt = prepare_bound(ms, db, sql, t, lo, hi, what);
+	sqlite3_stmt *stmt = prepare_bound(ms, db, sql, t, lo, hi, fmt);
 	int			rc = sqlite3_step(stmt);
 
 	sqlite3_finalize(stmt);
 	if (rc != SQLITE_DONE && rc != SQLITE_ROW)
-		move_error(ms, db, shard_of(ms, db), t ? t->name : NULL, what);
+		move_error(ms, db, shard_of(ms, db), t ? t->name : NULL, fmt);
 	return sqlite3_changes64(db);
 }
 
@@ -454,9 +455,9 @@ run_bound(MoveShards *ms, sqlite3 *db, const char *sql, MoveTable *t,
  */
 static int64
 query_int(MoveShards *ms, sqlite3 *db, const char *sql, MoveTable *t,
-		  const char *what)
+		  const char *fmt)
 {
-	sqlite3_stmt *stmt = prepare_bound(ms, db, sql, t, 0, 0, what);
+	sqlite3_stmt *stmt = prepare_bound(ms, db, sql, t, 0, 0, fmt);
 	int			rc = sqlite3_step(stmt);
 	int64		v = 0;
 
@@ -464,7 +465,7 @@ query_int(MoveShards *ms, sqlite3 *db, const char *sql, MoveTable *t,
 		v = sqlite3_column_int64(stmt, 0);
 	sqlite3_finalize(stmt);
 	if (rc != SQLITE_ROW && rc != SQLITE_DONE)
-		move_error(ms, db, shard_of(ms, db), t ? t->name : NULL, what);
+		move_error(ms, db, shard_of(ms, db), t ? t->name : NULL, fmt);
 	return v;
 }
 
@@ -520,13 +521,14 @@ check_target_table(MoveShards *ms, MoveTable *t, const char *create_sql,
 
 	stmt = prepare_bound(ms, ms->dst,
 						 "SELECT name FROM pragma_table_info(:tbl, 'main')",
-						 t, 0, 0, "read the schema of");
+						 t, 0, 0,
+						 gettext_noop("could not read the schema of table \"%s\" of tenant \"%s\" on shard \"%s\""));
 	while ((rc = sqlite3_step(stmt)) == SQLITE_ROW)
 		have = lappend(have, pstrdup((const char *) sqlite3_column_text(stmt, 0)));
 	sqlite3_finalize(stmt);
 	if (rc != SQLITE_DONE)
 		move_error(ms, ms->dst, ms->target->shard_id, t->name,
-				   "read the schema of");
+				   gettext_noop("could not read the schema of table \"%s\" of tenant \"%s\" on shard \"%s\""));
 
 	if (have == NIL)
 	{
@@ -534,14 +536,15 @@ check_target_table(MoveShards *ms, MoveTable *t, const char *create_sql,
 		stmt = prepare_bound(ms, ms->src,
 							 "SELECT sql FROM sqlite_schema WHERE type = 'index' "
 							 "AND tbl_name = :tbl AND sql IS NOT NULL",
-							 t, 0, 0, "read the schema of");
+							 t, 0, 0,
+							 gettext_noop("could not read the schema of table \"%s\" of tenant \"%s\" on shard \"%s\""));
 		while ((rc = sqlite3_step(stmt)) == SQLITE_ROW)
 			t->index_sqls = lappend(t->index_sqls,
 									pstrdup((const char *) sqlite3_column_text(stmt, 0)));
 		sqlite3_finalize(stmt);
 		if (rc != SQLITE_DONE)
 			move_error(ms, ms->src, ms->source->shard_id, t->name,
-					   "read the schema of");
+					   gettext_noop("could not read the schema of table \"%s\" of tenant \"%s\" on shard \"%s\""));
 		return;
 	}
 	foreach(lc, t->cols)
@@ -590,7 +593,8 @@ move_discover_tables(MoveShards *ms, List *tenant_columns, bool for_copy)
 						   "AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' "
 						   "AND name NOT LIKE '\\_ssfdw\\_%' ESCAPE '\\' "
 						   "ORDER BY name", -1, &stmt, NULL) != SQLITE_OK)
-		move_error(ms, ms->src, ms->source->shard_id, NULL, "read the schema");
+		move_error(ms, ms->src, ms->source->shard_id, NULL,
+				   gettext_noop("could not read the schema for tenant \"%s\" on shard \"%s\""));
 	while ((rc = sqlite3_step(stmt)) == SQLITE_ROW)
 	{
 		const char *sql = (const char *) sqlite3_column_text(stmt, 1);
@@ -600,7 +604,8 @@ move_discover_tables(MoveShards *ms, List *tenant_columns, bool for_copy)
 	}
 	sqlite3_finalize(stmt);
 	if (rc != SQLITE_DONE)
-		move_error(ms, ms->src, ms->source->shard_id, NULL, "read the schema");
+		move_error(ms, ms->src, ms->source->shard_id, NULL,
+				   gettext_noop("could not read the schema for tenant \"%s\" on shard \"%s\""));
 
 	ms->tables = NIL;
 	ms->nkeys = 1;
@@ -618,7 +623,8 @@ move_discover_tables(MoveShards *ms, List *tenant_columns, bool for_copy)
 		stmt = prepare_bound(ms, ms->src,
 							 "SELECT name, coalesce(type, ''), pk "
 							 "FROM pragma_table_info(:tbl, 'main') ORDER BY cid",
-							 t, 0, 0, "read the schema of");
+							 t, 0, 0,
+							 gettext_noop("could not read the schema of table \"%s\" of tenant \"%s\" on shard \"%s\""));
 		pk = palloc0(sizeof(char *) * 64);
 		while ((rc = sqlite3_step(stmt)) == SQLITE_ROW)
 		{
@@ -640,7 +646,7 @@ move_discover_tables(MoveShards *ms, List *tenant_columns, bool for_copy)
 		sqlite3_finalize(stmt);
 		if (rc != SQLITE_DONE)
 			move_error(ms, ms->src, ms->source->shard_id, t->name,
-					   "read the schema of");
+					   gettext_noop("could not read the schema of table \"%s\" of tenant \"%s\" on shard \"%s\""));
 		if (t->tenant_col == NULL)
 			continue;			/* shared by every tenant: not moved */
 
@@ -672,11 +678,13 @@ move_discover_tables(MoveShards *ms, List *tenant_columns, bool for_copy)
 			initStringInfo(&q);
 			appendStringInfoString(&q, "SELECT count(*) FROM main.");
 			shard_quote_identifier(&q, t->name);
-			t->total_rows = query_int(ms, ms->src, q.data, t, "count the rows of");
+			t->total_rows = query_int(ms, ms->src, q.data, t,
+									  gettext_noop("could not count the rows of table \"%s\" of tenant \"%s\" on shard \"%s\""));
 			resetStringInfo(&q);
 			appendStringInfoString(&q, "SELECT count(*) FROM");
 			append_tenant_rows(&q, t, "main");
-			t->rows = query_int(ms, ms->src, q.data, t, "count the rows of");
+			t->rows = query_int(ms, ms->src, q.data, t,
+								gettext_noop("could not count the rows of table \"%s\" of tenant \"%s\" on shard \"%s\""));
 		}
 		ms->tables = lappend(ms->tables, t);
 	}
@@ -706,7 +714,8 @@ move_check_collisions(MoveShards *ms)
 		initStringInfo(&q);
 		appendStringInfoString(&q, "SELECT count(*) FROM main.");
 		shard_quote_identifier(&q, t->name);
-		target_rows = query_int(ms, ms->dst, q.data, t, "count the rows of");
+		target_rows = query_int(ms, ms->dst, q.data, t,
+								gettext_noop("could not count the rows of table \"%s\" of tenant \"%s\" on shard \"%s\""));
 
 		/* probe the larger side's key index with the smaller side's rows */
 		from_target = target_rows < t->rows;
@@ -730,7 +739,8 @@ move_check_collisions(MoveShards *ms)
 			appendStringInfoString(&q, "(");
 		append_tenant(&q, t, "d.");
 		appendStringInfo(&q, "%s)", from_target ? "" : ") IS NOT 1");
-		n = query_int(ms, ms->dst, q.data, t, "check the primary keys of");
+		n = query_int(ms, ms->dst, q.data, t,
+					  gettext_noop("could not check the primary keys of table \"%s\" of tenant \"%s\" on shard \"%s\""));
 		if (n > 0)
 			ereport(ERROR,
 					(errcode(ERRCODE_UNIQUE_VIOLATION),
@@ -796,11 +806,12 @@ move_create_missing_tables(MoveShards *ms)
 			continue;
 		/* "CREATE TABLE x" of the source: it lands in main, the target */
 		if (sqlite3_exec(ms->dst, t->create_sql, NULL, NULL, NULL) != SQLITE_OK)
-			move_error(ms, ms->dst, ms->target->shard_id, t->name, "create");
+			move_error(ms, ms->dst, ms->target->shard_id, t->name,
+					   gettext_noop("could not create table \"%s\" of tenant \"%s\" on shard \"%s\""));
 		foreach(lc2, t->index_sqls)
 			if (sqlite3_exec(ms->dst, lfirst(lc2), NULL, NULL, NULL) != SQLITE_OK)
 				move_error(ms, ms->dst, ms->target->shard_id, t->name,
-						   "create the indexes of");
+						   gettext_noop("could not create the indexes of table \"%s\" of tenant \"%s\" on shard \"%s\""));
 		ereport(NOTICE,
 				(errmsg("tenant \"%s\": created table \"%s\" on shard \"%s\" from the schema of shard \"%s\"",
 						ms->tenant, t->name, ms->target->shard_id,
@@ -814,11 +825,11 @@ move_create_missing_tables(MoveShards *ms)
  *		Run DDL the move builds on the source, naming the table on failure.
  */
 static void
-exec_ddl(MoveShards *ms, const char *sql, MoveTable *t, const char *what)
+exec_ddl(MoveShards *ms, const char *sql, MoveTable *t, const char *fmt)
 {
 	if (sqlite3_exec(ms->src, sql, NULL, NULL, NULL) != SQLITE_OK)
 		move_error(ms, ms->src, ms->source->shard_id, t ? t->name : NULL,
-				   what);
+				   fmt);
 }
 
 /*
@@ -880,7 +891,8 @@ move_install_capture(MoveShards *ms)
 	for (i = 1; i <= ms->nkeys; i++)
 		appendStringInfo(&buf, ", k%d", i);
 	appendStringInfoChar(&buf, ')');
-	exec_ddl(ms, buf.data, NULL, "create the change log");
+	exec_ddl(ms, buf.data, NULL,
+			 gettext_noop("could not create the change log for tenant \"%s\" on shard \"%s\""));
 
 	foreach(lc, ms->tables)
 	{
@@ -892,7 +904,8 @@ move_install_capture(MoveShards *ms)
 		appendStringInfoString(&buf, " BEGIN ");
 		append_log_insert(&buf, ms, t, "NEW");
 		appendStringInfoString(&buf, "; END");
-		exec_ddl(ms, buf.data, t, "create the capture triggers of");
+		exec_ddl(ms, buf.data, t,
+				 gettext_noop("could not create the capture triggers of table \"%s\" of tenant \"%s\" on shard \"%s\""));
 
 		/* the old key always; the new one too when the update changed it */
 		trigger_head(&buf, ms, t, "cap_u", "AFTER UPDATE");
@@ -914,14 +927,16 @@ move_install_capture(MoveShards *ms)
 			shard_quote_identifier(&buf, lfirst(k));
 		}
 		appendStringInfoString(&buf, "; END");
-		exec_ddl(ms, buf.data, t, "create the capture triggers of");
+		exec_ddl(ms, buf.data, t,
+				 gettext_noop("could not create the capture triggers of table \"%s\" of tenant \"%s\" on shard \"%s\""));
 
 		trigger_head(&buf, ms, t, "cap_d", "AFTER DELETE");
 		append_trigger_tenant(&buf, ms, t, "OLD");
 		appendStringInfoString(&buf, " BEGIN ");
 		append_log_insert(&buf, ms, t, "OLD");
 		appendStringInfoString(&buf, "; END");
-		exec_ddl(ms, buf.data, t, "create the capture triggers of");
+		exec_ddl(ms, buf.data, t,
+				 gettext_noop("could not create the capture triggers of table \"%s\" of tenant \"%s\" on shard \"%s\""));
 	}
 	move_commit(ms, ms->src);
 }
@@ -954,7 +969,8 @@ move_install_fence(MoveShards *ms)
 	appendStringInfoString(&buf, "CREATE TABLE IF NOT EXISTS main.");
 	shard_quote_identifier(&buf, unfence);
 	appendStringInfoString(&buf, " (x)");
-	exec_ddl(ms, buf.data, NULL, "create the fence");
+	exec_ddl(ms, buf.data, NULL,
+			 gettext_noop("could not create the fence for tenant \"%s\" on shard \"%s\""));
 
 	foreach(lc, ms->tables)
 	{
@@ -963,14 +979,16 @@ move_install_fence(MoveShards *ms)
 		trigger_head(&buf, ms, t, "fence_i", "BEFORE INSERT");
 		append_trigger_tenant(&buf, ms, t, "NEW");
 		appendStringInfoString(&buf, raise.data);
-		exec_ddl(ms, buf.data, t, "create the fence of");
+		exec_ddl(ms, buf.data, t,
+				 gettext_noop("could not create the fence of table \"%s\" of tenant \"%s\" on shard \"%s\""));
 
 		trigger_head(&buf, ms, t, "fence_u", "BEFORE UPDATE");
 		append_trigger_tenant(&buf, ms, t, "OLD");
 		appendStringInfoString(&buf, " OR ");
 		append_trigger_tenant(&buf, ms, t, "NEW");
 		appendStringInfoString(&buf, raise.data);
-		exec_ddl(ms, buf.data, t, "create the fence of");
+		exec_ddl(ms, buf.data, t,
+				 gettext_noop("could not create the fence of table \"%s\" of tenant \"%s\" on shard \"%s\""));
 
 		trigger_head(&buf, ms, t, "fence_d", "BEFORE DELETE");
 		append_trigger_tenant(&buf, ms, t, "OLD");
@@ -978,7 +996,8 @@ move_install_fence(MoveShards *ms)
 		shard_quote_identifier(&buf, unfence);
 		appendStringInfoChar(&buf, ')');
 		appendStringInfoString(&buf, raise.data);
-		exec_ddl(ms, buf.data, t, "create the fence of");
+		exec_ddl(ms, buf.data, t,
+				 gettext_noop("could not create the fence of table \"%s\" of tenant \"%s\" on shard \"%s\""));
 	}
 }
 
@@ -997,14 +1016,16 @@ count_objects(MoveShards *ms, const char *prefix)
 						   "SELECT count(*) FROM sqlite_schema "
 						   "WHERE substr(name, 1, length(?1)) = ?1",
 						   -1, &stmt, NULL) != SQLITE_OK)
-		move_error(ms, ms->src, ms->source->shard_id, NULL, "read the schema");
+		move_error(ms, ms->src, ms->source->shard_id, NULL,
+				   gettext_noop("could not read the schema for tenant \"%s\" on shard \"%s\""));
 	sqlite3_bind_text(stmt, 1, prefix, -1, SQLITE_TRANSIENT);
 	rc = sqlite3_step(stmt);
 	if (rc == SQLITE_ROW)
 		n = sqlite3_column_int64(stmt, 0);
 	sqlite3_finalize(stmt);
 	if (rc != SQLITE_ROW)
-		move_error(ms, ms->src, ms->source->shard_id, NULL, "read the schema");
+		move_error(ms, ms->src, ms->source->shard_id, NULL,
+				   gettext_noop("could not read the schema for tenant \"%s\" on shard \"%s\""));
 	return n;
 }
 
@@ -1042,7 +1063,8 @@ move_drop_objects(MoveShards *ms, const char *kind)
 						   "WHERE substr(name, 1, length(?1)) = ?1 "
 						   "AND type IN ('trigger', 'table') ORDER BY type DESC",
 						   -1, &stmt, NULL) != SQLITE_OK)
-		move_error(ms, ms->src, ms->source->shard_id, NULL, "read the schema");
+		move_error(ms, ms->src, ms->source->shard_id, NULL,
+				   gettext_noop("could not read the schema for tenant \"%s\" on shard \"%s\""));
 	sqlite3_bind_text(stmt, 1, prefix, -1, SQLITE_TRANSIENT);
 	while ((rc = sqlite3_step(stmt)) == SQLITE_ROW)
 	{
@@ -1057,9 +1079,11 @@ move_drop_objects(MoveShards *ms, const char *kind)
 	}
 	sqlite3_finalize(stmt);
 	if (rc != SQLITE_DONE)
-		move_error(ms, ms->src, ms->source->shard_id, NULL, "read the schema");
+		move_error(ms, ms->src, ms->source->shard_id, NULL,
+				   gettext_noop("could not read the schema for tenant \"%s\" on shard \"%s\""));
 	foreach(lc, drops)
-		exec_ddl(ms, lfirst(lc), NULL, "drop the triggers and logs");
+		exec_ddl(ms, lfirst(lc), NULL,
+				 gettext_noop("could not drop the triggers and logs for tenant \"%s\" on shard \"%s\""));
 	move_commit(ms, ms->src);
 }
 
@@ -1110,11 +1134,14 @@ move_delete_rows(MoveShards *ms, sqlite3 *db, bool unfence)
 			move_begin(ms, db, true);
 			if (unfence)
 				run_bound(ms, db, psprintf("INSERT INTO %s VALUES (1)", mark.data),
-						  NULL, 0, 0, "delete the rows of");
-			n = run_bound(ms, db, q.data, t, 0, 0, "delete the rows of");
+						  NULL, 0, 0,
+						  gettext_noop("could not lift the fence for tenant \"%s\" on shard \"%s\""));
+			n = run_bound(ms, db, q.data, t, 0, 0,
+						  gettext_noop("could not delete the rows of table \"%s\" of tenant \"%s\" on shard \"%s\""));
 			if (unfence)
 				run_bound(ms, db, psprintf("DELETE FROM %s", mark.data),
-						  NULL, 0, 0, "delete the rows of");
+						  NULL, 0, 0,
+						  gettext_noop("could not restore the fence for tenant \"%s\" on shard \"%s\""));
 			move_commit(ms, db);
 			total += n;
 		} while (n > 0);
@@ -1136,7 +1163,8 @@ move_log_top(MoveShards *ms)
 	initStringInfo(&q);
 	appendStringInfoString(&q, "SELECT max(seq) FROM src.");
 	shard_quote_identifier(&q, psprintf("%slog", ms->prefix));
-	return query_int(ms, ms->dst, q.data, NULL, "read the change log");
+	return query_int(ms, ms->dst, q.data, NULL,
+					 gettext_noop("could not read the change log for tenant \"%s\" on shard \"%s\""));
 }
 
 /*
@@ -1183,14 +1211,16 @@ move_copy_batch(MoveShards *ms, MoveTable *t, sqlite3_value ***cursor,
 	appendStringInfoString(&q, " ORDER BY ");
 	append_columns(&q, t->pk, "");
 	appendStringInfo(&q, " LIMIT %d", MOVE_BATCH_ROWS);
-	stmt = prepare_bound(ms, ms->dst, q.data, t, 0, 0, "copy");
+	stmt = prepare_bound(ms, ms->dst, q.data, t, 0, 0,
+						 gettext_noop("could not copy table \"%s\" of tenant \"%s\" on shard \"%s\""));
 	if (*cursor != NULL)
 		for (i = 0; i < nk; i++)
 			sqlite3_bind_value(stmt, i + 1, (*cursor)[i]);
 	rc = sqlite3_step(stmt);
 	sqlite3_finalize(stmt);
 	if (rc != SQLITE_DONE)
-		move_error(ms, ms->dst, ms->target->shard_id, t->name, "copy");
+		move_error(ms, ms->dst, ms->target->shard_id, t->name,
+				   gettext_noop("could not copy table \"%s\" of tenant \"%s\" on shard \"%s\""));
 	n = sqlite3_changes64(ms->dst);
 
 	/* where the next batch starts */
@@ -1207,7 +1237,8 @@ move_copy_batch(MoveShards *ms, MoveTable *t, sqlite3_value ***cursor,
 		appendStringInfoString(&q, " DESC");
 	}
 	appendStringInfoString(&q, " LIMIT 1");
-	stmt = prepare_bound(ms, ms->dst, q.data, t, 0, 0, "copy");
+	stmt = prepare_bound(ms, ms->dst, q.data, t, 0, 0,
+						 gettext_noop("could not copy table \"%s\" of tenant \"%s\" on shard \"%s\""));
 	rc = sqlite3_step(stmt);
 	if (rc == SQLITE_ROW && n == MOVE_BATCH_ROWS)
 	{
@@ -1217,7 +1248,8 @@ move_copy_batch(MoveShards *ms, MoveTable *t, sqlite3_value ***cursor,
 	}
 	sqlite3_finalize(stmt);
 	if (rc != SQLITE_ROW && rc != SQLITE_DONE)
-		move_error(ms, ms->dst, ms->target->shard_id, t->name, "copy");
+		move_error(ms, ms->dst, ms->target->shard_id, t->name,
+				   gettext_noop("could not copy table \"%s\" of tenant \"%s\" on shard \"%s\""));
 	move_commit(ms, ms->dst);
 
 	if (*cursor != NULL)
@@ -1251,7 +1283,8 @@ replay_table(MoveShards *ms, MoveTable *t, int64 lo, int64 hi)
 	append_key(&q, t, "");
 	appendStringInfoString(&q, " IN ");
 	append_log_subquery(&q, ms, t);
-	n = run_bound(ms, ms->dst, q.data, t, lo, hi, "replay the changes of");
+	n = run_bound(ms, ms->dst, q.data, t, lo, hi,
+				  gettext_noop("could not replay the changes of table \"%s\" of tenant \"%s\" on shard \"%s\""));
 
 	resetStringInfo(&q);
 	appendStringInfoString(&q, "INSERT INTO main.");
@@ -1266,7 +1299,8 @@ replay_table(MoveShards *ms, MoveTable *t, int64 lo, int64 hi)
 	append_key(&q, t, "");
 	appendStringInfoString(&q, " IN ");
 	append_log_subquery(&q, ms, t);
-	n += run_bound(ms, ms->dst, q.data, t, lo, hi, "replay the changes of");
+	n += run_bound(ms, ms->dst, q.data, t, lo, hi,
+				   gettext_noop("could not replay the changes of table \"%s\" of tenant \"%s\" on shard \"%s\""));
 	return n;
 }
 
@@ -1328,7 +1362,8 @@ sum_rows(MoveShards *ms, MoveTable *t, const char *side, int64 lo, int64 hi,
 		appendStringInfoString(&q, " IN ");
 		append_log_subquery(&q, ms, t);
 	}
-	stmt = prepare_bound(ms, ms->dst, q.data, t, lo, hi, "verify");
+	stmt = prepare_bound(ms, ms->dst, q.data, t, lo, hi,
+						 gettext_noop("could not verify table \"%s\" of tenant \"%s\" on shard \"%s\""));
 	rc = sqlite3_step(stmt);
 	if (rc == SQLITE_ROW)
 	{
@@ -1339,7 +1374,8 @@ sum_rows(MoveShards *ms, MoveTable *t, const char *side, int64 lo, int64 hi,
 	if (rc != SQLITE_ROW)
 		move_error(ms, ms->dst,
 				   strcmp(side, "src") == 0 ? ms->source->shard_id :
-				   ms->target->shard_id, t->name, "verify");
+				   ms->target->shard_id, t->name,
+				   gettext_noop("could not verify table \"%s\" of tenant \"%s\" on shard \"%s\""));
 }
 
 /*
@@ -1428,7 +1464,7 @@ void
 move_reclaim_space(MoveShards *ms, sqlite3 *db, const char *shard_id)
 {
 	int64		mode = query_int(ms, db, "PRAGMA auto_vacuum", NULL,
-								 "read the vacuum mode");
+								 gettext_noop("could not read the vacuum mode for tenant \"%s\" on shard \"%s\""));
 	const char *sql = NULL;
 
 	if (mode == 2)
@@ -1436,5 +1472,6 @@ move_reclaim_space(MoveShards *ms, sqlite3 *db, const char *shard_id)
 	else if (mode == 0)
 		sql = "VACUUM main";
 	if (sql != NULL && sqlite3_exec(db, sql, NULL, NULL, NULL) != SQLITE_OK)
-		move_error(ms, db, shard_id, NULL, "reclaim space");
+		move_error(ms, db, shard_id, NULL,
+				   gettext_noop("could not reclaim space for tenant \"%s\" on shard \"%s\""));
 }

@@ -86,7 +86,8 @@ shard_orphans(PG_FUNCTION_ARGS)
 	}
 	else
 		columns = shard_server_tenant_columns(opts->serverid);
-	shard_require_admin("list orphan rows");
+	shard_require_admin(gettext_noop("permission denied to list orphan rows"),
+						gettext_noop("Only roles with privileges of the \"%s\" role may list orphan rows."));
 	InitMaterializedSRF(fcinfo, 0);
 	dir = shard_directory_get(opts);
 

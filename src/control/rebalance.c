@@ -97,7 +97,8 @@ shard_rebalance_plan(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("threshold must be a percentage above 0 and at most 100")));
-	shard_require_admin("plan a rebalancing");
+	shard_require_admin(gettext_noop("permission denied to plan a rebalancing"),
+						gettext_noop("Only roles with privileges of the \"%s\" role may plan a rebalancing."));
 	InitMaterializedSRF(fcinfo, 0);
 	limit = opts->max_shard_bytes * threshold / 100.0;
 

@@ -39,18 +39,18 @@ PG_FUNCTION_INFO_V1(shard_remove);
  */
 static void
 directory_delete(ShardServerOptions *opts, sqlite3 *db, const char *table,
-				 const char *column, const char *key, const char *what)
+				 const char *column, const char *key, const char *fmt)
 {
 	sqlite3_stmt *stmt;
 	char	   *sql = psprintf("DELETE FROM %s WHERE %s = ?1", table, column);
 
 	if (sqlite3_prepare_v2(db, sql, -1, &stmt, NULL) != SQLITE_OK)
-		shard_admin_write_failed(opts, db, what);
+		shard_admin_write_failed(opts, db, fmt);
 	sqlite3_bind_text(stmt, 1, key, -1, SQLITE_TRANSIENT);
 	if (sqlite3_step(stmt) != SQLITE_DONE)
 	{
 		sqlite3_finalize(stmt);
-		shard_admin_write_failed(opts, db, what);
+		shard_admin_write_failed(opts, db, fmt);
 	}
 	sqlite3_finalize(stmt);
 }
@@ -157,13 +157,14 @@ shard_tenant_remove(PG_FUNCTION_ARGS)
 	opts = shard_admin_server(PG_GETARG_NAME(0));
 	tenant = shard_tenant_id_text(text_to_cstring(PG_GETARG_TEXT_PP(1)));
 	delete_rows = !PG_ARGISNULL(2) && PG_GETARG_BOOL(2);
-	shard_require_file_privilege(true, "remove a tenant");
+	shard_require_file_privilege(true, gettext_noop("permission denied to remove a tenant"),
+								 gettext_noop("Only roles with privileges of the \"%s\" role may remove a tenant."));
 
 	/* the lock first: nothing may change between the checks and the delete */
 	conn = shard_conn_directory_for_write(opts, false);
 	db = shard_conn_db(conn);
 	shard_directory_require_columns(db, opts->directory, "shard_map", needed,
-									"remove a tenant");
+									gettext_noop("To remove a tenant, table \"%s\" needs the columns %s; it has %s."));
 	dir = shard_directory_get(opts);
 	loc = shard_directory_locate(dir, tenant);
 	if (loc == NULL)
@@ -193,7 +194,7 @@ shard_tenant_remove(PG_FUNCTION_ARGS)
 						 opts->servername, tenant)));
 
 	directory_delete(opts, db, "shard_map", "tenant_id", tenant,
-					 "remove a tenant");
+					 gettext_noop("could not remove a tenant in directory \"%s\""));
 	shard_directory_changed(dir);
 	shard_conn_release(conn);
 	PG_RETURN_INT64(delete_rows ? rows : 0);
@@ -227,7 +228,8 @@ shard_remove(PG_FUNCTION_ARGS)
 				 errmsg("server and shard must not be null")));
 	opts = shard_admin_server(PG_GETARG_NAME(0));
 	shard_id = text_to_cstring(PG_GETARG_TEXT_PP(1));
-	shard_require_file_privilege(true, "remove a shard");
+	shard_require_file_privilege(true, gettext_noop("permission denied to remove a shard"),
+								 gettext_noop("Only roles with privileges of the \"%s\" role may remove a shard."));
 
 	conn = shard_conn_directory_for_write(opts, false);
 	db = shard_conn_db(conn);
@@ -241,7 +243,7 @@ shard_remove(PG_FUNCTION_ARGS)
 				 errhint("Create the directory's tables with directory_init('%s').",
 						 opts->servername)));
 	shard_directory_require_columns(db, opts->directory, "shards", needed,
-									"remove a shard");
+									gettext_noop("To remove a shard, table \"%s\" needs the columns %s; it has %s."));
 	info = shard_admin_shard(opts, dir, shard_id);
 
 	/* tenants it answers for */
@@ -249,13 +251,15 @@ shard_remove(PG_FUNCTION_ARGS)
 						   psprintf("SELECT count(*) FROM shard_map WHERE %s = ?1",
 									shard_directory_owner_sql(dir)),
 						   -1, &stmt, NULL) != SQLITE_OK)
-		shard_admin_write_failed(opts, db, "count the tenants of a shard");
+		shard_admin_write_failed(opts, db,
+								 gettext_noop("could not count the tenants of a shard in directory \"%s\""));
 	sqlite3_bind_text(stmt, 1, info->shard_id, -1, SQLITE_TRANSIENT);
 	/* a failed count is no answer: count(*) always returns its row */
 	if (sqlite3_step(stmt) != SQLITE_ROW)
 	{
 		sqlite3_finalize(stmt);
-		shard_admin_write_failed(opts, db, "count the tenants of a shard");
+		shard_admin_write_failed(opts, db,
+								 gettext_noop("could not count the tenants of a shard in directory \"%s\""));
 	}
 	owned = sqlite3_column_int64(stmt, 0);
 	sqlite3_finalize(stmt);
@@ -279,7 +283,8 @@ shard_remove(PG_FUNCTION_ARGS)
 							   "AND (shard_id = ?1 OR target_shard_id = ?1) "
 							   "ORDER BY tenant_id LIMIT 1",
 							   -1, &stmt, NULL) != SQLITE_OK)
-			shard_admin_write_failed(opts, db, "look for moves");
+			shard_admin_write_failed(opts, db,
+									 gettext_noop("could not look for moves in directory \"%s\""));
 		sqlite3_bind_text(stmt, 1, info->shard_id, -1, SQLITE_TRANSIENT);
 		/* no row: no move; anything else is a failed look, not "none" */
 		rc = sqlite3_step(stmt);
@@ -288,7 +293,8 @@ shard_remove(PG_FUNCTION_ARGS)
 		else if (rc != SQLITE_DONE)
 		{
 			sqlite3_finalize(stmt);
-			shard_admin_write_failed(opts, db, "look for moves");
+			shard_admin_write_failed(opts, db,
+									 gettext_noop("could not look for moves in directory \"%s\""));
 		}
 		sqlite3_finalize(stmt);
 	}
@@ -300,7 +306,7 @@ shard_remove(PG_FUNCTION_ARGS)
 				 errhint("Let the move finish and be cleaned up, or abort it, first.")));
 
 	directory_delete(opts, db, "shards", "shard_id", info->shard_id,
-					 "remove a shard");
+					 gettext_noop("could not remove a shard in directory \"%s\""));
 	shard_directory_changed(dir);
 	shard_conn_release(conn);
 	PG_RETURN_VOID();
