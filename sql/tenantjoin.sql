@@ -46,6 +46,18 @@ SELECT * FROM regress_same($$
 SELECT a.tenant, count(*), sum(i.v), min(i.id)
 FROM acc a JOIN {t} i ON i.tenant_id = a.tenant
 WHERE a.plan = 'ent' GROUP BY 1$$);
+-- a loop over the local rows, one routed scan per row, where the planner
+-- loops
+SET enable_hashjoin = off;
+SET enable_mergejoin = off;
+EXPLAIN (COSTS OFF)
+SELECT count(*), sum(i.v) FROM acc a JOIN items i ON i.tenant_id = a.tenant
+WHERE a.plan = 'ent';
+SELECT * FROM regress_same($$
+SELECT count(*), sum(i.v) FROM acc a JOIN {t} i ON i.tenant_id = a.tenant
+WHERE a.plan = 'ent'$$);
+RESET enable_hashjoin;
+RESET enable_mergejoin;
 -- USING, and other conditions on the foreign side (pushed to the shard)
 SELECT * FROM regress_same($$
 SELECT count(*), sum(v), count(DISTINCT tenant_id)
@@ -109,6 +121,82 @@ RESET plan_cache_mode;
 DEALLOCATE by_plan;
 
 -- ===================================================================
+-- Where the planner hashes or merges: an InitPlan lists the tenants the
+-- local side produces, and the scan reads only their shards (never j4)
+-- ===================================================================
+SET enable_nestloop = off;
+EXPLAIN (COSTS OFF)
+SELECT count(*), sum(i.v) FROM acc a JOIN items i ON i.tenant_id = a.tenant
+WHERE a.plan = 'ent';
+SELECT * FROM regress_same($$
+SELECT count(*), sum(i.v) FROM acc a JOIN {t} i ON i.tenant_id = a.tenant
+WHERE a.plan = 'ent'$$);
+EXPLAIN (COSTS OFF)
+SELECT count(*), sum(v) FROM items
+WHERE tenant_id IN (SELECT tenant FROM acc WHERE plan = 'ent');
+SELECT * FROM regress_same($$
+SELECT count(*), sum(v) FROM {t}
+WHERE tenant_id IN (SELECT tenant FROM acc WHERE plan = 'ent')$$);
+SELECT * FROM regress_same($$
+SELECT grp, count(*) FROM {t} i
+WHERE EXISTS (SELECT 1 FROM acc a WHERE a.tenant = i.tenant_id
+              AND a.plan = 'free')
+GROUP BY grp$$);
+SELECT * FROM regress_same($$
+SELECT a.tenant, a.plan, count(i.id), sum(i.v)
+FROM acc a LEFT JOIN {t} i ON i.tenant_id = a.tenant AND i.grp = 'b'
+GROUP BY 1, 2$$);
+SELECT * FROM regress_same($$
+SELECT a.tenant_vc, count(*) FROM acc a JOIN {t} i ON i.tenant_id = a.tenant_vc
+WHERE a.plan = 'free' GROUP BY 1$$);
+-- a local condition that may compute otherwise the second time is not
+-- repeated: the list is of the tenants the other conditions keep
+EXPLAIN (COSTS OFF)
+SELECT count(*) FROM acc a JOIN items i ON i.tenant_id = a.tenant
+WHERE a.plan = 'ent' AND random() < 2;
+SELECT * FROM regress_same($$
+SELECT count(*) FROM acc a JOIN {t} i ON i.tenant_id = a.tenant
+WHERE a.plan = 'ent' AND random() < 2$$);
+-- a merge join
+SET enable_hashjoin = off;
+EXPLAIN (COSTS OFF)
+SELECT a.tenant, count(*) FROM acc a JOIN items i ON i.tenant_id = a.tenant
+WHERE a.plan = 'free' GROUP BY 1;
+SELECT * FROM regress_same($$
+SELECT a.tenant, count(*) FROM acc a JOIN {t} i ON i.tenant_id = a.tenant
+WHERE a.plan = 'free' GROUP BY 1$$);
+RESET enable_hashjoin;
+-- a generic plan: the list is computed with the statement's parameter
+PREPARE by_plan(text) AS
+  SELECT a.tenant, count(*), sum(i.v) FROM acc a
+  JOIN items i ON i.tenant_id = a.tenant WHERE a.plan = $1 GROUP BY 1
+  ORDER BY 1;
+SET plan_cache_mode = force_generic_plan;
+EXPLAIN (COSTS OFF) EXECUTE by_plan('ent');
+EXECUTE by_plan('ent');
+EXECUTE by_plan('free');
+RESET plan_cache_mode;
+DEALLOCATE by_plan;
+-- a local table under row-level security, for a role the policy binds:
+-- its conditions are not repeated elsewhere, so no list (EXPLAIN only: the
+-- scan would read j4)
+CREATE TABLE acc_rls AS SELECT * FROM acc;
+ALTER TABLE acc_rls ENABLE ROW LEVEL SECURITY;
+CREATE POLICY acc_rls_ent ON acc_rls USING (plan = 'ent');
+ANALYZE acc_rls;
+CREATE ROLE regress_tj_rls;
+GRANT SELECT ON items, acc_rls TO regress_tj_rls;
+SET ROLE regress_tj_rls;
+EXPLAIN (COSTS OFF)
+SELECT count(*) FROM acc_rls a JOIN items i ON i.tenant_id = a.tenant
+WHERE a.tenant > 't';
+RESET ROLE;
+DROP TABLE acc_rls;
+REVOKE ALL ON items FROM regress_tj_rls;
+DROP ROLE regress_tj_rls;
+RESET enable_nestloop;
+
+-- ===================================================================
 -- The table a statement writes is read once, never per outer row: t05,
 -- named twice in acc, is updated once, as PostgreSQL updates it
 -- ===================================================================
@@ -153,6 +241,11 @@ SELECT a.tenant, count(i.id), sum(i.v)
 FROM acc a LEFT JOIN items i ON i.tenant_id = a.tenant
 GROUP BY 1 ORDER BY 1;
 SELECT count(*) FROM items WHERE tenant_id IN (SELECT tenant FROM acc);
+SET enable_nestloop = off;
+SELECT a.tenant, count(i.id), sum(i.v)
+FROM acc a JOIN items i ON i.tenant_id = a.tenant
+GROUP BY 1 ORDER BY 1;
+RESET enable_nestloop;
 RESET ROLE;
 SELECT tenant_id, count(*), sum(v) FROM items_native
 WHERE tenant_id IN ('t05', 't09') GROUP BY 1 ORDER BY 1;

@@ -45,6 +45,22 @@
 	 GetUserId())
 #endif
 
+/*
+ * A range table entry copied into a query of its own: from 16 on its
+ * permissions are an RTEPermissionInfo of the query it came from, which the
+ * new query needs as its first.
+ */
+#if PG_VERSION_NUM >= 160000
+#define copy_rte_perms_compat(query, root, rte) \
+	do { \
+		(query)->rteperminfos = \
+			list_make1(copyObject(getRTEPermissionInfo((root)->parse->rteperminfos, (rte)))); \
+		(rte)->perminfoindex = 1; \
+	} while (0)
+#else
+#define copy_rte_perms_compat(query, root, rte) ((void) 0)
+#endif
+
 /* Privilege checks on servers went through object_aclcheck from 16 on. */
 #if PG_VERSION_NUM >= 160000
 #define server_aclcheck_compat(serverid, roleid, mode) \

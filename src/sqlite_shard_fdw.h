@@ -287,6 +287,16 @@ extern Datum shard_value_to_datum(ShardColumnConv *conv, const ShardValue *v,
 extern bool shard_datum_to_value(Datum value, Oid typid, ShardValue *out);
 extern bool shard_type_is_bindable(Oid typid);
 
+/* in tenantlist.c */
+
+extern bool shard_tenant_list_source_ok(PlannerInfo *root, RelOptInfo *rel,
+										Expr *value);
+extern double shard_tenant_list_values(PlannerInfo *root, RelOptInfo *rel,
+									   Expr *value);
+extern Cost shard_tenant_list_cost(PlannerInfo *root, RelOptInfo *rel);
+extern Param *shard_tenant_list_param(PlannerInfo *root, RelOptInfo *rel,
+									  Expr *value);
+
 /* in planner.c */
 
 /* Positions in a ForeignScan's fdw_private. */

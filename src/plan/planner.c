@@ -47,6 +47,9 @@ typedef struct ShardRelInfo
 								 * the routed tenants' (estimate.c) */
 } ShardRelInfo;
 
+/* Marks a path of add_tenant_list_paths (its fdw_private). */
+#define TENANT_LIST_MARK "tenant list"
+
 /* Cost of opening a shard and starting its query, in page-fetch units. */
 #define SHARD_STARTUP_COST 25.0
 
@@ -77,6 +80,7 @@ static void shardGetForeignRelSize(PlannerInfo *root, RelOptInfo *baserel,
 static void shardGetForeignPaths(PlannerInfo *root, RelOptInfo *baserel,
 								 Oid foreigntableid);
 static void add_tenant_param_paths(PlannerInfo *root, RelOptInfo *baserel);
+static void add_tenant_list_paths(PlannerInfo *root, RelOptInfo *baserel);
 static ForeignScan *shardGetForeignPlan(PlannerInfo *root, RelOptInfo *baserel,
 										Oid foreigntableid,
 										ForeignPath *best_path, List *tlist,
@@ -423,6 +427,7 @@ shardGetForeignPaths(PlannerInfo *root, RelOptInfo *baserel,
 	if (bms_is_empty(required_outer))
 		shard_order_add_paths(root, baserel, rows, total);
 	add_tenant_param_paths(root, baserel);
+	add_tenant_list_paths(root, baserel);
 }
 
 /*
@@ -666,6 +671,37 @@ tenant_ec_member(PlannerInfo *root, RelOptInfo *rel, EquivalenceClass *ec,
 }
 
 /*
+ * tenant_join_clauses
+ *		The join clauses that the scan may enforce (a foreign row that fails
+ *		one meets no row of the other relations), from the scan's join
+ *		conditions and the equivalence classes of its tenant column: those
+ *		that pin the tenant to another relation's value route it.
+ */
+static List *
+tenant_join_clauses(PlannerInfo *root, RelOptInfo *baserel)
+{
+	ShardRelInfo *fpinfo = (ShardRelInfo *) baserel->fdw_private;
+	List	   *clauses = NIL;
+	ListCell   *lc;
+
+	foreach(lc, baserel->joininfo)
+	{
+		RestrictInfo *ri = lfirst_node(RestrictInfo, lc);
+
+		if (join_clause_is_movable_to(ri, baserel))
+			clauses = lappend(clauses, ri);
+	}
+	if (baserel->has_eclass_joins)
+		clauses = list_concat(clauses,
+							  generate_implied_equalities_for_column(root,
+																	 baserel,
+																	 tenant_ec_member,
+																	 &fpinfo->tenant_attnum,
+																	 baserel->lateral_referencers));
+	return clauses;
+}
+
+/*
  * statement_writes_table
  *		Does the statement this query belongs to (the query, or one it is a
  *		subquery of) write the SQLite table topts names, through any foreign
@@ -731,20 +767,7 @@ add_tenant_param_paths(PlannerInfo *root, RelOptInfo *baserel)
 	if (fpinfo->tenant_attnum == InvalidAttrNumber ||
 		statement_writes_table(root, fpinfo->topts))
 		return;
-	foreach(lc, baserel->joininfo)
-	{
-		RestrictInfo *ri = lfirst_node(RestrictInfo, lc);
-
-		if (join_clause_is_movable_to(ri, baserel))
-			clauses = lappend(clauses, ri);
-	}
-	if (baserel->has_eclass_joins)
-		clauses = list_concat(clauses,
-							  generate_implied_equalities_for_column(root,
-																	 baserel,
-																	 tenant_ec_member,
-																	 &fpinfo->tenant_attnum,
-																	 baserel->lateral_referencers));
+	clauses = tenant_join_clauses(root, baserel);
 
 	foreach(lc, clauses)
 	{
@@ -797,6 +820,91 @@ add_tenant_param_paths(PlannerInfo *root, RelOptInfo *baserel)
 				 create_foreignscan_path_compat(root, baserel, NULL, rows,
 												SHARD_RESCAN_COST, total,
 												NIL, outer, NULL, NIL));
+	}
+}
+
+/*
+ * is_tenant_list_path
+ *		Is path one of add_tenant_list_paths?
+ */
+static bool
+is_tenant_list_path(ForeignPath *path)
+{
+	List	   *p = path->fdw_private;
+
+	return list_length(p) == 3 && IsA(linitial(p), String) &&
+		strcmp(strVal(linitial(p)), TENANT_LIST_MARK) == 0;
+}
+
+/*
+ * add_tenant_list_paths
+ *		Offer a path that reads only the tenants another relation of the
+ *		query produces, computed before the scan starts (tenantlist.c): for
+ *		a hash or merge join with a local table on the tenant column, where
+ *		no outer row drives the scan.  Costed as the scan of those tenants
+ *		plus the other relation's scan, which computes the list; one per
+ *		relation.
+ */
+static void
+add_tenant_list_paths(PlannerInfo *root, RelOptInfo *baserel)
+{
+	ShardRelInfo *fpinfo = (ShardRelInfo *) baserel->fdw_private;
+	Relids		done = NULL;
+	ListCell   *lc;
+
+	if (fpinfo->tenant_attnum == InvalidAttrNumber ||
+		!bms_is_empty(baserel->lateral_relids) ||
+		statement_writes_table(root, fpinfo->topts))
+		return;
+	foreach(lc, tenant_join_clauses(root, baserel))
+	{
+		RestrictInfo *ri = lfirst_node(RestrictInfo, lc);
+		Relids		outer = bms_difference(ri->clause_relids, baserel->relids);
+		RelOptInfo *source;
+		ShardPruneKind kind;
+		Expr	   *value;
+		double		scanned;
+		double		rows;
+		Relation	rel;
+		Cost		startup;
+		Cost		total;
+		int			relid;
+
+		if (!bms_get_singleton_member(outer, &relid) ||
+			bms_is_member(relid, done))
+			continue;
+		source = find_base_rel(root, relid);
+		value = find_tenant_condition(root, list_make1(ri), baserel,
+									  fpinfo->tenant_attnum, outer, &kind);
+		if (value == NULL || kind != PRUNE_EQ ||
+			!shard_tenant_list_source_ok(root, source, value))
+			continue;
+		done = bms_add_member(done, relid);
+
+		rel = table_open(planner_rt_fetch(baserel->relid, root)->relid,
+						 NoLock);
+		scanned = shard_estimate_tenant_rows(root, rel, fpinfo->topts, kind,
+											 value);
+		table_close(rel, NoLock);
+		if (scanned < 0)
+			continue;
+		scanned *= shard_tenant_list_values(root, source, value);
+		if (scanned >= fpinfo->scanned)
+			continue;
+		rows = clamp_row_est(scanned *
+							 clauselist_selectivity(root,
+													baserel->baserestrictinfo,
+													0, JOIN_INNER, NULL));
+		startup = SHARD_STARTUP_COST + shard_tenant_list_cost(root, source);
+		total = startup + scanned * cpu_operator_cost +
+			rows * (cpu_tuple_cost + seq_page_cost * 0.01);
+		add_path(baserel, (Path *)
+				 create_foreignscan_path_compat(root, baserel, NULL, rows,
+												startup, total, NIL, NULL,
+												NULL,
+												list_make3(makeString(TENANT_LIST_MARK),
+														   makeInteger(relid),
+														   value)));
 	}
 }
 
@@ -903,6 +1011,17 @@ shardGetForeignPlan(PlannerInfo *root, RelOptInfo *baserel,
 										   baserel, fpinfo->tenant_attnum,
 										   best_path->path.param_info->ppi_req_outer,
 										   &prune_kind);
+
+	/* A tenant list path routes by the list an InitPlan computes. */
+	if (prune_expr == NULL && is_tenant_list_path(best_path))
+	{
+		prune_expr = (Expr *)
+			shard_tenant_list_param(root,
+									find_base_rel(root,
+												  intVal(lsecond(best_path->fdw_private))),
+									lthird(best_path->fdw_private));
+		prune_kind = PRUNE_ANY;
+	}
 
 	shard_scan_private_init(&priv);
 
