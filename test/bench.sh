@@ -206,6 +206,11 @@ SQL
 	# in ten an enterprise account: what a report joins the fleet with.
 	if [[ ",$parts," == *,join,* ]]; then
 		psql_q <<'SQL'
+CREATE FOREIGN TABLE ext.plans (plan text, list_cents bigint)
+  SERVER fleet OPTIONS (table 'plans', distribution 'reference');
+CREATE TABLE native.plans (plan text PRIMARY KEY, list_cents bigint NOT NULL);
+INSERT INTO native.plans SELECT * FROM ext.plans;
+ANALYZE ext.plans, native.plans;
 CREATE TABLE public.accounts (tenant_id text PRIMARY KEY, name text NOT NULL,
                               enterprise boolean NOT NULL);
 INSERT INTO public.accounts
@@ -365,6 +370,19 @@ if [ "$(id -u)" -eq 0 ] && id postgres >/dev/null 2>&1; then
 fi
 echo "index orders(created_at) in every shard checked in $(since "$t0") s"
 # ---- end of time queries --------------------------------------------------
+
+# ---- joins (issue 12) -----------------------------------------------------
+# A reference table, the plans' price list, the same copy in every shard.
+if [[ ",$parts," == *,join,* ]]; then
+	for db in "$fleet"/shards/shard_*.db; do
+		sqlite3 -bail "$db" "CREATE TABLE IF NOT EXISTS plans(plan TEXT PRIMARY KEY, list_cents INTEGER NOT NULL);
+INSERT OR IGNORE INTO plans VALUES ('free', 0), ('team', 2900), ('business', 9900), ('enterprise', 49900);"
+	done
+	if [ "$(id -u)" -eq 0 ] && id postgres >/dev/null 2>&1; then
+		chown postgres:postgres "$fleet"/shards/*
+	fi
+fi
+# ---- end of joins ---------------------------------------------------------
 
 # The large directory: the fleet's own directory plus 998,000 tenants with
 # no rows, spread over the same shards, their ids interleaved with the real

@@ -1321,8 +1321,9 @@ def run_limit_reads(fleet, explain, errors, notes, targets):
 # fleet, grouped by the customer's plan; the same join for the largest
 # tenant, its top 5 customers by revenue; orders of the enterprise accounts
 # (public.accounts, a local table: about 200 of the 2,000 tenants, on every
-# shard) through a join and through IN (SELECT ...).  The floor of the
-# fan-out join: each shard's own join.
+# shard) through a join and through IN (SELECT ...); the fan-out join with
+# plans, a reference table.  The floor of a fan-out join: each shard's own
+# join.
 
 JOIN_SQL = ("FROM orders o JOIN customers c "
             "ON c.tenant_id = o.tenant_id AND c.customer_id = o.customer_id")
@@ -1345,6 +1346,12 @@ JOIN_QUERIES = [
     {"key": "j_in", "name": "tenant_id IN (SELECT local accounts)",
      "sql": "SELECT count(*), sum(amount_cents) FROM orders WHERE tenant_id IN "
             "(SELECT tenant_id FROM accounts WHERE enterprise)"},
+    # no target either: the fan-out join with the plans, a reference table
+    {"key": "j_reference", "name": "... JOIN plans (reference table)",
+     "sql": "SELECT p.plan, count(*), sum(o.amount_cents), sum(p.list_cents) " +
+            JOIN_SQL + " JOIN plans p ON p.plan = c.plan GROUP BY 1",
+     "shard_sql": "SELECT p.plan, count(*), sum(o.amount_cents), sum(p.list_cents) " +
+                  JOIN_SQL + " JOIN plans p ON p.plan = c.plan GROUP BY 1"},
 ]
 
 
