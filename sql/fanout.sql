@@ -269,21 +269,16 @@ SELECT * FROM orders LIMIT 20100;
 -- query nothing it waited for).  Over many batches in parallel, threads
 -- also read while the plan above the scan works, which the node's time
 -- does not count.
+\i test/regress_scan_node.sql
 CREATE FUNCTION regress_limit_explain(q text) RETURNS TABLE (check_name text, ok boolean)
 LANGUAGE plpgsql AS $$
 DECLARE
-  plan json;
-  node json;
+  node json := regress_scan_node(q);
   named text[] := '{}';
   rows_sum bigint := 0;
   slowest numeric;
   item text;
 BEGIN
-  EXECUTE 'EXPLAIN (ANALYZE, FORMAT JSON) ' || q INTO plan;
-  node := plan -> 0 -> 'Plan';
-  WHILE node ->> 'Node Type' <> 'Foreign Scan' LOOP
-    node := node -> 'Plans' -> 0;
-  END LOOP;
   FOREACH item IN ARRAY string_to_array(node ->> 'Shard Rows', ', ') LOOP
     named := named || split_part(item, '=', 1);
     rows_sum := rows_sum + split_part(split_part(item, '=', 2), ' ', 1)::bigint;
@@ -311,7 +306,7 @@ SELECT * FROM regress_limit_explain('SELECT * FROM orders LIMIT 100');
 SELECT * FROM regress_limit_explain('SELECT * FROM orders LIMIT 30000');
 SELECT * FROM regress_limit_explain('SELECT * FROM orders WHERE amount > 49000 LIMIT 10');
 SELECT * FROM regress_limit_explain('SELECT * FROM orders');
-DROP FUNCTION regress_limit_explain(text);
+DROP FUNCTION regress_limit_explain(text), regress_scan_node(text);
 RESET sqlite_shard_fdw.fanout_parallelism;
 
 -- ===================================================================

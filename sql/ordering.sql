@@ -159,6 +159,30 @@ SET TimeZone = 'UTC';
 -- a time key after another key is sorted by PostgreSQL
 SELECT * FROM regress_pushed('SELECT * FROM times ORDER BY tenant_id, ts LIMIT 3');
 
+-- A sorted, limited fan-out reads its shards in the backend while each
+-- answers quickly (handing a shard of a few indexed rows to a thread and
+-- back costs more than reading it): at least the first, as EXPLAIN ANALYZE
+-- counts them; beyond 1,000 rows a shard, the threads read them all
+\i test/regress_scan_node.sql
+CREATE FUNCTION regress_backend_reads(q text) RETURNS int
+LANGUAGE sql AS $$
+  SELECT coalesce((regress_scan_node(q) ->> 'Shards Read In Backend')::int, 0)
+$$;
+SELECT regress_backend_reads('SELECT * FROM times ORDER BY ts DESC, id LIMIT 3') >= 1 AS quick_in_backend,
+       regress_backend_reads('SELECT * FROM orders ORDER BY order_id LIMIT 5') >= 1 AS quick_by_id,
+       regress_backend_reads('SELECT * FROM orders ORDER BY order_id LIMIT 1001') AS beyond_1000,
+       regress_backend_reads('SELECT * FROM orders WHERE tenant_id = ''ta'' ORDER BY order_id LIMIT 5') AS routed;
+-- a shard slower than sqlite_shard_fdw.quick_shard_ms (a hidden setting;
+-- 0: every shard) sends the rest to the threads: only the first is read
+-- in the backend, and the answer is the same
+SET sqlite_shard_fdw.quick_shard_ms = 0;
+SELECT regress_backend_reads('SELECT * FROM times ORDER BY ts DESC, id LIMIT 3') AS first_only;
+SELECT * FROM regress_same($$SELECT id, ts FROM {T}
+  ORDER BY ts DESC, id LIMIT 4$$, 'times');
+SELECT * FROM regress_same($$SELECT tenant_id, order_id, created_at FROM {T}
+  ORDER BY created_at NULLS FIRST, tenant_id, order_id LIMIT 7$$);
+RESET sqlite_shard_fdw.quick_shard_ms;
+
 -- ===================================================================
 -- Keyset pagination: a row comparison runs in the shards
 -- ===================================================================
@@ -232,4 +256,5 @@ DROP SERVER ordering_srv CASCADE;
 DROP VIEW times_tz_native;
 DROP TABLE orders_native, times_native;
 DROP FUNCTION regress_same(text, text), regress_pushed(text),
-  regress_analyzed(text);
+  regress_analyzed(text), regress_backend_reads(text),
+  regress_scan_node(text);

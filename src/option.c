@@ -87,6 +87,7 @@ int			shard_max_open_shards = 64;
  * PostgreSQL accepts in a setting's C variable.
  */
 int			shard_fanout_parallelism = 0;
+double		shard_quick_shard_ms = 0.25;
 
 void		_PG_init(void);
 
@@ -153,6 +154,19 @@ _PG_init(void)
 								PGC_USERSET, 0,
 								NULL, NULL, NULL);
 	}
+
+	/*
+	 * The test hook of scan.c's reading in the backend: how long a shard
+	 * of a sorted, limited fan-out may take before the rest go to the
+	 * threads (0: after the first).
+	 */
+	DefineCustomRealVariable("sqlite_shard_fdw.quick_shard_ms",
+							 "Milliseconds a shard of a sorted, limited fan-out read in the backend may take before the worker threads read the rest.",
+							 NULL,
+							 &shard_quick_shard_ms,
+							 0.25, 0.0, 1000.0,
+							 PGC_SUSET, GUC_NOT_IN_SAMPLE | GUC_NO_SHOW_ALL,
+							 NULL, NULL, NULL);
 
 	DefineCustomBoolVariable("sqlite_shard_fdw.aggregate_pushdown",
 							 "Computes GROUP BY and aggregates inside the shards when the result is exact.",

@@ -53,6 +53,7 @@ typedef struct ShardTableOptions
 
 extern int	shard_max_open_shards;
 extern int	shard_fanout_parallelism;
+extern double shard_quick_shard_ms;
 
 extern ShardServerOptions *shard_server_options(Oid serverid);
 extern ShardTableOptions *shard_table_options(Relation rel);

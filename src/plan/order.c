@@ -500,24 +500,13 @@ time_window(PlannerInfo *root, OrderKey *key)
 	StringInfoData col;
 	StringInfoData canon;
 
-#define D2 "[0-9][0-9]"
-#define DATE_GLOB D2 D2 "-" D2 "-" D2
 	if (!is_time_key(key->var->vartype))
 		return NIL;
 	initStringInfo(&col);
 	shard_deparse_column_ref(&col, root, key->var);
 	initStringInfo(&canon);
-	if (key->var->vartype == DATEOID)
-		appendStringInfo(&canon, "(typeof(%s) = 'text' AND %s GLOB '" DATE_GLOB "')",
-						 col.data, col.data);
-	else
-		appendStringInfo(&canon,
-						 "(typeof(%s) = 'text' AND (%s GLOB '" DATE_GLOB " " D2 ":" D2 ":" D2 "'"
-						 " OR (%s GLOB '" DATE_GLOB " " D2 ":" D2 ":" D2 ".[0-9]*[1-9]'"
-						 " AND substr(%s, 21) NOT GLOB '*[^0-9]*')))",
-						 col.data, col.data, col.data, col.data);
-#undef DATE_GLOB
-#undef D2
+	appendStringInfo(&canon, "ssfdw_time_canon(%s, %d)", col.data,
+					 key->var->vartype == DATEOID);
 	return list_make4(makeString(col.data), makeString(canon.data),
 					  makeInteger(key->desc),
 					  makeInteger(key->var->vartype == DATEOID));

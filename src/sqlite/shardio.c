@@ -192,7 +192,9 @@ varchar_func(sqlite3_context *ctx, int argc, sqlite3_value **argv)
 /*
  * The SQL functions every handle gets: aggregates check text with
  * ssfdw_utf8_ok; conditions, aggregates and time buckets read times with
- * ssfdw_usecs, ssfdw_days, ssfdw_bucket and ssfdw_tz_grid (shardtime.c);
+ * ssfdw_usecs, ssfdw_days, ssfdw_bucket and ssfdw_tz_grid, and the
+ * shards' ORDER BY of times tells canonical text by ssfdw_time_canon
+ * (shardtime.c);
  * varchar(n) columns with ssfdw_varchar; tenant filters read the tenant
  * column with ssfdw_tenant (tenantkey.c).
  */
@@ -209,6 +211,7 @@ static const struct
 	{"ssfdw_varchar", 2, varchar_func},
 	{"ssfdw_tz_grid", 4, shardtime_tz_grid_func},
 	{"ssfdw_bucket", 3, shardtime_bucket_func},
+	{"ssfdw_time_canon", 2, shardtime_canon_func},
 	{"ssfdw_tenant", 2, shardio_tenant_func},
 };
 

@@ -50,6 +50,8 @@ extern void shardtime_days_func(sqlite3_context *ctx, int argc,
 								sqlite3_value **argv);
 extern void shardtime_tz_grid_func(sqlite3_context *ctx, int argc,
 								   sqlite3_value **argv);
+extern void shardtime_canon_func(sqlite3_context *ctx, int argc,
+								 sqlite3_value **argv);
 extern void shardtime_bucket_func(sqlite3_context *ctx, int argc,
 								  sqlite3_value **argv);
 
