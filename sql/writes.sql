@@ -480,6 +480,38 @@ EXPLAIN (COSTS OFF) UPDATE orders SET status = 'bulk';
 RESET sqlite_shard_fdw.fanout_parallelism;
 
 -- ===================================================================
+-- Prepared writes follow the directory: another process moves a tenant
+-- between two executions of the same generic plan, and the next INSERT
+-- and UPDATE write the shard it names now (each transaction's BEGIN
+-- IMMEDIATE and COMMIT are prepared once per shard handle)
+-- ===================================================================
+\! sqlite3 /tmp/ssfdw_regress/writes/directory.db "INSERT INTO shard_map VALUES ('hopper', 's1', 'ACTIVE', NULL, 0)"
+SET plan_cache_mode = force_generic_plan;
+PREPARE ins_p(text, bigint) AS
+  INSERT INTO orders (tenant_id, order_id, amount_cents, note)
+  VALUES ($1, $2, 5, 'prepared');
+PREPARE upd_p(text, bigint) AS
+  UPDATE orders SET status = 'updated' WHERE tenant_id = $1 AND order_id = $2
+  RETURNING tenant_id, order_id, status;
+EXECUTE ins_p('hopper', 3100001);
+EXECUTE upd_p('hopper', 3100001);
+\! sqlite3 /tmp/ssfdw_regress/writes/directory.db "UPDATE shard_map SET shard_id = 's2' WHERE tenant_id = 'hopper'"
+EXECUTE ins_p('hopper', 3100002);
+EXECUTE upd_p('hopper', 3100002);
+-- the row left on s1 is no longer the tenant's: nothing to update
+EXECUTE upd_p('hopper', 3100001);
+\! sqlite3 /tmp/ssfdw_regress/writes/directory.db "UPDATE shard_map SET shard_id = 's1' WHERE tenant_id = 'hopper'"
+EXECUTE upd_p('hopper', 3100001);
+\! bash test/fixtures/writes_peek.sh s1 "SELECT tenant_id, order_id, status FROM orders WHERE tenant_id = 'hopper' ORDER BY order_id"
+\! bash test/fixtures/writes_peek.sh s2 "SELECT tenant_id, order_id, status FROM orders WHERE tenant_id = 'hopper' ORDER BY order_id"
+DEALLOCATE ins_p;
+DEALLOCATE upd_p;
+RESET plan_cache_mode;
+\! bash test/fixtures/writes_peek.sh s1 "DELETE FROM orders WHERE tenant_id = 'hopper'"
+\! bash test/fixtures/writes_peek.sh s2 "DELETE FROM orders WHERE tenant_id = 'hopper'"
+\! sqlite3 /tmp/ssfdw_regress/writes/directory.db "DELETE FROM shard_map WHERE tenant_id = 'hopper'"
+
+-- ===================================================================
 -- Clean up
 -- ===================================================================
 DROP TABLE native_orders, typed_in;

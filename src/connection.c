@@ -73,8 +73,11 @@ struct ShardConn
 	uint64		last_used;
 	List	   *checked;		/* "table.column=affinity" already looked up */
 	List	   *stmts;			/* CachedStmt: idle prepared statements */
-	sqlite3_stmt *begin_stmt;	/* BEGIN and ROLLBACK, prepared once */
-	sqlite3_stmt *rollback_stmt;
+	sqlite3_stmt *begin_stmt;	/* BEGIN, ROLLBACK, BEGIN IMMEDIATE and */
+	sqlite3_stmt *rollback_stmt;	/* COMMIT, prepared once: a routed
+									 * write runs them every time */
+	sqlite3_stmt *immediate_stmt;
+	sqlite3_stmt *commit_stmt;
 	bool		writable;		/* query_only is off: a write needed it */
 	bool		write_xact;		/* the transaction wrote to the shard */
 	bool		write_lost;		/* ... and SQLite rolled that back after an
@@ -140,6 +143,10 @@ typedef enum ConnExecOp
 } ConnExecOp;
 
 static void conn_exec(ShardConn *conn, const char *sql, ConnExecOp op);
+static int	conn_run(ShardConn *conn, sqlite3_stmt *stmt, char *errbuf);
+static void conn_step(ShardConn *conn, sqlite3_stmt *stmt, ConnExecOp op);
+static void conn_failed(ShardConn *conn, int rc, const char *errbuf,
+						ConnExecOp op);
 static void allow_writes(ShardConn *conn);
 
 /*
@@ -454,6 +461,8 @@ close_conn(ShardConn *conn)
 	conn->checked = NIL;
 	sqlite3_finalize(conn->begin_stmt);
 	sqlite3_finalize(conn->rollback_stmt);
+	sqlite3_finalize(conn->immediate_stmt);
+	sqlite3_finalize(conn->commit_stmt);
 	shardio_close(conn->db);
 	conn->db = NULL;
 	open_count--;
@@ -797,6 +806,8 @@ shard_conn_get_internal(ShardServerOptions *opts, ShardInfo *shard,
 		conn->stmts = NIL;
 		conn->begin_stmt = NULL;
 		conn->rollback_stmt = NULL;
+		conn->immediate_stmt = NULL;
+		conn->commit_stmt = NULL;
 		conn->refcount = 0;
 		conn->open_stmts = 0;
 		conn->in_xact = false;
@@ -819,7 +830,10 @@ shard_conn_get_internal(ShardServerOptions *opts, ShardInfo *shard,
 		}
 		open_count++;
 		if (shardio_prepare(db, "BEGIN", 1, &conn->begin_stmt, errbuf) != SQLITE_OK ||
-			shardio_prepare(db, "ROLLBACK", 1, &conn->rollback_stmt, errbuf) != SQLITE_OK)
+			shardio_prepare(db, "ROLLBACK", 1, &conn->rollback_stmt, errbuf) != SQLITE_OK ||
+			shardio_prepare(db, "BEGIN IMMEDIATE", 1, &conn->immediate_stmt,
+							errbuf) != SQLITE_OK ||
+			shardio_prepare(db, "COMMIT", 1, &conn->commit_stmt, errbuf) != SQLITE_OK)
 		{
 			int			rc = sqlite3_errcode(db);
 
@@ -839,7 +853,7 @@ shard_conn_get_internal(ShardServerOptions *opts, ShardInfo *shard,
 		conn->write_xact = true;
 		conn->savepoints = 1;
 		allow_writes(conn);
-		conn_exec(conn, "BEGIN IMMEDIATE", CONN_LOCK);
+		conn_step(conn, conn->immediate_stmt, CONN_LOCK);
 		conn->in_xact = true;
 		conn->xact_scoped = true;
 		conn->xact_stmt = GetCurrentStatementStartTimestamp();
@@ -895,11 +909,58 @@ static void
 conn_exec(ShardConn *conn, const char *sql, ConnExecOp op)
 {
 	char		errbuf[SHARDIO_ERRLEN];
-	int			rc = shardio_exec(conn->db, sql, errbuf);
 
-	if (rc == SQLITE_OK)
-		return;
-	rc = sqlite3_extended_errcode(conn->db);
+	if (shardio_exec(conn->db, sql, errbuf) != SQLITE_OK)
+		conn_failed(conn, sqlite3_extended_errcode(conn->db), errbuf, op);
+}
+
+/*
+ * conn_run
+ *		Run one of the statements a handle keeps prepared (BEGIN IMMEDIATE,
+ *		COMMIT) and reset it: SQLITE_OK, or the extended result code with
+ *		SQLite's message in errbuf (SHARDIO_ERRLEN bytes).  A routed write
+ *		runs both every time, and compiling them again each time costs more
+ *		than running them.
+ */
+static int
+conn_run(ShardConn *conn, sqlite3_stmt *stmt, char *errbuf)
+{
+	int			rc = sqlite3_step(stmt);
+
+	if (rc != SQLITE_DONE)
+	{
+		rc = sqlite3_extended_errcode(conn->db);
+		strlcpy(errbuf, sqlite3_errmsg(conn->db), SHARDIO_ERRLEN);
+	}
+	else
+		rc = SQLITE_OK;
+	sqlite3_reset(stmt);
+	return rc;
+}
+
+/*
+ * conn_step
+ *		conn_exec for a statement the handle keeps prepared (conn_run).
+ */
+static void
+conn_step(ShardConn *conn, sqlite3_stmt *stmt, ConnExecOp op)
+{
+	char		errbuf[SHARDIO_ERRLEN];
+	int			rc = conn_run(conn, stmt, errbuf);
+
+	if (rc != SQLITE_OK)
+		conn_failed(conn, rc, errbuf, op);
+}
+
+/*
+ * conn_failed
+ *		Report that one of a handle's own statements (op) failed with
+ *		extended result code rc (errbuf: SQLite's message), with the
+ *		SQLSTATE rc calls for; on the directory, naming its file.
+ */
+static void
+conn_failed(ShardConn *conn, int rc, const char *errbuf, ConnExecOp op)
+{
 	if (conn->is_directory)
 	{
 		shard_check_lock_wait(rc, true, conn->path);
@@ -1678,12 +1739,12 @@ commit_writes(void)
 		int			rc;
 
 		conn = lfirst(lc);
-		rc = shardio_exec(conn->db, "COMMIT", errbuf);
+		rc = conn_run(conn, conn->commit_stmt, errbuf);
 		if (rc != SQLITE_OK)
 		{
 			StringInfoData rest;
 			ListCell   *lc2;
-			int			xrc = sqlite3_extended_errcode(conn->db);
+			int			xrc = rc;
 
 			initStringInfo(&rest);
 			for_each_from(lc2, written, foreach_current_index(lc))
