@@ -292,6 +292,7 @@ row_sql(Relation rel, ShardTableOptions *topts, CmdType operation,
 		List *target_attrs, List *ret_attrs, List *keys, List *collations)
 {
 	StringInfoData sql;
+	StringInfoData tenant;
 	ListCell   *lc;
 	int			param = list_length(target_attrs) + 1;
 
@@ -318,8 +319,10 @@ row_sql(Relation rel, ShardTableOptions *topts, CmdType operation,
 	}
 	/*
 	 * The tenant too, as scans compute it: a rowid (or key) names one row
-	 * of the shard, which must still be the tenant's the scan read (or,
-	 * bound NULL, of no tenant).
+	 * of the shard, which must still be the tenant's the scan read.  A row
+	 * of no tenant is changed as inside the shards: bound NULL for a NULL,
+	 * and a value that is no tenant's id (a real in a text column) by the
+	 * text the scan read it as.
 	 */
 	appendStringInfoString(&sql, " WHERE ");
 	if (keys == NIL)
@@ -338,12 +341,16 @@ row_sql(Relation rel, ShardTableOptions *topts, CmdType operation,
 		}
 		appendStringInfoString(&sql, " AND ");
 	}
-	appendStringInfoString(&sql, "ssfdw_tenant(");
-	shard_quote_identifier(&sql, topts->tenant_column);
-	appendStringInfo(&sql, ", %d) IS ?%d",
+	initStringInfo(&tenant);
+	appendStringInfoString(&tenant, "ssfdw_tenant(");
+	shard_quote_identifier(&tenant, topts->tenant_column);
+	appendStringInfo(&tenant, ", %d)",
 					 shard_tenant_kind(TupleDescAttr(RelationGetDescr(rel),
-													 topts->tenant_attnum - 1)->atttypid),
-					 param);
+													 topts->tenant_attnum - 1)->atttypid));
+	appendStringInfo(&sql, "(%s IS ?%d OR %s IS NULL AND CAST(",
+					 tenant.data, param, tenant.data);
+	shard_quote_identifier(&sql, topts->tenant_column);
+	appendStringInfo(&sql, " AS TEXT) IS ?%d)", param);
 	if (ret_attrs != NIL)
 	{
 		appendStringInfoString(&sql, " RETURNING ");
