@@ -282,6 +282,30 @@ SELECT c.name, x.note FROM customers c
 SELECT c.name, x.note FROM customers c
   JOIN loose x ON x.tenant_id = c.tenant_id AND x.customer_id = c.customer_id
   ORDER BY 1, 2;
+-- a shard that declares a join key otherwise than the first shard, or
+-- lacks a joined table: an error naming it, not another answer
+CREATE FOREIGN TABLE mixed (tenant_id text, customer_id int, v text)
+  SERVER joins_srv;
+CREATE FOREIGN TABLE half (tenant_id text, customer_id int, v text)
+  SERVER joins_srv;
+SELECT regress_pushed($$SELECT c.name, m.v FROM {c} c
+  JOIN mixed m USING (tenant_id, customer_id)$$);
+SELECT c.name, m.v FROM customers c JOIN mixed m USING (tenant_id, customer_id)
+  WHERE tenant_id = 'acme';
+SELECT c.name, m.v FROM customers c JOIN mixed m USING (tenant_id, customer_id);
+SET sqlite_shard_fdw.join_pushdown = off;
+SELECT c.name, m.v FROM customers c JOIN mixed m USING (tenant_id, customer_id)
+  ORDER BY 1;
+RESET sqlite_shard_fdw.join_pushdown;
+SELECT c.name, h.v FROM customers c JOIN half h USING (tenant_id, customer_id);
+-- their SQLSTATEs; routed to the shard that differs, the same error
+\set VERBOSITY sqlstate
+SELECT c.name, m.v FROM customers c JOIN mixed m USING (tenant_id, customer_id)
+  WHERE tenant_id = 'globex';
+SELECT c.name, h.v FROM customers c JOIN half h USING (tenant_id, customer_id);
+\set VERBOSITY default
+SELECT c.name, h.v FROM customers c JOIN half h USING (tenant_id, customer_id)
+  WHERE tenant_id = 'acme';
 -- switched off
 SET sqlite_shard_fdw.join_pushdown = off;
 SELECT regress_pushed($$SELECT o.order_id FROM {o} o JOIN {c} c
