@@ -247,6 +247,18 @@ SELECT regress_same($$(SELECT c.tenant_id, c.customer_id, o.order_id FROM {c} c
   FULL JOIN {o} o ON o.tenant_id = c.tenant_id AND o.customer_id = c.customer_id
   ORDER BY o.amount DESC NULLS LAST, o.order_id, c.customer_id,
   c.tenant_id COLLATE "C" LIMIT 6)$$);
+-- keys the query does not output, equal to another table's column: the
+-- shards sort by either, and the scan's tuple carries the one they use
+EXPLAIN (VERBOSE, COSTS OFF)
+SELECT o.order_id FROM orders o
+  JOIN customers c ON c.tenant_id = o.tenant_id AND c.customer_id = o.customer_id
+  ORDER BY c.customer_id DESC, o.order_id, o.tenant_id COLLATE "C" LIMIT 3;
+SELECT regress_same($$(SELECT o.order_id FROM {o} o
+  JOIN {c} c ON c.tenant_id = o.tenant_id AND c.customer_id = o.customer_id
+  ORDER BY c.customer_id DESC, o.order_id, o.tenant_id COLLATE "C" LIMIT 3)$$);
+SELECT regress_same($$(SELECT o.order_id FROM {o} o
+  JOIN {c} c ON c.tenant_id = o.tenant_id AND c.customer_id = o.customer_id
+  WHERE o.tenant_id = 'acme' ORDER BY o.customer_id, o.order_id LIMIT 2)$$);
 -- a key SQLite cannot order as PostgreSQL: sorted and limited by PostgreSQL
 EXPLAIN (COSTS OFF)
 SELECT o.order_id, c.name FROM orders o

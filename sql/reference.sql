@@ -102,6 +102,15 @@ SELECT p.name, count(*) FROM orders o JOIN plans p USING (plan_id)
 -- three tables: a tenant self-join and the reference table
 SELECT * FROM ref_same('SELECT p.name, count(*), sum(o2.amount) FROM {o} o JOIN {o} o2 ON o2.tenant_id = o.tenant_id AND o2.plan_id = o.plan_id JOIN {p} p ON p.plan_id = o2.plan_id GROUP BY 1');
 SELECT * FROM ref_same('SELECT p.name, q.name FROM {p} p JOIN {p} q ON q.price > p.price');
+-- the reference table first and the tenants equal by a constant: the
+-- tenant tables' join is co-located by the equivalence class, whatever
+-- the reference table's place
+SELECT * FROM ref_same('SELECT o.id, p.name, o2.amount FROM {p} p JOIN {o} o ON o.plan_id = p.plan_id JOIN {o} o2 ON o2.tenant_id = o.tenant_id AND o2.id = o.id WHERE o.tenant_id = ''t04''');
+SELECT * FROM ref_same('SELECT o.id, p.name FROM (SELECT * FROM {o} WHERE tenant_id = ''t02'') o LEFT JOIN {p} p ON p.plan_id = o.plan_id JOIN {o} o2 ON o2.tenant_id = o.tenant_id AND o2.id = o.id AND o2.plan_id = p.plan_id');
+EXPLAIN (VERBOSE, COSTS OFF)
+SELECT o.id, p.name, o2.amount FROM plans p JOIN orders o ON o.plan_id = p.plan_id
+  JOIN orders o2 ON o2.tenant_id = o.tenant_id AND o2.id = o.id
+  WHERE o.tenant_id = 't04';
 
 -- What runs inside the shards: an inner join, a left join whose nullable
 -- side is the reference table, aggregates and ORDER BY ... LIMIT over them,

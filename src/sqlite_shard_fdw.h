@@ -525,6 +525,7 @@ extern List *shard_order_scan_tlist(PlannerInfo *root, RelOptInfo *baserel,
 									Relation rel);
 extern List *shard_order_private(PlannerInfo *root, RelOptInfo *baserel,
 								 List *pathkeys, List *scan_tlist);
+extern List *shard_order_key_vars(PlannerInfo *root, RelOptInfo *joinrel);
 extern void shard_order_join_needs(PlannerInfo *root, RelOptInfo *joinrel,
 								   List **needs, List **relids);
 

@@ -217,19 +217,23 @@ clause_ok(PlannerInfo *root, Expr *clause, Relids relids)
 
 /*
  * is_tenant_var
- *		Is var the tenant column of its table?
+ *		Is var the tenant column of its table?  Never of a reference table,
+ *		which has none (its tenant attnum is InvalidAttrNumber, which a
+ *		whole-row Var's varattno would otherwise match).
  */
 static bool
 is_tenant_var(PlannerInfo *root, Var *var)
 {
-	return var->varattno == shard_rel_tenant_attnum(find_base_rel(root,
-																  var->varno));
+	AttrNumber	attnum = shard_rel_tenant_attnum(find_base_rel(root,
+															   var->varno));
+
+	return attnum != InvalidAttrNumber && var->varattno == attnum;
 }
 
 /*
  * tenant_var
  *		The tenant column of a table, as the planner's equivalence classes
- *		hold it.
+ *		hold it; NULL for a reference table, which has none.
  */
 static Var *
 tenant_var(PlannerInfo *root, RelOptInfo *rel)
@@ -239,6 +243,8 @@ tenant_var(PlannerInfo *root, RelOptInfo *rel)
 	int32		typmod;
 	Oid			collid;
 
+	if (attnum == InvalidAttrNumber)
+		return NULL;
 	get_atttypetypmodcoll(planner_rt_fetch(rel->relid, root)->relid, attnum,
 				  &typid, &typmod, &collid);
 	return makeVar(rel->relid, attnum, typid, typmod, collid, 0);
@@ -279,12 +285,19 @@ tenants_equal(PlannerInfo *root, RelOptInfo *outerrel, RelOptInfo *innerrel,
 	o = -1;
 	while ((o = bms_next_member(outerrel->relids, o)) >= 0)
 	{
+		Var		   *ovar = tenant_var(root, find_base_rel(root, o));
+
+		if (ovar == NULL)
+			continue;
 		i = -1;
 		while ((i = bms_next_member(innerrel->relids, i)) >= 0)
-			if (exprs_known_equal_compat(root,
-										 (Node *) tenant_var(root, find_base_rel(root, o)),
-										 (Node *) tenant_var(root, find_base_rel(root, i))))
+		{
+			Var		   *ivar = tenant_var(root, find_base_rel(root, i));
+
+			if (ivar != NULL &&
+				exprs_known_equal_compat(root, (Node *) ovar, (Node *) ivar))
 				return true;
+		}
 	}
 	return false;
 }
@@ -917,8 +930,7 @@ shard_join_tenant_key(PlannerInfo *root, RelOptInfo *joinrel, Var *var)
 	ShardJoinRelInfo *info = join_info(joinrel);
 
 	return info != NULL && bms_is_member(var->varno, info->nonnullable) &&
-		var->varattno == shard_rel_tenant_attnum(find_base_rel(root,
-																var->varno));
+		is_tenant_var(root, var);
 }
 
 /*
@@ -1009,8 +1021,16 @@ shard_join_plan(PlannerInfo *root, RelOptInfo *joinrel,
 	List	   *needs = NIL;
 	List	   *relids = NIL;
 
-	/* SELECT the columns by their tables' aliases */
+	/*
+	 * SELECT the columns by their tables' aliases: those above the join
+	 * needs, and a final path's sort keys, which may be columns no one
+	 * else needs (a member of the key's equivalence class, as o.plan_id
+	 * for ORDER BY p.plan_id of a join ON p.plan_id = o.plan_id)
+	 */
 	scan_tlist = join_scan_tlist(joinrel, info->local_conds);
+	if (final)
+		scan_tlist = add_to_flat_tlist(scan_tlist,
+									   shard_order_key_vars(root, joinrel));
 	initStringInfo(&select);
 	appendStringInfoString(&select, "SELECT ");
 	old = shard_deparse_set_qualified(true);

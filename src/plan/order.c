@@ -435,6 +435,30 @@ shard_order_join_needs(PlannerInfo *root, RelOptInfo *joinrel, List **needs,
 }
 
 /*
+ * shard_order_key_vars
+ *		The columns a final path over a join sorts its rows by (the query's
+ *		ORDER BY), for the join's scan tuple to carry them: the scan sorts
+ *		the shards' rows by them.
+ */
+List *
+shard_order_key_vars(PlannerInfo *root, RelOptInfo *joinrel)
+{
+	List	   *vars = NIL;
+	List	   *keys;
+	ListCell   *lc;
+	bool		ok;
+
+	keys = order_keys(root, joinrel,
+					  root->parse->sortClause ? root->sort_pathkeys : NIL,
+					  &ok);
+	if (!ok)
+		elog(ERROR, "ordered foreign path has a key the shards cannot sort");
+	foreach(lc, keys)
+		vars = lappend(vars, ((OrderKey *) lfirst(lc))->var);
+	return vars;
+}
+
+/*
  * shard_order_is_final
  *		Is best_path a final path of shard_order_final_paths?
  */
