@@ -26,6 +26,12 @@
 #	  without rows), and a directory.db placing a dozen tenants on them.  Values cover NULLs, int8 limits, infinities, non-ASCII and
 #	  LIKE/GLOB metacharacters in text, every stored date and time form the
 #	  wrapper documents, numbers stored as text, text stored as numbers.
+#	  Every shard also holds the same copy of a reference table, plans
+#	  (distribution 'reference', foreign table diff_rt, native diff_rn),
+#	  declared differently in each: about 40 plans keyed by some of the
+#	  fact rows' j values (others no plan has; j is NULL in some rows), one
+#	  plan with a NULL key, names that the rows' t holds, prices up to the
+#	  int8 extremes.
 #  2. Reads every shard back with Python's sqlite3 module and converts each
 #	  stored value the way the wrapper documents (convert.c: offsets applied
 #	  to UTC, Unix time for numbers, shortest round-trip text for reals,
@@ -50,6 +56,19 @@
 #	  keys with NULLs; routed, filtered to tenants with rows on one side
 #	  only, scoped logins; rows, aggregates, ORDER BY ... LIMIT), a fifth
 #	  of which must be joined in the shards (about a quarter are, by seed).
+#	  And, from a random stream of their own (the cases above stay what
+#	  they were), DIFF_QUERIES / 4 joins with the reference table: the
+#	  fact table and the plans (inner, left with the plans nullable, now
+#	  and then right, full or the plans first, which PostgreSQL joins),
+#	  fact, a tenant's dimension (the table again, on the tenant) and the
+#	  plans, the plans twice, EXISTS and IN; integer and text keys; routed,
+#	  tenant lists, fan-out, scoped logins; rows, aggregates grouped by the
+#	  plans' columns, ORDER BY ... LIMIT.  A fifth of them must show the
+#	  reference table in a join the shards run (EXPLAIN "Relations:"; about
+#	  three in ten do), and a tenth routed.  And DIFF_QUERIES / 10 reads of
+#	  the plans alone (conditions, aggregates, ORDER BY ... LIMIT, the
+#	  plans joined with themselves), and reference_check finds every copy
+#	  alike.
 #  4. Runs every case on both tables in one psql session (markers between
 #	  results; a crashed backend is reported and the run resumes in a new
 #	  session), and compares the rows (sorted, unless the query fixes the
@@ -99,6 +118,14 @@ SCOPED_ROLE = "regress_diff_scoped"
 NT_SCOPED = "diff_nt_scoped"
 SCOPED_TENANTS = ["acme", "müller", "o'brien", "tenant_%", "nobody"]
 SERVER = "diff_fleet"
+# The reference table (distribution 'reference'): plans, a copy in every
+# shard, declared differently in each but holding the same rows; the fact
+# table's j refers to its plan_id, and its t to its name.
+RT = "diff_rt"
+RN = "diff_rn"
+REF_PLANS = []                  # its rows, set by build_fleet
+REF_COLUMNS = [("plan_id", "integer"), ("name", "text"), ("tier", "integer"),
+               ("price", "bigint")]
 NULL_TEXT = "<NULL>"
 FS = "\x1f"                     # field separator of psql's output
 
@@ -346,6 +373,27 @@ SCHEMAS = {
         CREATE INDEX items_te ON items(te);""",
 }
 SCHEMAS["shard_e"] = SCHEMAS["shard_a"]
+
+# The reference table's copy in each shard: the same rows, declared as an
+# application might (other column order, a NOCASE name, no index, the
+# types of another database), all of INTEGER and TEXT affinity.
+REF_SCHEMAS = {
+    "shard_a": """
+        CREATE TABLE plans(plan_id INTEGER, name TEXT, tier INTEGER,
+            price INTEGER);
+        CREATE UNIQUE INDEX plans_id ON plans(plan_id);""",
+    "shard_b": """
+        CREATE TABLE plans(price BIGINT, name TEXT COLLATE NOCASE, tier INT,
+            plan_id INT);
+        CREATE INDEX plans_name ON plans(name);""",
+    "shard_c": """
+        CREATE TABLE plans(plan_id INTEGER, name TEXT, tier INTEGER,
+            price INTEGER);""",
+    "shard_d": """
+        CREATE TABLE plans(plan_id BIGINT, name VARCHAR(40), tier SMALLINT,
+            price BIGINT, PRIMARY KEY(plan_id));""",
+}
+REF_SCHEMAS["shard_e"] = REF_SCHEMAS["shard_a"]
 WAL = {"shard_a": True, "shard_b": False, "shard_c": True, "shard_d": False,
        "shard_e": True}
 
@@ -435,6 +483,19 @@ SQLITE_COLS = ["tenant_id", "id", "i", "j", "k", "f", "g", "t", "u", "ts",
                "te", "b", "n"]
 
 
+def write_table(shard, schema, table, cols, rows):
+    """Create a table in the shard's file by schema and insert rows (dicts
+    of cols) into it, committed; returns the open connection."""
+    con = sqlite3.connect(os.path.join(DIR, "shards", shard + ".db"))
+    con.executescript(schema)
+    with con:
+        con.executemany(
+            "INSERT INTO %s(%s) VALUES (%s)" % (
+                table, ", ".join(cols), ", ".join("?" * len(cols))),
+            [tuple(r[c] for c in cols) for r in rows])
+    return con
+
+
 def build_fleet(rng):
     """Create DIR with directory.db and the shards; return the placement."""
     if os.path.isdir(DIR):
@@ -469,15 +530,12 @@ def build_fleet(rng):
             id_ += 1
             rows_by_shard[placement[tenant]].append(gen_row(rng, tenant, id_))
     for s in SHARDS:
-        con = sqlite3.connect(os.path.join(DIR, "shards", s + ".db"))
-        con.executescript(SCHEMAS[s])
-        with con:
-            con.executemany(
-                "INSERT INTO items(%s) VALUES (%s)" % (
-                    ", ".join(SQLITE_COLS), ", ".join("?" * len(SQLITE_COLS))),
-                [tuple(r[c] for c in SQLITE_COLS) for r in rows_by_shard[s]])
+        con = write_table(s, SCHEMAS[s], "items", SQLITE_COLS,
+                          rows_by_shard[s])
         con.execute("PRAGMA journal_mode = %s" % ("WAL" if WAL[s] else "DELETE"))
         con.close()
+    global REF_PLANS
+    REF_PLANS = build_reference([r for s in SHARDS for r in rows_by_shard[s]])
 
     if os.geteuid() == 0:
         try:
@@ -493,6 +551,47 @@ def build_fleet(rng):
         for f in files:
             os.chmod(os.path.join(base, f), 0o664)
     return placement
+
+
+def gen_reference(rows):
+    """The reference table's rows: plans keyed by some of the fact rows'
+    j values (0, 1, 7 and 42, which many rows hold, among them; -1 and
+    -2147483648 never), by keys no fact row holds, and one NULL key; names
+    from the strings the fact rows' t holds, some shared, some NULL; tiers
+    0 to 4 or NULL; prices with NULLs and int8 extremes, whose sums over a
+    join overflow int8.  A random stream of its own (seeded by the seed),
+    so that the fleet and the other cases stay what they were."""
+    rng = random.Random(SEED * 31 + 7)
+    js = sorted({r["j"] for r in rows if r["j"] is not None} -
+                {-1, -2147483648, 0, 1, 7, 42})
+    keys = [0, 1, 7, 42, 2147483647] + rng.sample(js, min(len(js), 30)) + \
+        [rng.randrange(600, 100000) for _ in range(6)]
+    keys = list(dict.fromkeys(keys)) + [None]
+    rng.shuffle(keys)
+    out = []
+    for k in keys:
+        name = None if rng.random() < 0.1 else rng.choice(STRINGS[:30])
+        tier = None if rng.random() < 0.15 else rng.randrange(5)
+        price = None if rng.random() < 0.1 else rng.choice(
+            [rng.randrange(0, 5000), rng.randrange(-100, 100), 0,
+             4611686018427387904, 9223372036854775807,
+             -9223372036854775808, rng.randrange(0, 5000)])
+        out.append(dict(plan_id=k, name=name, tier=tier, price=price))
+    return out
+
+
+def build_reference(rows):
+    """Write the reference table's copy into every shard, and its rows, as
+    the native table reads them, into ref.copy."""
+    plans = gen_reference(rows)
+    cols = [c for c, _ in REF_COLUMNS]
+    for s in SHARDS:
+        write_table(s, REF_SCHEMAS[s], "plans", cols, plans).close()
+    with open(os.path.join(DIR, "ref.copy"), "w", encoding="utf-8") as fh:
+        for p in plans:
+            fh.write("\t".join(copy_field(None if p[c] is None else str(p[c]))
+                               for c in cols) + "\n")
+    return plans
 
 
 def read_back():
@@ -539,6 +638,7 @@ def setup_sql(has_icu, has_ci):
             " COLLATE " + coll if coll else ""))
     ft_cols = ",\n  ".join(ft_cols)
     nt_cols = ",\n  ".join("%s %s" % (n, t) for n, t, s in cols)
+    ref_cols = ", ".join("%s %s" % c for c in REF_COLUMNS)
     ci = ""
     if has_ci:
         ci = ("CREATE COLLATION IF NOT EXISTS diff_ci (provider = icu, "
@@ -560,6 +660,13 @@ CREATE TABLE {NT} (
 \\copy {NT} FROM {sql_str(os.path.join(DIR, "native.copy"))}
 ANALYZE {NT};
 ANALYZE {FT};
+DROP TABLE IF EXISTS {RN};
+CREATE FOREIGN TABLE {RT} ({ref_cols}) SERVER {SERVER}
+  OPTIONS (table 'plans', distribution 'reference');
+CREATE TABLE {RN} ({ref_cols});
+\copy {RN} FROM {sql_str(os.path.join(DIR, "ref.copy"))}
+ANALYZE {RN};
+ANALYZE {RT};
 DROP VIEW IF EXISTS {NT_SCOPED};
 CREATE VIEW {NT_SCOPED} AS SELECT * FROM {NT}
   WHERE tenant_id IN ({", ".join(sql_str(t) for t in SCOPED_TENANTS)});
@@ -568,7 +675,7 @@ DO $$BEGIN
     CREATE ROLE {SCOPED_ROLE} NOLOGIN;
   END IF;
 END$$;
-GRANT SELECT ON {FT}, {NT}, {NT_SCOPED} TO {SCOPED_ROLE};
+GRANT SELECT ON {FT}, {NT}, {NT_SCOPED}, {RT}, {RN} TO {SCOPED_ROLE};
 CREATE USER MAPPING FOR {SCOPED_ROLE} SERVER {SERVER}
   OPTIONS (tenants {sql_str(",".join(SCOPED_TENANTS))});
 """
@@ -1270,6 +1377,32 @@ class Gen:
             case.scoped = True
         return case
 
+    def keyed_limit_case(self, keys, sql_from, where):
+        """Rows of sql_from ORDER BY keys, each output (so that the order
+        is determined), in random directions, LIMIT and now and then
+        OFFSET."""
+        return Case("SELECT %s FROM %s WHERE %s ORDER BY %s LIMIT %d%s" % (
+            ", ".join(k.split()[0] for k in keys), sql_from, where,
+            ", ".join(k + self.pick(["", " DESC", " NULLS FIRST",
+                                     " DESC NULLS LAST"]) for k in keys),
+            self.rng.randrange(1, 25),
+            " OFFSET %d" % self.rng.randrange(1, 6)
+            if self.chance(0.3) else ""), ordered=True)
+
+    def grouped_case(self, g, aggs, sql_from, where, having=""):
+        """Aggregates aggs of sql_from grouped by g (none if empty); when
+        grouped, now and then ORDER BY every output and LIMIT."""
+        sql = "SELECT %s%s FROM %s WHERE %s%s%s" % (
+            g + ", " if g else "", aggs, sql_from, where,
+            " GROUP BY " + g if g else "", having)
+        if g and self.chance(0.4):
+            ngroup = len(g.split(","))
+            return Case(sql + " ORDER BY %s LIMIT %d" % (
+                ", ".join("%d" % (n + 1) for n in range(
+                    ngroup + len(aggs.split(", ")))),
+                self.rng.randrange(1, 6)), ordered=True)
+        return Case(sql)
+
     # Join keys: (column of one side, column of the other).  Integers and
     # text join in the shards; k and u (declared without a type in a shard)
     # and times do not; i and j hold NULLs.
@@ -1328,13 +1461,7 @@ class Gen:
             keys = ["%s.%s" % (a, c) for a in aliases for c in ("id", "j")]
             self.rng.shuffle(keys)
             keys += ['%s.tenant_id COLLATE "C"' % a for a in aliases]
-            case = Case("SELECT %s FROM %s WHERE %s ORDER BY %s LIMIT %d%s" % (
-                ", ".join(k.split()[0] for k in keys), sql_from, where,
-                ", ".join(k + self.pick(["", " DESC", " NULLS FIRST",
-                                         " DESC NULLS LAST"]) for k in keys),
-                self.rng.randrange(1, 25),
-                " OFFSET %d" % self.rng.randrange(1, 6)
-                if self.chance(0.3) else ""), ordered=True)
+            case = self.keyed_limit_case(keys, sql_from, where)
         else:
             a = self.pick(aliases)
             aggs = ", ".join(self.rng.sample(
@@ -1345,18 +1472,273 @@ class Gen:
                 self.rng.randrange(1, 4)))
             g = self.pick(["", "x.tenant_id", "%s.tenant_id" % a,
                            "%s.j %% 3" % a, "x.tenant_id, %s.b" % a])
-            sql = "SELECT %s%s FROM %s WHERE %s%s" % (
-                g + ", " if g else "", aggs, sql_from, where,
-                " GROUP BY " + g if g else "")
-            if g and self.chance(0.4):
-                ngroup = len(g.split(","))
-                case = Case(sql + " ORDER BY %s LIMIT %d" % (
-                    ", ".join("%d" % (n + 1) for n in range(
-                        ngroup + len(aggs.split(", ")))),
-                    self.rng.randrange(1, 6)), ordered=True)
-            else:
-                case = Case(sql)
+            case = self.grouped_case(g, aggs, sql_from, where)
         case.join = True
+        if self.chance(0.2):
+            case.scoped = True
+        return case
+
+    # --- the reference table ------------------------------------------------
+    # Plans (distribution 'reference'): read from one shard's copy, joined
+    # with the fact table x (and y, the fact table again as a tenant's
+    # dimension) inside each shard with the shard's own copy, unless the
+    # plans' rows are preserved (then in PostgreSQL).  self.plans holds its
+    # rows (set by run_test).
+
+    REF_KEYS = [("j", "plan_id")] * 11 + [("i", "plan_id")] * 3 + \
+        [("t", "name")] * 4 + [("k", "plan_id"), ("u", "name")]
+
+    def ref_value(self, col, plain=False):
+        """A literal for a column of the plans, mostly one they hold (an
+        integer in any form, or plain: an array element)."""
+        vals = [p[col] for p in self.plans if p[col] is not None]
+        if col == "name":
+            return sql_str(self.pick(vals) if vals and self.chance(0.7)
+                           else self.text_value("t"))
+        if vals and self.chance(0.6):
+            v = self.pick(vals)
+        else:
+            v = self.pick(EDGE_INTS[:8] + [-1, 3, 5, 1000] +
+                          [self.rng.randrange(-500, 500)])
+        if col != "price" and not -2**31 <= v < 2**31:
+            v = self.pick([0, 1, 2, 42])
+        if plain:
+            return str(v) if v >= 0 else "(%d)" % v
+        return self.int_literal("j", v)
+
+    def ref_atom(self, a=None):
+        """A condition on the plans' columns (of alias a, or unqualified):
+        most the shards evaluate, some PostgreSQL does."""
+        col = self.pick(["plan_id", "plan_id", "name", "name", "tier",
+                         "price"])
+        q = "%s.%s" % (a, col) if a else col
+        r = self.rng.random()
+        if r < 0.1:
+            return "%s IS %sNULL" % (q, self.pick(["", "NOT "]))
+        if col == "name":
+            if r < 0.3:
+                return "%s %s %s" % (q, self.pick(["LIKE", "NOT LIKE",
+                                                   "ILIKE"]),
+                                     sql_str(self.like_pattern("t")))
+            if r < 0.45:
+                return "%s IN (%s)" % (q, ", ".join(
+                    self.ref_value(col) for _ in range(self.rng.randrange(1, 4))))
+            if r < 0.55:
+                return self.pick(["length(%s) > 3" % q, "lower(%s) = 'apple'" % q])
+            return "%s %s %s%s" % (q, self.pick(["=", "=", "<>", "<", ">="]),
+                                   self.ref_value(col),
+                                   self.collate(False))
+        if r < 0.55:
+            return "%s %s %s" % (q, self.pick(["=", "=", "<>", "<", "<=", ">",
+                                               ">="]), self.ref_value(col))
+        if r < 0.7:
+            return "%s %s (%s)" % (q, self.pick(["IN", "NOT IN"]), ", ".join(
+                self.ref_value(col) for _ in range(self.rng.randrange(1, 5))))
+        if r < 0.8:
+            return "%s BETWEEN %s AND %s" % (q, self.ref_value(col),
+                                             self.ref_value(col))
+        if r < 0.9:
+            return "%s = ANY (ARRAY[%s])" % (q, ", ".join(
+                self.ref_value(col, True)
+                for _ in range(self.rng.randrange(1, 4))))
+        return self.pick(["%s %% 2 = 0" % q, "%s::numeric > 2.5" % q,
+                          "%s IS DISTINCT FROM 0" % q])
+
+    def ref_pred(self, a=None, depth=0):
+        r = self.rng.random()
+        if depth >= 2 or r < 0.5:
+            return self.ref_atom(a)
+        n = self.rng.randrange(2, 4)
+        if r < 0.75:
+            return "(" + " AND ".join(self.ref_pred(a, depth + 1)
+                                      for _ in range(n)) + ")"
+        if r < 0.92:
+            return "(" + " OR ".join(self.ref_pred(a, depth + 1)
+                                     for _ in range(n)) + ")"
+        return "NOT (%s)" % self.ref_pred(a, depth + 1)
+
+    def ref_side(self):
+        """The plans, or those of a condition (the planner makes it the
+        table's own)."""
+        if self.chance(0.6):
+            return "{R}"
+        return "(SELECT * FROM {R} WHERE %s)" % self.ref_pred()
+
+    def ref_on(self, fact, ref):
+        """The condition joining a fact alias with a plans alias: a key
+        the shards compare, or now and then one they do not (k and u are
+        declared without a type in a shard), and a condition more."""
+        fk, rk = self.pick(self.REF_KEYS)
+        on = ["%s.%s = %s.%s" % (ref, rk, fact, fk)]
+        if self.chance(0.2):
+            on.append(self.pick(["%s.tier > 1" % ref,
+                                 "%s.price IS NOT NULL" % ref,
+                                 "%s.j > 0" % fact,
+                                 "%s.name <> 'apple'" % ref]))
+        return " AND ".join(on)
+
+    def ref_join_case(self):
+        """Joins with the plans: the fact table and the plans (inner, left
+        with the plans nullable, now and then preserved: right, full, or
+        the plans first); fact, a tenant's dimension (the fact table
+        again, on the tenant and a key) and the plans; the plans twice;
+        semi-joins.  Routed, fanned out, scoped logins; rows, aggregates
+        (grouped by the plans' columns), ORDER BY ... LIMIT."""
+        aliases = ["x", "r"]
+        r = self.rng.random()
+        if r < 0.4:
+            jt = self.pick(["JOIN", "JOIN", "LEFT JOIN", "LEFT JOIN",
+                            "JOIN", "LEFT JOIN", "RIGHT JOIN", "FULL JOIN"])
+            sql_from = "%s x %s %s r ON %s" % (
+                self.join_side(), jt, self.ref_side(), self.ref_on("x", "r"))
+            if self.chance(0.1):
+                sql_from = "%s r LEFT JOIN %s x ON %s" % (
+                    self.ref_side(), self.join_side(), self.ref_on("x", "r"))
+        elif r < 0.8:
+            aliases = ["x", "y", "r"]
+            lk, rk = self.pick([("tenant_id", "tenant_id")] * 2 +
+                               [("id", "id"), ("j", "j"), ("i", "i")])
+            fy = "y.tenant_id = x.tenant_id" + (
+                "" if lk == "tenant_id" else " AND y.%s = x.%s" % (rk, lk))
+            if lk == "tenant_id":
+                fy += " AND y.id = x.id"
+            if self.chance(0.5):
+                sql_from = "%s x %s %s y ON %s %s %s r ON %s" % (
+                    self.join_side(), self.pick(["JOIN", "JOIN", "LEFT JOIN"]),
+                    self.join_side(), fy,
+                    self.pick(["JOIN", "LEFT JOIN", "LEFT JOIN"]),
+                    self.ref_side(), self.ref_on(self.pick(["x", "y"]), "r"))
+            else:
+                sql_from = "%s x %s %s r ON %s %s %s y ON %s" % (
+                    self.join_side(), self.pick(["JOIN", "LEFT JOIN"]),
+                    self.ref_side(), self.ref_on("x", "r"),
+                    self.pick(["JOIN", "LEFT JOIN"]), self.join_side(),
+                    fy + self.pick(["", "", " AND y.j = r.tier",
+                                    " AND y.t = r.name"]))
+        elif r < 0.9:
+            aliases = ["x", "r", "q"]
+            sql_from = "%s x %s %s r ON %s %s %s q ON %s" % (
+                self.join_side(), self.pick(["JOIN", "LEFT JOIN"]),
+                self.ref_side(), self.ref_on("x", "r"),
+                self.pick(["JOIN", "LEFT JOIN"]), self.ref_side(),
+                self.pick(["q.plan_id = r.tier", "q.tier = r.tier",
+                           "q.name = r.name", "q.plan_id = x.i"]))
+        else:
+            case = Case("SELECT x.tenant_id, x.id, x.j FROM {T} x WHERE "
+                        "%sEXISTS (SELECT 1 FROM {R} r WHERE %s AND %s)%s" % (
+                            self.pick(["", "NOT "]), self.ref_on("x", "r"),
+                            self.ref_pred("r"),
+                            self.pick(["", " AND " + self.routing_atom()])))
+            if self.chance(0.5):
+                case = Case("SELECT x.tenant_id, x.id FROM {T} x WHERE x.j "
+                            "%sIN (SELECT plan_id FROM {R} WHERE %s)" % (
+                                self.pick(["", "NOT "]), self.ref_pred()))
+            case.refjoin = True
+            case.scoped = self.chance(0.2)
+            return case
+        where = []
+        w = self.rng.random()
+        if w < 0.3:
+            where.append("x.tenant_id = %s" % sql_str(
+                self.text_value("tenant_id")))
+        elif w < 0.4:
+            where.append("x.tenant_id IN (%s)" % ", ".join(
+                sql_str(self.text_value("tenant_id"))
+                for _ in range(self.rng.randrange(1, 4))))
+        if self.chance(0.1):
+            where.append("r.plan_id IS NULL")
+        elif self.chance(0.2):
+            where.append(self.ref_pred("r"))
+        if self.chance(0.1):
+            where.append(self.pick(["x.j > 0", "x.t IS NOT NULL",
+                                    "x.i < 100", "x.t LIKE 'a%'"]))
+        where = " AND ".join(where) or "true"
+        refs = [a for a in aliases if a in ("r", "q")]
+        facts = [a for a in aliases if a in ("x", "y")]
+        r = self.rng.random()
+        if r < 0.4:
+            cols = []
+            for a in facts:
+                cols += ["%s.tenant_id" % a, "%s.id" % a]
+            if self.chance(0.3):
+                cols += ["x.j", "x.t"]
+            for a in refs:
+                cols += ["%s.%s" % (a, c) for c, _ in REF_COLUMNS]
+            case = Case("SELECT %s FROM %s WHERE %s" % (
+                ", ".join(cols), sql_from, where))
+        elif r < 0.6:
+            # every output a key: integers first (the shards may sort
+            # them), text in the "C" collation
+            keys = ["%s.id" % a for a in facts] + \
+                ["%s.%s" % (a, c) for a in refs
+                 for c in ("plan_id", "tier", "price")]
+            self.rng.shuffle(keys)
+            keys += ['%s.name COLLATE "C"' % a for a in refs] + \
+                ['%s.tenant_id COLLATE "C"' % a for a in facts]
+            case = self.keyed_limit_case(keys, sql_from, where)
+        else:
+            a = self.pick(refs)
+            aggs = ", ".join(self.rng.sample(
+                ["count(*)", "count(%s.plan_id)" % a, "sum(%s.price)" % a,
+                 "min(%s.price)" % a, "max(%s.price)" % a,
+                 "min(%s.name COLLATE \"C\")" % a, "max(%s.tier)" % a,
+                 "sum(x.j)", "count(DISTINCT %s.name)" % a,
+                 "avg(%s.price)" % a, "sum(%s.tier)" % a, "count(x.id)",
+                 "max(%s.name)" % a, "min(x.i)"],
+                self.rng.randrange(1, 5)))
+            g = self.pick(["", "%s.name" % a, "%s.tier" % a, "%s.tier" % a,
+                           "x.tenant_id", "x.tenant_id, %s.tier" % a,
+                           "%s.plan_id" % a, "%s.name, %s.tier" % (a, a)])
+            case = self.grouped_case(g, aggs, sql_from, where)
+        case.refjoin = True
+        if self.chance(0.2):
+            case.scoped = True
+        return case
+
+    def ref_read_case(self):
+        """Reads of the plans alone: conditions, aggregates (grouped or
+        not), ORDER BY ... LIMIT [OFFSET] (plan_id last: its values are
+        distinct), the plans joined with themselves; now and then as the
+        scoped login, which reads them whole."""
+        r = self.rng.random()
+        where = self.ref_pred() if self.chance(0.7) else "true"
+        if r < 0.35:
+            case = Case("SELECT %s FROM {R} r WHERE %s" % (
+                ", ".join(["plan_id"] + self.rng.sample(
+                    ["name", "tier", "price"], self.rng.randrange(1, 4))),
+                where))
+        elif r < 0.65:
+            aggs = ", ".join(self.rng.sample(
+                ["count(*)", "count(name)", "sum(price)", "min(price)",
+                 "max(price)", "avg(price)", "min(name COLLATE \"C\")",
+                 "max(name)", "sum(tier)", "max(plan_id)",
+                 "count(DISTINCT tier)", "bool_or(tier > 2)"],
+                self.rng.randrange(1, 5)))
+            g = self.pick(["", "", "tier", "name", "tier, name",
+                           "plan_id % 3", "price IS NULL"])
+            case = self.grouped_case(g, aggs, "{R} r", where, self.pick(
+                ["", "", " HAVING count(*) > 1"]) if g else "")
+        elif r < 0.9:
+            key = self.pick(["price", "tier", 'name COLLATE "C"', "name",
+                             "plan_id"])
+            case = Case("SELECT plan_id, %s FROM {R} r WHERE %s ORDER BY "
+                        "%s%s, plan_id%s LIMIT %d%s" % (
+                            key.split()[0], where, key,
+                            self.pick(["", " DESC", " NULLS FIRST",
+                                       " DESC NULLS LAST"]),
+                            self.pick(["", " DESC"]),
+                            self.rng.randrange(1, 20),
+                            " OFFSET %d" % self.rng.randrange(1, 10)
+                            if self.chance(0.3) else ""), ordered=True)
+        else:
+            case = Case("SELECT r.plan_id, r.name, q.plan_id, q.price FROM "
+                        "{R} r %s {R} q ON %s WHERE %s" % (
+                            self.pick(["JOIN", "LEFT JOIN"]),
+                            self.pick(["q.plan_id = r.tier",
+                                       "q.tier = r.tier",
+                                       "q.name = r.name"]),
+                            self.ref_pred("r")))
+        case.refread = True
         if self.chance(0.2):
             case.scoped = True
         return case
@@ -1506,8 +1888,14 @@ class Case:
         self.mode = mode
         self.scoped = False
 
+    def sql(self, table=FT):
+        """The query over table ({T}) and the reference table of its side
+        ({R}: the foreign one with the foreign table, else the native)."""
+        return self.query.replace("{T}", table).replace(
+            "{R}", RT if table == FT else RN)
+
     def describe(self):
-        q = self.query.replace("{T}", FT)
+        q = self.sql()
         role = "SET ROLE %s; " % SCOPED_ROLE if self.scoped else ""
         if getattr(self, "setting", None):
             role += "SET %s; " % self.setting
@@ -1533,7 +1921,7 @@ class Case:
             if table == NT:
                 table = NT_SCOPED
             out.append("SET ROLE %s;" % SCOPED_ROLE)
-        q = self.query.replace("{T}", table)
+        q = self.sql(table)
         if self.execs is None:
             setting = getattr(self, "setting", None)
             if setting:
@@ -1641,7 +2029,7 @@ def top_n_pushdown(cases, attr="top_n"):
     for c in top:
         setting = getattr(c, "setting", None)
         lines += (["SET %s;" % setting] if setting else []) + \
-            ["EXPLAIN (COSTS OFF) %s;" % c.query.replace("{T}", FT)] + \
+            ["EXPLAIN (COSTS OFF) %s;" % c.sql()] + \
             (["RESET %s;" % setting.split(" ")[0]] if setting else [])
     rc, out, err = psql("\n".join(lines) + "\n")
     return len(top), out.count("sorted and limited")
@@ -1652,9 +2040,43 @@ def explained(cases, attr):
     text."""
     cases = [c for c in cases if getattr(c, attr, False)]
     lines = [SESSION] + ["EXPLAIN (VERBOSE, COSTS OFF) %s;" %
-                         c.query.replace("{T}", FT) for c in cases]
+                         c.sql() for c in cases]
     rc, out, err = psql("\n".join(lines) + "\n")
     return cases, out
+
+
+def explained_each(cases, attr):
+    """The cases marked attr, and EXPLAIN VERBOSE of each (an error's
+    text where EXPLAIN fails)."""
+    cases = [c for c in cases if getattr(c, attr, False)]
+    lines = [SESSION]
+    for n, c in enumerate(cases):
+        if c.scoped:
+            lines.append("SET ROLE %s;" % SCOPED_ROLE)
+        lines += ["\\echo @@X %d" % n,
+                  "EXPLAIN (VERBOSE, COSTS OFF) %s;" % c.sql()]
+        if c.scoped:
+            lines.append("RESET ROLE;")
+    rc, out, err = psql("\n".join(lines) + "\n")
+    plans = [""] * len(cases)
+    n = None
+    for line in out.split("\n"):
+        if line.startswith("@@X "):
+            n = int(line[4:])
+        elif n is not None:
+            plans[n] += line + "\n"
+    return cases, plans
+
+
+def reference_pushdown(cases):
+    """(reference join cases, how many EXPLAIN shows joined with the
+    reference table in the shards, how many of those routed)."""
+    cases, plans = explained_each(cases, "refjoin")
+    pushed = [p for p in plans if re.search(
+        r"Relations: .*\b%s\b.* JOIN |Relations: .* JOIN .*\b%s\b" % (
+            RT, RT), p)]
+    return len(cases), len(pushed), sum(
+        1 for p in pushed if re.search(r"Shards: [01] of ", p))
 
 
 def time_pushdown(cases):
@@ -1824,6 +2246,12 @@ def run_test():
     cases += [gen.join_case() for _ in range(NCASES // 4)]
     cases += [gen.time_case() for _ in range(NCASES // 4)]
     cases += [gen.time_bucket_case() for _ in range(NCASES // 8)]
+    # the reference table's cases draw from a random stream of their own,
+    # so that the cases above stay what they were
+    rgen = Gen(random.Random(SEED * 31 + 11), rows, has_icu, has_ci)
+    rgen.plans = REF_PLANS
+    cases += [rgen.ref_join_case() for _ in range(NCASES // 4)]
+    cases += [rgen.ref_read_case() for _ in range(NCASES // 10)]
 
     results = run_cases(cases)
     passed, failed, both_err = compare(cases, results)
@@ -1852,6 +2280,27 @@ def run_test():
     if npushed < njoin // 5:
         failures.append("too few join cases were joined in the shards: "
                         "%d of %d" % (npushed, njoin))
+        failed += 1
+    else:
+        passed += 1
+
+    nref, npushed, nrouted = reference_pushdown(cases)
+    log("%d reference join cases, %d of them joined with the reference "
+        "table in the shards (%d routed)" % (nref, npushed, nrouted))
+    if npushed < nref // 5 or nrouted < nref // 10:
+        failures.append("too few reference join cases were joined in the "
+                        "shards: %d of %d (%d routed)" % (npushed, nref,
+                                                          nrouted))
+        failed += 1
+    else:
+        passed += 1
+    # every copy of the reference table alike, by reference_check
+    rc, out, err = psql("SELECT count(*), bool_and(same), count(DISTINCT "
+                        "digest) FROM reference_check('%s');\n" % RT)
+    if out.strip() != FS.join(["%d" % len(SHARDS), "t", "1"]):
+        failures.append("reference_check('%s') does not find %d copies "
+                        "alike: %s %s" % (RT, len(SHARDS), out.strip(),
+                                          err.strip()))
         failed += 1
     else:
         passed += 1
