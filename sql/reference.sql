@@ -11,24 +11,36 @@ CREATE EXTENSION IF NOT EXISTS sqlite_shard_fdw;
 RESET client_min_messages;
 CREATE SERVER ref_srv FOREIGN DATA WRAPPER sqlite_shard_fdw
   OPTIONS (directory '/tmp/ssfdw_regress/reference/directory.db');
-CREATE FOREIGN TABLE orders (tenant_id text, id int, plan_id int, amount int)
+CREATE FOREIGN TABLE orders (tenant_id text, id int, plan_id int, amount int,
+                             created_at timestamp)
   SERVER ref_srv;
 CREATE FOREIGN TABLE plans (plan_id int, name text, price int)
   SERVER ref_srv OPTIONS (distribution 'reference');
-CREATE TABLE orders_native (tenant_id text, id int, plan_id int, amount int);
+CREATE TABLE orders_native (tenant_id text, id int, plan_id int, amount int,
+                            created_at timestamp);
 CREATE TABLE plans_native (plan_id int, name text, price int);
 \copy orders_native FROM '/tmp/ssfdw_regress/reference/orders.csv' WITH (FORMAT csv)
 \copy plans_native FROM '/tmp/ssfdw_regress/reference/plans.csv' WITH (FORMAT csv)
 ANALYZE orders_native, plans_native;
 
--- ref_same(query): the rows query gives with {o} and {p} standing for the
--- foreign tables, and for the native ones, compared as multisets: the
+-- orders with created_at read as timestamptz (stored as UTC)
+CREATE FOREIGN TABLE orders_tz (tenant_id text, id int, plan_id int,
+                                amount int, created_at timestamptz)
+  SERVER ref_srv OPTIONS (table 'orders');
+CREATE TABLE orders_tz_native AS
+  SELECT tenant_id, id, plan_id, amount, created_at AT TIME ZONE 'UTC' AS created_at
+  FROM orders_native;
+
+-- ref_same(query): the rows query gives with {o}, {z} and {p} standing for
+-- the foreign tables, and for the native ones, compared as multisets: the
 -- number of rows, and whether they are the same.
 CREATE FUNCTION ref_same(query text, OUT nrows bigint, OUT same boolean)
 LANGUAGE plpgsql AS $$
 DECLARE
-  f text := replace(replace(query, '{o}', 'orders'), '{p}', 'plans');
-  n text := replace(replace(query, '{o}', 'orders_native'), '{p}', 'plans_native');
+  f text := replace(replace(replace(query, '{o}', 'orders'), '{p}', 'plans'),
+                    '{z}', 'orders_tz');
+  n text := replace(replace(replace(query, '{o}', 'orders_native'),
+                            '{p}', 'plans_native'), '{z}', 'orders_tz_native');
   diff bigint;
 BEGIN
   EXECUTE format('SELECT count(*) FROM (%s) r', f) INTO nrows;
@@ -112,6 +124,20 @@ SELECT o.id, p.name, o2.amount FROM plans p JOIN orders o ON o.plan_id = p.plan_
   JOIN orders o2 ON o2.tenant_id = o.tenant_id AND o2.id = o.id
   WHERE o.tenant_id = 't04';
 
+-- time buckets of a tenant table's column as grouping keys
+SELECT * FROM ref_same('SELECT date_trunc(''month'', o.created_at), p.name, count(*), sum(o.amount) FROM {o} o JOIN {p} p USING (plan_id) GROUP BY 1, 2');
+SELECT * FROM ref_same('SELECT o.created_at::date, count(*), max(p.price) FROM {o} o LEFT JOIN {p} p USING (plan_id) WHERE o.tenant_id = ''t03'' GROUP BY 1');
+SELECT * FROM ref_same('SELECT extract(dow FROM o.created_at), o2.tenant_id, count(*) FROM {o} o JOIN {o} o2 ON o2.tenant_id = o.tenant_id AND o2.plan_id = o.plan_id GROUP BY 1, 2');
+SELECT * FROM ref_same('SELECT date_trunc(''week'', o.created_at), min(o.created_at), max(o2.created_at) FROM {o} o FULL JOIN {o} o2 ON o2.tenant_id = o.tenant_id AND o2.id = o.id + 1 GROUP BY 1');
+-- ... of timestamptz, on the session TimeZone's grid
+SET TimeZone = 'America/New_York';
+SELECT * FROM ref_same('SELECT date_trunc(''day'', o.created_at), p.name, count(*), min(o.created_at) FROM {z} o JOIN {p} p USING (plan_id) GROUP BY 1, 2');
+SELECT * FROM ref_same('SELECT extract(hour FROM o.created_at), count(*) FROM {z} o JOIN {p} p USING (plan_id) WHERE o.tenant_id IN (''t01'', ''t02'') GROUP BY 1');
+EXPLAIN (VERBOSE, COSTS OFF)
+SELECT date_trunc('day', o.created_at), count(*) FROM orders_tz o
+  JOIN plans p USING (plan_id) GROUP BY 1;
+RESET TimeZone;
+
 -- What runs inside the shards: an inner join, a left join whose nullable
 -- side is the reference table, aggregates and ORDER BY ... LIMIT over them,
 -- routed or fanned out
@@ -123,6 +149,9 @@ SELECT o.id, p.name FROM orders o LEFT JOIN plans p ON p.plan_id = o.plan_id
 EXPLAIN (VERBOSE, COSTS OFF)
 SELECT p.name, count(*), sum(o.amount) FROM orders o JOIN plans p USING (plan_id)
   GROUP BY 1;
+EXPLAIN (VERBOSE, COSTS OFF)
+SELECT date_trunc('month', o.created_at), p.name, count(*), sum(o.amount)
+  FROM orders o JOIN plans p USING (plan_id) GROUP BY 1, 2;
 EXPLAIN (VERBOSE, COSTS OFF)
 SELECT o.id, p.price FROM orders o JOIN plans p USING (plan_id)
   WHERE o.tenant_id = 't07' ORDER BY p.price DESC, o.id LIMIT 3;
@@ -215,5 +244,5 @@ DROP USER MAPPING FOR regress_ref_scoped SERVER ref_srv;
 REVOKE ALL ON orders, plans FROM regress_ref_scoped;
 DROP ROLE regress_ref_scoped;
 DROP FUNCTION ref_same(text);
-DROP TABLE orders_native, plans_native;
+DROP TABLE orders_native, plans_native, orders_tz_native;
 DROP SERVER ref_srv CASCADE;

@@ -888,16 +888,16 @@ shardGetForeignUpperPaths(PlannerInfo *root, UpperRelationKind stage,
 		if (sgref == 0 ||
 			get_sortgroupref_clause_noerr(sgref, parse->groupClause) == NULL)
 			continue;
-		if (!group_key_ok(root, expr, input_rel) ||
-			(info->join && shard_own_column(expr, input_rel) == NULL))
+		if (!group_key_ok(root, expr, input_rel))
 			return;
 		add_output(info, expr, AGGOP_KEY);
 		keys = lappend(keys, expr);
+		if (shard_own_column(expr, input_rel) == NULL)
+			continue;			/* a time bucket */
 		if (info->join ?
 			shard_join_tenant_key(root, input_rel,
 								  shard_own_column(expr, input_rel)) :
-			(shard_own_column(expr, input_rel) &&
-			 shard_own_column(expr, input_rel)->varattno == tenant_attnum))
+			shard_own_column(expr, input_rel)->varattno == tenant_attnum)
 			info->by_tenant = true;
 	}
 	if (list_length(keys) != list_length(parse->groupClause))
