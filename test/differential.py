@@ -61,14 +61,15 @@
 #	  fact table and the plans (inner, left with the plans nullable, now
 #	  and then right, full or the plans first, which PostgreSQL joins),
 #	  fact, a tenant's dimension (the table again, on the tenant) and the
-#	  plans, the plans twice, EXISTS and IN; integer and text keys; routed,
-#	  tenant lists, fan-out, scoped logins; rows, aggregates grouped by the
-#	  plans' columns, ORDER BY ... LIMIT.  A fifth of them must show the
-#	  reference table in a join the shards run (EXPLAIN "Relations:"; about
-#	  three in ten do), and a tenth routed.  And DIFF_QUERIES / 10 reads of
-#	  the plans alone (conditions, aggregates, ORDER BY ... LIMIT, the
-#	  plans joined with themselves), and reference_check finds every copy
-#	  alike.
+#	  plans, the plans twice, EXISTS and IN; integer and text keys; routed
+#	  (by a constant, or by a prepared statement's parameter with generic
+#	  and custom plans), tenant lists, fan-out, scoped logins; rows,
+#	  aggregates grouped by the plans' columns, ORDER BY ... LIMIT.  A
+#	  fifth of them must show the reference table in a join the shards
+#	  run (EXPLAIN "Relations:"; about three in ten do), and a tenth
+#	  routed.  And DIFF_QUERIES / 10 reads of the plans alone (conditions,
+#	  aggregates, ORDER BY ... LIMIT, the plans joined with themselves),
+#	  and reference_check finds every copy alike.
 #  4. Runs every case on both tables in one psql session (markers between
 #	  results; a crashed backend is reported and the run resumes in a new
 #	  session), and compares the rows (sorted, unless the query fixes the
@@ -1637,10 +1638,13 @@ class Gen:
             case.scoped = self.chance(0.2)
             return case
         where = []
+        param = False
         w = self.rng.random()
         if w < 0.3:
-            where.append("x.tenant_id = %s" % sql_str(
-                self.text_value("tenant_id")))
+            # now and then a parameter: routed when the executor starts
+            param = self.chance(0.3)
+            where.append("x.tenant_id = %s" % ("$1" if param else sql_str(
+                self.text_value("tenant_id"))))
         elif w < 0.4:
             where.append("x.tenant_id IN (%s)" % ", ".join(
                 sql_str(self.text_value("tenant_id"))
@@ -1690,6 +1694,12 @@ class Gen:
                            "x.tenant_id", "x.tenant_id, %s.tier" % a,
                            "%s.plan_id" % a, "%s.name, %s.tier" % (a, a)])
             case = self.grouped_case(g, aggs, sql_from, where)
+        if param:
+            case.types = "text"
+            case.execs = [sql_str(self.text_value("tenant_id"))
+                          for _ in range(self.rng.randrange(2, 5))]
+            case.mode = self.pick(["force_generic_plan",
+                                   "force_generic_plan", "force_custom_plan"])
         case.refjoin = True
         if self.chance(0.2):
             case.scoped = True
@@ -2046,15 +2056,21 @@ def explained(cases, attr):
 
 
 def explained_each(cases, attr):
-    """The cases marked attr, and EXPLAIN VERBOSE of each (an error's
-    text where EXPLAIN fails)."""
+    """The cases marked attr, and EXPLAIN VERBOSE of each (of a prepared
+    one's first EXECUTE; nothing where EXPLAIN fails)."""
     cases = [c for c in cases if getattr(c, attr, False)]
     lines = [SESSION]
     for n, c in enumerate(cases):
         if c.scoped:
             lines.append("SET ROLE %s;" % SCOPED_ROLE)
-        lines += ["\\echo @@X %d" % n,
-                  "EXPLAIN (VERBOSE, COSTS OFF) %s;" % c.sql()]
+        lines.append("\\echo @@X %d" % n)
+        if c.execs:
+            lines += ["SET plan_cache_mode = %s;" % c.mode,
+                      "PREPARE px(%s) AS %s;" % (c.types, c.sql()),
+                      "EXPLAIN (VERBOSE, COSTS OFF) EXECUTE px(%s);" %
+                      c.execs[0], "DEALLOCATE px;", "RESET plan_cache_mode;"]
+        else:
+            lines.append("EXPLAIN (VERBOSE, COSTS OFF) %s;" % c.sql())
         if c.scoped:
             lines.append("RESET ROLE;")
     rc, out, err = psql("\n".join(lines) + "\n")
