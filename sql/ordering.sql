@@ -28,8 +28,9 @@ CREATE TABLE times_native (tenant_id text COLLATE "C", id int,
 CREATE VIEW times_tz_native AS
   SELECT tenant_id, id, ts AT TIME ZONE 'UTC' AS ts, d FROM times_native;
 
--- Run q (with {T} for the table and {N} for its native twin) on both and
--- say whether the rows, in order, are the same; return the foreign rows.
+-- Run q (with {T} for the table and {O} for orders, each the foreign
+-- table or its native twin) on both and say whether the rows, in order,
+-- are the same; return the foreign rows.
 CREATE FUNCTION regress_same(q text, t text DEFAULT 'orders',
                              OUT rows text, OUT same boolean)
 LANGUAGE plpgsql AS $$
@@ -37,9 +38,10 @@ DECLARE
   n text;
 BEGIN
   EXECUTE format('SELECT string_agg(s::text, '' '') FROM (%s) s',
-                 replace(q, '{T}', t)) INTO rows;
+                 replace(replace(q, '{T}', t), '{O}', 'orders')) INTO rows;
   EXECUTE format('SELECT string_agg(s::text, '' '') FROM (%s) s',
-                 replace(q, '{T}', t || '_native')) INTO n;
+                 replace(replace(q, '{T}', t || '_native'), '{O}',
+                         'orders_native')) INTO n;
   same := rows IS NOT DISTINCT FROM n;
 END$$;
 
@@ -158,6 +160,70 @@ SELECT * FROM regress_same($$SELECT id, ts FROM {T}
 SET TimeZone = 'UTC';
 -- a time key after another key is sorted by PostgreSQL
 SELECT * FROM regress_pushed('SELECT * FROM times ORDER BY tenant_id, ts LIMIT 3');
+
+-- ... and over a join the shards run, a time column of any of its tables,
+-- NULL-extended ones included: every stored form, routed and fanned out
+EXPLAIN (VERBOSE, COSTS OFF)
+SELECT t.id, t.ts, o.status FROM times t
+  JOIN orders o ON o.tenant_id = t.tenant_id AND o.order_id = t.id
+  ORDER BY t.ts DESC, t.id LIMIT 4;
+SELECT * FROM regress_same($$SELECT t.id, t.ts, o.status FROM {T} t
+  JOIN {O} o ON o.tenant_id = t.tenant_id AND o.order_id = t.id
+  ORDER BY t.ts DESC, t.id LIMIT 4$$, 'times');
+SELECT * FROM regress_same($$SELECT t.id, t.ts, o.amount FROM {T} t
+  JOIN {O} o ON o.tenant_id = t.tenant_id AND o.order_id = t.id
+  ORDER BY t.ts, t.id LIMIT 5$$, 'times');
+SELECT * FROM regress_same($$SELECT t.id, t.ts, o.order_id FROM {T} t
+  JOIN {O} o ON o.tenant_id = t.tenant_id AND o.order_id = t.id
+  ORDER BY t.ts DESC NULLS LAST, t.id LIMIT 20$$, 'times');
+SELECT * FROM regress_same($$SELECT t.id, t.ts, o.order_id FROM {T} t
+  JOIN {O} o ON o.tenant_id = t.tenant_id AND o.order_id = t.id
+  ORDER BY t.ts NULLS FIRST, t.id LIMIT 20$$, 'times');
+SELECT * FROM regress_same($$SELECT t.id, t.ts FROM {T} t
+  JOIN {O} o ON o.tenant_id = t.tenant_id AND o.order_id = t.id
+  WHERE t.tenant_id = 'tb' AND t.id > 15 ORDER BY t.ts DESC, t.id LIMIT 1$$,
+  'times');
+SELECT * FROM regress_same($$SELECT t.id, t.ts, o.note FROM {T} t
+  JOIN {O} o ON o.tenant_id = t.tenant_id AND o.order_id = t.id
+  WHERE t.tenant_id = 'ta' ORDER BY t.ts NULLS FIRST, t.id LIMIT 3 OFFSET 1$$,
+  'times');
+SELECT * FROM regress_same($$SELECT t.id, t.d, o.day FROM {T} t
+  JOIN {O} o ON o.tenant_id = t.tenant_id AND o.order_id = t.id
+  ORDER BY t.d DESC, t.id LIMIT 3$$, 'times');
+SELECT * FROM regress_same($$SELECT t.id, t.d FROM {T} t
+  JOIN {O} o ON o.tenant_id = t.tenant_id AND o.order_id = t.id
+  ORDER BY t.d, t.id LIMIT 5$$, 'times');
+SET TimeZone = 'America/New_York';
+SELECT * FROM regress_same($$SELECT t.id, t.ts, o.status FROM {T} t
+  JOIN {O} o ON o.tenant_id = t.tenant_id AND o.order_id = t.id
+  ORDER BY t.ts, t.id LIMIT 6$$, 'times_tz');
+SELECT * FROM regress_same($$SELECT t.id, t.ts FROM {T} t
+  JOIN {O} o ON o.tenant_id = t.tenant_id AND o.order_id = t.id
+  ORDER BY t.ts DESC, t.id LIMIT 3$$, 'times_tz');
+SET TimeZone = 'UTC';
+-- the key of the NULL-extended side of a left join, and the other table's
+-- time column (ties: only the times are compared)
+SELECT * FROM regress_same($$SELECT o.tenant_id, o.order_id, t.ts FROM {O} o
+  LEFT JOIN {T} t ON t.tenant_id = o.tenant_id AND t.id = o.order_id
+  ORDER BY t.ts DESC NULLS LAST, o.tenant_id, o.order_id LIMIT 6$$, 'times');
+SELECT * FROM regress_same($$SELECT o.tenant_id, o.order_id, t.ts FROM {O} o
+  LEFT JOIN {T} t ON t.tenant_id = o.tenant_id AND t.id = o.order_id
+  ORDER BY t.ts NULLS FIRST, o.tenant_id, o.order_id LIMIT 6$$, 'times');
+SELECT * FROM regress_same($$SELECT o.created_at FROM {O} o
+  JOIN {T} t ON t.tenant_id = o.tenant_id AND t.id = o.order_id
+  ORDER BY o.created_at DESC LIMIT 10$$, 'times');
+SELECT * FROM regress_same($$SELECT o.created_at, o.day FROM {O} o
+  LEFT JOIN {T} t ON t.tenant_id = o.tenant_id AND t.id = o.order_id
+  WHERE o.tenant_id = 'ta' ORDER BY o.created_at NULLS FIRST LIMIT 9$$,
+  'times');
+EXPLAIN (VERBOSE, COSTS OFF)
+SELECT o.order_id, t.ts FROM orders o
+  LEFT JOIN times t ON t.tenant_id = o.tenant_id AND t.id = o.order_id
+  WHERE o.tenant_id = 'ta' ORDER BY t.ts NULLS FIRST, o.order_id LIMIT 2;
+-- a time key after another key is still sorted by PostgreSQL
+SELECT * FROM regress_pushed($$SELECT t.id FROM times t
+  JOIN orders o ON o.tenant_id = t.tenant_id AND o.order_id = t.id
+  ORDER BY t.id, t.ts LIMIT 3$$);
 
 -- A sorted, limited fan-out reads its shards in the backend while each
 -- answers quickly (handing a shard of a few indexed rows to a thread and

@@ -376,9 +376,13 @@ enum FdwScanOrderIndex
 								 * merge may not convert, or -1 */
 	FdwScanOrderWindow,			/* List: a row scan's first key of a time
 								 * type: column SQL, "canonical form"
-								 * predicate, descending; else NIL */
+								 * predicate, descending, date, its name
+								 * among the selected columns; else NIL */
 	FdwScanOrderCount
 };
+
+/* The name of a join's time sort key in its shards' SELECT (order.c) */
+#define SHARD_TIME_KEY_ALIAS "ssfdw_time_key"
 
 /*
  * Positions in FdwScanPrivateJoin: a join the shards run.  Its SELECT
@@ -526,6 +530,7 @@ extern List *shard_order_scan_tlist(PlannerInfo *root, RelOptInfo *baserel,
 extern List *shard_order_private(PlannerInfo *root, RelOptInfo *baserel,
 								 List *pathkeys, List *scan_tlist);
 extern List *shard_order_key_vars(PlannerInfo *root, RelOptInfo *joinrel);
+extern Var *shard_order_time_key_var(PlannerInfo *root, RelOptInfo *joinrel);
 extern void shard_order_join_needs(PlannerInfo *root, RelOptInfo *joinrel,
 								   List **needs, List **relids);
 

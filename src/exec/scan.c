@@ -1311,6 +1311,8 @@ append_window_sql(StringInfo sql, ShardScanState *s, const char *select,
 	const char *canon = strVal(lsecond(s->window));
 	bool		desc = intVal(lthird(s->window));
 	bool		is_date = intVal(lfourth(s->window));
+	/* the column among the first rows' columns (a join's: its alias) */
+	const char *top = strVal(list_nth(s->window, 4));
 	const char *and = where[0] ? " AND " : "";
 	/* where a descending time key's window starts (see above) */
 	const char *lo = is_date ? "date(min(%s), '-1 day')" :
@@ -1332,8 +1334,8 @@ append_window_sql(StringInfo sql, ShardScanState *s, const char *select,
 						 select, where, and, col);
 		appendStringInfo(sql,
 						 " UNION ALL %s WHERE %s%s%s >= (SELECT CASE WHEN count(*) < " INT64_FORMAT " OR count(%s) < count(*) THEN '' ELSE coalesce(",
-						 select, where, and, col, s->shard_bound, col);
-		appendStringInfo(sql, lo, col);
+						 select, where, and, col, s->shard_bound, top);
+		appendStringInfo(sql, lo, top);
 		appendStringInfo(sql, ", '') END FROM ssfdw_top) AND NOT %s", canon);
 	}
 	else
@@ -1342,7 +1344,7 @@ append_window_sql(StringInfo sql, ShardScanState *s, const char *select,
 						 select, where, and, col);
 		appendStringInfo(sql,
 						 " UNION ALL %s WHERE %s%s%s < (SELECT CASE WHEN count(*) < " INT64_FORMAT " OR count(%s) < count(*) THEN x'' ELSE coalesce(date(max(%s), '+2 days'), x'') END FROM ssfdw_top) AND NOT %s",
-						 select, where, and, col, s->shard_bound, col, col, canon);
+						 select, where, and, col, s->shard_bound, top, top, canon);
 	}
 }
 
@@ -1441,6 +1443,11 @@ build_shard_sql(ShardScanState *s, ShardTarget *t, bool raw, List **extra)
 		}
 		else
 			appendStringInfoString(&select, s->select_sql);
+		/* a join's FROM, its tenant values bound once for every arm */
+		if (s->join)
+			shard_join_append_from(&select, s->join, t->conn, s->tenant_kind,
+								   s->restricted ? t->tenants : NIL,
+								   t->excluded, s->nparams, extra);
 		append_window_sql(&sql, s, select.data, where.data);
 		return sql.data;
 	}

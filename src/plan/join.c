@@ -1020,6 +1020,7 @@ shard_join_plan(PlannerInfo *root, RelOptInfo *joinrel,
 	bool		old;
 	List	   *needs = NIL;
 	List	   *relids = NIL;
+	Var		   *time_key;
 
 	/*
 	 * SELECT the columns by their tables' aliases: those above the join
@@ -1031,6 +1032,7 @@ shard_join_plan(PlannerInfo *root, RelOptInfo *joinrel,
 	if (final)
 		scan_tlist = add_to_flat_tlist(scan_tlist,
 									   shard_order_key_vars(root, joinrel));
+	time_key = final ? shard_order_time_key_var(root, joinrel) : NULL;
 	initStringInfo(&select);
 	appendStringInfoString(&select, "SELECT ");
 	old = shard_deparse_set_qualified(true);
@@ -1045,6 +1047,9 @@ shard_join_plan(PlannerInfo *root, RelOptInfo *joinrel,
 		if (foreach_current_index(lc) > 0)
 			appendStringInfoString(&select, ", ");
 		shard_deparse_column_ref(&select, root, var);
+		/* the time key's window finds it by this name (scan.c) */
+		if (time_key != NULL && equal(var, time_key))
+			appendStringInfoString(&select, " AS " SHARD_TIME_KEY_ALIAS);
 		retrieved = lappend_int(retrieved, foreach_current_index(lc) + 1);
 		out_tables = lappend(out_tables,
 							 makeString(shard_rel_options(find_base_rel(root, var->varno))->table));

@@ -35,7 +35,9 @@
  *   offset, trailing zeros) that an offset or its form may move past the
  *   last of those (scan.c, append_window_sql; every such row when they do
  *   not fill the limit), and the scan's sort, by the values read, keeps
- *   the right ones.
+ *   the right ones.  So also for a time column of any table of a join the
+ *   shards run: the join's SELECT names it SHARD_TIME_KEY_ALIAS, for the
+ *   window's queries over the first rows to find it.
  *
  * NULLS FIRST and LAST are written out.  A shard that does not declare a
  * key column as the order needs (checked when it is read) returns all its
@@ -152,7 +154,7 @@ pathkey_key(PlannerInfo *root, RelOptInfo *baserel, PathKey *pk, bool first,
 			case TIMESTAMPOID:
 			case TIMESTAMPTZOID:
 			case DATEOID:
-				if (!first || IS_JOIN_REL(baserel))
+				if (!first)
 					continue;
 				break;
 			default:
@@ -412,8 +414,12 @@ join_key_needs(PlannerInfo *root, RelOptInfo *joinrel, List *pathkeys,
 	foreach(lc, keys)
 	{
 		OrderKey   *key = lfirst(lc);
+		char	   *need = key_need(root, key->var);
 
-		*needs = lappend(*needs, makeString(key_need(root, key->var)));
+		/* a time key's order is checked by the form of each value read */
+		if (need == NULL)
+			continue;
+		*needs = lappend(*needs, makeString(need));
 		*relids = lappend_int(*relids, key->var->varno);
 	}
 	return true;
@@ -456,6 +462,24 @@ shard_order_key_vars(PlannerInfo *root, RelOptInfo *joinrel)
 	foreach(lc, keys)
 		vars = lappend(vars, ((OrderKey *) lfirst(lc))->var);
 	return vars;
+}
+
+/*
+ * shard_order_time_key_var
+ *		The column of a final path over a join whose values are its first
+ *		sort key when that is a date or time, else NULL: join.c names it
+ *		SHARD_TIME_KEY_ALIAS in the shards' SELECT, for the window's
+ *		queries over the first rows (scan.c) to find it among the join's
+ *		columns, whatever their names.
+ */
+Var *
+shard_order_time_key_var(PlannerInfo *root, RelOptInfo *joinrel)
+{
+	List	   *vars = shard_order_key_vars(root, joinrel);
+
+	if (vars == NIL || !is_time_key(((Var *) linitial(vars))->vartype))
+		return NULL;
+	return linitial(vars);
 }
 
 /*
@@ -516,24 +540,30 @@ shard_order_scan_tlist(PlannerInfo *root, RelOptInfo *baserel, Relation rel)
  * time_window
  *		The FdwScanOrderWindow entry of a first key of a date or time type:
  *		the column, its predicate "stored in the canonical form", whether
- *		descending and whether a date; NIL otherwise.
+ *		descending, whether a date, and the column's name among the first
+ *		rows' columns (of a join, its alias in the SELECT; join.c); NIL
+ *		otherwise.
  */
 static List *
-time_window(PlannerInfo *root, OrderKey *key)
+time_window(PlannerInfo *root, OrderKey *key, bool join)
 {
 	StringInfoData col;
 	StringInfoData canon;
+	bool		old;
 
 	if (!is_time_key(key->var->vartype))
 		return NIL;
 	initStringInfo(&col);
+	old = shard_deparse_set_qualified(join);
 	shard_deparse_column_ref(&col, root, key->var);
+	shard_deparse_set_qualified(old);
 	initStringInfo(&canon);
 	appendStringInfo(&canon, "ssfdw_time_canon(%s, %d)", col.data,
 					 key->var->vartype == DATEOID);
-	return list_make4(makeString(col.data), makeString(canon.data),
-					  makeInteger(key->desc),
-					  makeInteger(key->var->vartype == DATEOID));
+	return lappend(list_make4(makeString(col.data), makeString(canon.data),
+							  makeInteger(key->desc),
+							  makeInteger(key->var->vartype == DATEOID)),
+				   makeString(join ? SHARD_TIME_KEY_ALIAS : col.data));
 }
 
 /*
@@ -583,7 +613,7 @@ shard_order_private(PlannerInfo *root, RelOptInfo *baserel, List *pathkeys,
 		if (need != NULL && scan_tlist == NIL)
 			needs = lappend(needs, makeString(need));
 		if (foreach_current_index(lc) == 0)
-			window = time_window(root, key);
+			window = time_window(root, key, scan_tlist != NIL);
 
 		if (sql.len > 0)
 			appendStringInfoString(&sql, ", ");
