@@ -69,7 +69,11 @@
 #	  run (EXPLAIN "Relations:"; about three in ten do), and a tenth
 #	  routed.  And DIFF_QUERIES / 10 reads of the plans alone (conditions,
 #	  aggregates, ORDER BY ... LIMIT, the plans joined with themselves),
-#	  and reference_check finds every copy alike.
+#	  and reference_check finds every copy alike.  And, from a stream of
+#	  their own, DIFF_QUERIES / 10 joins as above ordered by a time
+#	  column (timestamp, timestamptz, date; every stored form) of any of
+#	  their tables first, then every output; a tenth of them must be
+#	  sorted and limited in the shards by that key (EXPLAIN "Time Key").
 #  4. Runs every case on both tables in one psql session (markers between
 #	  results; a crashed backend is reported and the run resumes in a new
 #	  session), and compares the rows (sorted, unless the query fixes the
@@ -1421,11 +1425,12 @@ class Gen:
             w = "%s AND %s" % (self.routing_atom(), w)
         return "(SELECT * FROM {T} WHERE %s)" % w
 
-    def join_case(self):
+    def join_case(self, time_key=False):
         """Joins of two or three instances of the table, inner, left, right
         or full, on the tenant and another key (now and then without the
         tenant's equality, which stays in PostgreSQL), routed or not; rows,
-        aggregates, ORDER BY ... LIMIT."""
+        aggregates, ORDER BY ... LIMIT; with time_key, ORDER BY ... LIMIT
+        whose first key is a time column of any of the tables."""
         aliases = ["x", "y", "z"][:3 if self.chance(0.35) else 2]
         sql_from = "%s x" % self.join_side()
         for n, a in enumerate(aliases[1:]):
@@ -1448,6 +1453,8 @@ class Gen:
         elif r < 0.4:
             where = "%s.id IS NULL" % self.pick(aliases)
         r = self.rng.random()
+        if time_key:
+            r = 0.5
         if r < 0.45:
             cols = []
             for a in aliases:
@@ -1462,6 +1469,9 @@ class Gen:
             keys = ["%s.%s" % (a, c) for a in aliases for c in ("id", "j")]
             self.rng.shuffle(keys)
             keys += ['%s.tenant_id COLLATE "C"' % a for a in aliases]
+            if time_key:
+                keys.insert(0, "%s.%s" % (self.pick(aliases), self.pick(
+                    ["ts", "tz", "d", "te"])))
             case = self.keyed_limit_case(keys, sql_from, where)
         else:
             a = self.pick(aliases)
@@ -1474,7 +1484,10 @@ class Gen:
             g = self.pick(["", "x.tenant_id", "%s.tenant_id" % a,
                            "%s.j %% 3" % a, "x.tenant_id, %s.b" % a])
             case = self.grouped_case(g, aggs, sql_from, where)
-        case.join = True
+        if time_key:
+            case.join_time = True
+        else:
+            case.join = True
         if self.chance(0.2):
             case.scoped = True
         return case
@@ -2109,6 +2122,13 @@ def join_pushdown(cases):
     return len(cases), out.count("Relations: ")
 
 
+def join_time_pushdown(cases):
+    """(time-keyed join cases, how many of them EXPLAIN shows sorted and
+    limited in the shards by a time key)."""
+    cases, out = explained(cases, "join_time")
+    return len(cases), out.count("Time Key: ")
+
+
 def bucket_pushdown(cases):
     """(time bucket cases, how many of them the shards group, with no
     text made per row)."""
@@ -2268,6 +2288,9 @@ def run_test():
     rgen.plans = REF_PLANS
     cases += [rgen.ref_join_case() for _ in range(NCASES // 4)]
     cases += [rgen.ref_read_case() for _ in range(NCASES // 10)]
+    # joins ordered by a time column first, from a stream of their own too
+    tgen = Gen(random.Random(SEED * 37 + 5), rows, has_icu, has_ci)
+    cases += [tgen.join_case(time_key=True) for _ in range(NCASES // 10)]
 
     results = run_cases(cases)
     passed, failed, both_err = compare(cases, results)
@@ -2287,6 +2310,16 @@ def run_test():
         failures.append("too few ORDER BY ... LIMIT cases of rows were "
                         "sorted and limited in the shards: %d of %d" % (
                             nrow_pushed, nrow))
+        failed += 1
+    else:
+        passed += 1
+
+    njt, njt_pushed = join_time_pushdown(cases)
+    log("%d joins ordered by a time first, %d of them sorted and limited "
+        "in the shards" % (njt, njt_pushed))
+    if njt_pushed < max(1, njt // 10):
+        failures.append("too few joins ordered by a time were sorted and "
+                        "limited in the shards: %d of %d" % (njt_pushed, njt))
         failed += 1
     else:
         passed += 1
