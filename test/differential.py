@@ -2315,7 +2315,7 @@ def run_test():
         passed += 1
 
     njt, njt_pushed = join_time_pushdown(cases)
-    log("%d joins ordered by a time first, %d of them sorted and limited "
+    log("%d joins ordered by a time column first, %d of them sorted and limited "
         "in the shards" % (njt, njt_pushed))
     if njt_pushed < max(1, njt // 10):
         failures.append("too few joins ordered by a time were sorted and "
