@@ -214,7 +214,8 @@ SELECT regress_same($$SELECT count(*), sum(o.amount) FROM {o} o
   WHERE tenant_id = 'acme' AND c.country = 'fr'$$);
 SELECT regress_same($$SELECT count(*), sum(o.amount), min(o.order_id) FROM {o} o
   JOIN {c} c USING (tenant_id, customer_id)$$);
--- top-N over a join: grouped in the shards, sorted and limited by PostgreSQL
+-- top-N over a join of one tenant: its groups are whole in its shard,
+-- which sorts and limits them
 EXPLAIN (COSTS OFF)
 SELECT c.name, sum(o.amount) FROM orders o
   JOIN customers c USING (tenant_id, customer_id)
@@ -222,6 +223,18 @@ SELECT c.name, sum(o.amount) FROM orders o
 SELECT c.name, sum(o.amount) FROM orders o
   JOIN customers c USING (tenant_id, customer_id)
   WHERE tenant_id = 'acme' GROUP BY c.name ORDER BY 2 DESC LIMIT 2;
+-- ... and over the fleet, grouped by the tenant: each shard's groups are
+-- whole
+EXPLAIN (COSTS OFF)
+SELECT o.tenant_id, count(*), sum(o.amount) FROM orders o
+  JOIN customers c USING (tenant_id, customer_id)
+  GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT 2;
+SELECT regress_same($$SELECT * FROM (SELECT o.tenant_id, count(*), sum(o.amount)
+  FROM {o} o JOIN {c} c USING (tenant_id, customer_id)
+  GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT 2) q$$);
+SELECT regress_same($$SELECT * FROM (SELECT c.country, count(*) FROM {o} o
+  JOIN {c} c USING (tenant_id, customer_id) WHERE o.tenant_id = 'acme'
+  GROUP BY 1 ORDER BY 2 DESC, 1 NULLS FIRST LIMIT 1 OFFSET 1) q$$);
 
 --
 -- ORDER BY and LIMIT of a pushed join's rows: each shard sorts and limits,

@@ -484,6 +484,7 @@ extern ForeignScan *shard_join_plan(PlannerInfo *root, RelOptInfo *joinrel,
 									ForeignPath *best_path, List *tlist,
 									Plan *outer_plan, bool final);
 extern bool shard_join_rel_pushed(RelOptInfo *rel);
+extern bool shard_join_one_tenant(PlannerInfo *root, RelOptInfo *joinrel);
 extern bool shard_join_tenant_key(PlannerInfo *root, RelOptInfo *joinrel,
 								  Var *var);
 extern bool shard_join_schema_meets(PlannerInfo *root, RelOptInfo *joinrel,

@@ -906,6 +906,21 @@ route_value(PlannerInfo *root, ShardJoinRelInfo *info, ShardPruneKind *kind)
 }
 
 /*
+ * shard_join_one_tenant
+ *		Is a join the shards run routed to one tenant, so that all its rows
+ *		come from one shard?
+ */
+bool
+shard_join_one_tenant(PlannerInfo *root, RelOptInfo *joinrel)
+{
+	ShardJoinRelInfo *info = join_info(joinrel);
+	ShardPruneKind kind;
+
+	return info != NULL && route_value(root, info, &kind) != NULL &&
+		kind == PRUNE_EQ;
+}
+
+/*
  * shard_join_rel_pushed
  *		Do the shards run this join, every condition on its rows included,
  *		so that they may also aggregate its rows (upper.c)?

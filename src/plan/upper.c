@@ -110,7 +110,8 @@ typedef struct ShardUpperInfo
 	List	   *ops;			/* ShardAggOp per tlist entry */
 	List	   *having;			/* conditions PostgreSQL applies after */
 	Aggref	   *distinct;		/* the count(DISTINCT x), or NULL */
-	bool		by_tenant;		/* grouped by the tenant column */
+	bool		by_tenant;		/* each group whole in one shard: grouped by
+								 * the tenant column, or one tenant read */
 
 	/* A final path (UPPERREL_FINAL): the scan sorts and limits too. */
 	bool		final;
@@ -483,6 +484,20 @@ first_shard_meets(PlannerInfo *root, RelOptInfo *baserel, List *needs)
 }
 
 /*
+ * one_tenant
+ *		Is a table's scan routed to one tenant, so that all its rows come
+ *		from one shard?
+ */
+static bool
+one_tenant(RelOptInfo *baserel)
+{
+	ShardPruneKind kind;
+
+	return shard_find_tenant_condition(baserel, shard_rel_tenant_attnum(baserel),
+									   &kind) != NULL && kind == PRUNE_EQ;
+}
+
+/*
  * shard_limit_value_ok
  *		Can the scan evaluate a LIMIT or OFFSET value when it starts?  A
  *		constant or a statement parameter, possibly cast, can.  (Also for
@@ -697,6 +712,7 @@ add_final_path(PlannerInfo *root, RelOptInfo *input_rel,
 	ShardUpperInfo *info = (ShardUpperInfo *) grouped->fdw_private;
 	ShardUpperInfo *final;
 	Path	   *gpath;
+	List	   *bound_relids = NIL;
 	ListCell   *lc;
 	ListCell   *lc_op;
 	double		rows;
@@ -705,8 +721,7 @@ add_final_path(PlannerInfo *root, RelOptInfo *input_rel,
 	if (!extra->limit_needed || info == NULL || info->final ||
 		output_rel->fdw_private != NULL)
 		return;
-	if (!info->by_tenant || info->distinct != NULL || info->having != NIL ||
-		info->join)
+	if (!info->by_tenant || info->distinct != NULL || info->having != NIL)
 		return;
 	if (parse->distinctClause || parse->rowMarks ||
 		parse->limitOption != LIMIT_OPTION_COUNT ||
@@ -751,7 +766,7 @@ add_final_path(PlannerInfo *root, RelOptInfo *input_rel,
 		if (var->vartype == FLOAT8OID)
 			return;
 		add_column_need(&final->bound_needs, root, var, SHARD_NEEDS_TEXT,
-						NULL);
+						info->join ? &bound_relids : NULL);
 	}
 	final->sort_clauses = NIL;
 	final->sort_pos = NIL;
@@ -784,11 +799,18 @@ add_final_path(PlannerInfo *root, RelOptInfo *input_rel,
 		if (list_nth_int(info->ops, pos) == AGGOP_KEY && var != NULL &&
 			var->vartype != DATEOID)
 			add_column_need(&final->bound_needs, root, var,
-							SHARD_NEEDS_TEXT_ORDER, NULL);
+							SHARD_NEEDS_TEXT_ORDER,
+							info->join ? &bound_relids : NULL);
 	}
 	if (final->bound_needs != NIL &&
-		!first_shard_meets(root, info->baserel,
-						   list_concat_copy(info->needs, final->bound_needs)))
+		!(info->join ?
+		  shard_join_schema_meets(root, info->baserel,
+								  list_concat_copy(info->needs,
+												   final->bound_needs),
+								  list_concat_copy(info->need_relids,
+												   bound_relids)) :
+		  first_shard_meets(root, info->baserel,
+							list_concat_copy(info->needs, final->bound_needs))))
 		return;
 	final->limit_offset = parse->limitOffset;
 	final->limit_count = parse->limitCount;
@@ -902,6 +924,10 @@ shardGetForeignUpperPaths(PlannerInfo *root, UpperRelationKind stage,
 	}
 	if (list_length(keys) != list_length(parse->groupClause))
 		return;
+	/* one tenant's rows are on one shard: its groups are whole there */
+	if (info->join ? shard_join_one_tenant(root, input_rel) :
+		one_tenant(input_rel))
+		info->by_tenant = true;
 
 	/* Then everything else the target and HAVING compute from groups. */
 	i = 0;
@@ -1243,6 +1269,30 @@ append_failing(StringInfo sql, const char *cond)
 }
 
 /*
+ * explain_context
+ *		The context EXPLAIN's text of the sort keys is written in: the one
+ *		table of the scan (its Vars renumbered to 1), or every table of the
+ *		join by the names EXPLAIN gives them.
+ */
+static List *
+explain_context(ShardUpperInfo *info)
+{
+	PlannedStmt *stmt;
+	RangeTblEntry *rte;
+
+	if (!info->join)
+	{
+		rte = planner_rt_fetch(info->baserel->relid, info->root);
+		return deparse_context_for(get_rel_name(rte->relid), rte->relid);
+	}
+	stmt = makeNode(PlannedStmt);
+	stmt->rtable = info->root->parse->rtable;
+	return deparse_context_for_plan_tree(stmt,
+										 select_rtable_names_for_explain(stmt->rtable,
+																		 info->baserel->relids));
+}
+
+/*
  * final_order
  *		What a final path's scan needs to sort and limit (the
  *		FdwScanOrder* list, see sqlite_shard_fdw.h): the merge's sort keys,
@@ -1255,9 +1305,7 @@ static List *
 final_order(ShardUpperInfo *info, SelectList *sl, List *cols, int guard_col,
 			int keycheck_col)
 {
-	RangeTblEntry *rte = planner_rt_fetch(info->baserel->relid, info->root);
-	List	   *dpcontext = deparse_context_for(get_rel_name(rte->relid),
-												rte->relid);
+	List	   *dpcontext = explain_context(info);
 	List	   *attnos = NIL;
 	List	   *sortops = NIL;
 	List	   *colls = NIL;
@@ -1347,9 +1395,10 @@ final_order(ShardUpperInfo *info, SelectList *sl, List *cols, int guard_col,
 
 		/* As EXPLAIN shows a Sort node's keys; the context knows one table. */
 		expr = copyObject((Node *) tle->expr);
-		ChangeVarNodes(expr, info->baserel->relid, 1, 0);
+		if (!info->join)
+			ChangeVarNodes(expr, info->baserel->relid, 1, 0);
 		appendStringInfo(&text, "%s%s%s%s%s", text.len > 0 ? ", " : "",
-						 deparse_expression(expr, dpcontext, false, false),
+						 deparse_expression(expr, dpcontext, info->join, false),
 						 coll != exprCollation((Node *) tle->expr) ?
 						 psprintf(" COLLATE %s", generate_collation_name(coll)) : "",
 						 desc ? " DESC" : "",
