@@ -870,6 +870,24 @@ append_log_insert(StringInfo buf, MoveShards *ms, MoveTable *t,
 }
 
 /*
+ * create_row_trigger
+ *		Create the capture trigger of an insert or a delete: when row (NEW
+ *		or OLD) is the tenant's, it logs the row's key.
+ */
+static void
+create_row_trigger(StringInfo buf, MoveShards *ms, MoveTable *t,
+				   const char *kind, const char *event, const char *row)
+{
+	trigger_head(buf, ms, t, kind, event);
+	append_trigger_tenant(buf, ms, t, row);
+	appendStringInfoString(buf, " BEGIN ");
+	append_log_insert(buf, ms, t, row);
+	appendStringInfoString(buf, "; END");
+	exec_ddl(ms, buf->data, t,
+			 gettext_noop("could not create the capture triggers of table \"%s\" of tenant \"%s\" on shard \"%s\""));
+}
+
+/*
  * move_install_capture
  *		Create the change log and the capture triggers inside the source,
  *		in one transaction: from its commit on, every write of the tenant's
@@ -899,13 +917,7 @@ move_install_capture(MoveShards *ms)
 		MoveTable  *t = lfirst(lc);
 		ListCell   *k;
 
-		trigger_head(&buf, ms, t, "cap_i", "AFTER INSERT");
-		append_trigger_tenant(&buf, ms, t, "NEW");
-		appendStringInfoString(&buf, " BEGIN ");
-		append_log_insert(&buf, ms, t, "NEW");
-		appendStringInfoString(&buf, "; END");
-		exec_ddl(ms, buf.data, t,
-				 gettext_noop("could not create the capture triggers of table \"%s\" of tenant \"%s\" on shard \"%s\""));
+		create_row_trigger(&buf, ms, t, "cap_i", "AFTER INSERT", "NEW");
 
 		/* the old key always; the new one too when the update changed it */
 		trigger_head(&buf, ms, t, "cap_u", "AFTER UPDATE");
@@ -930,13 +942,7 @@ move_install_capture(MoveShards *ms)
 		exec_ddl(ms, buf.data, t,
 				 gettext_noop("could not create the capture triggers of table \"%s\" of tenant \"%s\" on shard \"%s\""));
 
-		trigger_head(&buf, ms, t, "cap_d", "AFTER DELETE");
-		append_trigger_tenant(&buf, ms, t, "OLD");
-		appendStringInfoString(&buf, " BEGIN ");
-		append_log_insert(&buf, ms, t, "OLD");
-		appendStringInfoString(&buf, "; END");
-		exec_ddl(ms, buf.data, t,
-				 gettext_noop("could not create the capture triggers of table \"%s\" of tenant \"%s\" on shard \"%s\""));
+		create_row_trigger(&buf, ms, t, "cap_d", "AFTER DELETE", "OLD");
 	}
 	move_commit(ms, ms->src);
 }
