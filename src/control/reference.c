@@ -67,99 +67,57 @@ shard_reference_shard(ShardDirectory *dir, ShardTableOptions *topts,
 }
 
 /*
- * row_hash
- *		A 64-bit FNV-1a hash of one row as SQLite stores it: each column's
- *		storage class and bytes, so that 1 and '1' and 1.0 differ, as they
- *		are different copies of a value.
- */
-static uint64
-row_hash(sqlite3_stmt *stmt, int ncols)
-{
-	uint64		h = UINT64CONST(14695981039346656037);
-	int			c;
-
-	for (c = 0; c < ncols; c++)
-	{
-		int			type = sqlite3_column_type(stmt, c);
-		const unsigned char *bytes = NULL;
-		unsigned char num[8];
-		int			len = 0;
-		int			i;
-
-		if (type == SQLITE_INTEGER || type == SQLITE_FLOAT)
-		{
-			int64		v = sqlite3_column_int64(stmt, c);
-			double		d = sqlite3_column_double(stmt, c);
-
-			if (type == SQLITE_FLOAT)
-				memcpy(&v, &d, sizeof(v));
-			for (i = 0; i < 8; i++)
-				num[i] = (unsigned char) ((uint64) v >> (8 * i));
-			bytes = num;
-			len = 8;
-		}
-		else if (type == SQLITE_TEXT || type == SQLITE_BLOB)
-		{
-			bytes = type == SQLITE_TEXT ? sqlite3_column_text(stmt, c) :
-				sqlite3_column_blob(stmt, c);
-			len = sqlite3_column_bytes(stmt, c);
-		}
-		/* the class, the length, the bytes: no two rows read alike */
-		h = (h ^ (uint64) type) * UINT64CONST(1099511628211);
-		for (i = 0; i < 4; i++)
-			h = (h ^ (uint64) ((len >> (8 * i)) & 0xff)) * UINT64CONST(1099511628211);
-		for (i = 0; i < len; i++)
-			h = (h ^ (uint64) bytes[i]) * UINT64CONST(1099511628211);
-	}
-	return h;
-}
-
-/*
  * copy_digest
- *		Count a shard's copy of a table and sum its rows' hashes (a sum, so
- *		that the order SQLite returns rows in, or their rowids, do not
- *		matter).  False, with nothing set, when the shard has no readable
- *		copy: its file, the table or a column is missing.
+ *		Count a shard's copy of a table and checksum its rows with the
+ *		aggregate tenant moves verify with (ssfdw_move_sum, movesum.c: a sum
+ *		of row hashes, so neither the order SQLite returns rows in nor their
+ *		rowids matter), on a read-only handle of its own.  False, with
+ *		nothing set, when the shard has no readable copy: its file, the
+ *		table or a column is missing.
  */
 static bool
-copy_digest(ShardServerOptions *opts, ShardInfo *info, const char *sql,
-			int ncols, int64 *rows, uint64 *digest)
+copy_digest(ShardServerOptions *opts, ShardInfo *info, const char *table,
+			const char *sql, int64 *rows, uint64 *digest)
 {
-	ShardConn  *conn = shard_conn_get(opts, info, true);
 	char		errbuf[SHARDIO_ERRLEN];
-	sqlite3_stmt *stmt;
+	sqlite3    *db = NULL;
+	sqlite3_stmt *stmt = NULL;
+	bool		found = false;
 	int			rc;
 
-	if (conn == NULL)
+	if (shardio_file_state(info->path) != SHARDIO_FILE_OK)
 		return false;
-	if (shard_conn_prepare(conn, sql, &stmt, errbuf) != SQLITE_OK)
+	rc = shardio_open(info->path, 0, opts->busy_timeout_ms, &db, errbuf);
+	if (rc == SQLITE_OK)
+		rc = shardio_register_move_sum(db);
+	if (rc == SQLITE_OK &&
+		sqlite3_prepare_v2(db, sql, -1, &stmt, NULL) != SQLITE_OK)
 	{
-		shard_conn_release(conn);
+		shardio_close(db);
 		return false;
 	}
-	*rows = 0;
-	*digest = 0;
-	PG_TRY();
+	if (rc == SQLITE_OK)
+		rc = sqlite3_step(stmt);
+	if (rc == SQLITE_ROW)
 	{
-		while ((rc = sqlite3_step(stmt)) == SQLITE_ROW)
-		{
-			(*rows)++;
-			*digest += row_hash(stmt, ncols);
-			if ((*rows & 1023) == 0)
-				CHECK_FOR_INTERRUPTS();
-		}
-		if (rc != SQLITE_DONE)
-			shard_sqlite_error(ERROR, rc, info->shard_id,
-							   sqlite3_errmsg(shard_conn_db(conn)),
-							   "could not read a reference table on shard \"%s\"",
-							   info->shard_id);
+		*rows = sqlite3_column_int64(stmt, 0);
+		*digest = (uint64) sqlite3_column_int64(stmt, 1);
+		found = true;
 	}
-	PG_FINALLY();
+	else if (db != NULL)
+		strlcpy(errbuf, sqlite3_errmsg(db), sizeof(errbuf));
+	sqlite3_finalize(stmt);
+	if (db != NULL)
+		shardio_close(db);
+	if (!found)
 	{
-		shard_conn_unprepare(conn, stmt);
-		shard_conn_release(conn);
+		shard_check_lock_wait(rc, false, info->shard_id);
+		ereport(ERROR,
+				(errcode(shard_sqlite_sqlstate(rc)),
+				 errmsg("could not read table \"%s\" on shard \"%s\"",
+						table, info->shard_id),
+				 errdetail_internal("%s", errbuf)));
 	}
-	PG_END_TRY();
 	return true;
 }
 
@@ -214,7 +172,7 @@ shard_reference_check(PG_FUNCTION_ARGS)
 
 	/* every column the foreign table reads, by its SQLite name */
 	initStringInfo(&sql);
-	appendStringInfoString(&sql, "SELECT ");
+	appendStringInfoString(&sql, "SELECT count(*), ssfdw_move_sum(");
 	tupdesc = RelationGetDescr(rel);
 	for (i = 0; i < tupdesc->natts; i++)
 	{
@@ -226,13 +184,12 @@ shard_reference_check(PG_FUNCTION_ARGS)
 	}
 	if (ncols == 0)
 		appendStringInfoString(&sql, "NULL");
-	appendStringInfoString(&sql, " FROM ");
+	appendStringInfoString(&sql, ") FROM ");
 	shard_quote_identifier(&sql, topts->table);
 
 	dir = shard_directory_get(opts);
 	lead = shard_reference_shard(dir, topts, RelationGetRelationName(rel));
-	lead_ok = copy_digest(opts, lead, sql.data, ncols, &lead_rows,
-						  &lead_digest);
+	lead_ok = copy_digest(opts, lead, topts->table, sql.data, &lead_rows, &lead_digest);
 
 	InitMaterializedSRF(fcinfo, 0);
 	foreach(lc, shard_directory_shards(dir))
@@ -244,7 +201,7 @@ shard_reference_check(PG_FUNCTION_ARGS)
 		uint64		digest;
 
 		values[0] = CStringGetTextDatum(info->shard_id);
-		if (copy_digest(opts, info, sql.data, ncols, &rows, &digest))
+		if (copy_digest(opts, info, topts->table, sql.data, &rows, &digest))
 		{
 			values[1] = Int64GetDatum(rows);
 			values[2] = CStringGetTextDatum(psprintf("%016llx",
