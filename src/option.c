@@ -737,6 +737,26 @@ shard_table_options(Relation rel)
 }
 
 /*
+ * shard_table_is_reference
+ *		Does a foreign table have distribution 'reference'?  Reads that one
+ *		option, for callers that need no other (every write statement asks).
+ */
+bool
+shard_table_is_reference(Oid relid)
+{
+	ListCell   *lc;
+
+	foreach(lc, GetForeignTable(relid)->options)
+	{
+		DefElem    *def = (DefElem *) lfirst(lc);
+
+		if (strcmp(def->defname, "distribution") == 0)
+			return strcmp(defGetString(def), "reference") == 0;
+	}
+	return false;
+}
+
+/*
  * shard_column_name
  *		The SQLite name of a foreign table column: its "column" option, or
  *		its own name.

@@ -58,6 +58,7 @@ extern double shard_quick_shard_ms;
 extern ShardServerOptions *shard_server_options(Oid serverid);
 extern ShardTableOptions *shard_table_options(Relation rel);
 extern char *shard_column_name(Oid relid, AttrNumber attnum);
+extern bool shard_table_is_reference(Oid relid);
 extern List *shard_user_tenants(Oid serverid, Oid userid);
 extern bool shard_analyze_values(Oid relid);
 extern void shard_require_file_privilege(bool write, const char *message,

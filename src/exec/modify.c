@@ -154,7 +154,7 @@ tenant_allowed(List *allowed, const char *tenant)
 int
 shardIsForeignRelUpdatable(Relation rel)
 {
-	if (shard_table_options(rel)->reference)
+	if (shard_table_is_reference(RelationGetRelid(rel)))
 		return 0;
 	return (1 << CMD_INSERT) | (1 << CMD_UPDATE) | (1 << CMD_DELETE);
 }

@@ -721,7 +721,7 @@ join_lead_relation(EState *estate, Bitmapset *relids, Index *rtindex)
 			first = rel;
 			*rtindex = rti;
 		}
-		if (!shard_table_options(rel)->reference)
+		if (!shard_table_is_reference(RelationGetRelid(rel)))
 		{
 			*rtindex = rti;
 			return rel;
