@@ -203,16 +203,17 @@ static const struct
 	const char *name;
 	int			nargs;
 	void		(*func) (sqlite3_context *, int, sqlite3_value **);
+	int			reads_times;	/* gets a ShardDateCache of its own */
 }			sql_functions[] =
 {
-	{"ssfdw_utf8_ok", 1, utf8_ok_func},
-	{"ssfdw_usecs", 2, shardtime_usecs_func},
-	{"ssfdw_days", 2, shardtime_days_func},
-	{"ssfdw_varchar", 2, varchar_func},
-	{"ssfdw_tz_grid", 4, shardtime_tz_grid_func},
-	{"ssfdw_bucket", 3, shardtime_bucket_func},
-	{"ssfdw_time_canon", 2, shardtime_canon_func},
-	{"ssfdw_tenant", 2, shardio_tenant_func},
+	{"ssfdw_utf8_ok", 1, utf8_ok_func, 0},
+	{"ssfdw_usecs", 2, shardtime_usecs_func, 1},
+	{"ssfdw_days", 2, shardtime_days_func, 1},
+	{"ssfdw_varchar", 2, varchar_func, 0},
+	{"ssfdw_tz_grid", 4, shardtime_tz_grid_func, 1},
+	{"ssfdw_bucket", 3, shardtime_bucket_func, 1},
+	{"ssfdw_time_canon", 2, shardtime_canon_func, 0},
+	{"ssfdw_tenant", 2, shardio_tenant_func, 0},
 };
 
 #define NUM_SQL_FUNCTIONS ((int) (sizeof(sql_functions) / sizeof(sql_functions[0])))
@@ -503,15 +504,29 @@ shardio_open(const char *path, int flags, int busy_timeout_ms,
 		}
 	}
 
-	/* The functions pushed-down SQL reads values with. */
+	/*
+	 * The functions pushed-down SQL reads values with.  A function that
+	 * reads times keeps the last date it read (shardtime.h): the handle's
+	 * mutex, held while a statement steps, lets one thread at a time use it.
+	 */
 	for (i = 0; i < NUM_SQL_FUNCTIONS; i++)
 	{
+		ShardDateCache *cache = NULL;
+
+		if (sql_functions[i].reads_times)
+		{
+			cache = sqlite3_malloc(sizeof(ShardDateCache));
+			if (cache == NULL)
+				return open_failed(db, SQLITE_NOMEM, "out of memory", errbuf);
+			memset(cache, 0, sizeof(ShardDateCache));
+		}
 		rc = sqlite3_create_function_v2(*db, sql_functions[i].name,
 										sql_functions[i].nargs,
 										SQLITE_UTF8 | SQLITE_DETERMINISTIC |
 										SQLITE_INNOCUOUS,
-										NULL, sql_functions[i].func,
-										NULL, NULL, NULL);
+										cache, sql_functions[i].func,
+										NULL, NULL,
+										cache ? sqlite3_free : NULL);
 		if (rc != SQLITE_OK)
 			return open_failed(db, rc, sqlite3_errmsg(*db), errbuf);
 	}

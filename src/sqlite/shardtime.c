@@ -246,16 +246,17 @@ utf8_prefix(const char *str, int len, char *buf, int size)
  *		without the general reader's steps: 1 with the time in *usecs, or 0
  *		when text is in any other form or has an impossible field, for the
  *		general reader to read or report (shardtime_value_time).  Digits and
- *		separators are ASCII, so such text needs no UTF-8 check.
+ *		separators are ASCII, so such text needs no UTF-8 check.  A date the
+ *		same bytes as cache's last (cache may be NULL) was checked and
+ *		counted then.
  */
 static int
-canonical_usecs(const char *p, int len, long long *usecs)
+canonical_usecs(const char *p, int len, long long *usecs,
+				ShardDateCache *cache)
 {
 	static const int mdays[13] = {0, 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
-	int			y,
-				mo,
-				d,
-				h,
+	long long	days;
+	int			h,
 				mi,
 				sec;
 
@@ -263,28 +264,47 @@ canonical_usecs(const char *p, int len, long long *usecs)
 		return 0;
 	/* every position at once, without a branch per character */
 #define NOT_DIGIT(k) ((unsigned) (p[k] - '0') > 9)
-	if (NOT_DIGIT(0) | NOT_DIGIT(1) | NOT_DIGIT(2) | NOT_DIGIT(3) |
-		(p[4] != '-') | NOT_DIGIT(5) | NOT_DIGIT(6) | (p[7] != '-') |
-		NOT_DIGIT(8) | NOT_DIGIT(9) | ((p[10] != ' ') & (p[10] != 'T')) |
-		NOT_DIGIT(11) | NOT_DIGIT(12) | (p[13] != ':') |
-		NOT_DIGIT(14) | NOT_DIGIT(15) | (p[16] != ':') |
-		NOT_DIGIT(17) | NOT_DIGIT(18))
-		return 0;
-#undef NOT_DIGIT
 #define D2(k) ((p[k] - '0') * 10 + (p[k + 1] - '0'))
-	y = D2(0) * 100 + D2(2);
-	mo = D2(5);
-	d = D2(8);
+	if (NOT_DIGIT(11) | NOT_DIGIT(12) | (p[13] != ':') |
+		NOT_DIGIT(14) | NOT_DIGIT(15) | (p[16] != ':') |
+		NOT_DIGIT(17) | NOT_DIGIT(18) | ((p[10] != ' ') & (p[10] != 'T')))
+		return 0;
 	h = D2(11);
 	mi = D2(14);
 	sec = D2(17);
-#undef D2
-	if (mo < 1 || mo > 12 || d < 1 || h > 23 || mi > 59 || sec > 59 ||
-		(d > mdays[mo] &&
-		 !(mo == 2 && d == 29 &&
-		   y % 4 == 0 && (y % 100 != 0 || y % 400 == 0))))
+	if (h > 23 || mi > 59 || sec > 59)
 		return 0;
-	*usecs = (days_from_civil(y, mo, d) - 10957) * 86400000000LL +
+	if (cache != NULL && cache->valid && memcmp(p, cache->date, 10) == 0)
+		days = cache->days;
+	else
+	{
+		int			y,
+					mo,
+					d;
+
+		if (NOT_DIGIT(0) | NOT_DIGIT(1) | NOT_DIGIT(2) | NOT_DIGIT(3) |
+			(p[4] != '-') | NOT_DIGIT(5) | NOT_DIGIT(6) | (p[7] != '-') |
+			NOT_DIGIT(8) | NOT_DIGIT(9))
+			return 0;
+		y = D2(0) * 100 + D2(2);
+		mo = D2(5);
+		d = D2(8);
+		if (mo < 1 || mo > 12 || d < 1 ||
+			(d > mdays[mo] &&
+			 !(mo == 2 && d == 29 &&
+			   y % 4 == 0 && (y % 100 != 0 || y % 400 == 0))))
+			return 0;
+		days = days_from_civil(y, mo, d);
+		if (cache != NULL)
+		{
+			memcpy(cache->date, p, 10);
+			cache->days = days;
+			cache->valid = 1;
+		}
+	}
+#undef D2
+#undef NOT_DIGIT
+	*usecs = (days - 10957) * 86400000000LL +
 		((long long) (h * 60 + mi) * 60 + sec) * 1000000LL;
 	return 1;
 }
@@ -299,13 +319,14 @@ canonical_usecs(const char *p, int len, long long *usecs)
  *		text that is not UTF-8, SHARDIO_ERR_TIME_FORMAT for text in no date
  *		and time form, SHARDIO_ERR_TIME_RANGE for impossible fields and
  *		values out of PostgreSQL's range, SHARDIO_ERR_TIME_TYPE for a blob.
- *		v must not be NULL.  The one reading of a stored time for the SQL
+ *		v must not be NULL; cache is the reader's (shardtime.h), or NULL.
+ *		The one reading of a stored time for the SQL
  *		functions below and for the extremes the reading threads take
  *		(threadagg.c), so that both read every value alike.
  */
 int
 shardtime_value_time(const ShardValue *v, int as_date, long long *usecs,
-					 char *msg)
+					 char *msg, ShardDateCache *cache)
 {
 	int			ok = 1;
 
@@ -320,7 +341,7 @@ shardtime_value_time(const ShardValue *v, int as_date, long long *usecs,
 				ShardDatetime dt;
 				char		shown[44];
 
-				if (canonical_usecs(v->u.p, v->len, usecs))
+				if (canonical_usecs(v->u.p, v->len, usecs, cache))
 				{
 					if (as_date)
 						*usecs = shardio_usecs_days(*usecs);
@@ -390,8 +411,10 @@ shardtime_round_usecs(long long usecs, int p)
 
 /*
  * wrapper_time
- *		shardtime_value_time of an SQL function's argument v: 1, or 0 after
- *		failing the function with the wrapper's error.  v must not be NULL.
+ *		shardtime_value_time of an SQL function's argument v, with the
+ *		function's own date cache (its user data: shardio.c gives one to
+ *		each function that reads times): 1, or 0 after failing the function
+ *		with the wrapper's error.  v must not be NULL.
  */
 static int
 wrapper_time(sqlite3_context *ctx, sqlite3_value *v, int as_date,
@@ -417,7 +440,8 @@ wrapper_time(sqlite3_context *ctx, sqlite3_value *v, int as_date,
 			return 0;
 		}
 	}
-	rc = shardtime_value_time(&sv, as_date, usecs, msg);
+	rc = shardtime_value_time(&sv, as_date, usecs, msg,
+							  (ShardDateCache *) sqlite3_user_data(ctx));
 	if (rc != SQLITE_OK)
 	{
 		shardio_function_error(ctx, rc, msg);

@@ -40,8 +40,23 @@
 #define SHARDTIME_FIELD_ISODOW		18
 #define SHARDTIME_FIELD_DOY			19
 
+/*
+ * The last date a reader of times saw in the canonical form, and its day
+ * number: the rows of a time range, or of a table written in time order,
+ * come date by date, so most rows find their date here and skip reading
+ * it again.  One per reader (an SQL function of one handle, a thread
+ * aggregation), used by one thread at a time.
+ */
+typedef struct ShardDateCache
+{
+	char		date[10];		/* YYYY-MM-DD, as stored */
+	int			valid;
+	long long	days;			/* since 1970-01-01 */
+} ShardDateCache;
+
 extern int	shardtime_value_time(const ShardValue *v, int as_date,
-								 long long *usecs, char *msg);
+								 long long *usecs, char *msg,
+								 ShardDateCache *cache);
 extern long long shardtime_round_usecs(long long usecs, int p);
 
 extern void shardtime_usecs_func(sqlite3_context *ctx, int argc,

@@ -76,11 +76,14 @@ struct ThreadAgg
 	int			emit_started;
 	ShardValue *rawrow;			/* scratch: the current raw row */
 	int			nraw;
+	ShardDateCache dates;		/* the time extremes' last date read */
 };
 
 /*
  * value_hash
- *		FNV-1a over a value's storage class and bytes.
+ *		A hash of a value's storage class and bytes, eight bytes at a time
+ *		(a multiply per word, where FNV-1a takes one per byte): every row of
+ *		a grouped scan hashes its keys.
  */
 static uint32_t
 value_hash(uint32_t h, const ShardValue *v)
@@ -88,8 +91,8 @@ value_hash(uint32_t h, const ShardValue *v)
 	const unsigned char *p;
 	size_t		len;
 	size_t		i;
+	uint64_t	x = ((uint64_t) h << 8) ^ (uint64_t) v->type;
 
-	h = (h ^ (uint32_t) v->type) * 16777619u;
 	switch (v->type)
 	{
 		case SQLITE_INTEGER:
@@ -106,19 +109,35 @@ value_hash(uint32_t h, const ShardValue *v)
 			len = (size_t) v->len;
 			break;
 		default:
-			return h;
+			return (uint32_t) ((x * 0x9E3779B97F4A7C15ull) >> 32);
 	}
-	for (i = 0; i < len; i++)
-		h = (h ^ p[i]) * 16777619u;
-	return h;
+	x ^= (uint64_t) len << 40;
+	for (i = 0; i + 8 <= len; i += 8)
+	{
+		uint64_t	w;
+
+		memcpy(&w, p + i, 8);
+		x = (x ^ w) * 0x9E3779B97F4A7C15ull;
+		x ^= x >> 29;
+	}
+	if (i < len)
+	{
+		uint64_t	w = 0;
+		size_t		j;
+
+		for (j = 0; i + j < len; j++)
+			w |= (uint64_t) p[i + j] << (8 * j);
+		x = (x ^ w) * 0x9E3779B97F4A7C15ull;
+		x ^= x >> 29;
+	}
+	return (uint32_t) (x ^ (x >> 32));
 }
 
 /*
  * hash_mix
- *		Spread a hash's bits over its low ones, which choose the slot: the
- *		low bits of FNV-1a depend on the low bits of each byte only, so
- *		integer keys that step by a power of two (times on a grid of
- *		seconds) would crowd a few slots.
+ *		Spread a hash's bits over its low ones, which choose the slot, so
+ *		that keys that differ in few bits (times on a grid of seconds) do
+ *		not crowd a few slots.
  */
 static uint32_t
 hash_mix(uint32_t h)
@@ -522,7 +541,8 @@ add_row(ThreadAgg *ta, TaGroup *g, char *errbuf)
 				if (time_raw != col->raw || time_arg != col->arg)
 				{
 					int			rc = shardtime_value_time(v, col->arg == TA_TIME_DAYS,
-														  &time_val, errbuf);
+														  &time_val, errbuf,
+														  &ta->dates);
 
 					if (rc != SQLITE_OK)
 						return rc;
