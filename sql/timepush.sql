@@ -265,6 +265,18 @@ SELECT n, q, b.* FROM regress_bucket_q, regress_buckets(q) b
 RESET sqlite_shard_fdw.thread_aggregation;
 -- min and max of time columns are numbers too (ssfdw_usecs, ssfdw_days)
 SELECT * FROM regress_buckets('SELECT tenant_id, min(ts), max(tz), min(d), max(tt), count(*) FROM {t} GROUP BY 1');
+-- a reader keeps the last date it read (ten bytes, YYYY-MM-DD) from row to
+-- row: dates that differ in their last byte alone are read apart, and a
+-- time of a kept date is still checked
+\! sqlite3 /tmp/ssfdw_regress/timepush/shards/t1.db "INSERT INTO ev VALUES ('a', 60, '2024-03-11 10:00:00', NULL, NULL, 60), ('a', 61, '2024-03-12 10:00:00', NULL, NULL, 61), ('a', 62, '2024-03-21 10:00:00', NULL, NULL, 62), ('a', 63, '2024-03-11 23:59:59', NULL, NULL, 63)"
+SELECT ts::date, count(*), min(ts), max(ts), sum(n) FROM ev
+  WHERE ts >= '2024-03-11' AND ts < '2024-03-22' AND id >= 60 GROUP BY 1 ORDER BY 1;
+SELECT count(*) FILTER (WHERE ts >= '2024-03-11 12:00') AS late, min(ts), max(ts)
+  FROM ev WHERE ts BETWEEN '2024-03-11' AND '2024-03-21 10:00' AND id >= 60;
+\! sqlite3 /tmp/ssfdw_regress/timepush/shards/t1.db "INSERT INTO ev VALUES ('a', 64, '2024-03-11 24:00:00', NULL, NULL, 64)"
+SELECT count(*) FROM ev WHERE ts >= '2024-03-11' AND id >= 60;
+SELECT min(ts) FROM ev WHERE id >= 60;
+\! sqlite3 /tmp/ssfdw_regress/timepush/shards/t1.db "DELETE FROM ev WHERE id >= 60"
 -- a time the wrapper cannot read is its error, naming the shard
 \! sqlite3 /tmp/ssfdw_regress/timepush/shards/t1.db "INSERT INTO ev VALUES ('a', 50, '2024-03-10 25:00', 'now', NULL, 50)"
 SELECT date_trunc('day', ts), count(*) FROM ev GROUP BY 1;
