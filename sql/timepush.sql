@@ -176,7 +176,18 @@ INSERT INTO regress_conds (cond) VALUES
   ($$tenant_id = 'b' AND ts >= '2024-01-01' AND ts < '2024-07-01'$$),
   ($$tenant_id = 'a' AND ts >= '2024-03-10 12:00'::timestamptz$$),
   ($$(ts < '2024-03-10' OR ts > '2024-03-11') AND n < 100$$),
-  ($$NOT (ts >= '2024-03-10')$$);
+  ($$NOT (ts >= '2024-03-10')$$),
+  -- a lower and an upper bound of one column are one check (BETWEEN),
+  -- exclusive bounds and the infinities too
+  ($$ts > '2024-03-10 07:00' AND ts < '2024-03-11 00:00'$$),
+  ($$ts > '2024-03-10 07:00' AND ts <= '2024-03-11 00:00'$$),
+  ($$ts > '-infinity' AND ts < 'infinity'$$),
+  ($$ts > 'infinity' AND ts < 'infinity'$$),
+  ($$ts >= '-infinity' AND ts < '-infinity'$$),
+  ($$d > '2024-03-09' AND d < '2024-03-11'$$),
+  ($$d > '-infinity' AND d < 'infinity'$$),
+  ($$tz > '2024-03-10 02:30'::timestamp AND tz < '2024-03-11'::date$$),
+  ($$ts < '2024-03-11' AND ts >= '2024-03-10 07:00' AND ts > '2024-03-10 05:00'$$);
 SELECT n, cond, c.* FROM regress_conds, regress_check(cond) c ORDER BY n;
 
 -- ===================================================================

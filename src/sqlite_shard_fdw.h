@@ -266,6 +266,7 @@ extern void shard_time_deparse_in_range(StringInfo range, PlannerInfo *root,
 										Var *colvar, Oid coltypid, Expr *arr,
 										List **params, List **param_kinds);
 extern List *shard_time_range_append(List *safe, List *marks);
+extern List *shard_time_merge_checks(List *sqls);
 extern List *shard_time_ranges_for_shard(List *conds, ShardConn *conn,
 										 const char *table);
 extern bool shard_time_bind(int kind, Datum value, ShardValue *out,

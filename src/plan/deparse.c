@@ -1067,7 +1067,9 @@ append_and(StringInfo buf, List *sqls)
  *		last, and evaluated only on rows the others keep ("safe AND CASE
  *		WHEN safe THEN failing END"), since SQLite evaluates an AND in any
  *		order but a CASE in order.  A row the other conditions drop, which
- *		PostgreSQL would not read either, raises nothing.
+ *		PostgreSQL would not read either, raises nothing.  The exact checks
+ *		of a lower and an upper bound of one time column read its time once
+ *		(shard_time_merge_checks).
  */
 void
 shard_join_conditions(StringInfo buf, List *sqls)
@@ -1077,7 +1079,7 @@ shard_join_conditions(StringInfo buf, List *sqls)
 	List	   *ranges = NIL;
 	ListCell   *lc;
 
-	foreach(lc, sqls)
+	foreach(lc, shard_time_merge_checks(sqls))
 	{
 		if (strVal(lfirst(lc))[0] == SHARD_TIME_RANGE_MARK ||
 			strVal(lfirst(lc))[0] == SHARD_TIME_TEXT_RANGE_MARK)

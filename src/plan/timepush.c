@@ -875,6 +875,123 @@ shard_time_range_append(List *safe, List *marks)
 }
 
 /*
+ * parse_time_check
+ *		Read an exact check as shard_time_deparse_comparison writes it at
+ *		the top of a WHERE clause, "(colexpr op CAST(?n AS INTEGER))" with
+ *		op one of >=, >, <, <= and colexpr a call of ssfdw_usecs or
+ *		ssfdw_days: true with the parts, false for any other condition.
+ *		Read from the end, which is the wrapper's own text whatever the
+ *		column's name.
+ */
+static bool
+parse_time_check(const char *sql, char **colexpr, char **op, int *param)
+{
+	static const char *const ops[] = {">=", ">", "<=", "<"};
+	size_t		len = strlen(sql);
+	const char *tail = " AS INTEGER))";
+	const char *cast;
+	const char *p;
+	int			i;
+
+	if ((strncmp(sql, "(ssfdw_usecs(", 13) != 0 &&
+		 strncmp(sql, "(ssfdw_days(", 12) != 0) ||
+		len < strlen(tail) || strcmp(sql + len - strlen(tail), tail) != 0)
+		return false;
+	/* the last " CAST(?", then its digits up to the tail */
+	for (cast = sql + len - strlen(tail); cast > sql; cast--)
+		if (strncmp(cast, " CAST(?", 7) == 0)
+			break;
+	if (cast == sql)
+		return false;
+	for (p = cast + 7; *p >= '0' && *p <= '9'; p++)
+		;
+	if (p == cast + 7 || p != sql + len - strlen(tail))
+		return false;
+	*param = atoi(cast + 7);
+	for (i = 0; i < lengthof(ops); i++)
+	{
+		size_t		oplen = strlen(ops[i]);
+
+		if ((size_t) (cast - sql) > oplen + 2 &&
+			strncmp(cast - oplen, ops[i], oplen) == 0 &&
+			cast[-(int) oplen - 1] == ' ')
+		{
+			*op = (char *) ops[i];
+			*colexpr = pnstrdup(sql + 1, cast - oplen - 1 - (sql + 1));
+			return true;
+		}
+	}
+	return false;
+}
+
+/*
+ * shard_time_merge_checks
+ *		The exact checks of conditions, with a lower and an upper bound of
+ *		one column (ts >= a AND ts < b) made one BETWEEN, which SQLite reads
+ *		the column's time for once per row instead of twice; the others as
+ *		they are.  Times are integers, so "> a" is ">= a + 1" and "< b" is
+ *		"<= b - 1"; at the ends of the integers SQLite's sum becomes a
+ *		real beyond every time the wrapper reads, which keeps the answer.
+ */
+List *
+shard_time_merge_checks(List *sqls)
+{
+	List	   *out = NIL;
+	int			n = list_length(sqls);
+	bool	   *used = palloc0(sizeof(bool) * (n + 1));
+	int			i,
+				j;
+
+	for (i = 0; i < n; i++)
+	{
+		const char *a = strVal(list_nth(sqls, i));
+		char	   *col_a,
+				   *op_a;
+		int			param_a;
+
+		if (used[i])
+			continue;
+		used[i] = true;
+		if (!parse_time_check(a, &col_a, &op_a, &param_a))
+		{
+			out = lappend(out, list_nth(sqls, i));
+			continue;
+		}
+		for (j = i + 1; j < n; j++)
+		{
+			char	   *col_b,
+					   *op_b;
+			int			param_b;
+			int			lo,
+						hi;
+			const char *lo_op,
+					   *hi_op;
+			StringInfoData sql;
+
+			if (used[j] ||
+				!parse_time_check(strVal(list_nth(sqls, j)), &col_b, &op_b,
+								  &param_b) ||
+				strcmp(col_a, col_b) != 0 || op_a[0] == op_b[0])
+				continue;
+			used[j] = true;
+			lo = op_a[0] == '>' ? param_a : param_b;
+			lo_op = op_a[0] == '>' ? op_a : op_b;
+			hi = op_a[0] == '<' ? param_a : param_b;
+			hi_op = op_a[0] == '<' ? op_a : op_b;
+			initStringInfo(&sql);
+			appendStringInfo(&sql, "(%s BETWEEN CAST(?%d AS INTEGER)%s AND CAST(?%d AS INTEGER)%s)",
+							 col_a, lo, lo_op[1] == '=' ? "" : " + 1",
+							 hi, hi_op[1] == '=' ? "" : " - 1");
+			out = lappend(out, makeString(sql.data));
+			break;
+		}
+		if (j == n)
+			out = lappend(out, list_nth(sqls, i));
+	}
+	return out;
+}
+
+/*
  * shard_time_ranges_for_shard
  *		The conditions of one shard's statement: the range markers of time
  *		columns that the shard declares TEXT marked as such, so that
