@@ -203,7 +203,7 @@ static const struct
 	const char *name;
 	int			nargs;
 	void		(*func) (sqlite3_context *, int, sqlite3_value **);
-	int			reads_times;	/* gets a ShardDateCache of its own */
+	int			reads_times;	/* shares the handle's ShardDateCache */
 }			sql_functions[] =
 {
 	{"ssfdw_utf8_ok", 1, utf8_ok_func, 0},
@@ -463,6 +463,8 @@ shardio_open(const char *path, int flags, int busy_timeout_ms,
 	int			oflags = SQLITE_OPEN_FULLMUTEX;
 	int			rc;
 	int			i;
+	ShardDateCache *times;
+	int			times_owned = 0;
 
 	*db = NULL;
 	if (sqlite3_libversion_number() < SHARDIO_MIN_SQLITE_VERSION)
@@ -505,30 +507,35 @@ shardio_open(const char *path, int flags, int busy_timeout_ms,
 	}
 
 	/*
-	 * The functions pushed-down SQL reads values with.  A function that
-	 * reads times keeps the last date it read (shardtime.h): the handle's
-	 * mutex, held while a statement steps, lets one thread at a time use it.
+	 * The functions pushed-down SQL reads values with.  Those that read
+	 * times share the handle's cache of what was read last (shardtime.h),
+	 * which the handle's mutex, held while a statement steps, gives to one
+	 * thread at a time; the first of them frees it when the handle closes.
 	 */
+	times = sqlite3_malloc(sizeof(ShardDateCache));
+	if (times == NULL)
+		return open_failed(db, SQLITE_NOMEM, "out of memory", errbuf);
+	memset(times, 0, sizeof(ShardDateCache));
 	for (i = 0; i < NUM_SQL_FUNCTIONS; i++)
 	{
-		ShardDateCache *cache = NULL;
+		int			first_time = (sql_functions[i].reads_times && !times_owned);
 
-		if (sql_functions[i].reads_times)
-		{
-			cache = sqlite3_malloc(sizeof(ShardDateCache));
-			if (cache == NULL)
-				return open_failed(db, SQLITE_NOMEM, "out of memory", errbuf);
-			memset(cache, 0, sizeof(ShardDateCache));
-		}
 		rc = sqlite3_create_function_v2(*db, sql_functions[i].name,
 										sql_functions[i].nargs,
 										SQLITE_UTF8 | SQLITE_DETERMINISTIC |
 										SQLITE_INNOCUOUS,
-										cache, sql_functions[i].func,
+										sql_functions[i].reads_times ? times : NULL,
+										sql_functions[i].func,
 										NULL, NULL,
-										cache ? sqlite3_free : NULL);
+										first_time ? sqlite3_free : NULL);
+		times_owned |= first_time;
 		if (rc != SQLITE_OK)
+		{
+			/* a function not made frees its user data itself */
+			if (!times_owned)
+				sqlite3_free(times);
 			return open_failed(db, rc, sqlite3_errmsg(*db), errbuf);
+		}
 	}
 
 	/* Waits and statements that stop when their reader is told to. */

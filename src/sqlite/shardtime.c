@@ -246,9 +246,9 @@ utf8_prefix(const char *str, int len, char *buf, int size)
  *		without the general reader's steps: 1 with the time in *usecs, or 0
  *		when text is in any other form or has an impossible field, for the
  *		general reader to read or report (shardtime_value_time).  Digits and
- *		separators are ASCII, so such text needs no UTF-8 check.  A date the
- *		same bytes as cache's last (cache may be NULL) was checked and
- *		counted then.
+ *		separators are ASCII, so such text needs no UTF-8 check.  Text, or
+ *		a date, the same bytes as cache's last (cache may be NULL) was
+ *		checked and counted then.
  */
 static int
 canonical_usecs(const char *p, int len, long long *usecs,
@@ -262,6 +262,11 @@ canonical_usecs(const char *p, int len, long long *usecs,
 
 	if (len != 19)
 		return 0;
+	if (cache != NULL && cache->text_valid && memcmp(p, cache->text, 19) == 0)
+	{
+		*usecs = cache->usecs;
+		return 1;
+	}
 	/* every position at once, without a branch per character */
 #define NOT_DIGIT(k) ((unsigned) (p[k] - '0') > 9)
 #define D2(k) ((p[k] - '0') * 10 + (p[k + 1] - '0'))
@@ -274,7 +279,7 @@ canonical_usecs(const char *p, int len, long long *usecs,
 	sec = D2(17);
 	if (h > 23 || mi > 59 || sec > 59)
 		return 0;
-	if (cache != NULL && cache->valid && memcmp(p, cache->date, 10) == 0)
+	if (cache != NULL && cache->date_valid && memcmp(p, cache->text, 10) == 0)
 		days = cache->days;
 	else
 	{
@@ -297,15 +302,20 @@ canonical_usecs(const char *p, int len, long long *usecs,
 		days = days_from_civil(y, mo, d);
 		if (cache != NULL)
 		{
-			memcpy(cache->date, p, 10);
 			cache->days = days;
-			cache->valid = 1;
+			cache->date_valid = 1;
 		}
 	}
 #undef D2
 #undef NOT_DIGIT
 	*usecs = (days - 10957) * 86400000000LL +
 		((long long) (h * 60 + mi) * 60 + sec) * 1000000LL;
+	if (cache != NULL)
+	{
+		memcpy(cache->text, p, 19);
+		cache->usecs = *usecs;
+		cache->text_valid = 1;
+	}
 	return 1;
 }
 
@@ -412,8 +422,8 @@ shardtime_round_usecs(long long usecs, int p)
 /*
  * wrapper_time
  *		shardtime_value_time of an SQL function's argument v, with the
- *		function's own date cache (its user data: shardio.c gives one to
- *		each function that reads times): 1, or 0 after failing the function
+ *		handle's cache of times read (the user data shardio.c gives the
+ *		functions that read times): 1, or 0 after failing the function
  *		with the wrapper's error.  v must not be NULL.
  */
 static int
@@ -699,6 +709,7 @@ shardtime_bucket_func(sqlite3_context *ctx, int argc, sqlite3_value **argv)
 	int			y,
 				m,
 				d;
+	ShardDateCache *cache;
 
 	if (sqlite3_value_type(argv[0]) == SQLITE_NULL)
 	{
@@ -707,6 +718,7 @@ shardtime_bucket_func(sqlite3_context *ctx, int argc, sqlite3_value **argv)
 	}
 	if (!wrapper_time(ctx, argv[0], is_date, &t))
 		return;
+	cache = (ShardDateCache *) sqlite3_user_data(ctx);
 	/* Unix seconds, rounded down */
 	if (is_date)
 		secs = (t + 10957) * 86400;
@@ -720,7 +732,24 @@ shardtime_bucket_func(sqlite3_context *ctx, int argc, sqlite3_value **argv)
 	}
 	days = floor_div(secs, 86400);
 	sod = secs - days * 86400;
-	civil_from_days(days, &y, &m, &d);
+	if (cache != NULL && cache->civil_valid && cache->civil_days == days)
+	{
+		y = cache->y;
+		m = cache->m;
+		d = cache->d;
+	}
+	else
+	{
+		civil_from_days(days, &y, &m, &d);
+		if (cache != NULL)
+		{
+			cache->civil_days = days;
+			cache->y = y;
+			cache->m = m;
+			cache->d = d;
+			cache->civil_valid = 1;
+		}
+	}
 
 	switch (code)
 	{

@@ -41,17 +41,26 @@
 #define SHARDTIME_FIELD_DOY			19
 
 /*
- * The last date a reader of times saw in the canonical form, and its day
- * number: the rows of a time range, or of a table written in time order,
- * come date by date, so most rows find their date here and skip reading
- * it again.  One per reader (an SQL function of one handle, a thread
- * aggregation), used by one thread at a time.
+ * What a reader of times read last: the canonical text of a time and its
+ * value, the date in it and its day number, and the calendar date of a
+ * day number.  The rows of a time range, or of a table written in time
+ * order, come date by date, and one row's time is often read twice (its
+ * exact check, then its bucket), so most reads find their answer here.
+ * One per reader (the SQL functions of one handle, which its mutex gives
+ * to one thread at a time; a thread aggregation).
  */
 typedef struct ShardDateCache
 {
-	char		date[10];		/* YYYY-MM-DD, as stored */
-	int			valid;
-	long long	days;			/* since 1970-01-01 */
+	char		text[19];		/* YYYY-MM-DD HH:MM:SS, as stored ... */
+	int			text_valid;
+	long long	usecs;			/* ... and its time, since 2000-01-01 */
+	int			date_valid;		/* text's first ten bytes ... */
+	long long	days;			/* ... and their day, since 1970-01-01 */
+	int			civil_valid;
+	long long	civil_days;		/* a day since 1970-01-01 ... */
+	int			y,				/* ... and its year, month and day */
+				m,
+				d;
 } ShardDateCache;
 
 extern int	shardtime_value_time(const ShardValue *v, int as_date,
