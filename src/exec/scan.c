@@ -85,6 +85,13 @@
  */
 #define QUICK_MAX_ROWS 1000
 
+/*
+ * A quick read of this many shards or more shares them with worker
+ * threads: the backend reads the first ones, a worker the last ones, each
+ * without waiting for the other (start_quick_split).
+ */
+#define QUICK_SPLIT_MIN 4
+
 /* Shard names EXPLAIN lists before it only counts the rest. */
 #define EXPLAIN_MAX_SHARD_NAMES 3
 
@@ -239,6 +246,9 @@ typedef struct ShardScanState
 	List	   *targets;
 	bool		restricted;		/* routed, or a user mapping's tenants */
 	int			next_target;
+	int			end_target;		/* the backend reads targets up to here;
+								 * those after went to the fan-out; -1:
+								 * all of them (target_end) */
 	ShardValue *param_values;
 	ShardDirectory *dir;
 
@@ -315,6 +325,8 @@ typedef struct ShardScanState
 
 static bool use_fanout(ShardScanState *s);
 static bool next_batch_parallel(ForeignScanState *node);
+static int	target_end(ShardScanState *s);
+static void start_quick_split(ForeignScanState *node);
 
 /*
  * scan_error_callback
@@ -1165,6 +1177,7 @@ resolve_targets(ForeignScanState *node)
 	s->dir = shard_directory_get(s->opts);
 	s->targets = NIL;
 	s->next_target = 0;
+	s->end_target = -1;
 
 	s->restricted = (s->prune_kind != PRUNE_NONE || s->allowed != NIL);
 	all_shards = !s->restricted;
@@ -2265,11 +2278,27 @@ next_batch_serial(ForeignScanState *node)
 
 		if (t == NULL)
 		{
-			if (s->next_target >= list_length(s->targets))
-				return false;
-			t = list_nth(s->targets, s->next_target++);
-			if (!start_shard(node, t))
-				continue;
+			if (s->quick && s->end_target < 0)
+				start_quick_split(node);
+			if (s->next_target >= target_end(s))
+			{
+				int			task;
+
+				if (s->fanout == NULL)
+					return false;
+				/* a split quick read: what the worker has not started */
+				task = fanout_take_queued(s->fanout);
+				if (task < 0)
+					return next_batch_parallel(node);
+				s->inflight--;
+				t = list_nth(s->targets, task);
+			}
+			else
+			{
+				t = list_nth(s->targets, s->next_target++);
+				if (!start_shard(node, t))
+					continue;
+			}
 			s->serial = t;
 			if (s->quick)
 				s->quick_reads++;
@@ -2282,6 +2311,8 @@ next_batch_serial(ForeignScanState *node)
 			if (s->quick && t->elapsed_ms >= shard_quick_shard_ms)
 			{
 				s->quick = false;
+				if (s->fanout)
+					fanout_limit_threads(s->fanout, shard_fanout_parallelism);
 				if (use_fanout(s))
 					return next_batch_parallel(node);
 			}
@@ -2313,6 +2344,72 @@ next_batch_serial(ForeignScanState *node)
 		s->batch = s->own_batch;
 		s->batch_row = 0;
 		return true;
+	}
+}
+
+/*
+ * target_end
+ *		Where the targets the backend itself reads or hands out one by one
+ *		end: after them, a split quick read's share of the threads.
+ */
+static int
+target_end(ShardScanState *s)
+{
+	return s->end_target >= 0 ? s->end_target : list_length(s->targets);
+}
+
+/*
+ * submit_shard
+ *		Hand a started shard to the scan's fan-out.
+ */
+static void
+submit_shard(ShardScanState *s, ShardTarget *t, int task)
+{
+	if (fanout_submit(s->fanout, &t->job, task) != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_RESOURCES),
+				 errmsg("could not start a fan-out worker thread"),
+				 errdetail("The thread was to read table \"%s\" on shard \"%s\".",
+						   s->topts->table, t->info.shard_id)));
+	s->inflight++;
+}
+
+/*
+ * start_quick_split
+ *		A quick read of QUICK_SPLIT_MIN shards or more: queue the last ones
+ *		(all but a parallelism'th of them) for one worker thread fewer than
+ *		fanout_parallelism, so that the backend, reading the first ones,
+ *		and the workers keep every core on shards that each take tens of
+ *		microseconds, with no hand-over to wait for.  The backend then takes
+ *		back those no worker has started (fanout_take_queued) and reads the
+ *		rest of the workers' rows from the fan-out.
+ */
+static void
+start_quick_split(ForeignScanState *node)
+{
+	ShardScanState *s = (ShardScanState *) node->fdw_state;
+	int			ntargets = list_length(s->targets);
+	int			nback = ntargets - ntargets / Max(shard_fanout_parallelism, 1);
+	int			task;
+
+	s->end_target = ntargets;
+	if (ntargets < QUICK_SPLIT_MIN || shard_fanout_parallelism < 2 ||
+		s->materialize || s->next_target > 0 || s->fanout != NULL)
+		return;
+	s->fanout = fanout_create(shard_fanout_parallelism, s->batch_cols,
+							  SCAN_BATCH_ROWS, 2 * nback + 1);
+	if (s->fanout == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_OUT_OF_MEMORY),
+				 errmsg("out of memory")));
+	fanout_limit_threads(s->fanout, shard_fanout_parallelism - 1);
+	for (task = ntargets - 1; task >= ntargets - nback; task--)
+	{
+		ShardTarget *t = list_nth(s->targets, task);
+
+		s->end_target = task;
+		if (start_shard(node, t))
+			submit_shard(s, t, task);
 	}
 }
 
@@ -2368,20 +2465,13 @@ next_batch_parallel(ForeignScanState *node)
 		ShardTarget *t;
 
 		while (s->inflight < shard_fanout_parallelism &&
-			   s->next_target < ntargets)
+			   s->next_target < target_end(s))
 		{
 			int			task = s->next_target++;
 
 			t = list_nth(s->targets, task);
-			if (!start_shard(node, t))
-				continue;
-			if (fanout_submit(s->fanout, &t->job, task) != 0)
-				ereport(ERROR,
-						(errcode(ERRCODE_INSUFFICIENT_RESOURCES),
-						 errmsg("could not start a fan-out worker thread"),
-						 errdetail("The thread was to read table \"%s\" on shard \"%s\".",
-								   s->topts->table, t->info.shard_id)));
-			s->inflight++;
+			if (start_shard(node, t))
+				submit_shard(s, t, task);
 		}
 
 		next_fanout_event(s, &ev);
@@ -2390,7 +2480,7 @@ next_batch_parallel(ForeignScanState *node)
 			case FANOUT_TIMEOUT:
 				break;
 			case FANOUT_IDLE:
-				if (s->next_target >= ntargets)
+				if (s->next_target >= target_end(s))
 					return false;
 				break;
 			case FANOUT_BATCH:
@@ -2741,6 +2831,7 @@ shardReScanForeignScan(ForeignScanState *node)
 	else
 	{
 		s->next_target = 0;
+		s->end_target = -1;
 		foreach(lc, s->targets)
 			((ShardTarget *) lfirst(lc))->read = false;
 	}

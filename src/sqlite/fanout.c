@@ -59,7 +59,8 @@ struct Fanout
 	pthread_cond_t work_cv;		/* workers: a task or a free batch */
 	pthread_cond_t event_cv;	/* backend: an event */
 
-	int			nthreads_max;
+	int			nthreads_alloc; /* room for this many workers ... */
+	int			nthreads_max;	/* ... of which this many may start */
 	int			nthreads;
 	pthread_t  *threads;
 	volatile int stopping;		/* read by the workers' SQLite handlers */
@@ -382,8 +383,8 @@ fanout_create(int nthreads, int ncols, int batch_rows, int nbatches)
 	pthread_mutex_init(&f->lock, NULL);
 	pthread_cond_init(&f->work_cv, NULL);
 	pthread_cond_init(&f->event_cv, NULL);
-	f->nthreads_max = nthreads < 1 ? 1 : nthreads;
-	f->threads = calloc(f->nthreads_max, sizeof(pthread_t));
+	f->nthreads_alloc = f->nthreads_max = nthreads < 1 ? 1 : nthreads;
+	f->threads = calloc(f->nthreads_alloc, sizeof(pthread_t));
 	f->free_batches = calloc(nbatches, sizeof(ShardBatch *));
 	f->next = live_fanouts;
 	if (live_fanouts)
@@ -460,6 +461,51 @@ fanout_submit(Fanout *f, const FanoutJob *job, int task)
 	pthread_cond_signal(&f->work_cv);
 	pthread_mutex_unlock(&f->lock);
 	return rc;
+}
+
+/*
+ * fanout_limit_threads
+ *		Let at most n workers run (at least one, at most fanout_create's
+ *		count); those already running go on.
+ */
+void
+fanout_limit_threads(Fanout *f, int n)
+{
+	pthread_mutex_lock(&f->lock);
+	f->nthreads_max = n < 1 ? 1 : (n > f->nthreads_alloc ? f->nthreads_alloc : n);
+	if (f->nthreads < f->nthreads_max && f->nthreads < f->outstanding)
+		(void) start_worker(f);
+	pthread_mutex_unlock(&f->lock);
+}
+
+/*
+ * fanout_take_queued
+ *		Take back the job queued last that no worker has started, for the
+ *		backend to run itself: its id, or -1 when every job has started.
+ */
+int
+fanout_take_queued(Fanout *f)
+{
+	FanoutTask *prev = NULL;
+	FanoutTask *t;
+	int			id = -1;
+
+	pthread_mutex_lock(&f->lock);
+	for (t = f->queued_head; t && t->next; t = t->next)
+		prev = t;
+	if (t != NULL)
+	{
+		if (prev)
+			prev->next = NULL;
+		else
+			f->queued_head = NULL;
+		f->queued_tail = prev;
+		f->outstanding--;
+		id = t->id;
+		free(t);
+	}
+	pthread_mutex_unlock(&f->lock);
+	return id;
 }
 
 /*

@@ -79,6 +79,8 @@ typedef struct FanoutEvent
 extern Fanout *fanout_create(int nthreads, int ncols, int batch_rows,
 							 int nbatches);
 extern int	fanout_submit(Fanout *f, const FanoutJob *job, int task);
+extern void fanout_limit_threads(Fanout *f, int n);
+extern int	fanout_take_queued(Fanout *f);
 extern void fanout_next(Fanout *f, int timeout_ms, FanoutEvent *ev);
 extern void fanout_release_batch(Fanout *f, ShardBatch *batch);
 extern int	fanout_lock_waits(Fanout *f);
