@@ -25,6 +25,7 @@ CREATE FOREIGN TABLE many (tenant_id text, k bigint, v bigint)
 CREATE SERVER fanout_slow FOREIGN DATA WRAPPER sqlite_shard_fdw
   OPTIONS (directory '/tmp/ssfdw_regress/fanout/slow/directory.db');
 CREATE FOREIGN TABLE slow (tenant_id text, n bigint) SERVER fanout_slow;
+CREATE FOREIGN TABLE lag (tenant_id text, n bigint) SERVER fanout_slow;
 CREATE SERVER fanout_skip FOREIGN DATA WRAPPER sqlite_shard_fdw
   OPTIONS (directory '/tmp/ssfdw_regress/fanout/skip/directory.db',
            on_missing_shard 'skip', allow_outside_paths 'true');
@@ -308,6 +309,29 @@ SELECT * FROM regress_limit_explain('SELECT * FROM orders WHERE amount > 49000 L
 SELECT * FROM regress_limit_explain('SELECT * FROM orders');
 DROP FUNCTION regress_limit_explain(text), regress_scan_node(text);
 RESET sqlite_shard_fdw.fanout_parallelism;
+
+-- ===================================================================
+-- A sorted fan-out of a few rows a shard is shared: the backend reads the
+-- first shards (c1, c2) while a worker reads the last (c4, then c3); the
+-- worker is busy sorting c4's 300,000 rows, so the backend takes c3 back
+-- and reads it too (c4 as well, when the worker had not started it).
+-- The answer needs every shard: 300 rows of c1 .. c3, 50 of c4.
+-- ===================================================================
+\i test/regress_scan_node.sql
+SET sqlite_shard_fdw.fanout_parallelism = 2;
+SET sqlite_shard_fdw.quick_shard_ms = 1000;
+SELECT count(*), sum(n), min(n), max(n)
+  FROM (SELECT n FROM lag ORDER BY n LIMIT 350) s;
+SELECT (regress_scan_node('SELECT n FROM lag ORDER BY n LIMIT 350')
+        ->> 'Shards Read In Backend')::int >= 3 AS took_back_c3;
+-- a slow first shard sends the rest to the threads, those queued already
+-- and those not
+SET sqlite_shard_fdw.quick_shard_ms = 0;
+SELECT count(*), sum(n), min(n), max(n)
+  FROM (SELECT n FROM lag ORDER BY n LIMIT 350) s;
+RESET sqlite_shard_fdw.quick_shard_ms;
+RESET sqlite_shard_fdw.fanout_parallelism;
+DROP FUNCTION regress_scan_node(text);
 
 -- ===================================================================
 -- statement_timeout stops a fan-out whose shard never ends quickly
