@@ -311,11 +311,11 @@ DROP FUNCTION regress_limit_explain(text), regress_scan_node(text);
 RESET sqlite_shard_fdw.fanout_parallelism;
 
 -- ===================================================================
--- A sorted fan-out of a few rows a shard is shared: the backend reads the
--- first shards (c1, c2) while a worker reads the last (c4, then c3); the
--- worker is busy sorting c4's 300,000 rows, so the backend takes c3 back
--- and reads it too (c4 as well, when the worker had not started it).
--- The answer needs every shard: 300 rows of c1 .. c3, 50 of c4.
+-- A sorted fan-out of a few rows a shard whose first shard (c1) took long
+-- enough is shared: the backend reads the next (c2) while a worker reads
+-- the last (c4, then c3); the worker is busy sorting c4's 300,000 rows, so
+-- the backend takes c3 back and reads it too (c4 as well, when the worker
+-- had not started it).  The answer is c3's first 350 rows.
 -- ===================================================================
 \i test/regress_scan_node.sql
 SET sqlite_shard_fdw.fanout_parallelism = 2;

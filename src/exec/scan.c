@@ -87,10 +87,14 @@
 
 /*
  * A quick read of this many shards or more shares them with worker
- * threads: the backend reads the first ones, a worker the last ones, each
- * without waiting for the other (start_quick_split).
+ * threads when, by the time of the first, the rest would keep the backend
+ * busy for QUICK_SPLIT_MS or longer (a thread started and joined, and the
+ * core it wakes, cost a good part of that): the backend reads the next
+ * ones, a worker the last ones, each without waiting for the other
+ * (start_quick_split).
  */
 #define QUICK_SPLIT_MIN 4
+#define QUICK_SPLIT_MS	0.3
 
 /* Shard names EXPLAIN lists before it only counts the rest. */
 #define EXPLAIN_MAX_SHARD_NAMES 3
@@ -326,7 +330,7 @@ typedef struct ShardScanState
 static bool use_fanout(ShardScanState *s);
 static bool next_batch_parallel(ForeignScanState *node);
 static int	target_end(ShardScanState *s);
-static void start_quick_split(ForeignScanState *node);
+static void start_quick_split(ForeignScanState *node, double first_ms);
 
 /*
  * scan_error_callback
@@ -2278,8 +2282,6 @@ next_batch_serial(ForeignScanState *node)
 
 		if (t == NULL)
 		{
-			if (s->quick && s->end_target < 0)
-				start_quick_split(node);
 			if (s->next_target >= target_end(s))
 			{
 				int			task;
@@ -2316,6 +2318,8 @@ next_batch_serial(ForeignScanState *node)
 				if (use_fanout(s))
 					return next_batch_parallel(node);
 			}
+			if (s->quick && s->end_target < 0)
+				start_quick_split(node, t->elapsed_ms);
 			continue;
 		}
 
@@ -2376,25 +2380,30 @@ submit_shard(ShardScanState *s, ShardTarget *t, int task)
 
 /*
  * start_quick_split
- *		A quick read of QUICK_SPLIT_MIN shards or more: queue the last ones
- *		(all but a parallelism'th of them) for one worker thread fewer than
- *		fanout_parallelism, so that the backend, reading the first ones,
- *		and the workers keep every core on shards that each take tens of
- *		microseconds, with no hand-over to wait for.  The backend then takes
- *		back those no worker has started (fanout_take_queued) and reads the
- *		rest of the workers' rows from the fan-out.
+ *		After the first shard of a quick read of QUICK_SPLIT_MIN shards or
+ *		more, which took first_ms: when the rest would take the backend
+ *		QUICK_SPLIT_MS or longer at that pace, queue the last of them (all
+ *		but a parallelism'th) for one worker thread fewer than
+ *		fanout_parallelism, so that the backend, reading the next ones, and
+ *		the workers keep every core on shards that each take tens of
+ *		microseconds, with no hand-over to wait for.  The backend then
+ *		takes back those no worker has started (fanout_take_queued) and
+ *		reads the rest of the workers' rows from the fan-out.  Decided
+ *		once: the other shards stay the backend's.
  */
 static void
-start_quick_split(ForeignScanState *node)
+start_quick_split(ForeignScanState *node, double first_ms)
 {
 	ShardScanState *s = (ShardScanState *) node->fdw_state;
 	int			ntargets = list_length(s->targets);
-	int			nback = ntargets - ntargets / Max(shard_fanout_parallelism, 1);
+	int			nleft = ntargets - s->next_target;
+	int			nback = nleft - nleft / Max(shard_fanout_parallelism, 1);
 	int			task;
 
 	s->end_target = ntargets;
 	if (ntargets < QUICK_SPLIT_MIN || shard_fanout_parallelism < 2 ||
-		s->materialize || s->next_target > 0 || s->fanout != NULL)
+		s->materialize || s->fanout != NULL ||
+		first_ms * nleft < QUICK_SPLIT_MS)
 		return;
 	s->fanout = fanout_create(shard_fanout_parallelism, s->batch_cols,
 							  SCAN_BATCH_ROWS, 2 * nback + 1);
