@@ -220,6 +220,7 @@ extern List *shard_deparse_conditions(PlannerInfo *root, RelOptInfo *baserel,
 									  List *conds, List **params,
 									  List **param_kinds);
 extern void shard_quote_identifier(StringInfo buf, const char *ident);
+extern char *shard_unquote_identifier(const char *sql, const char **end);
 extern bool shard_deparse_set_qualified(bool qualified);
 extern List *shard_deparse_qualified_conditions(PlannerInfo *root,
 												RelOptInfo *baserel,

@@ -1307,12 +1307,35 @@ append_row_order_sql(StringInfo sql, ShardScanState *s, ShardTarget *t)
 }
 
 /*
+ * window_may_hold_numbers
+ *		May the time key of a shard's windowed query hold numbers there?
+ *		Not when the shard declares the column of one table TEXT, which
+ *		turns every number stored into text.
+ */
+static bool
+window_may_hold_numbers(ShardScanState *s, ShardTarget *t)
+{
+	const char *end;
+	char	   *name;
+	char		aff;
+
+	if (s->join != NULL)
+		return true;
+	name = shard_unquote_identifier(strVal(linitial(s->window)), &end);
+	if (name == NULL || *end != '\0')
+		return true;
+	aff = shard_conn_column_affinity(t->conn, s->topts->table, name);
+	return !(aff == 'T' || aff == 'U');
+}
+
+/*
  * append_window_sql
  *		The query of a shard of a scan whose first key is a date or time
  *		(order.c): its first OFFSET + LIMIT rows among the values stored in
  *		the canonical form, whose text order is their time order, and every
  *		row of another form that may rank among them: numbers (stored
- *		before all text), and text whose offset (up to 14:59) or form may
+ *		before all text; numbers false: the shard declares the column TEXT,
+ *		which holds none), and text whose offset (up to 14:59) or form may
  *		move it past the last of those: descending, text from 15 hours
  *		before it, truncated to the minute (a 'T', a shorter or longer form
  *		of the same minute sorts after that); ascending, text up to the
@@ -1322,7 +1345,7 @@ append_row_order_sql(StringInfo sql, ShardScanState *s, ShardTarget *t)
  */
 static void
 append_window_sql(StringInfo sql, ShardScanState *s, const char *select,
-				  const char *where)
+				  const char *where, bool numbers)
 {
 	const char *col = strVal(linitial(s->window));
 	const char *canon = strVal(lsecond(s->window));
@@ -1347,8 +1370,9 @@ append_window_sql(StringInfo sql, ShardScanState *s, const char *select,
 	 */
 	if (desc)
 	{
-		appendStringInfo(sql, " UNION ALL %s WHERE %s%s%s < ''",
-						 select, where, and, col);
+		if (numbers)
+			appendStringInfo(sql, " UNION ALL %s WHERE %s%s%s < ''",
+							 select, where, and, col);
 		appendStringInfo(sql,
 						 " UNION ALL %s WHERE %s%s%s >= (SELECT CASE WHEN count(*) < " INT64_FORMAT " OR count(%s) < count(*) THEN '' ELSE coalesce(",
 						 select, where, and, col, s->shard_bound, top);
@@ -1465,7 +1489,8 @@ build_shard_sql(ShardScanState *s, ShardTarget *t, bool raw, List **extra)
 			shard_join_append_from(&select, s->join, t->conn, s->tenant_kind,
 								   s->restricted ? t->tenants : NIL,
 								   t->excluded, s->nparams, extra);
-		append_window_sql(&sql, s, select.data, where.data);
+		append_window_sql(&sql, s, select.data, where.data,
+						  window_may_hold_numbers(s, t));
 		return sql.data;
 	}
 	if (raw)

@@ -1007,21 +1007,14 @@ shard_time_ranges_for_shard(List *conds, ShardConn *conn, const char *table)
 	{
 		char	   *c = strVal(lfirst(lc));
 
-		if (c[0] == SHARD_TIME_RANGE_MARK && c[1] == '"')
-		{
-			StringInfoData name;
-			const char *p;
-			char		aff;
+		const char *end;
+		char	   *name = (c[0] == SHARD_TIME_RANGE_MARK) ?
+			shard_unquote_identifier(c + 1, &end) : NULL;
 
-			/* the column's name, from its quoted identifier */
-			initStringInfo(&name);
-			for (p = c + 2; *p && !(*p == '"' && p[1] != '"'); p++)
-			{
-				if (*p == '"')
-					p++;
-				appendStringInfoChar(&name, *p);
-			}
-			aff = shard_conn_column_affinity(conn, table, name.data);
+		if (name != NULL)
+		{
+			char		aff = shard_conn_column_affinity(conn, table, name);
+
 			if (aff == 'T' || aff == 'U')
 			{
 				c = pstrdup(c);
