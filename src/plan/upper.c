@@ -1417,22 +1417,25 @@ final_order(ShardUpperInfo *info, SelectList *sl, List *cols, int guard_col,
 
 /*
  * append_select
- *		"SELECT exprs FROM table" (SELECT NULL without expressions); of a
- *		join (table NULL), "SELECT exprs FROM ", its FROM clause built for
- *		each shard (joinscan.c).
+ *		"SELECT exprs FROM table" (SELECT NULL without expressions), or with
+ *		rows, thread aggregation's input "SELECT ssfdw_rows(exprs) FROM
+ *		table", which hands each row to the reading thread's aggregation
+ *		inside one step of SQLite (threadagg.c); of a join (table NULL),
+ *		"SELECT ... FROM ", its FROM clause built for each shard
+ *		(joinscan.c).
  */
 static void
-append_select(StringInfo buf, List *exprs, const char *table)
+append_select(StringInfo buf, List *exprs, const char *table, bool rows)
 {
 	ListCell   *lc;
 
-	appendStringInfoString(buf, "SELECT ");
+	appendStringInfoString(buf, rows ? "SELECT ssfdw_rows(" : "SELECT ");
 	foreach(lc, exprs)
 		appendStringInfo(buf, "%s%s", foreach_current_index(lc) > 0 ? ", " : "",
 						 (char *) lfirst(lc));
-	if (exprs == NIL)
+	if (exprs == NIL && !rows)
 		appendStringInfoString(buf, "NULL");
-	appendStringInfoString(buf, " FROM ");
+	appendStringInfoString(buf, rows ? ") FROM " : " FROM ");
 	if (table != NULL)
 		shard_quote_identifier(buf, table);
 }
@@ -1649,7 +1652,7 @@ shard_upper_plan(PlannerInfo *root, RelOptInfo *upperrel, List *tlist,
 	keycheck_col = count_column(&sl, sl.keychecks, TA_KEYCHECK);
 
 	append_select(&select_sql, sl.exprs,
-				  info->join ? NULL : shard_rel_table(baserel));
+				  info->join ? NULL : shard_rel_table(baserel), false);
 
 	/*
 	 * The raw inputs, for thread aggregation; none when only counting rows
@@ -1661,7 +1664,7 @@ shard_upper_plan(PlannerInfo *root, RelOptInfo *upperrel, List *tlist,
 	if (group_sql.len > 0 || guard_col >= 0 || keycheck_col >= 0 ||
 		!only_counts(info->ops))
 		append_select(&raw_sql, sl.raws,
-					  info->join ? NULL : shard_rel_table(baserel));
+					  info->join ? NULL : shard_rel_table(baserel), true);
 	shard_deparse_set_qualified(qualified);
 	if (group_sql.len > 0)
 	{

@@ -35,6 +35,7 @@
 
 #include "shardio.h"
 #include "shardtime.h"
+#include "threadagg.h"
 
 /*
  * set_error
@@ -538,6 +539,11 @@ shardio_open(const char *path, int flags, int busy_timeout_ms,
 		}
 	}
 
+	/* Thread aggregation's input, grouped as SQLite reads it. */
+	rc = threadagg_register(*db);
+	if (rc != SQLITE_OK)
+		return open_failed(db, rc, sqlite3_errmsg(*db), errbuf);
+
 	/* Waits and statements that stop when their reader is told to. */
 	rc = sqlite3_busy_handler(*db, busy_handler,
 							  (void *) (intptr_t) (busy_timeout_ms > 0 ?
@@ -755,8 +761,17 @@ shardio_arena_store(ShardBatch *batch, const void *src, size_t len)
 int
 shardio_column(sqlite3_stmt *stmt, int c, ShardValue *v)
 {
-	sqlite3_value *val = sqlite3_column_value(stmt, c);
+	return shardio_value(sqlite3_column_value(stmt, c), v);
+}
 
+/*
+ * shardio_value
+ *		An SQLite value as a ShardValue, text and blobs pointing into it:
+ *		0 when SQLite could not give its bytes (out of memory).
+ */
+int
+shardio_value(sqlite3_value *val, ShardValue *v)
+{
 	v->type = sqlite3_value_type(val);
 	v->flags = 0;
 	v->len = 0;

@@ -105,6 +105,7 @@ extern void shardio_batch_reset(ShardBatch *batch);
 extern void shardio_batch_free(ShardBatch *batch);
 extern int	shardio_fetch(sqlite3_stmt *stmt, ShardBatch *batch, char *errbuf);
 extern int	shardio_column(sqlite3_stmt *stmt, int c, ShardValue *v);
+extern int	shardio_value(sqlite3_value *val, ShardValue *v);
 extern long shardio_arena_store(ShardBatch *batch, const void *src,
 								size_t len);
 extern void shardio_batch_fix_pointers(ShardBatch *batch);

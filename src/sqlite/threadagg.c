@@ -77,7 +77,16 @@ struct ThreadAgg
 	ShardValue *rawrow;			/* scratch: the current raw row */
 	int			nraw;
 	ShardDateCache dates;		/* the time extremes' last date read */
+	int			rc;				/* how consuming rows failed, or SQLITE_OK */
+	char	   *errbuf;			/* ... and why (threadagg_consume's) */
 };
+
+/*
+ * The aggregation the rows stepped on this thread go to (ssfdw_rows):
+ * SQLite calls an aggregate's step function on the thread that steps the
+ * statement, within threadagg_consume.
+ */
+static __thread ThreadAgg *consuming = NULL;
 
 /*
  * value_hash
@@ -581,66 +590,111 @@ add_row(ThreadAgg *ta, TaGroup *g, char *errbuf)
 }
 
 /*
+ * rows_step
+ *		Step function of the aggregate ssfdw_rows(raw columns ...), which
+ *		thread aggregation's input query calls on every row: fold the row
+ *		into its group of the aggregation being consumed on this thread.
+ *		SQLite hands the values over without returning each row through
+ *		sqlite3_step and the row API (a call and the handle's mutex per
+ *		value).  A failure (too many groups, a time the wrapper cannot
+ *		read, memory) is kept in the aggregation and stops the statement.
+ */
+static void
+rows_step(sqlite3_context *ctx, int argc, sqlite3_value **argv)
+{
+	ThreadAgg  *ta = consuming;
+	TaGroup    *g;
+	int			full = 0;
+	int			c;
+
+	if (ta == NULL || argc != ta->nraw)
+	{
+		sqlite3_result_error(ctx, "ssfdw_rows() belongs to the wrapper's thread aggregation", -1);
+		return;
+	}
+	for (c = 0; c < argc; c++)
+		if (!shardio_value(argv[c], &ta->rawrow[c]))
+		{
+			ta->rc = SQLITE_NOMEM;
+			break;
+		}
+	g = (ta->rc == SQLITE_OK) ? find_group(ta, &full) : NULL;
+	if (g == NULL && ta->rc == SQLITE_OK)
+		ta->rc = full ? SQLITE_FULL : SQLITE_NOMEM;
+	if (g != NULL)
+		ta->rc = add_row(ta, g, ta->errbuf);
+	if (ta->rc != SQLITE_OK)
+	{
+		if (ta->rc == SQLITE_NOMEM)
+			snprintf(ta->errbuf, SHARDIO_ERRLEN, "out of memory");
+		sqlite3_result_error(ctx, ta->errbuf, -1);
+	}
+}
+
+/*
+ * rows_final
+ *		Final function of ssfdw_rows: the groups stay in the aggregation.
+ */
+static void
+rows_final(sqlite3_context *ctx)
+{
+	sqlite3_result_null(ctx);
+}
+
+/*
+ * threadagg_register
+ *		Make ssfdw_rows on a handle (shardio_open), callable only from the
+ *		wrapper's own SQL, never from a shard's views or triggers.
+ */
+int
+threadagg_register(sqlite3 *db)
+{
+	return sqlite3_create_function_v2(db, "ssfdw_rows", -1,
+									  SQLITE_UTF8 | SQLITE_DIRECTONLY, NULL,
+									  NULL, rows_step, rows_final, NULL);
+}
+
+/*
  * threadagg_consume
- *		Step a raw statement to its end, grouping every row.  Returns
- *		SQLITE_DONE, SQLITE_FULL when there are more groups than the spec
- *		allows, an SQLite error, or the wrapper's error for a time it
- *		cannot read (add_row).
+ *		Run a raw statement, "SELECT ssfdw_rows(raw columns) FROM ...", to
+ *		its end: every row it reads goes into its group (rows_step).
+ *		Returns SQLITE_DONE, SQLITE_FULL when there are more groups than the
+ *		spec allows, an SQLite error, or the wrapper's error for a time it
+ *		cannot read (add_row), with the message in errbuf.
  */
 int
 threadagg_consume(ThreadAgg *ta, sqlite3_stmt *stmt, char *errbuf)
 {
 	sqlite3_mutex *mutex = sqlite3_db_mutex(sqlite3_db_handle(stmt));
-	long		n = 0;
 	int			rc;
-	int			c;
 
 	if (ta->nkeys == 0 && ta->first == NULL && new_group(ta, 0) == NULL)
 	{
 		snprintf(errbuf, SHARDIO_ERRLEN, "out of memory");
 		return SQLITE_NOMEM;
 	}
+	ta->rc = SQLITE_OK;
+	ta->errbuf = errbuf;
+	errbuf[0] = '\0';
+
 	/*
-	 * Hold the handle's mutex for runs of rows, not per call, and let go
-	 * now and then so another reader of the shard is not starved.
+	 * One step reads the whole shard, its rows going to rows_step, which
+	 * finds this aggregation here; the handle's mutex keeps any other
+	 * statement of the handle out meanwhile.
 	 */
 	sqlite3_mutex_enter(mutex);
-	while ((rc = sqlite3_step(stmt)) == SQLITE_ROW)
-	{
-		TaGroup    *g;
-		int			full;
-
-		if (++n % 4096 == 0)
-		{
-			sqlite3_mutex_leave(mutex);
-			sqlite3_mutex_enter(mutex);
-		}
-
-		for (c = 0; c < ta->nraw; c++)
-			if (!shardio_column(stmt, c, &ta->rawrow[c]))
-				break;
-		full = 0;
-		g = (c == ta->nraw) ? find_group(ta, &full) : NULL;
-		if (g == NULL)
-		{
-			sqlite3_mutex_leave(mutex);
-			if (full)
-				return SQLITE_FULL;
-			snprintf(errbuf, SHARDIO_ERRLEN, "out of memory");
-			return SQLITE_NOMEM;
-		}
-		if ((rc = add_row(ta, g, errbuf)) != SQLITE_OK)
-		{
-			sqlite3_mutex_leave(mutex);
-			if (rc == SQLITE_NOMEM)
-				snprintf(errbuf, SHARDIO_ERRLEN, "out of memory");
-			return rc;
-		}
-	}
-	if (rc != SQLITE_DONE)
+	consuming = ta;
+	rc = sqlite3_step(stmt);
+	if (rc == SQLITE_ROW)
+		rc = sqlite3_step(stmt);
+	consuming = NULL;
+	if (ta->rc != SQLITE_OK)
+		rc = ta->rc;
+	else if (rc != SQLITE_DONE)
 		snprintf(errbuf, SHARDIO_ERRLEN, "%s",
 				 sqlite3_errmsg(sqlite3_db_handle(stmt)));
 	sqlite3_mutex_leave(mutex);
+	ta->errbuf = NULL;
 	return rc;
 }
 

@@ -94,6 +94,7 @@ typedef struct ThreadAgg ThreadAgg;
 
 extern ThreadAgg *threadagg_create(const ThreadAggSpec *spec,
 								   long long bound);
+extern int	threadagg_register(sqlite3 *db);
 extern int	threadagg_consume(ThreadAgg *ta, sqlite3_stmt *stmt,
 							  char *errbuf);
 extern int	threadagg_emit(ThreadAgg *ta, ShardBatch *batch, char *errbuf);
