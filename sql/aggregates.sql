@@ -1104,6 +1104,21 @@ RESET work_mem;
 DROP FOREIGN TABLE ticks_hm;
 
 -- ===================================================================
+-- Thread aggregation's input function ssfdw_rows runs only in the
+-- wrapper's own SQL: SQLite refuses a shard's view that calls it, so the
+-- view cannot be read (its columns cannot even be listed)
+-- ===================================================================
+\! sqlite3 /tmp/ssfdw_regress/aggregates/shards/a1.db "CREATE VIEW sneaky AS SELECT tenant_id, id, ssfdw_rows(amount) AS amount FROM sales"
+CREATE FOREIGN TABLE sneaky (tenant_id text, id int, amount bigint)
+  SERVER agg_srv;
+SELECT tenant_id, count(*), sum(amount) FROM sneaky GROUP BY 1 ORDER BY 1;
+\! sqlite3 /tmp/ssfdw_regress/aggregates/shards/a1.db "DROP VIEW sneaky"
+DROP FOREIGN TABLE sneaky;
+-- the wrapper's own input query through the function, every row grouped
+EXPLAIN (VERBOSE, COSTS OFF)
+SELECT status, count(*), sum(amount), min(created_at) FROM sales GROUP BY 1;
+
+-- ===================================================================
 -- Clean up
 -- ===================================================================
 DROP FUNCTION regress_agg(text, boolean, text);
