@@ -2294,83 +2294,66 @@ def run_test():
 
     results = run_cases(cases)
     passed, failed, both_err = compare(cases, results)
+    # each check: one passed case, or one failed case with its message
+    checks = []
+
+    def enough(what, n, total, need, detail=""):
+        """At least need of total cases pushed, or a failed check."""
+        checks.append((n >= need,
+                       "too few %s: %d of %d%s" % (what, n, total, detail)))
+
     ntop, npushed = top_n_pushdown(cases)
     log("%d top-N cases, %d of them sorted and limited in the shards" % (
         ntop, npushed))
-    if npushed < max(1, ntop // 5):
-        failures.append("too few top-N cases were sorted and limited in the "
-                        "shards: %d of %d" % (npushed, ntop))
-        failed += 1
-    else:
-        passed += 1
+    enough("top-N cases were sorted and limited in the shards", npushed,
+           ntop, max(1, ntop // 5))
     nrow, nrow_pushed = top_n_pushdown(cases, "row_top")
     log("%d ORDER BY ... LIMIT cases of rows, %d of them sorted and limited "
         "in the shards" % (nrow, nrow_pushed))
-    if nrow_pushed < max(1, nrow // 4):
-        failures.append("too few ORDER BY ... LIMIT cases of rows were "
-                        "sorted and limited in the shards: %d of %d" % (
-                            nrow_pushed, nrow))
-        failed += 1
-    else:
-        passed += 1
+    enough("ORDER BY ... LIMIT cases of rows were sorted and limited in "
+           "the shards", nrow_pushed, nrow, max(1, nrow // 4))
 
     njt, njt_pushed = join_time_pushdown(cases)
     log("%d joins ordered by a time column first, %d of them sorted and limited "
         "in the shards" % (njt, njt_pushed))
-    if njt_pushed < max(1, njt // 10):
-        failures.append("too few joins ordered by a time were sorted and "
-                        "limited in the shards: %d of %d" % (njt_pushed, njt))
-        failed += 1
-    else:
-        passed += 1
+    enough("joins ordered by a time were sorted and limited in the shards",
+           njt_pushed, njt, max(1, njt // 10))
 
     njoin, npushed = join_pushdown(cases)
     log("%d join cases, %d of them joined in the shards" % (njoin, npushed))
-    if npushed < njoin // 5:
-        failures.append("too few join cases were joined in the shards: "
-                        "%d of %d" % (npushed, njoin))
-        failed += 1
-    else:
-        passed += 1
+    enough("join cases were joined in the shards", npushed, njoin,
+           njoin // 5)
 
     nref, npushed, nrouted = reference_pushdown(cases)
     log("%d reference join cases, %d of them joined with the reference "
         "table in the shards (%d routed)" % (nref, npushed, nrouted))
-    if npushed < nref // 5 or nrouted < nref // 10:
-        failures.append("too few reference join cases were joined in the "
-                        "shards: %d of %d (%d routed)" % (npushed, nref,
-                                                          nrouted))
-        failed += 1
-    else:
-        passed += 1
+    enough("reference join cases were joined in the shards", npushed, nref,
+           nref // 5)
+    enough("reference join cases were routed and joined in the shards",
+           nrouted, nref, nref // 10)
     # every copy of the reference table alike, by reference_check
     rc, out, err = psql("SELECT count(*), bool_and(same), count(DISTINCT "
                         "digest) FROM reference_check('%s');\n" % RT)
-    if out.strip() != FS.join(["%d" % len(SHARDS), "t", "1"]):
-        failures.append("reference_check('%s') does not find %d copies "
-                        "alike: %s %s" % (RT, len(SHARDS), out.strip(),
-                                          err.strip()))
-        failed += 1
-    else:
-        passed += 1
+    checks.append((out.strip() == FS.join(["%d" % len(SHARDS), "t", "1"]),
+                   "reference_check('%s') does not find %d copies alike: "
+                   "%s %s" % (RT, len(SHARDS), out.strip(), err.strip())))
 
     ntime, npushed = time_pushdown(cases)
     log("%d time cases, %d of them pushed whole" % (ntime, npushed))
-    if npushed < ntime // 2:
-        failures.append("too few time cases ran every condition in the "
-                        "shards: %d of %d" % (npushed, ntime))
-        failed += 1
-    else:
-        passed += 1
+    enough("time cases ran every condition in the shards", npushed, ntime,
+           ntime // 2)
     nbucket, npushed = bucket_pushdown(cases)
     log("%d time bucket cases, %d of them grouped in the shards" % (
         nbucket, npushed))
-    if npushed < nbucket // 2:
-        failures.append("too few time bucket cases were grouped in the "
-                        "shards: %d of %d" % (npushed, nbucket))
-        failed += 1
-    else:
-        passed += 1
+    enough("time bucket cases were grouped in the shards", npushed, nbucket,
+           nbucket // 2)
+
+    for ok, msg in checks:
+        if ok:
+            passed += 1
+        else:
+            failures.append(msg)
+            failed += 1
 
     for msg in failures:
         log(msg)
