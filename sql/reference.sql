@@ -240,6 +240,20 @@ SET ROLE regress_ref_scoped;
 SELECT * FROM reference_check('flags');
 RESET ROLE;
 
+-- A reference table may have a column named like the tenant column (the
+-- tenants' names): it belongs to no tenant all the same, so the tenant
+-- tools neither count its rows, list them as orphans nor delete them
+\! for k in 1 2 3; do sqlite3 /tmp/ssfdw_regress/reference/shards/r$k.db "CREATE TABLE tenant_names(tenant_id TEXT, label TEXT); INSERT INTO tenant_names VALUES ('t01', 'Acme'), ('t02', 'Globex')"; done
+CREATE FOREIGN TABLE tenant_names (tenant_id text, label text)
+  SERVER ref_srv OPTIONS (distribution 'reference');
+SELECT count(*) AS orphan_rows FROM shard_orphans('ref_srv')
+  WHERE table_name = 'tenant_names';
+SELECT count(*) AS counted FROM tenant_stats('ref_srv')
+  WHERE table_rows ? 'tenant_names';
+SELECT tenant_remove('ref_srv', 't01', true) AS t01_rows_deleted;
+SELECT shard_id, rows, same FROM reference_check('tenant_names');
+SELECT * FROM tenant_names ORDER BY 1;
+
 DROP USER MAPPING FOR regress_ref_scoped SERVER ref_srv;
 REVOKE ALL ON orders, plans FROM regress_ref_scoped;
 DROP ROLE regress_ref_scoped;

@@ -766,8 +766,9 @@ extern int64 shard_tenant_table_rows(ShardConn *conn, const char *shard_id,
 									 ShardTenantTable *tt, const char *tenant,
 									 bool delete);
 extern List *shard_server_tenant_columns(Oid serverid);
+extern List *shard_server_reference_tables(Oid serverid);
 extern List *shard_server_tenant_tables(ShardConn *conn, const char *shard_id,
-										List *columns);
+										 List *columns, List *reference);
 
 /* in import.c */
 

@@ -232,7 +232,8 @@ shard_fleet_stats(ShardServerOptions *opts, ShardInfo *info, List *owned,
 		foreach(lc, owned)
 			fs->tenants[i++].tenant = ((ShardLocation *) lfirst(lc))->tenant;
 
-		foreach(lc, shard_server_tenant_tables(conn, info->shard_id, columns))
+		foreach(lc, shard_server_tenant_tables(conn, info->shard_id, columns,
+											   shard_server_reference_tables(opts->serverid)))
 		{
 			ShardTableStat *ts = palloc0(sizeof(ShardTableStat));
 			ListCell   *lr;

@@ -71,6 +71,7 @@ shard_orphans(PG_FUNCTION_ARGS)
 	ShardServerOptions *opts;
 	ShardDirectory *dir;
 	List	   *columns;
+	List	   *reference;
 	ListCell   *lc;
 
 	opts = shard_admin_server_arg(fcinfo);
@@ -86,6 +87,7 @@ shard_orphans(PG_FUNCTION_ARGS)
 	}
 	else
 		columns = shard_server_tenant_columns(opts->serverid);
+	reference = shard_server_reference_tables(opts->serverid);
 	shard_require_admin(gettext_noop("permission denied to list orphan rows"),
 						gettext_noop("Only roles with privileges of the \"%s\" role may list orphan rows."));
 	InitMaterializedSRF(fcinfo, 0);
@@ -102,7 +104,8 @@ shard_orphans(PG_FUNCTION_ARGS)
 			shard_warn_skipped(info, NULL);
 			continue;
 		}
-		foreach(lt, shard_server_tenant_tables(conn, info->shard_id, columns))
+		foreach(lt, shard_server_tenant_tables(conn, info->shard_id, columns,
+												   reference))
 		{
 			ShardTenantTable *tt = lfirst(lt);
 			ListCell   *lr;

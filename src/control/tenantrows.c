@@ -28,6 +28,7 @@
 #include "catalog/pg_foreign_table.h"
 #include "commands/defrem.h"
 #include "foreign/foreign.h"
+#include "utils/lsyscache.h"
 #include "utils/rel.h"
 
 /*
@@ -201,15 +202,13 @@ shard_tenant_table_rows(ShardConn *conn, const char *shard_id,
 }
 
 /*
- * shard_server_tenant_columns
- *		The names a tenant column has on a server's shards: "tenant_id",
- *		the default, and the "tenant_column" of every foreign table of the
- *		server, each once.
+ * server_foreign_tables
+ *		The OIDs of a server's foreign tables.
  */
-List *
-shard_server_tenant_columns(Oid serverid)
+static List *
+server_foreign_tables(Oid serverid)
 {
-	List	   *result = list_make1(pstrdup("tenant_id"));
+	List	   *result = NIL;
 	Relation	rel;
 	SysScanDesc scan;
 	HeapTuple	tuple;
@@ -219,11 +218,32 @@ shard_server_tenant_columns(Oid serverid)
 	while (HeapTupleIsValid(tuple = systable_getnext(scan)))
 	{
 		Form_pg_foreign_table ft = (Form_pg_foreign_table) GETSTRUCT(tuple);
+
+		if (ft->ftserver == serverid)
+			result = lappend_oid(result, ft->ftrelid);
+	}
+	systable_endscan(scan);
+	table_close(rel, AccessShareLock);
+	return result;
+}
+
+/*
+ * shard_server_tenant_columns
+ *		The names a tenant column has on a server's shards: "tenant_id",
+ *		the default, and the "tenant_column" of every foreign table of the
+ *		server, each once.
+ */
+List *
+shard_server_tenant_columns(Oid serverid)
+{
+	List	   *result = list_make1(pstrdup("tenant_id"));
+	ListCell   *lt;
+
+	foreach(lt, server_foreign_tables(serverid))
+	{
 		ListCell   *lc;
 
-		if (ft->ftserver != serverid)
-			continue;
-		foreach(lc, GetForeignTable(ft->ftrelid)->options)
+		foreach(lc, GetForeignTable(lfirst_oid(lt))->options)
 		{
 			DefElem    *def = lfirst(lc);
 			char	   *name = defGetString(def);
@@ -238,20 +258,53 @@ shard_server_tenant_columns(Oid serverid)
 				result = lappend(result, pstrdup(name));
 		}
 	}
-	systable_endscan(scan);
-	table_close(rel, AccessShareLock);
+	return result;
+}
+
+/*
+ * shard_server_reference_tables
+ *		The SQLite tables a server's reference tables read: they belong to
+ *		no tenant, even when they have a column named like a tenant column
+ *		(a table of tenants' names), so no tenant's rows are counted,
+ *		listed or deleted in them.
+ */
+List *
+shard_server_reference_tables(Oid serverid)
+{
+	List	   *result = NIL;
+	ListCell   *lt;
+
+	foreach(lt, server_foreign_tables(serverid))
+	{
+		Oid			relid = lfirst_oid(lt);
+		char	   *name = get_rel_name(relid);
+		ListCell   *lc;
+
+		if (!shard_table_is_reference(relid))
+			continue;
+		foreach(lc, GetForeignTable(relid)->options)
+		{
+			DefElem    *def = lfirst(lc);
+
+			if (strcmp(def->defname, "table") == 0)
+				name = defGetString(def);
+		}
+		if (name != NULL)
+			result = lappend(result, name);
+	}
 	return result;
 }
 
 /*
  * shard_server_tenant_tables
  *		The tenant tables of a shard (shard_tenant_tables) for each name in
- *		columns (shard_server_tenant_columns gives a server's); a table is
+ *		columns (shard_server_tenant_columns gives a server's), but none of
+ *		those in reference (shard_server_reference_tables); a table is
  *		listed once, with the first name it has.
  */
 List *
 shard_server_tenant_tables(ShardConn *conn, const char *shard_id,
-						   List *columns)
+						   List *columns, List *reference)
 {
 	List	   *result = NIL;
 	ListCell   *lc;
@@ -269,6 +322,8 @@ shard_server_tenant_tables(ShardConn *conn, const char *shard_id,
 			foreach(lr, result)
 				known |= (strcmp(((ShardTenantTable *) lfirst(lr))->table,
 								 tt->table) == 0);
+			foreach(lr, reference)
+				known |= (strcmp((char *) lfirst(lr), tt->table) == 0);
 			if (!known)
 				result = lappend(result, tt);
 		}
