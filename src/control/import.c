@@ -123,12 +123,14 @@ shardImportForeignSchema(ImportForeignSchemaStmt *stmt, Oid serverOid)
 		/*
 		 * Tables and views, without SQLite's own (sqlite_sequence,
 		 * sqlite_stat1, ...): SQLite reserves every name that starts with
-		 * "sqlite_" in any case, which is what its LIKE matches.
+		 * "sqlite_" in any case, which is what its LIKE matches; nor the
+		 * wrapper's own ("_ssfdw_...", a move's log and fences).
 		 */
 		rc = shardio_prepare(db,
 							 "SELECT name FROM main.sqlite_schema"
 							 " WHERE type IN ('table', 'view')"
 							 " AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\'"
+							 " AND name NOT LIKE '\\_ssfdw\\_%' ESCAPE '\\'"
 							 " ORDER BY name",
 							 0, &s, errbuf);
 		if (rc != SQLITE_OK)
@@ -540,6 +542,7 @@ deparse_table(sqlite3 *db, sqlite3_stmt *colstmt, ShardInfo *shard,
 	StringInfoData cmd;
 	StringInfoData typebuf;
 	char	   *tenant_column = NULL;
+	char	   *tenant_like = NULL;	/* a column "tenant_id", in any case */
 	int			ncols = 0;
 	int			rc;
 
@@ -591,6 +594,8 @@ deparse_table(sqlite3 *db, sqlite3_stmt *colstmt, ShardInfo *shard,
 		if (tenant_column == NULL &&
 			sqlite3_stricmp(colname, iopts->tenant_column) == 0)
 			tenant_column = fullcol;
+		if (sqlite3_stricmp(colname, "tenant_id") == 0)
+			tenant_like = fullcol;
 	}
 
 	if (rc != SQLITE_DONE)
@@ -612,6 +617,23 @@ deparse_table(sqlite3 *db, sqlite3_stmt *colstmt, ShardInfo *shard,
 	if (ncols == 0)
 		return NULL;			/* nothing SELECT * could return */
 
+	/*
+	 * A table with the usual tenant column but not the one the import
+	 * names is a tenant table read the wrong way, not one that belongs to
+	 * no tenant: as a reference table every tenant would read all of it.
+	 */
+	if (tenant_column == NULL && tenant_like != NULL && iopts->reference_tables)
+	{
+		ereport(NOTICE,
+				(errmsg("skipping table \"%s\" of shard \"%s\": it has no tenant column \"%s\" but a column \"%s\"",
+						pgname, shard->shard_id, iopts->tenant_column,
+						tenant_like),
+				 errdetail("A table with a column named like a tenant column is not imported as a reference table, which every tenant reads whole."),
+				 errhint("Import it with the import option \"tenant_column\" naming its tenant column, or declare it with OPTIONS (distribution 'reference') if it belongs to no tenant.")));
+		pfree(typebuf.data);
+		pfree(cmd.data);
+		return NULL;
+	}
 	if (tenant_column == NULL && !iopts->reference_tables)
 	{
 		ereport(NOTICE,
