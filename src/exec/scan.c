@@ -96,6 +96,13 @@
 #define QUICK_SPLIT_MIN 4
 #define QUICK_SPLIT_MS	0.3
 
+/*
+ * The most shards a split quick read queues for the workers at once (each
+ * holds an open handle, a read transaction and batches meanwhile); the
+ * backend reads the others.
+ */
+#define QUICK_SPLIT_MAX 16
+
 /* Shard names EXPLAIN lists before it only counts the rest. */
 #define EXPLAIN_MAX_SHARD_NAMES 3
 
@@ -2408,13 +2415,15 @@ submit_shard(ShardScanState *s, ShardTarget *t, int task)
  *		After the first shard of a quick read of QUICK_SPLIT_MIN shards or
  *		more, which took first_ms: when the rest would take the backend
  *		QUICK_SPLIT_MS or longer at that pace, queue the last of them (all
- *		but a parallelism'th) for one worker thread fewer than
- *		fanout_parallelism, so that the backend, reading the next ones, and
+ *		but a parallelism'th, QUICK_SPLIT_MAX at most) for one worker thread
+ *		fewer than fanout_parallelism, so that the backend, reading the next
+ *		ones, and
  *		the workers keep every core on shards that each take tens of
  *		microseconds, with no hand-over to wait for.  The backend then
  *		takes back those no worker has started (fanout_take_queued) and
  *		reads the rest of the workers' rows from the fan-out.  Decided
- *		once: the other shards stay the backend's.
+ *		once: the other shards stay the backend's, unless one of them is
+ *		slow (next_batch_serial hands the rest to the threads then).
  */
 static void
 start_quick_split(ForeignScanState *node, double first_ms)
@@ -2422,7 +2431,8 @@ start_quick_split(ForeignScanState *node, double first_ms)
 	ShardScanState *s = (ShardScanState *) node->fdw_state;
 	int			ntargets = list_length(s->targets);
 	int			nleft = ntargets - s->next_target;
-	int			nback = nleft - nleft / Max(shard_fanout_parallelism, 1);
+	int			nback = Min(nleft - nleft / Max(shard_fanout_parallelism, 1),
+							QUICK_SPLIT_MAX);
 	int			task;
 
 	s->end_target = ntargets;
@@ -2549,8 +2559,9 @@ next_batch_parallel(ForeignScanState *node)
 
 /*
  * use_fanout
- *		Read shards in parallel when there is more than one to read and
- *		parallelism is allowed.
+ *		Read shards in parallel when there is more than one to read,
+ *		parallelism is allowed, and the scan neither keeps its rows
+ *		(materialize) nor reads quick shards in the backend.
  */
 static bool
 use_fanout(ShardScanState *s)
