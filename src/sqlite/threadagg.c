@@ -627,6 +627,9 @@ rows_step(sqlite3_context *ctx, int argc, sqlite3_value **argv)
 	{
 		if (ta->rc == SQLITE_NOMEM)
 			snprintf(ta->errbuf, SHARDIO_ERRLEN, "out of memory");
+		else if (ta->rc == SQLITE_FULL)
+			snprintf(ta->errbuf, SHARDIO_ERRLEN,
+					 "more groups than thread aggregation keeps");
 		sqlite3_result_error(ctx, ta->errbuf, -1);
 	}
 }
@@ -739,6 +742,8 @@ group_value(ThreadAgg *ta, TaGroup *g, int c, ShardValue *v, char *errbuf)
 			*v = g->keys[ta->key_of_col[c]];
 			break;
 		case TA_COUNT_INF:
+		case TA_TIME_MIN:
+		case TA_TIME_MAX:
 			if (!acc->has)
 				v->type = SQLITE_NULL;
 			v->u.i = acc->i;
@@ -766,12 +771,6 @@ group_value(ThreadAgg *ta, TaGroup *g, int c, ShardValue *v, char *errbuf)
 				*v = acc->v;
 			else
 				v->type = SQLITE_NULL;
-			break;
-		case TA_TIME_MIN:
-		case TA_TIME_MAX:
-			if (!acc->has)
-				v->type = SQLITE_NULL;
-			v->u.i = acc->i;
 			break;
 		default:
 			v->u.i = acc->i;
