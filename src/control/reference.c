@@ -93,10 +93,18 @@ copy_digest(ShardServerOptions *opts, ShardInfo *info, const char *table,
 	if (rc == SQLITE_OK &&
 		sqlite3_prepare_v2(db, sql, -1, &stmt, NULL) != SQLITE_OK)
 	{
-		shardio_close(db);
-		return false;
+		/*
+		 * A missing table or column is SQLite's plain SQLITE_ERROR; a lock
+		 * timeout, a cancel or a damaged file is the error below.
+		 */
+		rc = sqlite3_errcode(db);
+		if (rc == SQLITE_ERROR)
+		{
+			shardio_close(db);
+			return false;
+		}
 	}
-	if (rc == SQLITE_OK)
+	else if (rc == SQLITE_OK)
 		rc = sqlite3_step(stmt);
 	if (rc == SQLITE_ROW)
 	{
