@@ -70,6 +70,15 @@
 	pg_foreign_server_aclcheck((serverid), (roleid), (mode))
 #endif
 
+/* subquery_planner gained setops (a set operation's tree) in 17. */
+#if PG_VERSION_NUM >= 170000
+#define subquery_planner_compat(glob, parse, parent, recursion, fraction) \
+	subquery_planner(glob, parse, parent, recursion, fraction, NULL)
+#else
+#define subquery_planner_compat(glob, parse, parent, recursion, fraction) \
+	subquery_planner(glob, parse, parent, recursion, fraction)
+#endif
+
 /* create_foreignscan_path gained fdw_restrictinfo in 17. */
 #if PG_VERSION_NUM >= 170000
 #define create_foreignscan_path_compat(root, rel, target, rows, startup, total, \

@@ -42,6 +42,7 @@
 #include "rewrite/rewriteManip.h"
 #include "utils/lsyscache.h"
 #include "utils/selfuncs.h"
+#include "utils/typcache.h"
 
 #include "compat.h"
 
@@ -82,7 +83,9 @@ same_twice(Node *expr)
 /*
  * shard_tenant_list_source_ok
  *		May the values of value, an expression of relation rel alone, be
- *		computed ahead of the scan, from rel's rows?
+ *		computed ahead of the scan, from rel's rows?  Its type needs an
+ *		equality for the list's DISTINCT, found now rather than failing
+ *		when the plan is made.
  */
 bool
 shard_tenant_list_source_ok(PlannerInfo *root, RelOptInfo *rel, Expr *value)
@@ -90,6 +93,9 @@ shard_tenant_list_source_ok(PlannerInfo *root, RelOptInfo *rel, Expr *value)
 	RangeTblEntry *rte;
 	ListCell   *lc;
 
+	if (!OidIsValid(lookup_type_cache(exprType((Node *) value),
+									  TYPECACHE_EQ_OPR)->eq_opr))
+		return false;
 	if (rel->reloptkind != RELOPT_BASEREL || rel->rtekind != RTE_RELATION ||
 		!bms_is_empty(rel->lateral_relids))
 		return false;
@@ -196,7 +202,7 @@ shard_tenant_list_param(PlannerInfo *root, RelOptInfo *rel, Expr *value)
 	sgc->nulls_first = false;
 	query->distinctClause = list_make1(sgc);
 
-	subroot = subquery_planner(root->glob, query, root, false, 0.0);
+	subroot = subquery_planner_compat(root->glob, query, root, false, 0.0);
 	final_rel = fetch_upper_rel(subroot, UPPERREL_FINAL, NULL);
 	plan = create_plan(subroot, final_rel->cheapest_total_path);
 
