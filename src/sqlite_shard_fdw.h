@@ -424,7 +424,8 @@ typedef enum ShardScanMode
 {
 	SCAN_ROWS,					/* the table's rows */
 	SCAN_AGG_PARTIAL,			/* partial aggregates, merged by group */
-	SCAN_AGG_FULL				/* whole groups: grouped by the tenant */
+	SCAN_AGG_FULL				/* whole groups: grouped by the tenant, or
+								 * one tenant read */
 } ShardScanMode;
 
 /*

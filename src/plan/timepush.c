@@ -931,7 +931,9 @@ parse_time_check(const char *sql, char **colexpr, char **op, int *param)
  *		the column's time for once per row instead of twice; the others as
  *		they are.  Times are integers, so "> a" is ">= a + 1" and "< b" is
  *		"<= b - 1"; at the ends of the integers SQLite's sum becomes a
- *		real beyond every time the wrapper reads, which keeps the answer.
+ *		real at or beyond those ends, past every value ssfdw_usecs and
+ *		ssfdw_days return (they refuse what lies outside PostgreSQL's
+ *		range), which keeps the answer.
  */
 List *
 shard_time_merge_checks(List *sqls)

@@ -1393,7 +1393,10 @@ final_order(ShardUpperInfo *info, SelectList *sl, List *cols, int guard_col,
 		ta_sorts = lappend_int(ta_sorts, desc);
 		ta_sorts = lappend_int(ta_sorts, sgc->nulls_first);
 
-		/* As EXPLAIN shows a Sort node's keys; the context knows one table. */
+		/*
+		 * As EXPLAIN shows a Sort node's keys; the context is the one
+		 * table's, or the join's tables by the names EXPLAIN gives them.
+		 */
 		expr = copyObject((Node *) tle->expr);
 		if (!info->join)
 			ChangeVarNodes(expr, info->baserel->relid, 1, 0);

@@ -13,8 +13,8 @@
  * sum, the rows of some keys can be left out on both sides and checked
  * apart (move.c checks the rows written during the last phase that way).
  *
- * It is registered only on the handles a move opens, never on the handles
- * queries run on.  This file must not include postgres.h, like every file
+ * It is registered only on the handles a move or reference_check opens,
+ * never on the handles queries run on.  This file must not include postgres.h, like every file
  * of src/sqlite/.
  *
  *-------------------------------------------------------------------------
@@ -155,7 +155,7 @@ move_sum_final(sqlite3_context *ctx)
 
 /*
  * shardio_register_move_sum
- *		Define ssfdw_move_sum on a handle a move opened.
+ *		Define ssfdw_move_sum on a handle a move or reference_check opened.
  */
 int
 shardio_register_move_sum(sqlite3 *db)
