@@ -599,13 +599,18 @@ extern void shardReScanForeignScan(ForeignScanState *node);
 extern void shardEndForeignScan(ForeignScanState *node);
 extern void shardExplainForeignScan(ForeignScanState *node,
 									struct ExplainState *es);
+extern void shard_warn_skipped(const ShardInfo *shard, const char *analyzed);
+
+/* in directmodify.c */
 extern void shardBeginDirectModify(ForeignScanState *node, int eflags);
 extern TupleTableSlot *shardIterateDirectModify(ForeignScanState *node);
 extern void shardEndDirectModify(ForeignScanState *node);
 extern void shardExplainDirectModify(ForeignScanState *node,
 									 struct ExplainState *es);
-extern void shard_warn_skipped(const ShardInfo *shard, const char *analyzed);
+
+/* in rowidentity.c */
 typedef struct ShardRowKeys ShardRowKeys;
+extern void shard_rowid_to_tid(int64 rowid, ItemPointer tid);
 extern ShardRowKeys *shard_scan_row_keys(PlanState *below, Index rtindex);
 extern List *shard_row_keys_of(ShardRowKeys *keys, const char *shard_id,
 							   List **collations);
@@ -658,7 +663,6 @@ extern TupleTableSlot **shardExecForeignBatchInsert(EState *estate,
 													TupleTableSlot **planSlots,
 													int *numSlots);
 extern int	shardGetForeignModifyBatchSize(ResultRelInfo *rinfo);
-extern void shard_rowid_to_tid(int64 rowid, ItemPointer tid);
 extern void shardAddForeignUpdateTargets(PlannerInfo *root, Index rtindex,
 										 RangeTblEntry *target_rte,
 										 Relation target_relation);

@@ -205,22 +205,6 @@ set_value_pushable(Expr *expr)
 }
 
 /*
- * shard_rowid_to_tid
- *		A row's rowid as the ctid a row-by-row UPDATE or DELETE identifies
- *		it by (with its tenant): its 48 low bits, or an invalid ctid for a
- *		rowid that does not fit.
- */
-void
-shard_rowid_to_tid(int64 rowid, ItemPointer tid)
-{
-	if (rowid < 0 || rowid >= (INT64CONST(1) << 48) - 0x10000)
-		ItemPointerSetInvalid(tid);
-	else
-		ItemPointerSet(tid, (BlockNumber) (rowid >> 16),
-					   (OffsetNumber) (rowid & 0xFFFF));
-}
-
-/*
  * shard_write_failure
  *		The message of a failed INSERT, UPDATE or DELETE of a table on a
  *		shard (or, with prepare, of its preparation), to be filled in with

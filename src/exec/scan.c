@@ -1,8 +1,7 @@
 /*-------------------------------------------------------------------------
  *
  * scan.c
- *		  Executor side of a foreign table scan: routing, shard reads, and
- *		  UPDATE and DELETE run inside the shards
+ *		  Executor side of a foreign table scan: routing and shard reads
  *
  * When a scan first runs, it asks the directory (checked for changes at
  * that moment) which shards to read: the owners of the tenants its tenant
@@ -26,10 +25,9 @@
  * conditions all in SQLite, columns declared as the order needs) instead
  * runs OFFSET and LIMIT itself and its rows pass through as they come.
  *
- * A direct UPDATE or DELETE (planned by modify.c) is such a scan whose
- * statement changes the rows instead of returning them: the same shards,
- * conditions and tenant filters, one SQLite statement per shard inside its
- * write transaction, RETURNING read back from SQLite's own.
+ * A direct UPDATE or DELETE (directmodify.c) is such a scan whose
+ * statement changes the rows instead of returning them; the scan below a
+ * row-by-row one hands each row over with its identity (rowidentity.c).
  *
  *-------------------------------------------------------------------------
  */
@@ -57,11 +55,7 @@
 #include "utils/wait_event.h"
 
 #include "compat.h"
-#include "fanout.h"
-#include "merge.h"
-
-/* Rows fetched from SQLite at a time. */
-#define SCAN_BATCH_ROWS 512
+#include "scan.h"
 
 /* Batches per fan-out worker: the bound on a fan-out's buffered rows. */
 #define FANOUT_BATCHES_PER_WORKER 3
@@ -106,235 +100,10 @@
 /* Shard names EXPLAIN lists before it only counts the rest. */
 #define EXPLAIN_MAX_SHARD_NAMES 3
 
-/*
- * A shard whose table is WITHOUT ROWID, as the scan below a row-by-row
- * UPDATE or DELETE read it: the rows it returned are found again by the
- * primary key columns named here.
- */
-typedef struct ShardKeyedShard
-{
-	char	   *shard_id;
-	List	   *keys;			/* SQLite names of the key's columns */
-	List	   *collations;		/* the key's collation of each, or NULL */
-} ShardKeyedShard;
-
-/* The key of one row read from a keyed shard, as SQLite stored it. */
-typedef struct ShardRowKey
-{
-	ShardKeyedShard *shard;
-	ShardValue *values;			/* one per key column */
-} ShardRowKey;
-
-/*
- * The identity of the rows a scan below a row-by-row UPDATE or DELETE
- * returned.  A row is changed on the shard it was read from, whatever the
- * directory says of its tenant (leftovers of a tenant the directory places
- * elsewhere, or does not know, are changed where they are, as a statement
- * that runs inside the shards changes them), so its ctid carries the
- * number of that shard in its low shard_bits bits, above them its rowid,
- * or for a keyed shard the number of its key (from 1).  The keys are kept
- * exactly as SQLite returned them, never converted to PostgreSQL types and
- * back, so that an UPDATE binds the very values the shard holds whatever
- * the column's affinity; only those of rows that pass the scan's own
- * recheck are kept.
- */
-struct ShardRowKeys
-{
-	MemoryContext cxt;
-	List	   *shards;			/* ShardKeyedShard */
-	ShardRowKey *rows;
-	int64		nrows;
-	int64		maxrows;
-	ShardInfo  *read;			/* the shards rows came from, by number */
-	int			nread;
-	int			shard_bits;		/* 0 until the first row */
-};
-
-/* One shard a scan reads. */
-typedef struct ShardTarget
-{
-	ShardInfo	info;
-	List	   *excluded;		/* tenants (char *) whose rows here are stale */
-	List	   *tenants;		/* when restricted: the tenants it is read
-								 * for, those of the statement it owns */
-	bool		tenant_is_text; /* filters compare the column itself */
-	bool		tenant_noindex; /* read the table NOT INDEXED (a large
-								 * tenant of a shard without statistics) */
-
-	/* While the shard is read. */
-	ShardConn  *conn;
-	sqlite3_stmt *stmt;
-	int			nkeys;			/* leading key columns of the query: its
-								 * rowid, or its primary key (keyed); 0
-								 * when it reads no key */
-	ShardKeyedShard *keyed;		/* a WITHOUT ROWID table's key, or NULL */
-	bool		no_rowid;		/* the table has no rowid */
-	bool		degraded;		/* conditions evaluated by PostgreSQL */
-	bool		unbounded;		/* returns all its groups: it does not
-								 * declare columns as the bound needs */
-	bool		no_sql_groups;	/* thread aggregation may not fall back to
-								 * SQLite's GROUP BY (UTF-16 text extrema) */
-	FanoutJob	job;			/* what the reader runs */
-	char	   *sql;			/* its statement, built once per resolution
-								 * (a rescan with the same values reuses it) */
-	char	   *fallback_sql;	/* thread aggregation's GROUP BY fallback */
-	ShardValue *binds;			/* the values bound, planned and run-time */
-	int			nbinds;
-	ShardReader *reader;		/* serial reading */
-	bool		done;			/* the statement returned all its rows */
-	instr_time	started;
-
-	/* For EXPLAIN ANALYZE. */
-	bool		read;			/* opened by this run of the scan */
-	int64		rows;			/* rows the backend took from it */
-	double		elapsed_ms;		/* a direct modification's time; a read's:
-								 * what filling the batches the backend
-								 * took cost (ShardBatch.fill_ms) */
-	int			reader_began;	/* a reader began its statement */
-} ShardTarget;
-
-typedef struct ShardScanState
-{
-	/* What planning decided. */
-	ShardServerOptions *opts;
-	ShardTableOptions *topts;
-	char	   *table_name;		/* foreign table, for messages */
-	char	   *select_sql;
-	List	   *where_sqls;		/* pushed conditions (String) */
-	List	   *safe_where_sqls;	/* those on no text column */
-	List	   *retrieved_attrs;
-	int			nretrieved;
-	char	  **colnames;		/* SQLite names of the retrieved columns */
-	char	  **coltables;		/* of a join, each one's SQLite table */
-	ShardJoinScan *join;		/* a join the shards run (joinscan.c), or
-								 * NULL */
-	ShardColumnConv *convs;
-	int			tenant_pos;		/* tenant column among retrieved, 0-based */
-	Oid			tenant_type;
-	int			tenant_kind;	/* how ssfdw_tenant reads it */
-	List	   *param_exprs;	/* ExprStates of the values to bind */
-	List	   *param_types;
-	List	   *param_kinds;
-	int			nparams;
-	ExprState  *prune_state;
-	Oid			prune_type;
-	ShardPruneKind prune_kind;
-	bool		prune_needs_run;	/* depends on values known only at run time */
-	List	   *allowed;		/* user mapping tenants (UTF-8 ids), or NIL */
-	char	   *modify_sql;		/* a direct UPDATE or DELETE, or NULL */
-	List	   *modify_set_attnums;	/* columns of its new values, which are
-									 * the last values bound */
-	ShardStoreConv *modify_set_convs;
-	bool		materialize;	/* each shard read whole before its rows */
-	bool		read_all_first; /* ... and every shard before the first
-								 * row, kept for rescans: the statement
-								 * writes the table (check_statement_writes) */
-	bool		written;		/* the statement writes the table */
-	uint64		writes_at_start;	/* shard_writes_begun then */
-	ShardRowKeys *row_keys;		/* the scan of a row-by-row UPDATE or
-								 * DELETE: the keys of its keyed rows */
-	bool		tenant_only;	/* the pushed conditions read only the
-								 * tenant column */
-	bool		counts_only;	/* an aggregate scan of counts alone, which
-								 * the tenant's index covers */
-	List	   *mat_batches;	/* ShardBatch: the rows still to return
-								 * (read_all_first: all, mat_next on) */
-	List	   *mat_targets;	/* ShardTarget: whose each batch is */
-	int			mat_next;		/* read_all_first: the next batch */
-	bool		mat_complete;	/* read_all_first: every shard's rows are
-								 * in mat_batches */
-	List	   *modify_returning;	/* attnums its RETURNING reads */
-	char	   *modify_returning_sql;	/* " RETURNING cols", or "" */
-	ShardColumnConv *modify_convs;	/* and their converters */
-	ShardTarget *modify_cur;	/* the shard whose statement runs */
-	CmdType		modify_op;		/* CMD_UPDATE or CMD_DELETE */
-	int64		modified;		/* rows it changed */
-
-	/* Where it reads, decided when the scan starts. */
-	MemoryContext resolve_cxt;
-	bool		resolved;
-	bool		params_ready;	/* param_values computed for this run */
-	List	   *targets;
-	bool		restricted;		/* routed, or a user mapping's tenants */
-	int			next_target;
-	int			end_target;		/* the backend reads targets up to here;
-								 * those after went to the fan-out; -1:
-								 * all of them (target_end) */
-	ShardValue *param_values;
-	ShardDirectory *dir;
-
-	/* Reading: one shard at a time, or several through a fan-out. */
-	bool		with_rowid;		/* false once a shard had no rowid */
-	ShardTarget *serial;		/* the shard read serially now */
-	ShardBatch *own_batch;		/* the serial reader's batch */
-	Fanout	   *fanout;
-	int			inflight;		/* shards submitted to the fan-out */
-	bool		quick;			/* read shards in the backend while each
-								 * is quick (quick_shard_ms) */
-	int			quick_reads;	/* shards read so, for EXPLAIN ANALYZE */
-
-	/* The batch being converted, and the shard it came from. */
-	ShardTarget *cur;
-	ShardBatch *batch;
-	int			batch_row;
-
-	int			batch_cols;		/* columns of a shard row */
-	unsigned char *prep;		/* SHARDIO_PREP_ of rowid and each fetched
-								 * column, or NULL */
-	Relation	rel;			/* the foreign table */
-	char	   *raw_sql;		/* thread aggregation's input query, or NULL */
-	ThreadAggSpec *agg_spec;	/* and how it computes the shard columns */
-	List	   *needs;			/* what the query assumes of shard columns */
-	List	   *needs_but_extrema;	/* the same, without text min/max */
-	List	   *recheck_quals;	/* the pushed conditions, for degraded shards */
-	ExprState  *recheck;		/* ... compiled when first needed */
-
-	/* Aggregate scans: partial rows merged by group. */
-	ShardScanMode mode;
-	char	   *group_sql;
-	ShardMerge *merge;
-	int			guard_col;
-	bool		merged;			/* every shard's rows are in the merge */
-
-	/* A scan that also does ORDER BY and LIMIT (FdwScanPrivateOrder). */
-	List	   *order;			/* the plan's list, or NIL */
-	char	   *order_sql;		/* ORDER BY terms for each shard */
-	List	   *limit_exprs;	/* OFFSET and LIMIT (NULL when absent) */
-	List	   *limit_states;	/* OFFSET, LIMIT: ExprStates or NULL */
-	bool		limit_ready;	/* evaluated */
-	bool		limit_zero;		/* LIMIT 0: nothing to read */
-	int64		shard_bound;	/* OFFSET + LIMIT for each shard; -1: none */
-	int64		limit_offset;	/* OFFSET, 0 when absent */
-	int64		limit_count;	/* LIMIT, -1 when absent */
-
-	/* A row scan that sorts and limits (order.c). */
-	bool		row_order;		/* the scan's rows are ordered or limited */
-	bool		row_direct;		/* one shard runs ORDER BY, OFFSET and
-								 * LIMIT; its rows pass through */
-	List	   *window;			/* FdwScanOrderWindow, or NIL */
-	int			nsort;			/* sort keys */
-	AttrNumber *sort_attnos;
-	Oid		   *sort_ops;
-	Oid		   *sort_colls;
-	bool	   *sort_nulls;
-	Tuplesortstate *sort;		/* the rows of every shard, once read */
-	TupleTableSlot *sortslot;
-	bool		sorted;			/* every shard's rows are in the sort */
-	bool		order_started;	/* the first row was read */
-	bool		pending_first;	/* ... and is still in the slot */
-	int64		skipped;		/* rows skipped for OFFSET */
-	int64		returned;		/* rows returned for LIMIT */
-
-	MemoryContext row_cxt;		/* converted rows, reset every
-								 * ROW_MEMORY_LIMIT bytes */
-	int			cur_col;		/* column being converted, for errors */
-	sqlite3_int64 cur_rowid;
-} ShardScanState;
 
 /* Bytes converted rows may hold before the row context is reset. */
 #define ROW_MEMORY_LIMIT	(256 * 1024)
 
-static bool use_fanout(ShardScanState *s);
 static bool next_batch_parallel(ForeignScanState *node);
 static int	target_end(ShardScanState *s);
 static void start_quick_split(ForeignScanState *node, double first_ms);
@@ -677,11 +446,7 @@ check_statement_writes(ShardScanState *s, EState *estate, Index scanrelid)
 		return;
 	if (own)
 	{
-		s->row_keys = MemoryContextAllocZero(estate->es_query_cxt,
-											 sizeof(ShardRowKeys));
-		s->row_keys->cxt = AllocSetContextCreate(estate->es_query_cxt,
-												 "sqlite_shard_fdw row keys",
-												 ALLOCSET_DEFAULT_SIZES);
+		s->row_keys = shard_row_keys_create(estate->es_query_cxt);
 	}
 	/*
 	 * Below a join (no longer the ModifyTable's own subplan, which planning
@@ -1115,11 +880,11 @@ bind_array_as_json(Datum value, ShardValue *out)
 }
 
 /*
- * eval_params
+ * shard_scan_eval_params
  *		Compute the values bound to the shard query.
  */
-static void
-eval_params(ShardScanState *s, ExprContext *econtext)
+void
+shard_scan_eval_params(ShardScanState *s, ExprContext *econtext)
 {
 	ListCell   *lc_expr,
 			   *lc_type,
@@ -1156,14 +921,14 @@ eval_params(ShardScanState *s, ExprContext *econtext)
 }
 
 /*
- * resolve_targets
+ * shard_scan_resolve
  *		Choose the shards to read, by the directory as it is now, and work
  *		out which tenants' rows each must skip.  The values to bind are
  *		computed separately, on the first fetch, so that a plain EXPLAIN
  *		can show the shards without running any subquery.
  */
-static void
-resolve_targets(ForeignScanState *node)
+void
+shard_scan_resolve(ForeignScanState *node)
 {
 	ShardScanState *s = (ShardScanState *) node->fdw_state;
 	ExprContext *econtext = node->ss.ps.ps_ExprContext;
@@ -1250,7 +1015,7 @@ resolve_targets(ForeignScanState *node)
 	s->resolved = true;
 	s->params_ready = false;
 
-	/* One shard can sort and limit for the scan, unless plan_shard finds
+	/* One shard can sort and limit for the scan, unless shard_scan_plan_shard finds
 	 * that it cannot be trusted to (or a time key needs the scan's sort). */
 	s->row_direct = (s->row_order && list_length(s->targets) == 1 &&
 					 s->window == NIL);
@@ -1527,13 +1292,13 @@ build_shard_sql(ShardScanState *s, ShardTarget *t, bool raw, List **extra)
 }
 
 /*
- * diagnose_prepare_failure
+ * shard_scan_prepare_failed
  *		Explain why a shard rejected the query: a missing table or column is
  *		reported by name; anything else as SQLite put it.  Returns only when
  *		the table lacks a rowid, so the caller can retry without it.
  */
-static void
-diagnose_prepare_failure(ShardScanState *s, ShardTarget *t, int rc,
+void
+shard_scan_prepare_failed(ShardScanState *s, ShardTarget *t, int rc,
 						 const char *errbuf, Relation rel)
 {
 	TupleDesc	tupdesc = RelationGetDescr(rel);
@@ -1683,288 +1448,15 @@ large_tenant_without_stats(ShardScanState *s, ShardTarget *t)
 	sqlite3_finalize(stmt);
 	return found >= rows / 16;
 }
-
 /*
- * report_no_row_key
- *		Refuse a row-by-row UPDATE or DELETE of a shard's table that has
- *		neither a rowid nor a primary key to find a row again by (a view,
- *		whose rowid SQLite reads as NULL, or a WITHOUT ROWID table of no
- *		key).
- */
-static void
-report_no_row_key(ShardScanState *s, ShardTarget *t)
-{
-	ereport(ERROR,
-			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-			 errmsg("cannot change rows of table \"%s\" on shard \"%s\" one by one",
-					s->topts->table, t->info.shard_id),
-			 errdetail("The table has neither a rowid nor a primary key to find a row again by."),
-			 errhint("Change its rows with a statement that runs inside the shards.")));
-}
-
-/*
- * row_key_shard
- *		A shard whose table has no rowid, read for a row-by-row UPDATE or
- *		DELETE: its rows are found again by the table's primary key, which
- *		the scan reads ahead of the columns.  A table with neither (a view)
- *		cannot be changed row by row.  Remembered per scan and shard, for
- *		the rows' keys to refer to.
- */
-static ShardKeyedShard *
-row_key_shard(ShardScanState *s, ShardTarget *t)
-{
-	ShardRowKeys *rk = s->row_keys;
-	ShardKeyedShard *keyed;
-	MemoryContext oldcxt;
-	List	   *keys;
-	List	   *collations;
-	ListCell   *lc;
-
-	foreach(lc, rk->shards)
-	{
-		keyed = lfirst(lc);
-		if (strcmp(keyed->shard_id, t->info.shard_id) == 0)
-			return keyed;
-	}
-	oldcxt = MemoryContextSwitchTo(rk->cxt);
-	keys = shard_conn_primary_key(t->conn, s->topts->table, &collations);
-	if (keys == NIL)
-		report_no_row_key(s, t);
-	keyed = palloc(sizeof(ShardKeyedShard));
-	keyed->shard_id = pstrdup(t->info.shard_id);
-	keyed->keys = keys;
-	keyed->collations = collations;
-	rk->shards = lappend(rk->shards, keyed);
-	MemoryContextSwitchTo(oldcxt);
-	return keyed;
-}
-
-/*
- * remember_row_key
- *		Keep the key of a row read from a keyed shard (its first values,
- *		exactly as SQLite returned them) and return its number, for a
- *		row-by-row UPDATE or DELETE to find the row again by.
- */
-static int64
-remember_row_key(ShardScanState *s, ShardTarget *t, const ShardValue *row)
-{
-	ShardRowKeys *rk = s->row_keys;
-	MemoryContext oldcxt = MemoryContextSwitchTo(rk->cxt);
-	ShardRowKey *key;
-	int			i;
-
-	if (rk->nrows == rk->maxrows)
-	{
-		rk->maxrows = Max(rk->maxrows * 2, 1024);
-		rk->rows = rk->rows == NULL ?
-			MemoryContextAllocHuge(rk->cxt, sizeof(ShardRowKey) * rk->maxrows) :
-			repalloc_huge(rk->rows, sizeof(ShardRowKey) * rk->maxrows);
-	}
-	key = &rk->rows[rk->nrows++];
-	key->shard = t->keyed;
-	key->values = palloc(sizeof(ShardValue) * t->nkeys);
-	for (i = 0; i < t->nkeys; i++)
-	{
-		key->values[i] = row[i];
-		if (row[i].type == SQLITE_TEXT || row[i].type == SQLITE_BLOB)
-		{
-			char	   *copy = palloc(row[i].len + 1);
-
-			memcpy(copy, row[i].u.p, row[i].len);
-			copy[row[i].len] = '\0';
-			key->values[i].u.p = copy;
-		}
-	}
-	MemoryContextSwitchTo(oldcxt);
-	return rk->nrows;
-}
-
-/*
- * row_shard_number
- *		The number of shard t among the shards a row-by-row UPDATE or
- *		DELETE read rows from, numbering it at its first row.  The number
- *		takes the low bits of each ctid, as many as the directory's shards
- *		need when the first row is read.
- */
-static int
-row_shard_number(ShardScanState *s, ShardTarget *t)
-{
-	ShardRowKeys *rk = s->row_keys;
-	MemoryContext oldcxt;
-	int			i;
-
-	for (i = 0; i < rk->nread; i++)
-		if (strcmp(rk->read[i].shard_id, t->info.shard_id) == 0)
-			return i;
-	if (rk->shard_bits == 0)
-	{
-		int			nshards = list_length(shard_directory_shards(s->dir));
-
-		rk->shard_bits = 1;
-		while ((1 << rk->shard_bits) < nshards && rk->shard_bits < 16)
-			rk->shard_bits++;
-		rk->read = MemoryContextAllocZero(rk->cxt, sizeof(ShardInfo) <<
-										  rk->shard_bits);
-	}
-	if (rk->nread >= (1 << rk->shard_bits))
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("cannot change rows of table \"%s\" one by one on more than %d shards",
-						s->topts->table, 1 << rk->shard_bits),
-				 errdetail("Shards were added to the directory while the statement ran.")));
-	oldcxt = MemoryContextSwitchTo(rk->cxt);
-	rk->read[rk->nread].shard_id = pstrdup(t->info.shard_id);
-	rk->read[rk->nread].path = pstrdup(t->info.path);
-	MemoryContextSwitchTo(oldcxt);
-	return rk->nread++;
-}
-
-/*
- * set_row_identity
- *		Put the identity of the row just read from shard t into tid: the
- *		shard's number and the row's rowid (or its key's number), or an
- *		invalid ctid when the rowid does not fit beside the number.
- */
-static void
-set_row_identity(ShardScanState *s, ShardTarget *t, const ShardValue *row,
-				 ItemPointer tid)
-{
-	int			shard;
-	int			bits;
-	int64		id;
-
-	/* a view reads "rowid" as NULL: nothing to find its rows again by */
-	if (t->keyed == NULL && t->nkeys > 0 && row[0].type != SQLITE_INTEGER)
-		report_no_row_key(s, t);
-	shard = row_shard_number(s, t);
-	bits = s->row_keys->shard_bits;
-	id = t->keyed != NULL ? remember_row_key(s, t, row) : s->cur_rowid;
-	if (t->keyed == NULL && t->nkeys == 0)
-		ItemPointerSetInvalid(tid);
-	else if (id < 0 || id >= ((INT64CONST(1) << 48) - 0x10000) >> bits)
-		ItemPointerSetInvalid(tid);
-	else
-		shard_rowid_to_tid((id << bits) | shard, tid);
-}
-
-/* What find_row_keys seeks: the scan of a result relation. */
-typedef struct RowKeysSearch
-{
-	Index		rtindex;
-	ShardRowKeys *found;
-} RowKeysSearch;
-
-/*
- * find_row_keys
- *		planstate_tree_walker's callback for shard_scan_row_keys: stops at
- *		our scan of the relation sought.
- */
-static bool
-find_row_keys(PlanState *ps, void *context)
-{
-	RowKeysSearch *search = (RowKeysSearch *) context;
-
-	if (IsA(ps, ForeignScanState) &&
-		((Scan *) ps->plan)->scanrelid == search->rtindex &&
-		((ForeignScanState *) ps)->fdwroutine->IterateForeignScan ==
-		shardIterateForeignScan &&
-		((ForeignScanState *) ps)->fdw_state != NULL)
-	{
-		search->found =
-			((ShardScanState *) ((ForeignScanState *) ps)->fdw_state)->row_keys;
-		return true;
-	}
-	return planstate_tree_walker(ps, find_row_keys, context);
-}
-
-/*
- * shard_scan_row_keys
- *		The row keys of the scan of result relation rtindex, somewhere in
- *		the plan below a row-by-row UPDATE or DELETE, or NULL.
- */
-ShardRowKeys *
-shard_scan_row_keys(PlanState *below, Index rtindex)
-{
-	RowKeysSearch search;
-
-	search.rtindex = rtindex;
-	search.found = NULL;
-	if (below != NULL)
-		(void) find_row_keys(below, &search);
-	return search.found;
-}
-
-/*
- * shard_row_keys_of
- *		The primary key columns by which the rows read from a shard are
- *		found again, or NIL when they are found by their rowid; *collations
- *		gets the collation the key compares each with (or NULL).
- */
-List *
-shard_row_keys_of(ShardRowKeys *keys, const char *shard_id,
-				  List **collations)
-{
-	ListCell   *lc;
-
-	*collations = NIL;
-	if (keys == NULL)
-		return NIL;
-	foreach(lc, keys->shards)
-	{
-		ShardKeyedShard *keyed = lfirst(lc);
-
-		if (strcmp(keyed->shard_id, shard_id) == 0)
-		{
-			*collations = keyed->collations;
-			return keyed->keys;
-		}
-	}
-	return NIL;
-}
-
-/*
- * shard_row_identity
- *		The shard a row of a row-by-row UPDATE or DELETE was read from, and
- *		in *id its rowid there or the number of its key, from the value of
- *		its ctid (set_row_identity).
- */
-ShardInfo *
-shard_row_identity(ShardRowKeys *keys, int64 tid_value, int64 *id)
-{
-	int			shard;
-
-	if (keys == NULL || keys->shard_bits == 0)
-		elog(ERROR, "no rows were read for a row-by-row change");
-	shard = (int) (tid_value & ((1 << keys->shard_bits) - 1));
-	if (shard >= keys->nread)
-		elog(ERROR, "shard %d of a row-by-row change is not known", shard);
-	*id = tid_value >> keys->shard_bits;
-	return &keys->read[shard];
-}
-
-/*
- * shard_row_key
- *		The key values of a row read from a keyed shard, by its number.
- */
-const ShardValue *
-shard_row_key(ShardRowKeys *keys, const char *shard_id, int64 n)
-{
-	if (keys == NULL || n < 1 || n > keys->nrows ||
-		strcmp(keys->rows[n - 1].shard->shard_id, shard_id) != 0)
-		elog(ERROR, "row key %lld of shard \"%s\" is not known",
-			 (long long) n, shard_id);
-	return keys->rows[n - 1].values;
-}
-
-/*
- * plan_shard
+ * shard_scan_plan_shard
  *		Decide how one shard is read (what its declarations allow to push)
  *		and build its statement and values, in the scan's resolution
  *		context: once per resolution, since a rescan with the same values
  *		reads the shard the same way.
  */
-static void
-plan_shard(ShardScanState *s, ShardTarget *t)
+void
+shard_scan_plan_shard(ShardScanState *s, ShardTarget *t)
 {
 	MemoryContext oldcxt = MemoryContextSwitchTo(s->resolve_cxt);
 	List	   *extra;
@@ -2035,14 +1527,14 @@ plan_shard(ShardScanState *s, ShardTarget *t)
 						 t->tenant_is_text && s->tenant_only && !s->counts_only &&
 						 !s->row_order && s->modify_sql == NULL &&
 						 large_tenant_without_stats(s, t));
-	/* The row's key, first: its rowid, or its primary key (row_key_shard) */
+	/* The row's key, first: its rowid, or its primary key (shard_row_key_shard) */
 	t->keyed = NULL;
 	t->nkeys = 0;
 	if (s->with_rowid && !t->no_rowid)
 		t->nkeys = 1;
 	else if (s->row_keys != NULL)
 	{
-		t->keyed = row_key_shard(s, t);
+		t->keyed = shard_row_key_shard(s, t);
 		t->nkeys = list_length(t->keyed->keys);
 	}
 	t->sql = build_shard_sql(s, t, s->agg_spec != NULL, &extra);
@@ -2106,23 +1598,23 @@ start_shard(ForeignScanState *node, ShardTarget *t)
 	 */
 	if (!s->params_ready)
 	{
-		eval_params(s, node->ss.ps.ps_ExprContext);
+		shard_scan_eval_params(s, node->ss.ps.ps_ExprContext);
 		s->params_ready = true;
 	}
 
 	if (t->sql == NULL)
-		plan_shard(s, t);
+		shard_scan_plan_shard(s, t);
 	for (;;)
 	{
 		rc = shard_conn_prepare(t->conn, t->sql, &t->stmt, errbuf);
 		if (rc == SQLITE_OK)
 			break;
-		diagnose_prepare_failure(s, t, rc, errbuf, s->rel);
+		shard_scan_prepare_failed(s, t, rc, errbuf, s->rel);
 		/* a WITHOUT ROWID table: retry by its primary key, or without */
 		t->no_rowid = true;
 		if (s->row_keys == NULL)
 			s->with_rowid = false;
-		plan_shard(s, t);
+		shard_scan_plan_shard(s, t);
 	}
 
 	/* A degraded shard's query uses some planned parameters: up to its last. */
@@ -2175,13 +1667,13 @@ start_shard(ForeignScanState *node, ShardTarget *t)
 }
 
 /*
- * finish_shard
+ * shard_scan_finish_shard
  *		A shard returned all its rows: close its statement, give its handle
  *		back and, for a direct modification (run in the backend, without a
  *		reader), note its time.  A read's time is that of its batches.
  */
-static void
-finish_shard(ShardTarget *t)
+void
+shard_scan_finish_shard(ShardTarget *t)
 {
 	instr_time	now;
 
@@ -2239,7 +1731,7 @@ read_shard_whole(ShardScanState *s, ShardTarget *t)
 			t->elapsed_ms += b->fill_ms;	/* once, however often read */
 	} while (rc == SQLITE_ROW);
 	t->done = true;
-	finish_shard(t);
+	shard_scan_finish_shard(t);
 }
 
 /*
@@ -2339,7 +1831,7 @@ next_batch_serial(ForeignScanState *node)
 		}
 		if (t->done)
 		{
-			finish_shard(t);
+			shard_scan_finish_shard(t);
 			s->serial = NULL;
 			/* a slow shard: the threads read the rest */
 			if (s->quick && t->elapsed_ms >= shard_quick_shard_ms)
@@ -2347,7 +1839,7 @@ next_batch_serial(ForeignScanState *node)
 				s->quick = false;
 				if (s->fanout)
 					fanout_limit_threads(s->fanout, shard_fanout_parallelism);
-				if (use_fanout(s))
+				if (shard_scan_use_fanout(s))
 					return next_batch_parallel(node);
 			}
 			if (s->quick && s->end_target < 0)
@@ -2458,12 +1950,12 @@ start_quick_split(ForeignScanState *node, double first_ms)
 }
 
 /*
- * next_fanout_event
+ * shard_scan_next_event
  *		The fan-out's next event, however long it takes: Ctrl-C and
  *		statement_timeout are checked while nothing arrives.
  */
-static void
-next_fanout_event(ShardScanState *s, FanoutEvent *ev)
+void
+shard_scan_next_event(ShardScanState *s, FanoutEvent *ev)
 {
 	for (;;)
 	{
@@ -2518,7 +2010,7 @@ next_batch_parallel(ForeignScanState *node)
 				submit_shard(s, t, task);
 		}
 
-		next_fanout_event(s, &ev);
+		shard_scan_next_event(s, &ev);
 		switch (ev.kind)
 		{
 			case FANOUT_TIMEOUT:
@@ -2538,7 +2030,7 @@ next_batch_parallel(ForeignScanState *node)
 				t = list_nth(s->targets, ev.task);
 				t->done = true;
 				t->elapsed_ms += ev.tail_ms;
-				finish_shard(t);
+				shard_scan_finish_shard(t);
 				s->inflight--;
 				break;
 			case FANOUT_FAILED:
@@ -2558,13 +2050,13 @@ next_batch_parallel(ForeignScanState *node)
 }
 
 /*
- * use_fanout
+ * shard_scan_use_fanout
  *		Read shards in parallel when there is more than one to read,
  *		parallelism is allowed, and the scan neither keeps its rows
  *		(materialize) nor reads quick shards in the backend.
  */
-static bool
-use_fanout(ShardScanState *s)
+bool
+shard_scan_use_fanout(ShardScanState *s)
 {
 	return shard_fanout_parallelism > 1 && list_length(s->targets) > 1 &&
 		!s->materialize && !s->quick;
@@ -2647,7 +2139,7 @@ next_row(ForeignScanState *node, TupleTableSlot *slot)
 			 * only for a row the recheck passed.
 			 */
 			if (s->row_keys != NULL)
-				set_row_identity(s, s->cur, row, &slot->tts_tid);
+				shard_row_set_identity(s, s->cur, row, &slot->tts_tid);
 			else if (off)
 				shard_rowid_to_tid(s->cur_rowid, &slot->tts_tid);
 			return true;
@@ -2660,7 +2152,7 @@ next_row(ForeignScanState *node, TupleTableSlot *slot)
 			shardio_batch_free(s->batch);
 		s->batch = NULL;
 
-		if (!(use_fanout(s) ? next_batch_parallel(node) :
+		if (!(shard_scan_use_fanout(s) ? next_batch_parallel(node) :
 			  next_batch_serial(node)))
 		{
 			ExecClearTuple(slot);
@@ -2714,7 +2206,7 @@ next_ordered_row(ForeignScanState *node, TupleTableSlot *slot)
 
 	/*
 	 * Whether one shard's rows may pass through is known once its query is
-	 * planned (plan_shard), which reading its first row does.
+	 * planned (shard_scan_plan_shard), which reading its first row does.
 	 */
 	if (!s->order_started)
 	{
@@ -2799,7 +2291,7 @@ shardIterateForeignScan(ForeignScanState *node)
 	ErrorContextCallback errcallback;
 
 	if (!s->resolved)
-		resolve_targets(node);
+		shard_scan_resolve(node);
 	eval_limit(node);
 	if (s->limit_zero)
 		return ExecClearTuple(slot);
@@ -2822,7 +2314,7 @@ shardIterateForeignScan(ForeignScanState *node)
 			s->batch = NULL;
 		}
 		CHECK_FOR_INTERRUPTS();
-		if (!(use_fanout(s) ? next_batch_parallel(node) :
+		if (!(shard_scan_use_fanout(s) ? next_batch_parallel(node) :
 			  next_batch_serial(node)))
 			s->merged = true;
 	}
@@ -2900,14 +2392,14 @@ shardEndForeignScan(ForeignScanState *node)
 }
 
 /*
- * shard_names
+ * shard_scan_shard_names
  *		"N of M (a, b, c, and K more)" for EXPLAIN.
  *
  * "and 1 more" would take as much room as the name it stands for, so a
  * list one name longer than EXPLAIN_MAX_SHARD_NAMES is written out whole.
  */
-static char *
-shard_names(ShardScanState *s)
+char *
+shard_scan_shard_names(ShardScanState *s)
 {
 	StringInfoData buf;
 	ListCell   *lc;
@@ -2937,7 +2429,7 @@ shard_names(ShardScanState *s)
 }
 
 /*
- * explain_shard_times
+ * shard_scan_explain_times
  *		EXPLAIN ANALYZE: the rows the backend took from each shard, the
  *		shards never started, and the slowest shard, which sets a fan-out's
  *		latency.
@@ -2953,8 +2445,8 @@ shard_names(ShardScanState *s)
  * worker read ahead that were never used.  The fan-out is stopped first,
  * so that no worker is left running.
  */
-static void
-explain_shard_times(ShardScanState *s, ExplainState *es)
+void
+shard_scan_explain_times(ShardScanState *s, ExplainState *es)
 {
 	StringInfoData rows;
 	StringInfoData idle;
@@ -3042,7 +2534,7 @@ shardExplainForeignScan(ForeignScanState *node, ExplainState *es)
 	 * A subquery's or a parameter's value is not computed for EXPLAIN.
 	 */
 	if (!s->resolved && !s->prune_needs_run)
-		resolve_targets(node);
+		shard_scan_resolve(node);
 
 	if (s->join)
 		ExplainPropertyText("Relations", shard_join_relations(s->join), es);
@@ -3050,7 +2542,7 @@ shardExplainForeignScan(ForeignScanState *node, ExplainState *es)
 		ExplainPropertyText("Distribution", "reference, one shard's copy",
 							es);
 	if (s->resolved)
-		ExplainPropertyText("Shards", shard_names(s), es);
+		ExplainPropertyText("Shards", shard_scan_shard_names(s), es);
 	else
 		ExplainPropertyText("Shards", "chosen at run time", es);
 	ExplainPropertyText("Pushdown",
@@ -3114,372 +2606,7 @@ shardExplainForeignScan(ForeignScanState *node, ExplainState *es)
 	}
 
 	if (es->analyze && s->resolved)
-		explain_shard_times(s, es);
+		shard_scan_explain_times(s, es);
 	if (es->analyze && s->resolved)
 		explain_flagged_shards(s, es, "Tenant Index Skipped", true);
-}
-
-/*
- * shardBeginDirectModify
- *		Set up an UPDATE or DELETE that runs inside the shards: a scan of
- *		the same shards with the same conditions, whose statement changes
- *		rows instead of returning them.
- */
-void
-shardBeginDirectModify(ForeignScanState *node, int eflags)
-{
-	shardBeginForeignScan(node, eflags);
-}
-
-/*
- * start_modify
- *		Prepare and bind the UPDATE or DELETE of one shard, inside its write
- *		transaction.
- */
-static void
-start_modify(ForeignScanState *node, ShardTarget *t)
-{
-	ShardScanState *s = (ShardScanState *) node->fdw_state;
-	MemoryContext oldcxt;
-	char		errbuf[SHARDIO_ERRLEN];
-	int			rc;
-
-	t->conn = shard_conn_get_for_write(s->opts, &t->info);
-	shard_conn_check_no_reader(t->conn, s->topts->table);
-	oldcxt = MemoryContextSwitchTo(s->resolve_cxt);
-	s->cur = t;
-	if (!s->params_ready)
-	{
-		eval_params(s, node->ss.ps.ps_ExprContext);
-		s->params_ready = true;
-	}
-	t->read = true;
-	t->rows = 0;
-	INSTR_TIME_SET_CURRENT(t->started);
-
-	/*
-	 * A shard whose declarations would make a pushed condition inexact
-	 * cannot be modified by the statement: reads fall back to PostgreSQL
-	 * for such a shard, a modification has nothing to fall back to.
-	 */
-	plan_shard(s, t);
-	if (t->degraded)
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 s->modify_op == CMD_UPDATE ?
-				 errmsg("cannot update table \"%s\" on shard \"%s\"",
-						s->topts->table, t->info.shard_id) :
-				 errmsg("cannot delete from table \"%s\" on shard \"%s\"",
-						s->topts->table, t->info.shard_id),
-				 errdetail("The shard declares a compared column with another type than the statement's conditions assume, so SQLite would not pick the rows PostgreSQL would."),
-				 errhint("Declare the column alike in every shard.")));
-
-	/* new values fitted to how this shard declares their columns */
-	{
-		int			first = s->nparams - list_length(s->modify_set_attnums);
-		ListCell   *lc;
-
-		foreach(lc, s->modify_set_attnums)
-		{
-			int			k = foreach_current_index(lc);
-			ShardValue *v = &t->binds[first + k];
-			char	   *col = shard_column_name(RelationGetRelid(s->rel),
-												lfirst_int(lc));
-			Datum		value = (Datum) 0;
-
-			if (v->type == SQLITE_TEXT &&
-				s->modify_set_convs[k].basetype == NUMERICOID)
-				value = DirectFunctionCall3(numeric_in,
-											CStringGetDatum(v->u.p),
-											ObjectIdGetDatum(InvalidOid),
-											Int32GetDatum(-1));
-			shard_store_fit(&s->modify_set_convs[k], value,
-							shard_conn_column_affinity(t->conn,
-													   s->topts->table, col),
-							v, col, s->topts->table, t->info.shard_id);
-		}
-	}
-
-	rc = shard_conn_prepare(t->conn, t->sql, &t->stmt, errbuf);
-	if (rc != SQLITE_OK)
-	{
-		t->stmt = NULL;
-		diagnose_prepare_failure(s, t, rc, errbuf, s->rel);
-	}
-	rc = shardio_bind(t->stmt, 1, t->binds, t->nbinds, errbuf);
-	if (rc != SQLITE_OK)
-		shard_sqlite_error(ERROR, rc, t->info.shard_id, errbuf,
-						   shard_write_failure(s->modify_op, false),
-						   s->topts->table, t->info.shard_id);
-	MemoryContextSwitchTo(oldcxt);
-}
-
-/*
- * returning_row
- *		Put the row SQLite's RETURNING gave into the scan slot, where the
- *		RETURNING list reads it.
- */
-static TupleTableSlot *
-returning_row(ForeignScanState *node, ShardTarget *t)
-{
-	ShardScanState *s = (ShardScanState *) node->fdw_state;
-	TupleTableSlot *slot = node->ss.ss_ScanTupleSlot;
-	ResultRelInfo *rinfo = node->resultRelInfo;
-
-	shard_returning_to_slot(t->stmt, shard_conn_db(t->conn),
-							s->modify_returning, s->modify_convs, slot,
-							&s->cur_col);
-	if (rinfo && rinfo->ri_projectReturning)
-		rinfo->ri_projectReturning->pi_exprContext->ecxt_scantuple = slot;
-	return slot;
-}
-
-/*
- * count_modified
- *		Add the rows the statement changed on a shard to the counts.
- */
-static void
-count_modified(ForeignScanState *node, ShardTarget *t, int64 changes)
-{
-	ShardScanState *s = (ShardScanState *) node->fdw_state;
-
-	t->rows = changes;
-	s->modified += changes;
-	node->ss.ps.state->es_processed += changes;
-	if (node->ss.ps.instrument)
-		node->ss.ps.instrument->tuplecount += changes;
-}
-
-/*
- * modify_parallel
- *		Run a statement without RETURNING on every shard at once, on the
- *		fan-out's worker threads, as reads run.  The backend takes each
- *		shard's write lock and prepares and binds its statement first, in
- *		shard order, so the workers only step the statements; a failure is
- *		raised once every shard has stopped, for the first failed shard in
- *		that order.
- */
-static void
-modify_parallel(ForeignScanState *node)
-{
-	ShardScanState *s = (ShardScanState *) node->fdw_state;
-	int			ntargets = list_length(s->targets);
-	int			nworkers = Min(shard_fanout_parallelism, ntargets);
-	int			pending = 0;
-	int			failed = -1;
-	int			failed_rc = SQLITE_OK;
-	char		failed_msg[SHARDIO_ERRLEN];
-	ListCell   *lc;
-
-	foreach(lc, s->targets)
-	{
-		ShardTarget *t = lfirst(lc);
-
-		start_modify(node, t);
-		memset(&t->job, 0, sizeof(t->job));
-		t->job.stmt = t->stmt;
-	}
-	s->cur = NULL;
-	s->next_target = ntargets;
-
-	s->fanout = fanout_create(nworkers, 0, SCAN_BATCH_ROWS, nworkers);
-	if (s->fanout == NULL)
-		ereport(ERROR,
-				(errcode(ERRCODE_OUT_OF_MEMORY),
-				 errmsg("out of memory")));
-	foreach(lc, s->targets)
-	{
-		ShardTarget *t = lfirst(lc);
-
-		if (fanout_submit(s->fanout, &t->job, foreach_current_index(lc)) != 0)
-			ereport(ERROR,
-					(errcode(ERRCODE_INSUFFICIENT_RESOURCES),
-					 errmsg("could not start a fan-out worker thread"),
-					 errdetail("The thread was to change table \"%s\" on shard \"%s\".",
-							   s->topts->table, t->info.shard_id)));
-		pending++;
-	}
-
-	while (pending > 0)
-	{
-		FanoutEvent ev;
-		ShardTarget *t;
-
-		next_fanout_event(s, &ev);
-		switch (ev.kind)
-		{
-			case FANOUT_TIMEOUT:
-				break;
-			case FANOUT_IDLE:
-				pending = 0;
-				break;
-			case FANOUT_BATCH:
-				/* a statement without RETURNING returns no rows */
-				fanout_release_batch(s->fanout, ev.batch);
-				break;
-			case FANOUT_DONE:
-				t = list_nth(s->targets, ev.task);
-				count_modified(node, t, sqlite3_changes(shard_conn_db(t->conn)));
-				/* its time: from its start to its end, seen here */
-				t->job.stmt = NULL;
-				finish_shard(t);
-				pending--;
-				break;
-			case FANOUT_FAILED:
-				t = list_nth(s->targets, ev.task);
-				sqlite3_reset(t->stmt);
-				ev.rc = shard_conn_write_failed(t->conn, ev.rc);
-				if (failed < 0 || ev.task < failed)
-				{
-					failed = ev.task;
-					failed_rc = ev.rc;
-					strlcpy(failed_msg, ev.errmsg, sizeof(failed_msg));
-				}
-				/* its statement and handle go back, as a finished shard's */
-				t->job.stmt = NULL;
-				finish_shard(t);
-				pending--;
-				break;
-			case FANOUT_NOMEM:
-				ereport(ERROR,
-						(errcode(ERRCODE_OUT_OF_MEMORY),
-						 errmsg("out of memory"),
-						 errdetail("A thread running the statement on table \"%s\" ran out of memory.",
-								   s->topts->table)));
-				break;
-		}
-	}
-	fanout_destroy(s->fanout);
-	s->fanout = NULL;
-	if (failed >= 0)
-	{
-		const char *shard_id =
-			((ShardTarget *) list_nth(s->targets, failed))->info.shard_id;
-
-		shard_write_error(failed_rc, shard_id, NULL, NULL, failed_msg,
-						  shard_write_failure(s->modify_op, false),
-						  s->topts->table, shard_id);
-	}
-}
-
-/*
- * shardIterateDirectModify
- *		Run the statement on every shard of the scan and count the rows
- *		changed: in parallel without RETURNING (modify_parallel), else one
- *		shard after another, handing each changed row over as it comes.
- */
-TupleTableSlot *
-shardIterateDirectModify(ForeignScanState *node)
-{
-	ShardScanState *s = (ShardScanState *) node->fdw_state;
-	EState	   *estate = node->ss.ps.state;
-	bool		returning = (s->modify_returning != NIL);
-
-	if (!s->resolved)
-	{
-		resolve_targets(node);
-		s->modify_cur = NULL;
-		if (!returning && use_fanout(s))
-			modify_parallel(node);
-	}
-	for (;;)
-	{
-		ShardTarget *t = s->modify_cur;
-		int			rc;
-
-		if (t == NULL)
-		{
-			if (s->next_target >= list_length(s->targets))
-				break;
-			t = list_nth(s->targets, s->next_target++);
-			start_modify(node, t);
-			s->modify_cur = t;
-		}
-
-		rc = sqlite3_step(t->stmt);
-		if (rc == SQLITE_ROW && returning)
-		{
-			MemoryContext oldcxt;
-			TupleTableSlot *slot;
-
-			t->rows++;
-			s->modified++;
-			estate->es_processed++;
-			if (node->ss.ps.instrument)
-				node->ss.ps.instrument->tuplecount++;
-			oldcxt = MemoryContextSwitchTo(node->ss.ps.ps_ExprContext->ecxt_per_tuple_memory);
-			slot = returning_row(node, t);
-			MemoryContextSwitchTo(oldcxt);
-			return slot;
-		}
-		if (rc != SQLITE_DONE)
-		{
-			sqlite3    *db = shard_conn_db(t->conn);
-			char	   *msg = pstrdup(sqlite3_errmsg(db));
-			int			xrc = sqlite3_extended_errcode(db);
-
-			sqlite3_reset(t->stmt);
-			xrc = shard_conn_write_failed(t->conn, xrc);
-			shard_write_error(xrc, t->info.shard_id, NULL, NULL, msg,
-							  shard_write_failure(s->modify_op, false),
-							  s->topts->table, t->info.shard_id);
-		}
-		if (!returning)
-			count_modified(node, t, sqlite3_changes(shard_conn_db(t->conn)));
-		finish_shard(t);
-		s->modify_cur = NULL;
-	}
-	return ExecClearTuple(node->ss.ss_ScanTupleSlot);
-}
-
-/*
- * shardEndDirectModify
- *		Give the shards back; their writes stay in the write transactions.
- */
-void
-shardEndDirectModify(ForeignScanState *node)
-{
-	shardEndForeignScan(node);
-}
-
-/*
- * shardExplainDirectModify
- *		Show that the statement runs inside the shards, which shards, and
- *		with VERBOSE the SQLite statement.
- */
-void
-shardExplainDirectModify(ForeignScanState *node, ExplainState *es)
-{
-	ShardScanState *s = (ShardScanState *) node->fdw_state;
-
-	if (!s->resolved && !s->prune_needs_run && !es->analyze)
-		resolve_targets(node);
-	ExplainPropertyText("Direct Modify",
-						s->resolved && s->modify_returning == NIL &&
-						use_fanout(s) ?
-						"one statement per shard, in parallel" :
-						"one statement per shard", es);
-	if (s->topts->reference)
-		ExplainPropertyText("Distribution", "reference, one shard's copy",
-							es);
-	if (s->resolved)
-		ExplainPropertyText("Shards", shard_names(s), es);
-	else
-		ExplainPropertyText("Shards", "chosen at run time", es);
-	if (es->verbose)
-	{
-		StringInfoData sql;
-
-		initStringInfo(&sql);
-		appendStringInfoString(&sql, s->modify_sql);
-		if (s->where_sqls != NIL)
-		{
-			appendStringInfoString(&sql, " WHERE ");
-			shard_join_conditions(&sql, s->where_sqls);
-		}
-		appendStringInfoString(&sql, s->modify_returning_sql);
-		ExplainPropertyText("SQLite statement", sql.data, es);
-	}
-	if (es->analyze && s->resolved)
-		explain_shard_times(s, es);
 }

@@ -1,0 +1,240 @@
+/*-------------------------------------------------------------------------
+ *
+ * scan.h
+ *		  The state of a foreign scan, shared by the files that run one: the
+ *		  scan itself (scan.c), UPDATE and DELETE run inside the shards
+ *		  (directmodify.c) and the identity of the rows a row-by-row UPDATE
+ *		  or DELETE reads (rowidentity.c)
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef SHARD_SCAN_H
+#define SHARD_SCAN_H
+
+#include "sqlite_shard_fdw.h"
+
+#include "commands/explain.h"
+#include "portability/instr_time.h"
+#include "utils/tuplesort.h"
+
+#include "fanout.h"
+#include "merge.h"
+
+/* Rows fetched from SQLite at a time. */
+#define SCAN_BATCH_ROWS 512
+
+/*
+ * A shard whose table is WITHOUT ROWID, as the scan below a row-by-row
+ * UPDATE or DELETE read it: the rows it returned are found again by the
+ * primary key columns named here.
+ */
+typedef struct ShardKeyedShard
+{
+	char	   *shard_id;
+	List	   *keys;			/* SQLite names of the key's columns */
+	List	   *collations;		/* the key's collation of each, or NULL */
+} ShardKeyedShard;
+
+
+/* One shard a scan reads. */
+typedef struct ShardTarget
+{
+	ShardInfo	info;
+	List	   *excluded;		/* tenants (char *) whose rows here are stale */
+	List	   *tenants;		/* when restricted: the tenants it is read
+								 * for, those of the statement it owns */
+	bool		tenant_is_text; /* filters compare the column itself */
+	bool		tenant_noindex; /* read the table NOT INDEXED (a large
+								 * tenant of a shard without statistics) */
+
+	/* While the shard is read. */
+	ShardConn  *conn;
+	sqlite3_stmt *stmt;
+	int			nkeys;			/* leading key columns of the query: its
+								 * rowid, or its primary key (keyed); 0
+								 * when it reads no key */
+	ShardKeyedShard *keyed;		/* a WITHOUT ROWID table's key, or NULL */
+	bool		no_rowid;		/* the table has no rowid */
+	bool		degraded;		/* conditions evaluated by PostgreSQL */
+	bool		unbounded;		/* returns all its groups: it does not
+								 * declare columns as the bound needs */
+	bool		no_sql_groups;	/* thread aggregation may not fall back to
+								 * SQLite's GROUP BY (UTF-16 text extrema) */
+	FanoutJob	job;			/* what the reader runs */
+	char	   *sql;			/* its statement, built once per resolution
+								 * (a rescan with the same values reuses it) */
+	char	   *fallback_sql;	/* thread aggregation's GROUP BY fallback */
+	ShardValue *binds;			/* the values bound, planned and run-time */
+	int			nbinds;
+	ShardReader *reader;		/* serial reading */
+	bool		done;			/* the statement returned all its rows */
+	instr_time	started;
+
+	/* For EXPLAIN ANALYZE. */
+	bool		read;			/* opened by this run of the scan */
+	int64		rows;			/* rows the backend took from it */
+	double		elapsed_ms;		/* a direct modification's time; a read's:
+								 * what filling the batches the backend
+								 * took cost (ShardBatch.fill_ms) */
+	int			reader_began;	/* a reader began its statement */
+} ShardTarget;
+
+typedef struct ShardScanState
+{
+	/* What planning decided. */
+	ShardServerOptions *opts;
+	ShardTableOptions *topts;
+	char	   *table_name;		/* foreign table, for messages */
+	char	   *select_sql;
+	List	   *where_sqls;		/* pushed conditions (String) */
+	List	   *safe_where_sqls;	/* those on no text column */
+	List	   *retrieved_attrs;
+	int			nretrieved;
+	char	  **colnames;		/* SQLite names of the retrieved columns */
+	char	  **coltables;		/* of a join, each one's SQLite table */
+	ShardJoinScan *join;		/* a join the shards run (joinscan.c), or
+								 * NULL */
+	ShardColumnConv *convs;
+	int			tenant_pos;		/* tenant column among retrieved, 0-based */
+	Oid			tenant_type;
+	int			tenant_kind;	/* how ssfdw_tenant reads it */
+	List	   *param_exprs;	/* ExprStates of the values to bind */
+	List	   *param_types;
+	List	   *param_kinds;
+	int			nparams;
+	ExprState  *prune_state;
+	Oid			prune_type;
+	ShardPruneKind prune_kind;
+	bool		prune_needs_run;	/* depends on values known only at run time */
+	List	   *allowed;		/* user mapping tenants (UTF-8 ids), or NIL */
+	char	   *modify_sql;		/* a direct UPDATE or DELETE, or NULL */
+	List	   *modify_set_attnums;	/* columns of its new values, which are
+									 * the last values bound */
+	ShardStoreConv *modify_set_convs;
+	bool		materialize;	/* each shard read whole before its rows */
+	bool		read_all_first; /* ... and every shard before the first
+								 * row, kept for rescans: the statement
+								 * writes the table (check_statement_writes) */
+	bool		written;		/* the statement writes the table */
+	uint64		writes_at_start;	/* shard_writes_begun then */
+	ShardRowKeys *row_keys;		/* the scan of a row-by-row UPDATE or
+								 * DELETE: the keys of its keyed rows */
+	bool		tenant_only;	/* the pushed conditions read only the
+								 * tenant column */
+	bool		counts_only;	/* an aggregate scan of counts alone, which
+								 * the tenant's index covers */
+	List	   *mat_batches;	/* ShardBatch: the rows still to return
+								 * (read_all_first: all, mat_next on) */
+	List	   *mat_targets;	/* ShardTarget: whose each batch is */
+	int			mat_next;		/* read_all_first: the next batch */
+	bool		mat_complete;	/* read_all_first: every shard's rows are
+								 * in mat_batches */
+	List	   *modify_returning;	/* attnums its RETURNING reads */
+	char	   *modify_returning_sql;	/* " RETURNING cols", or "" */
+	ShardColumnConv *modify_convs;	/* and their converters */
+	ShardTarget *modify_cur;	/* the shard whose statement runs */
+	CmdType		modify_op;		/* CMD_UPDATE or CMD_DELETE */
+	int64		modified;		/* rows it changed */
+
+	/* Where it reads, decided when the scan starts. */
+	MemoryContext resolve_cxt;
+	bool		resolved;
+	bool		params_ready;	/* param_values computed for this run */
+	List	   *targets;
+	bool		restricted;		/* routed, or a user mapping's tenants */
+	int			next_target;
+	int			end_target;		/* the backend reads targets up to here;
+								 * those after went to the fan-out; -1:
+								 * all of them (target_end) */
+	ShardValue *param_values;
+	ShardDirectory *dir;
+
+	/* Reading: one shard at a time, or several through a fan-out. */
+	bool		with_rowid;		/* false once a shard had no rowid */
+	ShardTarget *serial;		/* the shard read serially now */
+	ShardBatch *own_batch;		/* the serial reader's batch */
+	Fanout	   *fanout;
+	int			inflight;		/* shards submitted to the fan-out */
+	bool		quick;			/* read shards in the backend while each
+								 * is quick (quick_shard_ms) */
+	int			quick_reads;	/* shards read so, for EXPLAIN ANALYZE */
+
+	/* The batch being converted, and the shard it came from. */
+	ShardTarget *cur;
+	ShardBatch *batch;
+	int			batch_row;
+
+	int			batch_cols;		/* columns of a shard row */
+	unsigned char *prep;		/* SHARDIO_PREP_ of rowid and each fetched
+								 * column, or NULL */
+	Relation	rel;			/* the foreign table */
+	char	   *raw_sql;		/* thread aggregation's input query, or NULL */
+	ThreadAggSpec *agg_spec;	/* and how it computes the shard columns */
+	List	   *needs;			/* what the query assumes of shard columns */
+	List	   *needs_but_extrema;	/* the same, without text min/max */
+	List	   *recheck_quals;	/* the pushed conditions, for degraded shards */
+	ExprState  *recheck;		/* ... compiled when first needed */
+
+	/* Aggregate scans: partial rows merged by group. */
+	ShardScanMode mode;
+	char	   *group_sql;
+	ShardMerge *merge;
+	int			guard_col;
+	bool		merged;			/* every shard's rows are in the merge */
+
+	/* A scan that also does ORDER BY and LIMIT (FdwScanPrivateOrder). */
+	List	   *order;			/* the plan's list, or NIL */
+	char	   *order_sql;		/* ORDER BY terms for each shard */
+	List	   *limit_exprs;	/* OFFSET and LIMIT (NULL when absent) */
+	List	   *limit_states;	/* OFFSET, LIMIT: ExprStates or NULL */
+	bool		limit_ready;	/* evaluated */
+	bool		limit_zero;		/* LIMIT 0: nothing to read */
+	int64		shard_bound;	/* OFFSET + LIMIT for each shard; -1: none */
+	int64		limit_offset;	/* OFFSET, 0 when absent */
+	int64		limit_count;	/* LIMIT, -1 when absent */
+
+	/* A row scan that sorts and limits (order.c). */
+	bool		row_order;		/* the scan's rows are ordered or limited */
+	bool		row_direct;		/* one shard runs ORDER BY, OFFSET and
+								 * LIMIT; its rows pass through */
+	List	   *window;			/* FdwScanOrderWindow, or NIL */
+	int			nsort;			/* sort keys */
+	AttrNumber *sort_attnos;
+	Oid		   *sort_ops;
+	Oid		   *sort_colls;
+	bool	   *sort_nulls;
+	Tuplesortstate *sort;		/* the rows of every shard, once read */
+	TupleTableSlot *sortslot;
+	bool		sorted;			/* every shard's rows are in the sort */
+	bool		order_started;	/* the first row was read */
+	bool		pending_first;	/* ... and is still in the slot */
+	int64		skipped;		/* rows skipped for OFFSET */
+	int64		returned;		/* rows returned for LIMIT */
+
+	MemoryContext row_cxt;		/* converted rows, reset every
+								 * ROW_MEMORY_LIMIT bytes */
+	int			cur_col;		/* column being converted, for errors */
+	sqlite3_int64 cur_rowid;
+} ShardScanState;
+
+/* in scan.c */
+extern void shard_scan_resolve(ForeignScanState *node);
+extern void shard_scan_eval_params(ShardScanState *s, ExprContext *econtext);
+extern void shard_scan_plan_shard(ShardScanState *s, ShardTarget *t);
+extern void shard_scan_prepare_failed(ShardScanState *s, ShardTarget *t,
+									  int rc, const char *errbuf,
+									  Relation rel);
+extern void shard_scan_finish_shard(ShardTarget *t);
+extern void shard_scan_next_event(ShardScanState *s, FanoutEvent *ev);
+extern bool shard_scan_use_fanout(ShardScanState *s);
+extern char *shard_scan_shard_names(ShardScanState *s);
+extern void shard_scan_explain_times(ShardScanState *s, ExplainState *es);
+
+/* in rowidentity.c */
+extern ShardRowKeys *shard_row_keys_create(MemoryContext parent);
+extern ShardKeyedShard *shard_row_key_shard(ShardScanState *s,
+											ShardTarget *t);
+extern void shard_row_set_identity(ShardScanState *s, ShardTarget *t,
+								   const ShardValue *row, ItemPointer tid);
+
+#endif							/* SHARD_SCAN_H */
