@@ -135,14 +135,97 @@ INSERT INTO items_n SELECT i.tenant_id, sku, n + 9000000, qty, label
   FROM items_n i JOIN picked USING (tenant_id);
 SELECT * FROM regress_counts();
 SELECT regress_same();
--- a subquery that depends on the row would read the table again after the
--- statement changed it: refused; read once, it runs
+-- a subquery that depends on the row reads the table as it was when the
+-- statement began: every row is computed (sorted by its identity) before
+-- the first is changed
+EXPLAIN (COSTS OFF)
 DELETE FROM items WHERE qty <
   (SELECT avg(qty) FROM items i WHERE i.tenant_id = items.tenant_id);
-WITH a AS MATERIALIZED (SELECT tenant_id, avg(qty) AS q FROM items GROUP BY 1)
-DELETE FROM items USING a WHERE items.tenant_id = a.tenant_id AND qty < a.q;
+DELETE FROM items WHERE qty <
+  (SELECT avg(qty) FROM items i WHERE i.tenant_id = items.tenant_id);
 DELETE FROM items_n WHERE qty <
   (SELECT avg(qty) FROM items_n i WHERE i.tenant_id = items_n.tenant_id);
+SELECT * FROM regress_counts();
+SELECT regress_same();
+WITH a AS MATERIALIZED (SELECT tenant_id, avg(qty) AS q FROM items GROUP BY 1)
+DELETE FROM items USING a WHERE items.tenant_id = a.tenant_id AND qty < a.q;
+WITH a AS MATERIALIZED (SELECT tenant_id, avg(qty) AS q FROM items_n GROUP BY 1)
+DELETE FROM items_n USING a WHERE items_n.tenant_id = a.tenant_id AND qty < a.q;
+SELECT * FROM regress_counts();
+SELECT regress_same();
+-- a correlated sub-select in SET is computed for each row, never bound
+-- once for the statement; so are the outputs of SET (a, b) = (SELECT ...)
+EXPLAIN (VERBOSE, COSTS OFF)
+UPDATE items AS tg SET (qty) = (SELECT src.qty * 2 FROM items AS src
+    WHERE src.tenant_id = tg.tenant_id AND src.sku = tg.sku AND src.n = tg.n)
+  WHERE tenant_id = 'initech';
+UPDATE items AS tg SET (qty) = (SELECT src.qty * 2 FROM items AS src
+    WHERE src.tenant_id = tg.tenant_id AND src.sku = tg.sku AND src.n = tg.n)
+  WHERE tenant_id = 'initech';
+UPDATE items_n AS tg SET (qty) = (SELECT src.qty * 2 FROM items_n AS src
+    WHERE src.tenant_id = tg.tenant_id AND src.sku = tg.sku AND src.n = tg.n)
+  WHERE tenant_id = 'initech';
+SELECT regress_same();
+WITH u AS (UPDATE items AS tg SET (qty, label) =
+    (SELECT src.qty + 1, src.label || '+' FROM items AS src
+     WHERE src.tenant_id = tg.tenant_id AND src.sku = tg.sku AND src.n = tg.n)
+  WHERE n % 97 = 3 RETURNING tenant_id, sku, n, qty, label)
+SELECT * FROM u ORDER BY 1, 2, 3;
+WITH u AS (UPDATE items_n AS tg SET (qty, label) =
+    (SELECT src.qty + 1, src.label || '+' FROM items_n AS src
+     WHERE src.tenant_id = tg.tenant_id AND src.sku = tg.sku AND src.n = tg.n)
+  WHERE n % 97 = 3 RETURNING tenant_id, sku, n, qty, label)
+SELECT * FROM u ORDER BY 1, 2, 3;
+SELECT regress_same();
+UPDATE items tg SET qty = (SELECT max(qty) FROM items i
+    WHERE i.tenant_id = tg.tenant_id) - qty
+  WHERE label ~ '7$';
+UPDATE items_n tg SET qty = (SELECT max(qty) FROM items_n i
+    WHERE i.tenant_id = tg.tenant_id) - qty
+  WHERE label ~ '7$';
+SELECT regress_same();
+-- UPDATE ... FROM and DELETE ... USING a source with several rows for one
+-- target row change it once and count it once, as PostgreSQL does
+CREATE TABLE twice (n bigint);
+INSERT INTO twice SELECT g FROM generate_series(1, 60) g;
+INSERT INTO twice SELECT g FROM generate_series(1, 60, 3) g;
+UPDATE items SET label = label || '!' FROM twice
+  WHERE items.n = twice.n AND items.tenant_id IN ('acme', 'globex');
+UPDATE items_n SET label = label || '!' FROM twice
+  WHERE items_n.n = twice.n AND items_n.tenant_id IN ('acme', 'globex');
+SELECT regress_same();
+WITH u AS (UPDATE items SET qty = qty + 1
+  FROM (SELECT n FROM twice UNION ALL SELECT n + 3 FROM twice) ss
+  WHERE items.n = ss.n AND items.tenant_id = 'globex' RETURNING items.n)
+SELECT count(*), count(DISTINCT n), sum(n) FROM u;
+WITH u AS (UPDATE items_n SET qty = qty + 1
+  FROM (SELECT n FROM twice UNION ALL SELECT n + 3 FROM twice) ss
+  WHERE items_n.n = ss.n AND items_n.tenant_id = 'globex' RETURNING items_n.n)
+SELECT count(*), count(DISTINCT n), sum(n) FROM u;
+SELECT regress_same();
+-- a nested loop reads the table again for each source row
+SET enable_hashjoin = off;
+SET enable_mergejoin = off;
+EXPLAIN (COSTS OFF)
+UPDATE items SET qty = qty + 2 FROM twice
+  WHERE items.n = twice.n + 1 AND items.tenant_id = 'acme' AND label ~ 'gen';
+UPDATE items SET qty = qty + 2 FROM twice
+  WHERE items.n = twice.n + 1 AND items.tenant_id = 'acme' AND label ~ 'gen';
+UPDATE items_n SET qty = qty + 2 FROM twice
+  WHERE items_n.n = twice.n + 1 AND items_n.tenant_id = 'acme'
+  AND label ~ 'gen';
+SELECT regress_same();
+DELETE FROM items USING twice
+  WHERE items.n = twice.n + 2 AND items.tenant_id = 'acme' AND label ~ 'gen';
+DELETE FROM items_n USING twice
+  WHERE items_n.n = twice.n + 2 AND items_n.tenant_id = 'acme'
+  AND label ~ 'gen';
+RESET enable_hashjoin;
+RESET enable_mergejoin;
+SELECT * FROM regress_counts();
+SELECT regress_same();
+DELETE FROM items USING twice WHERE items.n = twice.n + 4;
+DELETE FROM items_n USING twice WHERE items_n.n = twice.n + 4;
 SELECT * FROM regress_counts();
 SELECT regress_same();
 -- a second scan of the table, which starts when the first one's rows are
@@ -169,5 +252,5 @@ SELECT * FROM regress_counts();
 -- ===================================================================
 DROP FUNCTION regress_same();
 DROP FUNCTION regress_counts();
-DROP TABLE items_n, picked;
+DROP TABLE items_n, picked, twice;
 DROP SERVER selfwrite_srv CASCADE;

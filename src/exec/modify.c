@@ -40,6 +40,7 @@
 
 #include "access/sysattr.h"
 #include "access/table.h"
+#include "catalog/pg_operator.h"
 #include "catalog/pg_type.h"
 #include "commands/explain.h"
 #include "executor/executor.h"
@@ -48,12 +49,14 @@
 #include "nodes/nodeFuncs.h"
 #include "optimizer/appendinfo.h"
 #include "optimizer/clauses.h"
+#include "optimizer/cost.h"
 #include "optimizer/inherit.h"
 #include "optimizer/optimizer.h"
 #include "optimizer/pathnode.h"
 #include "parser/parsetree.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
+#include "utils/partcache.h"
 #include "utils/rel.h"
 
 #include "compat.h"
@@ -99,6 +102,7 @@ typedef struct ShardModifyState
 								 * shard read and the rowid, or the number
 								 * of a row_keys key */
 	AttrNumber	tenant_junk;	/* and tenant (UPDATE and DELETE) */
+	int64		last_identity;	/* the ctid of the row changed last, or -1 */
 	ShardRowKeys *row_keys;		/* the shards the scan read, and the keys of
 								 * rows read from WITHOUT ROWID tables */
 	Oid			tenant_type;
@@ -192,16 +196,36 @@ modify_subplan(ModifyTable *plan, Index resultRelation)
 }
 
 /*
+ * contains_multiexpr_param
+ *		expression_tree_walker's callback: does the expression read an
+ *		output of a multi-column SET's sub-select (SET (a, b) = (SELECT ...))?
+ */
+static bool
+contains_multiexpr_param(Node *node, void *context)
+{
+	if (node == NULL)
+		return false;
+	if (IsA(node, Param) && ((Param *) node)->paramkind == PARAM_MULTIEXPR)
+		return true;
+	return expression_tree_walker(node, contains_multiexpr_param, context);
+}
+
+/*
  * set_value_pushable
  *		Can an UPDATE's new value be computed once and stored as it is: no
- *		column of the row, nothing volatile, nothing run per row?
+ *		column of the row, nothing volatile, nothing run per row?  A
+ *		multi-column SET's sub-select is run per row (it may read the row's
+ *		columns) and its outputs are Params until the end of planning, so a
+ *		value reading one is computed row by row; other Params (the
+ *		statement's, an uncorrelated sub-select's) have one value.
  */
 static bool
 set_value_pushable(Expr *expr)
 {
 	return !contain_var_clause((Node *) expr) &&
 		!contain_volatile_functions((Node *) expr) &&
-		!contain_subplans((Node *) expr);
+		!contain_subplans((Node *) expr) &&
+		!contains_multiexpr_param((Node *) expr, NULL);
 }
 
 /*
@@ -344,6 +368,20 @@ row_sql(Relation rel, ShardTableOptions *topts, CmdType operation,
 }
 
 /*
+ * tenant_junk_name
+ *		The name of the junk column that hands a row-by-row UPDATE or DELETE
+ *		the tenant of each row read.  The partitions (or inheritance
+ *		children) of one statement share a junk column only where they
+ *		share the Var, so the name says which column it reads: partitions
+ *		whose tenant column is at different positions each get their own.
+ */
+static char *
+tenant_junk_name(AttrNumber tenant_attnum)
+{
+	return psprintf("ssfdw_tenant_%d", tenant_attnum);
+}
+
+/*
  * shardAddForeignUpdateTargets
  *		A row-by-row UPDATE or DELETE finds a row again by its tenant (its
  *		shard) and its rowid, which the scan hands over as the ctid.
@@ -364,7 +402,75 @@ shardAddForeignUpdateTargets(PlannerInfo *root, Index rtindex,
 	add_row_identity_var(root,
 						 makeVar(rtindex, topts->tenant_attnum, att->atttypid,
 								 att->atttypmod, att->attcollation, 0),
-						 rtindex, "ssfdw_tenant");
+						 rtindex, tenant_junk_name(topts->tenant_attnum));
+}
+
+/*
+ * read_rows_first
+ *		Have every row an UPDATE or DELETE changes computed before the first
+ *		is changed, by a sort of the plan's rows by their identity above
+ *		the plan, when the plan may read the shards after that moment: a
+ *		join (UPDATE ... FROM, DELETE ... USING, a partitioned or inherited
+ *		target, whose scans follow one another) or a sub-select run per
+ *		row (a correlated SET or WHERE).  PostgreSQL computes each row from
+ *		the database as it was when the statement began; a shard read once
+ *		the statement has written it would show what it wrote, so such a
+ *		read is refused (scan.c), and reading first keeps the statement
+ *		possible and its answer PostgreSQL's.  The sort keeps the rows
+ *		within work_mem, spilling to disk, and puts the rows of one
+ *		identity together, so that a row a join read twice is changed once
+ *		(write_row).  A plan that is our scan of the table alone, reading
+ *		no sub-select, needs none: the scan reads each shard whole before
+ *		it returns a row.
+ */
+static void
+read_rows_first(PlannerInfo *root, ModifyTable *plan, Index resultRelation)
+{
+	Plan	   *subplan = outerPlan(plan);
+	Sort	   *sort;
+	Path		sort_path;
+	ListCell   *lc;
+	AttrNumber	ctid_col = InvalidAttrNumber;
+
+	if (subplan == NULL || IsA(subplan, Sort))
+		return;					/* a sort reads its rows first already */
+	if (modify_subplan(plan, resultRelation) != NULL &&
+		!contain_subplans((Node *) subplan->targetlist) &&
+		!contain_subplans((Node *) subplan->qual))
+		return;
+	foreach(lc, subplan->targetlist)
+	{
+		TargetEntry *tle = lfirst_node(TargetEntry, lc);
+
+		if (tle->resjunk && tle->resname != NULL &&
+			strcmp(tle->resname, "ctid") == 0 &&
+			exprType((Node *) tle->expr) == TIDOID)
+			ctid_col = tle->resno;
+	}
+	if (ctid_col == InvalidAttrNumber)
+		return;
+
+	sort = makeNode(Sort);
+	sort->plan.targetlist = subplan->targetlist;
+	sort->plan.lefttree = subplan;
+	sort->numCols = 1;
+	sort->sortColIdx = palloc(sizeof(AttrNumber));
+	sort->sortColIdx[0] = ctid_col;
+	sort->sortOperators = palloc(sizeof(Oid));
+	sort->sortOperators[0] = TIDLessOperator;
+	sort->collations = palloc(sizeof(Oid));
+	sort->collations[0] = InvalidOid;
+	sort->nullsFirst = palloc(sizeof(bool));
+	sort->nullsFirst[0] = false;
+	cost_sort(&sort_path, root, NIL, subplan->total_cost, subplan->plan_rows,
+			  subplan->plan_width, 0.0, work_mem, -1.0);
+	sort->plan.startup_cost = sort_path.startup_cost;
+	sort->plan.total_cost = sort_path.total_cost;
+	sort->plan.plan_rows = subplan->plan_rows;
+	sort->plan.plan_width = subplan->plan_width;
+	sort->plan.parallel_aware = false;
+	sort->plan.parallel_safe = subplan->parallel_safe;
+	outerPlan(plan) = (Plan *) sort;
 }
 
 /*
@@ -421,6 +527,7 @@ plan_row_modify(PlannerInfo *root, ModifyTable *plan, Index resultRelation,
 	table_close(rel, NoLock);
 
 	/* the scan below reads each shard whole before it returns a row */
+	read_rows_first(root, plan, resultRelation);
 	fscan = modify_subplan(plan, resultRelation);
 	if (fscan != NULL)
 	{
@@ -436,13 +543,42 @@ plan_row_modify(PlannerInfo *root, ModifyTable *plan, Index resultRelation,
 }
 
 /*
+ * partition_key_attrs
+ *		The columns of a partition that its partition constraint (and its
+ *		ancestors') reads, or NULL for a table that is no partition.
+ */
+static Bitmapset *
+partition_key_attrs(Relation rel)
+{
+	Bitmapset  *attrs = NULL;
+
+	if (rel->rd_rel->relispartition)
+		pull_varattnos((Node *) RelationGetPartitionQual(rel), 1, &attrs);
+	return attrs;
+}
+
+/*
  * shardExecForeignUpdate
- *		Update one row the scan read.
+ *		Update one row the scan read.  PostgreSQL moves a row between
+ *		partitions only out of a table of its own: an UPDATE whose new row
+ *		no longer fits a foreign partition is refused, as PostgreSQL's
+ *		documentation says, rather than left where the partition's rows
+ *		may not be (the statement's other changes roll back with it).
  */
 TupleTableSlot *
 shardExecForeignUpdate(EState *estate, ResultRelInfo *rinfo,
 					   TupleTableSlot *slot, TupleTableSlot *planSlot)
 {
+	Relation	rel = rinfo->ri_RelationDesc;
+
+	if (rel->rd_rel->relispartition &&
+		!ExecPartitionCheck(rinfo, slot, estate, false))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("cannot move a row of foreign partition \"%s\" to another partition",
+						RelationGetRelationName(rel)),
+				 errdetail("PostgreSQL moves rows between partitions only out of its own tables."),
+				 errhint("Delete the row and insert it again.")));
 	return write_row((ShardModifyState *) rinfo->ri_FdwState, slot,
 					 planSlot) ? slot : NULL;
 }
@@ -526,6 +662,8 @@ shardPlanDirectModify(PlannerInfo *root, ModifyTable *plan,
 		ListCell   *lc,
 				   *lc2;
 
+		Bitmapset  *key_attrs = partition_key_attrs(rel);
+
 		get_translated_update_targetlist(root, resultRelation,
 										 &processed_tlist, &target_attrs);
 		appendStringInfoString(&sql, "UPDATE ");
@@ -538,7 +676,10 @@ shardPlanDirectModify(PlannerInfo *root, ModifyTable *plan,
 
 			if (attnum == topts->tenant_attnum)
 				report_tenant_change(rel);
-			if (!set_value_pushable(tle->expr))
+			/* a partition's new row is checked against its bounds */
+			if (!set_value_pushable(tle->expr) ||
+				bms_is_member(attnum - FirstLowInvalidHeapAttributeNumber,
+							  key_attrs))
 			{
 				table_close(rel, NoLock);
 				return false;
@@ -770,6 +911,7 @@ begin_modify(EState *estate, ResultRelInfo *rinfo, CmdType operation,
 		row_sql(rel, ms->topts, operation, target_attrs, returning_attrs,
 				NIL, NIL);
 	ms->col = -1;
+	ms->last_identity = -1;
 
 	ms->stores = palloc0(sizeof(ShardStoreConv) * (list_length(target_attrs) + 1));
 	/* and the rowid and tenant of an UPDATE or DELETE */
@@ -839,7 +981,9 @@ shardBeginForeignModify(ModifyTableState *mtstate, ResultRelInfo *rinfo,
 		List	   *tlist = outerPlanState(mtstate)->plan->targetlist;
 
 		ms->ctid_junk = ExecFindJunkAttributeInTlist(tlist, "ctid");
-		ms->tenant_junk = ExecFindJunkAttributeInTlist(tlist, "ssfdw_tenant");
+		ms->tenant_junk =
+			ExecFindJunkAttributeInTlist(tlist,
+										 tenant_junk_name(ms->topts->tenant_attnum));
 		if (ms->ctid_junk == InvalidAttrNumber ||
 			ms->tenant_junk == InvalidAttrNumber)
 			elog(ERROR, "row identity of foreign table \"%s\" is missing",
@@ -1094,11 +1238,25 @@ write_row(ShardModifyState *ms, TupleTableSlot *slot,
 		 */
 		int64		id;
 
+		int64		identity = junk_rowid(ms, planSlot);
+
+		/*
+		 * A row a join read twice (UPDATE ... FROM a source with two
+		 * matching rows) is changed and counted once, as PostgreSQL does
+		 * for a row the statement changed already; read_rows_first's sort
+		 * brought its readings together.
+		 */
+		if (identity == ms->last_identity)
+		{
+			error_context_stack = errcallback.previous;
+			MemoryContextSwitchTo(oldcxt);
+			return false;
+		}
+		ms->last_identity = identity;
 		if (ms->operation == CMD_UPDATE)
 			slot_getallattrs(slot);
 		(void) row_tenant(ms, planSlot, ms->tenant_junk, true);
-		shard = shard_row_identity(ms->row_keys, junk_rowid(ms, planSlot),
-								   &id);
+		shard = shard_row_identity(ms->row_keys, identity, &id);
 		keys = shard_row_keys_of(ms->row_keys, shard->shard_id, &collations);
 		if (keys != NIL)
 			key = shard_row_key(ms->row_keys, shard->shard_id, id);
