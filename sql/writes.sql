@@ -512,6 +512,54 @@ RESET plan_cache_mode;
 \! sqlite3 /tmp/ssfdw_regress/writes/directory.db "DELETE FROM shard_map WHERE tenant_id = 'hopper'"
 
 -- ===================================================================
+-- Columns PostgreSQL computes: stored generated columns and BEFORE ROW
+-- triggers, compared with native tables
+-- ===================================================================
+CREATE FOREIGN TABLE gen (tenant_id text, a int,
+  b int GENERATED ALWAYS AS (a * 2) STORED) SERVER writes_srv;
+CREATE TABLE gen_n (tenant_id text, a int,
+  b int GENERATED ALWAYS AS (a * 2) STORED);
+INSERT INTO gen (tenant_id, a) VALUES ('acme', 1), ('globex', 2);
+INSERT INTO gen_n (tenant_id, a) VALUES ('acme', 1), ('globex', 2);
+COPY gen (tenant_id, a) FROM stdin;
+acme	3
+\.
+COPY gen_n (tenant_id, a) FROM stdin;
+acme	3
+\.
+UPDATE gen SET a = a + 20 WHERE a < 3;
+UPDATE gen_n SET a = a + 20 WHERE a < 3;
+SELECT * FROM gen EXCEPT ALL SELECT * FROM gen_n;
+SELECT * FROM gen ORDER BY a;
+\! bash test/fixtures/writes_peek.sh s1 "SELECT * FROM gen ORDER BY a"
+CREATE FOREIGN TABLE trig (tenant_id text, f1 int, f2 text) SERVER writes_srv;
+CREATE TABLE trig_n (tenant_id text, f1 int, f2 text);
+CREATE FUNCTION regress_mark() RETURNS trigger LANGUAGE plpgsql AS $$
+  BEGIN NEW.f2 := NEW.f2 || ' triggered'; RETURN NEW; END $$;
+CREATE TRIGGER mark BEFORE INSERT OR UPDATE ON trig
+  FOR EACH ROW EXECUTE FUNCTION regress_mark();
+CREATE TRIGGER mark BEFORE INSERT OR UPDATE ON trig_n
+  FOR EACH ROW EXECUTE FUNCTION regress_mark();
+INSERT INTO trig VALUES ('acme', 1, 'x'), ('globex', 2, 'y');
+INSERT INTO trig_n VALUES ('acme', 1, 'x'), ('globex', 2, 'y');
+-- the trigger changes a column the statement does not set: it is written
+EXPLAIN (VERBOSE, COSTS OFF) UPDATE trig SET f1 = f1 + 10;
+UPDATE trig SET f1 = f1 + 10;
+UPDATE trig_n SET f1 = f1 + 10;
+SELECT * FROM trig EXCEPT ALL SELECT * FROM trig_n;
+SELECT * FROM trig ORDER BY f1;
+-- a trigger that changes the tenant is refused as the statement would be
+CREATE FUNCTION regress_retenant() RETURNS trigger LANGUAGE plpgsql AS $$
+  BEGIN NEW.tenant_id := 'globex'; RETURN NEW; END $$;
+CREATE TRIGGER retenant BEFORE UPDATE ON trig
+  FOR EACH ROW EXECUTE FUNCTION regress_retenant();
+UPDATE trig SET f1 = 100 WHERE f1 = 11;
+SELECT * FROM trig ORDER BY f1;
+DROP TABLE gen_n, trig_n;
+DROP FOREIGN TABLE gen, trig;
+DROP FUNCTION regress_mark(), regress_retenant();
+
+-- ===================================================================
 -- Clean up
 -- ===================================================================
 DROP TABLE native_orders, typed_in;

@@ -102,6 +102,8 @@ typedef struct ShardModifyState
 								 * shard read and the rowid, or the number
 								 * of a row_keys key */
 	AttrNumber	tenant_junk;	/* and tenant (UPDATE and DELETE) */
+	bool		check_tenant;	/* a BEFORE ROW UPDATE trigger may change
+								 * the tenant of the new row */
 	int64		last_identity;	/* the ctid of the row changed last, or -1 */
 	ShardRowKeys *row_keys;		/* the shards the scan read, and the keys of
 								 * rows read from WITHOUT ROWID tables */
@@ -497,6 +499,24 @@ plan_row_modify(PlannerInfo *root, ModifyTable *plan, Index resultRelation,
 													find_base_rel(root, resultRelation));
 		int			col = -1;
 
+		/*
+		 * A BEFORE ROW trigger may change any column of the new row: all of
+		 * them are written then, as postgres_fdw sends them.
+		 */
+		if (rel->trigdesc && rel->trigdesc->trig_update_before_row)
+		{
+			TupleDesc	tupdesc = RelationGetDescr(rel);
+			int			i;
+
+			for (i = 0; i < tupdesc->natts; i++)
+			{
+				Form_pg_attribute att = TupleDescAttr(tupdesc, i);
+
+				if (!att->attisdropped && att->attnum != topts->tenant_attnum)
+					cols = bms_add_member(cols, att->attnum -
+										  FirstLowInvalidHeapAttributeNumber);
+			}
+		}
 		while ((col = bms_next_member(cols, col)) >= 0)
 		{
 			AttrNumber	attnum = col + FirstLowInvalidHeapAttributeNumber;
@@ -848,13 +868,18 @@ shardPlanForeignModify(PlannerInfo *root, ModifyTable *plan,
 						RelationGetRelationName(rel)),
 				 errhint("Use ON CONFLICT DO NOTHING, without a conflict target.")));
 
+	/*
+	 * The columns the statement sets, and those PostgreSQL computes: a
+	 * default, a stored generated column (computed into the row before it
+	 * reaches us).
+	 */
 	for (i = 0; i < tupdesc->natts; i++)
 	{
 		Form_pg_attribute att = TupleDescAttr(tupdesc, i);
 
-		if (att->attisdropped || att->attgenerated)
+		if (att->attisdropped)
 			continue;
-		if (att->atthasdef ||
+		if (att->atthasdef || att->attgenerated ||
 			bms_is_member(att->attnum - FirstLowInvalidHeapAttributeNumber,
 						  inserted))
 			target_attrs = lappend_int(target_attrs, att->attnum);
@@ -988,6 +1013,8 @@ shardBeginForeignModify(ModifyTableState *mtstate, ResultRelInfo *rinfo,
 			ms->tenant_junk == InvalidAttrNumber)
 			elog(ERROR, "row identity of foreign table \"%s\" is missing",
 				 RelationGetRelationName(rinfo->ri_RelationDesc));
+		ms->check_tenant = (operation == CMD_UPDATE && rinfo->ri_TrigDesc &&
+							rinfo->ri_TrigDesc->trig_update_before_row);
 		/* where the scan keeps the keys of rows without a rowid */
 		ms->row_keys = shard_scan_row_keys(outerPlanState(mtstate),
 										   rinfo->ri_RangeTableIndex);
@@ -1012,7 +1039,7 @@ shardBeginForeignInsert(ModifyTableState *mtstate, ResultRelInfo *rinfo)
 	{
 		Form_pg_attribute att = TupleDescAttr(tupdesc, i);
 
-		if (!att->attisdropped && !att->attgenerated)
+		if (!att->attisdropped)
 			target_attrs = lappend_int(target_attrs, att->attnum);
 	}
 	/*
@@ -1075,6 +1102,25 @@ row_tenant(ShardModifyState *ms, TupleTableSlot *slot, AttrNumber tenant_att,
 						tenant, RelationGetRelationName(ms->rel)),
 				 errdetail("The user mapping limits the role to its own tenants.")));
 	return tenant;
+}
+
+/*
+ * check_tenant_kept
+ *		Refuse an UPDATE whose new row (slot) is of another tenant than the
+ *		row read, which ms->tenant holds: a BEFORE ROW trigger changed it.
+ */
+static void
+check_tenant_kept(ShardModifyState *ms, TupleTableSlot *slot)
+{
+	bool		isnull;
+	Datum		value = slot_getattr(slot, ms->topts->tenant_attnum, &isnull);
+
+	if (isnull ? ms->tenant != NULL :
+		ms->tenant == NULL ||
+		strcmp(shard_tenant_id_text(OutputFunctionCall(&ms->tenant_out,
+													   value)),
+			   ms->tenant) != 0)
+		report_tenant_change(ms->rel);
 }
 
 /*
@@ -1256,6 +1302,8 @@ write_row(ShardModifyState *ms, TupleTableSlot *slot,
 		if (ms->operation == CMD_UPDATE)
 			slot_getallattrs(slot);
 		(void) row_tenant(ms, planSlot, ms->tenant_junk, true);
+		if (ms->operation == CMD_UPDATE && ms->check_tenant)
+			check_tenant_kept(ms, slot);
 		shard = shard_row_identity(ms->row_keys, identity, &id);
 		keys = shard_row_keys_of(ms->row_keys, shard->shard_id, &collations);
 		if (keys != NIL)
