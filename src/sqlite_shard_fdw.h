@@ -682,9 +682,22 @@ extern void shardExplainForeignModify(ModifyTableState *mtstate,
 
 /* in tenant.c */
 
+/* How the values of a tenant column read as tenant ids. */
+typedef struct ShardTenantIdConv
+{
+	FmgrInfo	outfunc;		/* the type's output function */
+	bool		padded;			/* char(n): the pad is not the id's */
+} ShardTenantIdConv;
+
 extern int	shard_tenant_kind(Oid typid);
 extern char *shard_tenant_id_text(const char *text);
+extern void shard_tenant_id_init(ShardTenantIdConv *conv, Oid typid);
+extern char *shard_tenant_id_of(ShardTenantIdConv *conv, Datum value);
 extern char *shard_tenant_id(Oid typid, Datum value);
+extern bool shard_tenant_value_type_ok(Oid typid);
+extern void shard_tenant_store_id(ShardValue *v, const char *id);
+extern void shard_tenant_row_condition(StringInfo buf, const char *column,
+									   Oid typid, int32 typmod, int paramno);
 extern Datum shard_tenant_id_datum(const char *id);
 extern List *shard_tenant_ids_text(List *ids);
 extern bool shard_tenant_column_is_text(ShardConn *conn, const char *table,

@@ -108,7 +108,7 @@ typedef struct ShardModifyState
 	ShardRowKeys *row_keys;		/* the shards the scan read, and the keys of
 								 * rows read from WITHOUT ROWID tables */
 	Oid			tenant_type;
-	FmgrInfo	tenant_out;		/* its output function */
+	ShardTenantIdConv tenant_id;	/* its values as tenant ids */
 	List	   *allowed;		/* the user mapping's tenants, or NIL */
 	List	   *targets;		/* ModifyTarget per shard written */
 	int			batch_size;
@@ -302,7 +302,7 @@ row_sql(Relation rel, ShardTableOptions *topts, CmdType operation,
 		List *target_attrs, List *ret_attrs, List *keys, List *collations)
 {
 	StringInfoData sql;
-	StringInfoData tenant;
+	Form_pg_attribute tenant_att;
 	ListCell   *lc;
 	int			param = list_length(target_attrs) + 1;
 
@@ -351,16 +351,10 @@ row_sql(Relation rel, ShardTableOptions *topts, CmdType operation,
 		}
 		appendStringInfoString(&sql, " AND ");
 	}
-	initStringInfo(&tenant);
-	appendStringInfoString(&tenant, "ssfdw_tenant(");
-	shard_quote_identifier(&tenant, topts->tenant_column);
-	appendStringInfo(&tenant, ", %d)",
-					 shard_tenant_kind(TupleDescAttr(RelationGetDescr(rel),
-													 topts->tenant_attnum - 1)->atttypid));
-	appendStringInfo(&sql, "(%s IS ?%d OR %s IS NULL AND CAST(",
-					 tenant.data, param, tenant.data);
-	shard_quote_identifier(&sql, topts->tenant_column);
-	appendStringInfo(&sql, " AS TEXT) IS ?%d)", param);
+	tenant_att = TupleDescAttr(RelationGetDescr(rel), topts->tenant_attnum - 1);
+	shard_tenant_row_condition(&sql, topts->tenant_column,
+							   tenant_att->atttypid, tenant_att->atttypmod,
+							   param);
 	if (ret_attrs != NIL)
 	{
 		appendStringInfoString(&sql, " RETURNING ");
@@ -955,13 +949,7 @@ begin_modify(EState *estate, ResultRelInfo *rinfo, CmdType operation,
 	}
 
 	ms->tenant_type = TupleDescAttr(tupdesc, ms->topts->tenant_attnum - 1)->atttypid;
-	{
-		Oid			typoutput;
-		bool		typvarlena;
-
-		getTypeOutputInfo(ms->tenant_type, &typoutput, &typvarlena);
-		fmgr_info(typoutput, &ms->tenant_out);
-	}
+	shard_tenant_id_init(&ms->tenant_id, ms->tenant_type);
 	ms->allowed = shard_tenant_ids_text(shard_user_tenants(ms->opts->serverid,
 														   modify_user_compat(rinfo, estate)));
 	ms->dir = shard_directory_get(ms->opts);
@@ -1093,7 +1081,7 @@ row_tenant(ShardModifyState *ms, TupleTableSlot *slot, AttrNumber tenant_att,
 				 errdetail("Every row of a sharded table belongs to a tenant.")));
 
 	/* the output function looked up once: this runs for every row */
-	tenant = shard_tenant_id_text(OutputFunctionCall(&ms->tenant_out, value));
+	tenant = shard_tenant_id_of(&ms->tenant_id, value);
 	ms->tenant = tenant;
 	if (ms->allowed != NIL && !tenant_allowed(ms->allowed, tenant))
 		ereport(ERROR,
@@ -1330,6 +1318,8 @@ write_row(ShardModifyState *ms, TupleTableSlot *slot,
 
 		shard_store_value(&ms->stores[i], slot->tts_values[attnum - 1],
 						  slot->tts_isnull[attnum - 1], &ms->values[i]);
+		if (attnum == ms->topts->tenant_attnum)
+			shard_tenant_store_id(&ms->values[i], ms->tenant);
 		shard_store_fit(&ms->stores[i], slot->tts_values[attnum - 1],
 						t->affinity[i], &ms->values[i], t->colnames[i],
 						ms->topts->table, shard->shard_id);

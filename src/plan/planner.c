@@ -440,18 +440,8 @@ shardGetForeignPaths(PlannerInfo *root, RelOptInfo *baserel,
 static bool
 prune_value_ok(PlannerInfo *root, Expr *val, Oid valtype, Relids outer)
 {
-	switch (valtype)
-	{
-		case INT2OID:
-		case INT4OID:
-		case INT8OID:
-		case TEXTOID:
-		case VARCHAROID:
-		case UUIDOID:
-			break;
-		default:
-			return false;
-	}
+	if (!shard_tenant_value_type_ok(valtype))
+		return false;
 	if (bms_is_empty(outer) ? contain_var_clause((Node *) val) :
 		!bms_is_subset(pull_varnos(root, (Node *) val), outer))
 		return false;
