@@ -67,6 +67,19 @@ SELECT shard_id, rows, same FROM reference_check('plans');
 INSERT INTO plans VALUES (2, 'dup', 1);
 \echo :LAST_ERROR_SQLSTATE
 SELECT * FROM rw_run('SELECT 1');
+-- a statement that reads the table it writes reads the copy reads come
+-- from as it was when the statement started
+SELECT * FROM rw_run($$INSERT INTO {t} SELECT plan_id + 100, name, price, note
+  FROM {t} WHERE plan_id <= 4$$);
+SELECT * FROM rw_run($$DELETE FROM {t} WHERE plan_id > 100$$);
+-- reads from another copy: RETURNING and counts are that copy's
+ALTER FOREIGN TABLE plans OPTIONS (ADD reference_shard 'r2');
+INSERT INTO plans VALUES (7, 'r2 read', 7) RETURNING *;
+INSERT INTO plans_native VALUES (7, 'r2 read', 7) RETURNING *;
+UPDATE plans SET price = 8 WHERE plan_id = 7 RETURNING plan_id, price;
+UPDATE plans_native SET price = 8 WHERE plan_id = 7 RETURNING plan_id, price;
+SELECT * FROM rw_run($$DELETE FROM {t} WHERE plan_id = 7$$);
+ALTER FOREIGN TABLE plans OPTIONS (DROP reference_shard);
 -- batches
 ALTER FOREIGN TABLE plans OPTIONS (ADD batch_size '3');
 SELECT * FROM rw_run($$INSERT INTO {t} (plan_id, name, price)

@@ -1468,7 +1468,8 @@ shardExplainForeignModify(ModifyTableState *mtstate, ResultRelInfo *rinfo,
 	List	   *ret_attrs = list_nth(fdw_private,
 									 FdwModifyPrivateReturningAttrs);
 
-	if (operation == CMD_INSERT && shard_table_is_reference(RelationGetRelid(rel)))
+	if (operation == CMD_INSERT &&
+		shard_table_is_reference(RelationGetRelid(rel)))
 		ExplainPropertyText("Distribution", "reference, every shard's copy",
 							es);
 	if (operation != CMD_INSERT)

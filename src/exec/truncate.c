@@ -232,6 +232,7 @@ shardExecForeignTruncate(List *rels, DropBehavior behavior, bool restart_seqs)
 		topts_list = lappend(topts_list, shard_table_options(rel));
 	}
 
+	/* ExecuteTruncate hands over the tables of one server at a time */
 	opts = shard_server_options(((ShardTableOptions *) linitial(topts_list))->serverid);
 	dir = shard_directory_get(opts);
 	moving = shard_directory_moving(dir) != NIL;
