@@ -177,6 +177,14 @@ SELECT count(*) FROM items;
 SELECT tenant_id, shard_id, rows_deleted FROM tenant_cleanup('tr_srv', 'd');
 \! sqlite3 /tmp/ssfdw_regress/truncate/shards/s1.db "SELECT count(*) FROM items"
 
+-- a shard whose file is missing: the error names it, nothing is deleted
+INSERT INTO items VALUES ('a', 11, 'a1');
+\! sqlite3 /tmp/ssfdw_regress/truncate/directory.db "INSERT INTO shards(shard_id, path) VALUES ('s9', 'shards/s9.db')"
+TRUNCATE items;
+\echo :LAST_ERROR_SQLSTATE
+\! sqlite3 /tmp/ssfdw_regress/truncate/shards/s1.db "SELECT count(*) FROM items"
+\! sqlite3 /tmp/ssfdw_regress/truncate/directory.db "DELETE FROM shards WHERE shard_id = 's9'"
+
 DROP USER MAPPING FOR regress_tr_scoped SERVER tr_srv;
 REVOKE ALL ON items, plans FROM regress_tr_scoped;
 REVOKE ALL ON items FROM regress_tr_reader;
