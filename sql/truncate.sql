@@ -185,6 +185,28 @@ TRUNCATE items;
 \! sqlite3 /tmp/ssfdw_regress/truncate/shards/s1.db "SELECT count(*) FROM items"
 \! sqlite3 /tmp/ssfdw_regress/truncate/directory.db "DELETE FROM shards WHERE shard_id = 's9'"
 
+-- ===================================================================
+-- A move under way: TRUNCATE leaves the copy on the target to the move,
+-- and the source's capture triggers record the deletes there; the move,
+-- resumed, copies the tenant again from the source
+-- ===================================================================
+INSERT INTO items VALUES ('a', 12, 'a2'), ('c', 31, 'c1');
+SET sqlite_shard_fdw.move_pause_at = 'replay';
+SET statement_timeout = '2s';
+SELECT tenant_move('tr_srv', 'a', 's3');
+RESET statement_timeout;
+RESET sqlite_shard_fdw.move_pause_at;
+SELECT shard_id, status, target_shard_id FROM tenant_locate('tr_srv', 'a');
+\! sqlite3 /tmp/ssfdw_regress/truncate/shards/s3.db "SELECT tenant_id, count(*) FROM items GROUP BY 1 ORDER BY 1"
+TRUNCATE items;
+SELECT count(*) FROM items;
+\! sqlite3 /tmp/ssfdw_regress/truncate/shards/s3.db "SELECT tenant_id, count(*) FROM items GROUP BY 1 ORDER BY 1"
+\! sqlite3 /tmp/ssfdw_regress/truncate/shards/s1.db "SELECT count(*) FROM _ssfdw_move_2_log"
+SELECT tenant_move('tr_srv', 'a', 's3');
+SELECT shard_id, status FROM tenant_locate('tr_srv', 'a');
+SELECT count(*) FROM items;
+\! sqlite3 /tmp/ssfdw_regress/truncate/shards/s3.db "SELECT count(*) FROM items"
+
 DROP USER MAPPING FOR regress_tr_scoped SERVER tr_srv;
 REVOKE ALL ON items, plans FROM regress_tr_scoped;
 REVOKE ALL ON items FROM regress_tr_reader;
