@@ -60,6 +60,7 @@ static const ShardOption shard_options[] = {
 	{"batch_size", ForeignServerRelationId},
 	{"allow_outside_paths", ForeignServerRelationId},
 	{"auto_register", ForeignServerRelationId},
+	{"truncatable", ForeignServerRelationId},
 	{"table", ForeignTableRelationId},
 	{"auto_register", ForeignTableRelationId},
 	{"batch_size", ForeignTableRelationId},
@@ -67,6 +68,7 @@ static const ShardOption shard_options[] = {
 	{"distribution", ForeignTableRelationId},
 	{"reference_shard", ForeignTableRelationId},
 	{"analyze_values", ForeignTableRelationId},
+	{"truncatable", ForeignTableRelationId},
 	{"column", AttributeRelationId},
 	{"tenants", UserMappingRelationId},
 	{NULL, InvalidOid}
@@ -554,7 +556,8 @@ sqlite_shard_fdw_validator(PG_FUNCTION_ARGS)
 		}
 		else if (strcmp(def->defname, "tenants") == 0)
 			(void) parse_tenant_list(value);
-		else if (strcmp(def->defname, "analyze_values") == 0)
+		else if (strcmp(def->defname, "analyze_values") == 0 ||
+				 strcmp(def->defname, "truncatable") == 0)
 			(void) parse_bool_option(def->defname, value);
 		else if (strcmp(def->defname, "distribution") == 0)
 		{
@@ -845,6 +848,25 @@ options_value(List *options, const char *name)
 			return defGetString(def);
 	}
 	return NULL;
+}
+
+/*
+ * shard_table_truncatable
+ *		May TRUNCATE empty this foreign table?  Its "truncatable" option
+ *		decides, else its server's; by default it may, as with
+ *		postgres_fdw.
+ */
+bool
+shard_table_truncatable(Oid relid)
+{
+	ForeignTable *table = GetForeignTable(relid);
+	char	   *value;
+
+	value = options_value(table->options, "truncatable");
+	if (value == NULL)
+		value = options_value(GetForeignServer(table->serverid)->options,
+							  "truncatable");
+	return value == NULL || parse_bool_option("truncatable", value);
 }
 
 /*

@@ -61,6 +61,7 @@ extern char *shard_column_name(Oid relid, AttrNumber attnum);
 extern bool shard_table_is_reference(Oid relid);
 extern List *shard_user_tenants(Oid serverid, Oid userid);
 extern bool shard_analyze_values(Oid relid);
+extern bool shard_table_truncatable(Oid relid);
 extern void shard_require_file_privilege(bool write, const char *message,
 										 const char *detail);
 
@@ -607,6 +608,21 @@ extern TupleTableSlot *shardIterateDirectModify(ForeignScanState *node);
 extern void shardEndDirectModify(ForeignScanState *node);
 extern void shardExplainDirectModify(ForeignScanState *node,
 									 struct ExplainState *es);
+
+/* in refwrite.c */
+extern void shard_reference_check_writer(Relation rel, Oid serverid,
+										 Oid userid);
+extern void shard_reference_refuse_row_modify(Relation rel,
+											  CmdType operation);
+extern AttrNumber shard_reference_returning_attnum(Relation rel);
+extern void shard_reference_report_differ(const char *relname,
+										  const char *shard_id, int64 n,
+										  const char *lead_id, int64 lead_n);
+extern void shard_reference_direct_begin(ForeignScanState *node);
+
+/* in truncate.c */
+extern void shardExecForeignTruncate(List *rels, DropBehavior behavior,
+									 bool restart_seqs);
 
 /* in rowidentity.c */
 typedef struct ShardRowKeys ShardRowKeys;

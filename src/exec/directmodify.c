@@ -32,6 +32,8 @@ void
 shardBeginDirectModify(ForeignScanState *node, int eflags)
 {
 	shardBeginForeignScan(node, eflags);
+	if (!(eflags & EXEC_FLAG_EXPLAIN_ONLY))
+		shard_reference_direct_begin(node);
 }
 
 /*
@@ -147,6 +149,9 @@ count_modified(ForeignScanState *node, ShardTarget *t, int64 changes)
 	ShardScanState *s = (ShardScanState *) node->fdw_state;
 
 	t->rows = changes;
+	/* of a reference table's copies, one counts (refwrite.c) */
+	if (!shard_reference_counts(s, t))
+		return;
 	s->modified += changes;
 	node->ss.ps.state->es_processed += changes;
 	if (node->ss.ps.instrument)
@@ -306,6 +311,9 @@ shardIterateDirectModify(ForeignScanState *node)
 			TupleTableSlot *slot;
 
 			t->rows++;
+			/* of a reference table's copies, one returns (refwrite.c) */
+			if (!shard_reference_counts(s, t))
+				continue;
 			s->modified++;
 			estate->es_processed++;
 			if (node->ss.ps.instrument)
@@ -332,6 +340,7 @@ shardIterateDirectModify(ForeignScanState *node)
 		shard_scan_finish_shard(t);
 		s->modify_cur = NULL;
 	}
+	shard_reference_direct_end(s);
 	return ExecClearTuple(node->ss.ss_ScanTupleSlot);
 }
 
@@ -363,7 +372,7 @@ shardExplainDirectModify(ForeignScanState *node, ExplainState *es)
 						"one statement per shard, in parallel" :
 						"one statement per shard", es);
 	if (s->topts->reference)
-		ExplainPropertyText("Distribution", "reference, one shard's copy",
+		ExplainPropertyText("Distribution", "reference, every shard's copy",
 							es);
 	if (s->resolved)
 		ExplainPropertyText("Shards", shard_scan_shard_names(s), es);

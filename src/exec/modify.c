@@ -112,6 +112,9 @@ typedef struct ShardModifyState
 	List	   *allowed;		/* the user mapping's tenants, or NIL */
 	List	   *targets;		/* ModifyTarget per shard written */
 	int			batch_size;
+	ShardInfo  *ref_shard;		/* a reference table: the copy the row
+								 * being inserted goes to */
+	TupleTableSlot *ref_slot;	/* ... and the row for the other copies */
 	TupleTableSlot **inserted;	/* a batch's rows that were inserted */
 	int			ninserted_max;
 	MemoryContext row_cxt;		/* reset per row */
@@ -153,15 +156,13 @@ tenant_allowed(List *allowed, const char *tenant)
 
 /*
  * shardIsForeignRelUpdatable
- *		Rows of a tenant table can be inserted, updated and deleted; a
- *		reference table is read-only, since a write would have to reach
- *		every shard's copy.
+ *		Rows can be inserted, updated and deleted: a tenant table's on
+ *		their tenant's shard, a reference table's in every shard's copy
+ *		(refwrite.c).
  */
 int
 shardIsForeignRelUpdatable(Relation rel)
 {
-	if (shard_table_is_reference(RelationGetRelid(rel)))
-		return 0;
 	return (1 << CMD_INSERT) | (1 << CMD_UPDATE) | (1 << CMD_DELETE);
 }
 
@@ -388,13 +389,17 @@ shardAddForeignUpdateTargets(PlannerInfo *root, Index rtindex,
 							 Relation target_relation)
 {
 	ShardTableOptions *topts = shard_table_options(target_relation);
-	Form_pg_attribute att = TupleDescAttr(RelationGetDescr(target_relation),
-										  topts->tenant_attnum - 1);
+	Form_pg_attribute att;
 
 	add_row_identity_var(root,
 						 makeVar(rtindex, SelfItemPointerAttributeNumber,
 								 TIDOID, -1, InvalidOid, 0),
 						 rtindex, "ctid");
+	/* a reference table has no tenant, and no row-by-row change */
+	if (topts->reference)
+		return;
+	att = TupleDescAttr(RelationGetDescr(target_relation),
+						topts->tenant_attnum - 1);
 	add_row_identity_var(root,
 						 makeVar(rtindex, topts->tenant_attnum, att->atttypid,
 								 att->atttypmod, att->attcollation, 0),
@@ -728,7 +733,10 @@ shardPlanDirectModify(PlannerInfo *root, ModifyTable *plan,
 							resultRelation);
 		/* a RETURNING of no column still needs a row per change */
 		if (priv.modify_returning == NIL)
-			priv.modify_returning = list_make1_int(topts->tenant_attnum);
+			priv.modify_returning =
+				list_make1_int(topts->reference ?
+							   shard_reference_returning_attnum(rel) :
+							   topts->tenant_attnum);
 	}
 	table_close(rel, NoLock);
 
@@ -848,7 +856,14 @@ shardPlanForeignModify(PlannerInfo *root, ModifyTable *plan,
 	int			i;
 
 	if (plan->operation != CMD_INSERT)
+	{
+		if (shard_table_is_reference(rte->relid))
+		{
+			rel = table_open(rte->relid, NoLock);
+			shard_reference_refuse_row_modify(rel, plan->operation);
+		}
 		return plan_row_modify(root, plan, resultRelation, subplan_index);
+	}
 
 	rel = table_open(rte->relid, NoLock);
 	tupdesc = RelationGetDescr(rel);
@@ -948,10 +963,21 @@ begin_modify(EState *estate, ResultRelInfo *rinfo, CmdType operation,
 		shard_conv_init(&ms->returning[i++], att->atttypid, att->atttypmod);
 	}
 
-	ms->tenant_type = TupleDescAttr(tupdesc, ms->topts->tenant_attnum - 1)->atttypid;
-	shard_tenant_id_init(&ms->tenant_id, ms->tenant_type);
-	ms->allowed = shard_tenant_ids_text(shard_user_tenants(ms->opts->serverid,
-														   modify_user_compat(rinfo, estate)));
+	if (ms->topts->reference)
+	{
+		/* no tenant: every row to every copy, by a role of every tenant */
+		shard_reference_check_writer(rel, ms->opts->serverid,
+									 modify_user_compat(rinfo, estate));
+		ms->ref_slot = ExecInitExtraTupleSlot(estate, tupdesc,
+											  &TTSOpsVirtual);
+	}
+	else
+	{
+		ms->tenant_type = TupleDescAttr(tupdesc, ms->topts->tenant_attnum - 1)->atttypid;
+		shard_tenant_id_init(&ms->tenant_id, ms->tenant_type);
+		ms->allowed = shard_tenant_ids_text(shard_user_tenants(ms->opts->serverid,
+															   modify_user_compat(rinfo, estate)));
+	}
 	ms->dir = shard_directory_get(ms->opts);
 	ms->batch_size = ms->topts->batch_size;
 	ms->row_cxt = AllocSetContextCreate(estate->es_query_cxt,
@@ -1105,9 +1131,7 @@ check_tenant_kept(ShardModifyState *ms, TupleTableSlot *slot)
 
 	if (isnull ? ms->tenant != NULL :
 		ms->tenant == NULL ||
-		strcmp(shard_tenant_id_text(OutputFunctionCall(&ms->tenant_out,
-													   value)),
-			   ms->tenant) != 0)
+		strcmp(shard_tenant_id_of(&ms->tenant_id, value), ms->tenant) != 0)
 		report_tenant_change(ms->rel);
 }
 
@@ -1259,7 +1283,8 @@ write_row(ShardModifyState *ms, TupleTableSlot *slot,
 	if (ms->operation == CMD_INSERT)
 	{
 		slot_getallattrs(slot);
-		shard = route_row(ms, slot, ms->topts->tenant_attnum);
+		shard = ms->topts->reference ? ms->ref_shard :
+			route_row(ms, slot, ms->topts->tenant_attnum);
 	}
 	else
 	{
@@ -1427,6 +1452,66 @@ shard_returning_to_slot(sqlite3_stmt *stmt, sqlite3 *db, List *attnums,
 }
 
 /*
+ * insert_reference_row
+ *		Insert one row into every copy of a reference table: the others
+ *		first, each from a copy of the row (RETURNING overwrites what it
+ *		reads), then the copy reads come from, whose stored row RETURNING
+ *		reads.  Each copy must take the row as that one does (ON CONFLICT
+ *		DO NOTHING may skip it), or copies would come to differ.
+ */
+static bool
+insert_reference_row(ShardModifyState *ms, TupleTableSlot *slot,
+					 TupleTableSlot *planSlot)
+{
+	ShardInfo  *lead = shard_reference_shard(ms->dir, ms->topts,
+											 RelationGetRelationName(ms->rel));
+	ShardInfo  *first = NULL;
+	bool		first_inserted = false;
+	bool		inserted;
+	ListCell   *lc;
+
+	foreach(lc, shard_directory_shards(ms->dir))
+	{
+		ShardInfo  *shard = lfirst(lc);
+
+		if (strcmp(shard->shard_id, lead->shard_id) == 0)
+			continue;
+		ExecCopySlot(ms->ref_slot, slot);
+		ms->ref_shard = shard;
+		inserted = write_row(ms, ms->ref_slot, planSlot);
+		if (first == NULL)
+		{
+			first = shard;
+			first_inserted = inserted;
+		}
+		else if (inserted != first_inserted)
+			shard_reference_report_differ(RelationGetRelationName(ms->rel),
+										  shard->shard_id, inserted,
+										  first->shard_id, first_inserted);
+	}
+	ms->ref_shard = lead;
+	inserted = write_row(ms, slot, planSlot);
+	if (first != NULL && inserted != first_inserted)
+		shard_reference_report_differ(RelationGetRelationName(ms->rel),
+									  first->shard_id, first_inserted,
+									  lead->shard_id, inserted);
+	return inserted;
+}
+
+/*
+ * insert_row
+ *		Insert one row: into its tenant's shard, or every reference copy.
+ */
+static bool
+insert_row(ShardModifyState *ms, TupleTableSlot *slot,
+		   TupleTableSlot *planSlot)
+{
+	if (ms->topts->reference)
+		return insert_reference_row(ms, slot, planSlot);
+	return write_row(ms, slot, planSlot);
+}
+
+/*
  * shardExecForeignInsert
  *		Insert one row.
  */
@@ -1436,7 +1521,7 @@ shardExecForeignInsert(EState *estate, ResultRelInfo *rinfo,
 {
 	ShardModifyState *ms = (ShardModifyState *) rinfo->ri_FdwState;
 
-	return write_row(ms, slot, planSlot) ? slot : NULL;
+	return insert_row(ms, slot, planSlot) ? slot : NULL;
 }
 
 /*
@@ -1461,7 +1546,7 @@ shardExecForeignBatchInsert(EState *estate, ResultRelInfo *rinfo,
 	}
 	for (i = 0; i < *numSlots; i++)
 	{
-		if (write_row(ms, slots[i], planSlots[i]))
+		if (insert_row(ms, slots[i], planSlots[i]))
 			ms->inserted[n++] = slots[i];
 	}
 	*numSlots = n;
@@ -1579,6 +1664,10 @@ shardExplainForeignModify(ModifyTableState *mtstate, ResultRelInfo *rinfo,
 	List	   *ret_attrs = list_nth(fdw_private,
 									 FdwModifyPrivateReturningAttrs);
 
+	if (operation == CMD_INSERT &&
+		shard_table_is_reference(RelationGetRelid(rel)))
+		ExplainPropertyText("Distribution", "reference, every shard's copy",
+							es);
 	if (operation != CMD_INSERT)
 		ExplainPropertyText("Row By Row",
 							"rows read by the scan, changed by rowid or primary key",
@@ -1626,7 +1715,10 @@ modify_error_callback(void *arg)
 
 	if (ms->shard_id == NULL)
 		return;
-	if (ms->col >= 0 && ms->tenant == NULL)
+	if (ms->col < 0 && ms->topts->reference)
+		errcontext("inserting into the copy of table \"%s\" on shard \"%s\"",
+				   ms->topts->table, ms->shard_id);
+	else if (ms->col >= 0 && ms->tenant == NULL)
 		errcontext("column \"%s\" of table \"%s\" on shard \"%s\", returned for a row of no tenant",
 				   shard_column_name(RelationGetRelid(ms->rel),
 									 list_nth_int(ms->returning_attrs, ms->col)),

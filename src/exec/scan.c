@@ -973,7 +973,8 @@ shard_scan_resolve(ForeignScanState *node)
 	else if (s->allowed != NIL)
 		tenants = s->allowed;
 
-	if (s->topts->reference)
+	/* a reference table is read from one copy, and written in every one */
+	if (s->topts->reference && s->modify_sql == NULL)
 		s->targets = add_target(s->targets,
 								shard_reference_shard(s->dir, s->topts,
 													  s->table_name),

@@ -230,6 +230,10 @@ extern bool shard_scan_use_fanout(ShardScanState *s);
 extern char *shard_scan_shard_names(ShardScanState *s);
 extern void shard_scan_explain_times(ShardScanState *s, ExplainState *es);
 
+/* in refwrite.c */
+extern bool shard_reference_counts(ShardScanState *s, ShardTarget *t);
+extern void shard_reference_direct_end(ShardScanState *s);
+
 /* in rowidentity.c */
 extern ShardRowKeys *shard_row_keys_create(MemoryContext parent);
 extern ShardKeyedShard *shard_row_key_shard(ShardScanState *s,

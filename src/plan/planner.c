@@ -126,6 +126,7 @@ sqlite_shard_fdw_handler(PG_FUNCTION_ARGS)
 	routine->IterateDirectModify = shardIterateDirectModify;
 	routine->EndDirectModify = shardEndDirectModify;
 	routine->ExplainDirectModify = shardExplainDirectModify;
+	routine->ExecForeignTruncate = shardExecForeignTruncate;
 
 	PG_RETURN_POINTER(routine);
 }
