@@ -13,21 +13,40 @@
  * ROWID table the number of its primary key, which is kept here exactly as
  * SQLite returned it.  modify.c reads the ctid back to find the row again.
  *
+ * The keys are kept as records one after another, each a small header and
+ * the storage class and bytes of each key value, numbered by where they
+ * start: an UPDATE that changes millions of rows of a WITHOUT ROWID table
+ * looks any of them up at once, in whatever order the plan above the scan
+ * hands the rows over.  They are held in memory up to work_mem, and beyond
+ * it in a temporary file (BufFile, as a tuplestore spills), so that the
+ * statement runs in bounded memory however many rows it changes.
+ *
  *-------------------------------------------------------------------------
  */
 #include "sqlite_shard_fdw.h"
 
+#include "commands/tablespace.h"
+#include "miscadmin.h"
 #include "nodes/nodeFuncs.h"
+#include "storage/buffile.h"
 #include "storage/itemptr.h"
 
 #include "scan.h"
 
-/* The key of one row read from a keyed shard, as SQLite stored it. */
-typedef struct ShardRowKey
+/*
+ * The header of a key's record; the key's values follow, each a storage
+ * class byte and, for an integer or a real, its 8 bytes, for text or a
+ * blob its length (4 bytes), its bytes and a NUL.  Records start on
+ * multiples of KEY_ALIGN bytes, whose number (from 1) is the key's number:
+ * ctids number 8 times as many bytes of keys as they would bytes.
+ */
+typedef struct ShardKeyRecord
 {
-	ShardKeyedShard *shard;
-	ShardValue *values;			/* one per key column */
-} ShardRowKey;
+	int32		len;			/* bytes of the values */
+	int32		shard;			/* the number of the shard it was read from */
+} ShardKeyRecord;
+
+#define KEY_ALIGN	8
 
 /*
  * The identity of the rows a scan below a row-by-row UPDATE or DELETE
@@ -36,7 +55,7 @@ typedef struct ShardRowKey
  * elsewhere, or does not know, are changed where they are, as a statement
  * that runs inside the shards changes them), so its ctid carries the
  * number of that shard in its low shard_bits bits, above them its rowid,
- * or for a keyed shard the number of its key (from 1).  The keys are kept
+ * or for a keyed shard the number of its key's record.  The keys are kept
  * exactly as SQLite returned them, never converted to PostgreSQL types and
  * back, so that an UPDATE binds the very values the shard holds whatever
  * the column's affinity; only those of rows that pass the scan's own
@@ -46,9 +65,19 @@ struct ShardRowKeys
 {
 	MemoryContext cxt;
 	List	   *shards;			/* ShardKeyedShard */
-	ShardRowKey *rows;
-	int64		nrows;
-	int64		maxrows;
+
+	/* The keys' records: in mem while they fit in work_mem, then in file. */
+	char	   *mem;
+	int64		mem_size;		/* bytes allocated for mem */
+	BufFile    *file;			/* every record, once they outgrew mem */
+	bool		file_at_end;	/* its position is at size */
+	int64		size;			/* bytes of records so far */
+	int64		limit;			/* bytes mem may hold */
+	StringInfoData record;		/* the record being written */
+	StringInfoData fetched;		/* the values of the key last read */
+	ShardValue *values;			/* ... and the key (shard_row_key) */
+	int			maxvalues;
+
 	ShardInfo  *read;			/* the shards rows came from, by number */
 	int			nread;
 	int			shard_bits;		/* 0 until the first row */
@@ -63,10 +92,34 @@ ShardRowKeys *
 shard_row_keys_create(MemoryContext parent)
 {
 	ShardRowKeys *rk = MemoryContextAllocZero(parent, sizeof(ShardRowKeys));
+	MemoryContext oldcxt;
 
 	rk->cxt = AllocSetContextCreate(parent, "sqlite_shard_fdw row keys",
 									ALLOCSET_DEFAULT_SIZES);
+	rk->limit = (int64) work_mem * 1024;
+	rk->file_at_end = true;
+	oldcxt = MemoryContextSwitchTo(rk->cxt);
+	initStringInfo(&rk->record);
+	initStringInfo(&rk->fetched);
+	MemoryContextSwitchTo(oldcxt);
 	return rk;
+}
+
+/*
+ * shard_row_keys_end
+ *		The statement is done with the keys: close their temporary file now
+ *		rather than at the end of the transaction.
+ */
+void
+shard_row_keys_end(ShardRowKeys *rk)
+{
+	if (rk == NULL)
+		return;
+	if (rk->file != NULL)
+		BufFileClose(rk->file);
+	rk->file = NULL;
+	rk->size = 0;
+	rk->file_at_end = true;
 }
 
 /*
@@ -141,43 +194,125 @@ shard_row_key_shard(ShardScanState *s, ShardTarget *t)
 }
 
 /*
+ * key_file_seek
+ *		Put the position of the keys' file at offset, or fail.
+ */
+static void
+key_file_seek(ShardRowKeys *rk, int64 offset)
+{
+	/* BufFileSeek carries an offset past a segment into the next ones */
+	if (BufFileSeek(rk->file, 0, (off_t) offset, SEEK_SET) != 0)
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not seek in temporary file of row keys")));
+	rk->file_at_end = (offset == rk->size);
+}
+
+/*
+ * append_key_record
+ *		Add rk->record to the keys' records, in memory while they fit in
+ *		work_mem, else in the temporary file, which takes every record once
+ *		they no longer fit.
+ */
+static void
+append_key_record(ShardRowKeys *rk)
+{
+	int64		len = rk->record.len;
+
+	if (rk->file == NULL && rk->size + len > rk->limit)
+	{
+		MemoryContext oldcxt = MemoryContextSwitchTo(rk->cxt);
+
+		/* in temp_tablespaces; closed by the resource owner after an error */
+		PrepareTempTablespaces();
+		rk->file = BufFileCreateTemp(false);
+		MemoryContextSwitchTo(oldcxt);
+		if (rk->size > 0)
+			BufFileWrite(rk->file, rk->mem, rk->size);
+		if (rk->mem != NULL)
+			pfree(rk->mem);
+		rk->mem = NULL;
+		rk->mem_size = 0;
+		rk->file_at_end = true;
+	}
+	if (rk->file != NULL)
+	{
+		if (!rk->file_at_end)
+			key_file_seek(rk, rk->size);
+		BufFileWrite(rk->file, rk->record.data, len);
+	}
+	else
+	{
+		if (rk->size + len > rk->mem_size)
+		{
+			int64		size = Max(rk->mem_size * 2, 8192);
+
+			while (size < rk->size + len)
+				size *= 2;
+			size = Min(size, rk->limit);	/* which holds size + len */
+			rk->mem = rk->mem == NULL ?
+				MemoryContextAllocHuge(rk->cxt, size) :
+				repalloc_huge(rk->mem, size);
+			rk->mem_size = size;
+		}
+		memcpy(rk->mem + rk->size, rk->record.data, len);
+	}
+	rk->size += len;
+}
+
+/*
  * remember_row_key
  *		Keep the key of a row read from a keyed shard (its first values,
- *		exactly as SQLite returned them) and return its number, for a
- *		row-by-row UPDATE or DELETE to find the row again by.
+ *		exactly as SQLite returned them: storage class and bytes) and
+ *		return its number, for a row-by-row UPDATE or DELETE to find the
+ *		row again by.
  */
 static int64
-remember_row_key(ShardScanState *s, ShardTarget *t, const ShardValue *row)
+remember_row_key(ShardScanState *s, ShardTarget *t, const ShardValue *row,
+				 int shard)
 {
 	ShardRowKeys *rk = s->row_keys;
-	MemoryContext oldcxt = MemoryContextSwitchTo(rk->cxt);
-	ShardRowKey *key;
+	StringInfo	buf = &rk->record;
+	ShardKeyRecord header;
+	int64		offset = rk->size;
 	int			i;
 
-	if (rk->nrows == rk->maxrows)
-	{
-		rk->maxrows = Max(rk->maxrows * 2, 1024);
-		rk->rows = rk->rows == NULL ?
-			MemoryContextAllocHuge(rk->cxt, sizeof(ShardRowKey) * rk->maxrows) :
-			repalloc_huge(rk->rows, sizeof(ShardRowKey) * rk->maxrows);
-	}
-	key = &rk->rows[rk->nrows++];
-	key->shard = t->keyed;
-	key->values = palloc(sizeof(ShardValue) * t->nkeys);
+	resetStringInfo(buf);
+	header.len = 0;
+	header.shard = shard;
+	appendBinaryStringInfo(buf, (char *) &header, sizeof(header));
 	for (i = 0; i < t->nkeys; i++)
 	{
-		key->values[i] = row[i];
-		if (row[i].type == SQLITE_TEXT || row[i].type == SQLITE_BLOB)
-		{
-			char	   *copy = palloc(row[i].len + 1);
+		char		type = (char) row[i].type;
+		int32		len = row[i].len;
 
-			memcpy(copy, row[i].u.p, row[i].len);
-			copy[row[i].len] = '\0';
-			key->values[i].u.p = copy;
+		appendBinaryStringInfo(buf, &type, 1);
+		switch (row[i].type)
+		{
+			case SQLITE_INTEGER:
+				appendBinaryStringInfo(buf, (char *) &row[i].u.i,
+									   sizeof(row[i].u.i));
+				break;
+			case SQLITE_FLOAT:
+				appendBinaryStringInfo(buf, (char *) &row[i].u.d,
+									   sizeof(row[i].u.d));
+				break;
+			case SQLITE_TEXT:
+			case SQLITE_BLOB:
+				appendBinaryStringInfo(buf, (char *) &len, sizeof(len));
+				appendBinaryStringInfo(buf, row[i].u.p, len);
+				appendStringInfoChar(buf, '\0');
+				break;
+			default:
+				break;			/* NULL: the class alone */
 		}
 	}
-	MemoryContextSwitchTo(oldcxt);
-	return rk->nrows;
+	header.len = buf->len - sizeof(header);
+	memcpy(buf->data, &header, sizeof(header));
+	while (buf->len % KEY_ALIGN != 0)
+		appendStringInfoChar(buf, '\0');
+	append_key_record(rk);
+	return offset / KEY_ALIGN + 1;
 }
 
 /*
@@ -239,7 +374,7 @@ shard_row_set_identity(ShardScanState *s, ShardTarget *t, const ShardValue *row,
 		report_no_row_key(s, t);
 	shard = row_shard_number(s, t);
 	bits = s->row_keys->shard_bits;
-	id = t->keyed != NULL ? remember_row_key(s, t, row) : s->cur_rowid;
+	id = t->keyed != NULL ? remember_row_key(s, t, row, shard) : s->cur_rowid;
 	if (t->keyed == NULL && t->nkeys == 0)
 		ItemPointerSetInvalid(tid);
 	else if (id < 0 || id >= ((INT64CONST(1) << 48) - 0x10000) >> bits)
@@ -344,15 +479,102 @@ shard_row_identity(ShardRowKeys *keys, int64 tid_value, int64 *id)
 }
 
 /*
+ * read_key_bytes
+ *		Copy len bytes of the keys' records from offset into dest.
+ */
+static void
+read_key_bytes(ShardRowKeys *rk, int64 offset, void *dest, size_t len)
+{
+	size_t		nread;
+
+	if (rk->file == NULL)
+	{
+		memcpy(dest, rk->mem + offset, len);
+		return;
+	}
+	key_file_seek(rk, offset);
+	nread = BufFileRead(rk->file, dest, len);
+	if (nread != len)
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not read from temporary file of row keys: read only %zu of %zu bytes",
+						nread, len)));
+	rk->file_at_end = (offset + len == rk->size);
+}
+
+/*
  * shard_row_key
- *		The key values of a row read from a keyed shard, by its number.
+ *		The key values of a row read from a keyed shard, by its number, as
+ *		SQLite returned them; valid until the next call.
  */
 const ShardValue *
 shard_row_key(ShardRowKeys *keys, const char *shard_id, int64 n)
 {
-	if (keys == NULL || n < 1 || n > keys->nrows ||
-		strcmp(keys->rows[n - 1].shard->shard_id, shard_id) != 0)
+	ShardKeyRecord header;
+	int64		offset = (n - 1) * KEY_ALIGN;
+	MemoryContext oldcxt;
+	char	   *p;
+	char	   *end;
+	int			nvalues = 0;
+
+	if (keys == NULL || n < 1 || offset + (int64) sizeof(header) > keys->size)
 		elog(ERROR, "row key %lld of shard \"%s\" is not known",
 			 (long long) n, shard_id);
-	return keys->rows[n - 1].values;
+	read_key_bytes(keys, offset, &header, sizeof(header));
+	if (header.shard < 0 || header.shard >= keys->nread ||
+		strcmp(keys->read[header.shard].shard_id, shard_id) != 0 ||
+		header.len < 0 || offset + sizeof(header) + header.len > keys->size)
+		elog(ERROR, "row key %lld of shard \"%s\" is not known",
+			 (long long) n, shard_id);
+
+	/* the values' bytes, each text or blob followed by a NUL */
+	oldcxt = MemoryContextSwitchTo(keys->cxt);
+	resetStringInfo(&keys->fetched);
+	enlargeStringInfo(&keys->fetched, header.len);
+	read_key_bytes(keys, offset + sizeof(header), keys->fetched.data,
+				   header.len);
+	keys->fetched.len = header.len;
+	MemoryContextSwitchTo(oldcxt);
+
+	p = keys->fetched.data;
+	end = p + header.len;
+	while (p < end)
+	{
+		ShardValue *v;
+		int32		len;
+
+		if (nvalues == keys->maxvalues)
+		{
+			keys->maxvalues = Max(keys->maxvalues * 2, 4);
+			keys->values = keys->values == NULL ?
+				MemoryContextAlloc(keys->cxt,
+								   sizeof(ShardValue) * keys->maxvalues) :
+				repalloc(keys->values, sizeof(ShardValue) * keys->maxvalues);
+		}
+		v = &keys->values[nvalues++];
+		memset(v, 0, sizeof(ShardValue));
+		v->type = (unsigned char) *p++;
+		switch (v->type)
+		{
+			case SQLITE_INTEGER:
+				memcpy(&v->u.i, p, sizeof(v->u.i));
+				p += sizeof(v->u.i);
+				break;
+			case SQLITE_FLOAT:
+				memcpy(&v->u.d, p, sizeof(v->u.d));
+				p += sizeof(v->u.d);
+				break;
+			case SQLITE_TEXT:
+			case SQLITE_BLOB:
+				memcpy(&len, p, sizeof(len));
+				p += sizeof(len);
+				v->len = len;
+				v->u.p = p;
+				p += len + 1;	/* and its NUL */
+				break;
+			default:
+				break;
+		}
+	}
+	return keys->values;
 }

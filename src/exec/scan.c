@@ -28,6 +28,10 @@
  * A direct UPDATE or DELETE (directmodify.c) is such a scan whose
  * statement changes the rows instead of returning them; the scan below a
  * row-by-row one hands each row over with its identity (rowidentity.c).
+ * That scan, and any other scan of a table its statement writes, reads
+ * each shard to its end before it returns the shard's rows, and keeps
+ * them converted in a tuplestore, which spills to temporary files beyond
+ * work_mem as PostgreSQL's own kept rows do.
  *
  *-------------------------------------------------------------------------
  */
@@ -145,15 +149,17 @@ stop_reading(ShardScanState *s, bool release)
 	/* A batch being converted belongs to the pool: give it back first. */
 	if (s->fanout && s->batch && s->batch != s->own_batch)
 		fanout_release_batch(s->fanout, s->batch);
-	else if (s->materialize && s->batch && !s->read_all_first)
-		shardio_batch_free(s->batch);
-	while (s->mat_batches != NIL)
+
+	/*
+	 * The rows read whole.  After an error the resource owner closes the
+	 * store's temporary files, and its memory goes with the query's.
+	 */
+	if (s->mat_store && release)
 	{
-		shardio_batch_free(linitial(s->mat_batches));
-		s->mat_batches = list_delete_first(s->mat_batches);
+		ExecClearTuple(s->mat_slot);
+		tuplestore_end(s->mat_store);
 	}
-	s->mat_targets = NIL;
-	s->mat_next = 0;
+	s->mat_store = NULL;
 	s->mat_complete = false;
 	if (s->fanout)
 		fanout_destroy(s->fanout);
@@ -405,8 +411,10 @@ eval_limit(ForeignScanState *node)
  * other scan of rows of a written table (and that one, below a join) reads
  * every shard whole before its first row, since the rows written may go to
  * any shard, and keeps them for a rescan with the same values.  (An aggregate scan reads every shard
- * before its first row anyway.)  A scan that would read such a table again
- * after the statement wrote is refused (start_shard).
+ * before its first row anyway.)  The rows are kept converted in a
+ * tuplestore within work_mem (fill_store), the keys likewise
+ * (rowidentity.c).  A scan that would read such a table again after the
+ * statement wrote is refused (start_shard).
  */
 static void
 check_statement_writes(ShardScanState *s, EState *estate, Index scanrelid)
@@ -1695,98 +1703,6 @@ shard_scan_finish_shard(ShardTarget *t)
 }
 
 /*
- * read_shard_whole
- *		Read all a shard's rows into batches of the scan's materialized
- *		rows, and close its statement.
- */
-static void
-read_shard_whole(ShardScanState *s, ShardTarget *t)
-{
-	char		errbuf[SHARDIO_ERRLEN];
-	int			rc;
-
-	t->reader = shard_reader_start(&t->job);
-	if (t->reader == NULL)
-		ereport(ERROR,
-				(errcode(ERRCODE_OUT_OF_MEMORY),
-				 errmsg("out of memory")));
-	do
-	{
-		ShardBatch *b = shardio_batch_create(Max(s->batch_cols,
-												 s->nretrieved + t->nkeys),
-											 SCAN_BATCH_ROWS);
-		MemoryContext oldcxt;
-
-		if (b == NULL)
-			ereport(ERROR,
-					(errcode(ERRCODE_OUT_OF_MEMORY),
-					 errmsg("out of memory")));
-		oldcxt = MemoryContextSwitchTo(s->resolve_cxt);
-		s->mat_batches = lappend(s->mat_batches, b);
-		s->mat_targets = lappend(s->mat_targets, t);
-		MemoryContextSwitchTo(oldcxt);
-		rc = shard_reader_next(t->reader, b, errbuf);
-		if (rc != SQLITE_ROW && rc != SQLITE_DONE)
-			report_read_error(s, t, rc, errbuf);
-		if (s->read_all_first)
-			t->elapsed_ms += b->fill_ms;	/* once, however often read */
-	} while (rc == SQLITE_ROW);
-	t->done = true;
-	shard_scan_finish_shard(t);
-}
-
-/*
- * next_batch_materialized
- *		The next batch of a scan that reads each shard to the end before it
- *		returns any of its rows: the scan below a row-by-row UPDATE or
- *		DELETE, whose writes to the shard must not meet a read of it still
- *		under way, holds one shard's rows at a time; any other scan of a
- *		table the statement writes reads every shard before its first row
- *		and keeps the rows for a rescan (check_statement_writes).
- */
-static bool
-next_batch_materialized(ForeignScanState *node)
-{
-	ShardScanState *s = (ShardScanState *) node->fdw_state;
-
-	for (;;)
-	{
-		ShardTarget *t;
-
-		if (s->read_all_first && s->mat_next < list_length(s->mat_batches))
-		{
-			s->batch = list_nth(s->mat_batches, s->mat_next);
-			s->cur = list_nth(s->mat_targets, s->mat_next++);
-			s->batch_row = 0;
-			return true;
-		}
-		if (!s->read_all_first && s->mat_batches != NIL)
-		{
-			s->batch = linitial(s->mat_batches);
-			s->mat_batches = list_delete_first(s->mat_batches);
-			s->cur = linitial(s->mat_targets);
-			s->mat_targets = list_delete_first(s->mat_targets);
-			s->cur->elapsed_ms += s->batch->fill_ms;
-			s->batch_row = 0;
-			return true;
-		}
-		if (s->next_target >= list_length(s->targets))
-			return false;
-		do
-		{
-			t = list_nth(s->targets, s->next_target++);
-			if (start_shard(node, t))
-			{
-				s->cur = t;
-				read_shard_whole(s, t);
-			}
-		} while (s->read_all_first &&
-				 s->next_target < list_length(s->targets));
-		s->mat_complete = s->read_all_first;
-	}
-}
-
-/*
  * next_batch_serial
  *		Fill the scan's own batch from the shard being read, moving to the
  *		next shard when one ends.  Returns false when every shard is done.
@@ -1797,9 +1713,6 @@ next_batch_serial(ForeignScanState *node)
 	ShardScanState *s = (ShardScanState *) node->fdw_state;
 	char		errbuf[SHARDIO_ERRLEN];
 	int			rc;
-
-	if (s->materialize)
-		return next_batch_materialized(node);
 
 	for (;;)
 	{
@@ -2064,6 +1977,271 @@ shard_scan_use_fanout(ShardScanState *s)
 }
 
 /*
+ * convert_row
+ *		Convert row, which shard s->cur returned, into slot, with its
+ *		identity for a row-by-row UPDATE or DELETE in the slot's ctid.
+ *		False when the conditions PostgreSQL rechecks for a degraded shard
+ *		reject it.
+ */
+static bool
+convert_row(ForeignScanState *node, const ShardValue *row,
+			TupleTableSlot *slot)
+{
+	ShardScanState *s = (ShardScanState *) node->fdw_state;
+	int			off = s->cur->nkeys;
+	ListCell   *lc;
+	MemoryContext oldcxt;
+	int			i = 0;
+
+	/*
+	 * The previous row is dead now; resetting for every row costs more
+	 * than the few bytes each leaves, so reset once they add up.
+	 */
+	if (MemoryContextMemAllocated(s->row_cxt, false) > ROW_MEMORY_LIMIT)
+		MemoryContextReset(s->row_cxt);
+	oldcxt = MemoryContextSwitchTo(s->row_cxt);
+	ExecClearTuple(slot);
+	memset(slot->tts_isnull, true,
+		   sizeof(bool) * slot->tts_tupleDescriptor->natts);
+	s->cur_rowid = (off && s->cur->keyed == NULL) ? row[0].u.i : 0;
+	foreach(lc, s->retrieved_attrs)
+	{
+		AttrNumber	attnum = lfirst_int(lc);
+
+		s->cur_col = i;
+		slot->tts_values[attnum - 1] =
+			shard_value_to_datum(&s->convs[i], &row[off + i],
+								 &slot->tts_isnull[attnum - 1]);
+		i++;
+	}
+	s->cur_col = -1;
+	MemoryContextSwitchTo(oldcxt);
+
+	ExecStoreVirtualTuple(slot);
+	ItemPointerSetInvalid(&slot->tts_tid);
+	if (s->cur->degraded && s->recheck_quals != NIL)
+	{
+		ExprContext *econtext = node->ss.ps.ps_ExprContext;
+
+		if (s->recheck == NULL)
+		{
+			MemoryContext qcxt = MemoryContextSwitchTo(node->ss.ps.state->es_query_cxt);
+
+			s->recheck = ExecInitQual(s->recheck_quals, (PlanState *) node);
+			MemoryContextSwitchTo(qcxt);
+		}
+		/* skipped rows leave nothing behind in per-tuple memory */
+		ResetExprContext(econtext);
+		econtext->ecxt_scantuple = slot;
+		if (!ExecQual(s->recheck, econtext))
+			return false;
+	}
+
+	/*
+	 * The row's identity for a row-by-row UPDATE or DELETE: the shard it
+	 * came from, its rowid or key there.  A key is kept only for a row the
+	 * recheck passed.
+	 */
+	if (s->row_keys != NULL)
+		shard_row_set_identity(s, s->cur, row, &slot->tts_tid);
+	else if (off)
+		shard_rowid_to_tid(s->cur_rowid, &slot->tts_tid);
+	return true;
+}
+
+/*
+ * start_store
+ *		Make the store of the rows a scan reads whole: the scan's row type
+ *		and, last, the ctid of each row (as an int8, block and offset).  It
+ *		holds up to work_mem in memory and the rest in temporary files, as
+ *		PostgreSQL keeps rows for later; it is read forward only, and again
+ *		from the start by a rescan (tuplestore_rescan).
+ */
+static void
+start_store(ForeignScanState *node, TupleTableSlot *slot)
+{
+	ShardScanState *s = (ShardScanState *) node->fdw_state;
+	MemoryContext oldcxt;
+
+	if (s->mat_store != NULL)
+		return;
+	oldcxt = MemoryContextSwitchTo(node->ss.ps.state->es_query_cxt);
+	if (s->mat_slot == NULL)
+	{
+		TupleDesc	scandesc = slot->tts_tupleDescriptor;
+		int			natts = scandesc->natts;
+		TupleDesc	desc = CreateTemplateTupleDesc(natts + 1);
+		int			i;
+
+		for (i = 1; i <= natts; i++)
+			TupleDescCopyEntry(desc, i, scandesc, i);
+		TupleDescInitEntry(desc, natts + 1, "ctid", INT8OID, -1, 0);
+		s->mat_slot = MakeSingleTupleTableSlot(desc, &TTSOpsMinimalTuple);
+		s->mat_values = palloc(sizeof(Datum) * (natts + 1));
+		s->mat_isnull = palloc0(sizeof(bool) * (natts + 1));
+	}
+	s->mat_store = tuplestore_begin_heap(false, false, work_mem);
+	MemoryContextSwitchTo(oldcxt);
+}
+
+/*
+ * read_shard_whole
+ *		Read all of shard t's rows, convert each once (slot serves for it)
+ *		and put those the recheck passes into the scan's store with their
+ *		ctids, then close the shard's statement: no read of the shard is
+ *		under way when its rows are handed over.
+ */
+static void
+read_shard_whole(ForeignScanState *node, ShardTarget *t, TupleTableSlot *slot)
+{
+	ShardScanState *s = (ShardScanState *) node->fdw_state;
+	int			ncols = Max(s->batch_cols, s->nretrieved + t->nkeys);
+	int			natts = slot->tts_tupleDescriptor->natts;
+	TupleDesc	desc = s->mat_slot->tts_tupleDescriptor;
+	char		errbuf[SHARDIO_ERRLEN];
+	int			rc;
+
+	/* a keyed shard's rows lead with the columns of its key */
+	if (s->own_batch != NULL && s->own_batch->maxcols < ncols)
+	{
+		shardio_batch_free(s->own_batch);
+		s->own_batch = NULL;
+	}
+	if (s->own_batch == NULL)
+		s->own_batch = shardio_batch_create(ncols, SCAN_BATCH_ROWS);
+	t->reader = s->own_batch ? shard_reader_start(&t->job) : NULL;
+	if (t->reader == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_OUT_OF_MEMORY),
+				 errmsg("out of memory")));
+	s->cur = t;
+	do
+	{
+		ShardBatch *b = s->own_batch;
+		int			r;
+
+		rc = shard_reader_next(t->reader, b, errbuf);
+		if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+			report_read_error(s, t, rc, errbuf);
+		t->elapsed_ms += b->fill_ms;
+		for (r = 0; r < b->nrows; r++)
+		{
+			ItemPointer tid = &slot->tts_tid;
+
+			CHECK_FOR_INTERRUPTS();
+			t->rows++;
+			if (!convert_row(node, &b->values[(size_t) r * b->ncols], slot))
+				continue;
+			memcpy(s->mat_values, slot->tts_values, sizeof(Datum) * natts);
+			memcpy(s->mat_isnull, slot->tts_isnull, sizeof(bool) * natts);
+			s->mat_values[natts] =
+				Int64GetDatum(((int64) ItemPointerGetBlockNumberNoCheck(tid) << 16) |
+							  ItemPointerGetOffsetNumberNoCheck(tid));
+			tuplestore_putvalues(s->mat_store, desc, s->mat_values,
+								 s->mat_isnull);
+		}
+	} while (rc == SQLITE_ROW);
+	ExecClearTuple(slot);
+	t->done = true;
+	shard_scan_finish_shard(t);
+}
+
+/*
+ * fill_store
+ *		Read the next shard whole into the scan's store, in place of the
+ *		rows of the one before, which were all returned: the scan below a
+ *		row-by-row UPDATE or DELETE, whose writes to the shard must not
+ *		meet a read of it still under way.  Any other scan of a table the
+ *		statement writes (read_all_first) reads every shard before its first
+ *		row and keeps the rows for a rescan (check_statement_writes).
+ *		False when no shard is left.
+ */
+static bool
+fill_store(ForeignScanState *node, TupleTableSlot *slot)
+{
+	ShardScanState *s = (ShardScanState *) node->fdw_state;
+
+	if (s->read_all_first && s->mat_complete)
+		return false;
+	start_store(node, slot);
+	if (!s->read_all_first)
+	{
+		ExecClearTuple(s->mat_slot);
+		tuplestore_clear(s->mat_store);
+	}
+	if (s->next_target >= list_length(s->targets))
+	{
+		s->mat_complete = s->read_all_first;
+		return false;
+	}
+	do
+	{
+		ShardTarget *t = list_nth(s->targets, s->next_target++);
+
+		if (start_shard(node, t))
+			read_shard_whole(node, t, slot);
+	} while (s->read_all_first &&
+			 s->next_target < list_length(s->targets));
+	s->mat_complete = s->read_all_first;
+	return true;
+}
+
+/*
+ * next_row_stored
+ *		The next row of a scan that reads shards whole, from its store:
+ *		the converted row and its ctid.  False (slot cleared) after the
+ *		last.
+ */
+static bool
+next_row_stored(ForeignScanState *node, TupleTableSlot *slot)
+{
+	ShardScanState *s = (ShardScanState *) node->fdw_state;
+	int			natts = slot->tts_tupleDescriptor->natts;
+
+	for (;;)
+	{
+		MemoryContext oldcxt;
+		bool		found = false;
+
+		CHECK_FOR_INTERRUPTS();
+
+		/*
+		 * A row read back from a temporary file is allocated in the current
+		 * context and freed by the next read: not the per-tuple context
+		 * the executor calls the scan in, which is reset between rows.
+		 */
+		if (s->mat_store != NULL)
+		{
+			oldcxt = MemoryContextSwitchTo(node->ss.ps.state->es_query_cxt);
+			found = tuplestore_gettupleslot(s->mat_store, true, false,
+											s->mat_slot);
+			MemoryContextSwitchTo(oldcxt);
+		}
+		if (found)
+		{
+			int64		tid;
+
+			slot_getallattrs(s->mat_slot);
+			ExecClearTuple(slot);
+			memcpy(slot->tts_values, s->mat_slot->tts_values,
+				   sizeof(Datum) * natts);
+			memcpy(slot->tts_isnull, s->mat_slot->tts_isnull,
+				   sizeof(bool) * natts);
+			ExecStoreVirtualTuple(slot);
+			tid = DatumGetInt64(s->mat_slot->tts_values[natts]);
+			ItemPointerSet(&slot->tts_tid, (BlockNumber) (tid >> 16),
+						   (OffsetNumber) (tid & 0xFFFF));
+			return true;
+		}
+		if (!fill_store(node, slot))
+		{
+			ExecClearTuple(slot);
+			return false;
+		}
+	}
+}
+
+/*
  * next_row
  *		Convert the next row any shard returns into slot, reading batches
  *		as they are used up; false (slot cleared) after the last.
@@ -2073,6 +2251,9 @@ next_row(ForeignScanState *node, TupleTableSlot *slot)
 {
 	ShardScanState *s = (ShardScanState *) node->fdw_state;
 
+	if (s->materialize)
+		return next_row_stored(node, slot);
+
 	for (;;)
 	{
 		CHECK_FOR_INTERRUPTS();
@@ -2081,76 +2262,17 @@ next_row(ForeignScanState *node, TupleTableSlot *slot)
 		{
 			ShardValue *row = &s->batch->values[(size_t) s->batch_row *
 												s->batch->ncols];
-			int			off = s->cur->nkeys;
-			ListCell   *lc;
-			MemoryContext oldcxt;
-			int			i = 0;
 
 			s->batch_row++;
 			s->cur->rows++;
-
-			/*
-			 * The previous row is dead now; resetting for every row costs
-			 * more than the few bytes each leaves, so reset once they add
-			 * up.
-			 */
-			if (MemoryContextMemAllocated(s->row_cxt, false) > ROW_MEMORY_LIMIT)
-				MemoryContextReset(s->row_cxt);
-			oldcxt = MemoryContextSwitchTo(s->row_cxt);
-			ExecClearTuple(slot);
-			memset(slot->tts_isnull, true,
-				   sizeof(bool) * slot->tts_tupleDescriptor->natts);
-			s->cur_rowid = (off && s->cur->keyed == NULL) ? row[0].u.i : 0;
-			foreach(lc, s->retrieved_attrs)
-			{
-				AttrNumber	attnum = lfirst_int(lc);
-
-				s->cur_col = i;
-				slot->tts_values[attnum - 1] =
-					shard_value_to_datum(&s->convs[i], &row[off + i],
-										 &slot->tts_isnull[attnum - 1]);
-				i++;
-			}
-			s->cur_col = -1;
-			MemoryContextSwitchTo(oldcxt);
-
-			ExecStoreVirtualTuple(slot);
-			ItemPointerSetInvalid(&slot->tts_tid);
-			if (s->cur->degraded && s->recheck_quals != NIL)
-			{
-				ExprContext *econtext = node->ss.ps.ps_ExprContext;
-
-				if (s->recheck == NULL)
-				{
-					MemoryContext qcxt = MemoryContextSwitchTo(node->ss.ps.state->es_query_cxt);
-
-					s->recheck = ExecInitQual(s->recheck_quals, (PlanState *) node);
-					MemoryContextSwitchTo(qcxt);
-				}
-				/* skipped rows leave nothing behind in per-tuple memory */
-				ResetExprContext(econtext);
-				econtext->ecxt_scantuple = slot;
-				if (!ExecQual(s->recheck, econtext))
-					continue;
-			}
-
-			/*
-			 * The row's identity for a row-by-row UPDATE or DELETE: the
-			 * shard it came from, its rowid or key there.  A key is kept
-			 * only for a row the recheck passed.
-			 */
-			if (s->row_keys != NULL)
-				shard_row_set_identity(s, s->cur, row, &slot->tts_tid);
-			else if (off)
-				shard_rowid_to_tid(s->cur_rowid, &slot->tts_tid);
-			return true;
+			if (convert_row(node, row, slot))
+				return true;
+			continue;
 		}
 
 		/* The batch is used up: hand it back and get the next. */
 		if (s->batch && s->fanout && s->batch != s->own_batch)
 			fanout_release_batch(s->fanout, s->batch);
-		else if (s->batch && s->materialize && !s->read_all_first)
-			shardio_batch_free(s->batch);
 		s->batch = NULL;
 
 		if (!(shard_scan_use_fanout(s) ? next_batch_parallel(node) :
@@ -2160,7 +2282,6 @@ next_row(ForeignScanState *node, TupleTableSlot *slot)
 			return false;
 		}
 	}
-
 }
 
 /*
@@ -2354,7 +2475,7 @@ shardReScanForeignScan(ForeignScanState *node)
 		node->ss.ps.chgParam == NULL)
 	{
 		end_row_sort(s);
-		s->mat_next = 0;
+		tuplestore_rescan(s->mat_store);
 		s->batch = NULL;
 		s->cur = NULL;
 		return;
@@ -2390,6 +2511,8 @@ shardEndForeignScan(ForeignScanState *node)
 	if (s->merge)
 		shard_merge_end(s->merge);
 	end_row_sort(s);
+	/* the UPDATE or DELETE above ended first: it read the keys */
+	shard_row_keys_end(s->row_keys);
 }
 
 /*

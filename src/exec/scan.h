@@ -16,6 +16,7 @@
 #include "commands/explain.h"
 #include "portability/instr_time.h"
 #include "utils/tuplesort.h"
+#include "utils/tuplestore.h"
 
 #include "fanout.h"
 #include "merge.h"
@@ -123,12 +124,15 @@ typedef struct ShardScanState
 								 * tenant column */
 	bool		counts_only;	/* an aggregate scan of counts alone, which
 								 * the tenant's index covers */
-	List	   *mat_batches;	/* ShardBatch: the rows still to return
-								 * (read_all_first: all, mat_next on) */
-	List	   *mat_targets;	/* ShardTarget: whose each batch is */
-	int			mat_next;		/* read_all_first: the next batch */
+	Tuplestorestate *mat_store; /* the rows read whole, converted, each
+								 * with its ctid as a last column: one
+								 * shard's (read_all_first: every shard's,
+								 * read again by a rescan), within work_mem */
+	TupleTableSlot *mat_slot;	/* reads mat_store */
+	Datum	   *mat_values;		/* a row for mat_store */
+	bool	   *mat_isnull;
 	bool		mat_complete;	/* read_all_first: every shard's rows are
-								 * in mat_batches */
+								 * in mat_store */
 	List	   *modify_returning;	/* attnums its RETURNING reads */
 	char	   *modify_returning_sql;	/* " RETURNING cols", or "" */
 	ShardColumnConv *modify_convs;	/* and their converters */
@@ -236,6 +240,7 @@ extern void shard_reference_direct_end(ShardScanState *s);
 
 /* in rowidentity.c */
 extern ShardRowKeys *shard_row_keys_create(MemoryContext parent);
+extern void shard_row_keys_end(ShardRowKeys *rk);
 extern ShardKeyedShard *shard_row_key_shard(ShardScanState *s,
 											ShardTarget *t);
 extern void shard_row_set_identity(ShardScanState *s, ShardTarget *t,
