@@ -1546,8 +1546,8 @@ def run_steps(sec, d, fs, ns, tally):
                 tally.followon += 1
             elif cid in EXPECTED_FAIL:
                 tally.xfail += 1
-                tally.known.append("%s: known to fail: %s\n    %s" % (
-                    cid, EXPECTED_FAIL[cid], text))
+                tally.known.append("%s: known to fail: %s\n    %s\n  %s" % (
+                    cid, EXPECTED_FAIL[cid], text, "\n  ".join(problems)))
             else:
                 tally.failed += 1
                 tally.failures.append("%s differs:\n    %s\n  %s" % (
