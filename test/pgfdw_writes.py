@@ -18,6 +18,13 @@
 #	PGFDW_RUN_CRASHERS	1: also run the statements listed in CRASHERS
 #	PGHOST, PGPORT, PGUSER, PGDATABASE ...: where to connect (psql)
 #
+# The statements are those of the suite's sections on writes ("test
+# writable foreign table stuff", WITH CHECK OPTION, generated columns,
+# local triggers, inheritance, tuple routing, COPY FROM), in its order;
+# forms that only later versions of the suite have (RETURNING old/new) are
+# left out, and statements not in the suite that exercise the same paths
+# are marked "added".
+#
 # The fleet: two shards, s1 (WAL, rowid tables) holding tenant "a" and s2
 # (rollback journal, the tables with a primary key WITHOUT ROWID) holding
 # tenant "b"; each of postgres_fdw's remote tables is an SQLite table in
@@ -262,8 +269,9 @@ SECTIONS = []
 # ft1 and ft2 name one remote table: natively ft2 is the table and ft1 a
 # view of it with ft1's default for c7.
 FT2_COLS = ("tenant_id text NOT NULL DEFAULT 'a', c1 int%s NOT NULL, "
-            "c2 int NOT NULL%s, cx int, c3 text, c4 timestamptz, c5 timestamp, "
-            "c6 varchar(10), c7 char(10) default 'ft2', c8 user_enum")
+            "c2 int NOT NULL%s, cx int, c3 text, c4 timestamptz, "
+            "c5 timestamp, c6 varchar(10), c7 char(10) default 'ft2', "
+            "c8 user_enum")
 SECTIONS.append(Section(
     "writable",
     sqlite="""
@@ -336,7 +344,8 @@ SECTIONS.append(Section(
         S("UPDATE ft2 SET c2 = c2 + 400, c3 = c3 || '_update7' "
           "WHERE c1 % 10 = 7 RETURNING *"),
         S("UPDATE ft2 SET c2 = ft2.c2 + 500, c3 = ft2.c3 || '_update9', "
-          "c7 = DEFAULT\n  FROM ft1 WHERE ft1.c1 = ft2.c2 AND ft1.c1 % 10 = 9"),
+          "c7 = DEFAULT\n  FROM ft1 WHERE ft1.c1 = ft2.c2 "
+          "AND ft1.c1 % 10 = 9"),
         S("DELETE FROM ft2 WHERE c1 % 10 = 5 RETURNING c1, c4"),
         S("DELETE FROM ft2 USING ft1 WHERE ft1.c1 = ft2.c2 "
           "AND ft1.c1 % 10 = 2"),
@@ -392,8 +401,8 @@ SECTIONS.append(Section(
           "(ft4.c1 === ft5.c1)\n  WHERE ft2.c1 > 2000 AND ft2.c2 = ft4.c1\n"
           "  RETURNING ft2.c1, ft2.c2, ft2.c3"),
         S("DELETE FROM ft2 WHERE ft2.c1 > 2000"),
-        X("CREATE TRIGGER t1_br_insert BEFORE INSERT OR UPDATE ON \"S 1\".\"T 1\""
-          " ... F_BRTRIG()", REMOTE_TRIGGER),
+        X("CREATE TRIGGER t1_br_insert BEFORE INSERT OR UPDATE ON "
+          "\"S 1\".\"T 1\" ... F_BRTRIG()", REMOTE_TRIGGER),
         S("INSERT INTO ft2 (c1,c2,c3) VALUES (1208, 818, 'fff') RETURNING *",
           note="adapted: without the remote trigger"),
         S("INSERT INTO ft2 (c1,c2,c3,c6) VALUES (1218, 818, 'ggg', '(--;') "
@@ -979,8 +988,10 @@ SECTIONS.append(Section(
     tables=["parent", "remt1", "remt2"],
     steps=[
         S("insert into remt1 values (1, 'foo')"),
-        S("insert into remt1 values (2, 'bar', 'b')", note="adapted: tenant b"),
-        S("insert into remt2 values ('b', 1, 'foo')", note="adapted: tenant b"),
+        S("insert into remt1 values (2, 'bar', 'b')",
+          note="adapted: tenant b"),
+        S("insert into remt2 values ('b', 1, 'foo')",
+          note="adapted: tenant b"),
         S("insert into remt2 values ('a', 2, 'bar')"),
         S("insert into parent values (1, 'local')", note="added: a row of "
           "the parent itself"),
@@ -1410,8 +1421,9 @@ def resync(fs, sec, tables):
     stmts = ["SET session_replication_role = replica"]
     for t in tables:
         cols = ("(SELECT string_agg(quote_ident(attname), ', ' ORDER BY "
-                "attnum) FROM pg_attribute WHERE attrelid = 'n_%s.%s'::regclass"
-                " AND attnum > 0 AND NOT attisdropped AND attgenerated = '')"
+                "attnum) FROM pg_attribute WHERE attrelid = "
+                "'n_%s.%s'::regclass AND attnum > 0 AND NOT attisdropped "
+                "AND attgenerated = '')"
                 % (sec.name, t))
         stmts.append(
             "DO $r$ DECLARE c text := %s; BEGIN "
