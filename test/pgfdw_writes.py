@@ -97,9 +97,6 @@ TENANTS = {"a": "s1", "b": "s2"}
 # Statements known to give another result than on native tables today:
 # case id -> what differs.  Remove an entry once its statement passes.
 EXPECTED_FAIL = {
-    "truncate.13": "TRUNCATE ... CASCADE of a foreign table is refused "
-                   "(0A000, as the README says); postgres_fdw passes CASCADE "
-                   "on to the remote server",
 }
 
 # Statements that crash the server today: not run (a crash ends every

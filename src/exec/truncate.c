@@ -17,10 +17,13 @@
  * own those.  A reference table loses every copy's rows.
  *
  * As in postgres_fdw, the "truncatable" option of the table or its server
- * may forbid it.  Unlike postgres_fdw, CASCADE is refused: SQLite cannot
- * truncate the tables that refer to one (its foreign keys, enforced on
- * shard handles, refuse the DELETE, or cascade it where the shard declares
- * ON DELETE CASCADE, whatever the statement says).  RESTART IDENTITY
+ * may forbid it.  postgres_fdw passes CASCADE on to the remote server,
+ * which truncates the tables that refer to one; SQLite cannot (its foreign
+ * keys, enforced on shard handles, refuse the DELETE, or cascade it where
+ * the shard declares ON DELETE CASCADE, whatever the statement says), so
+ * CASCADE is taken where no other table of a shard refers to a truncated
+ * one (it then changes nothing), and refused, naming the shard and the
+ * table that refers, where one does.  RESTART IDENTITY
  * forgets the counter of an AUTOINCREMENT table (sqlite_sequence); an
  * ordinary rowid table numbers its next row 1 once empty whatever is
  * asked.  A tenant-scoped role may truncate nothing: the statement would
@@ -37,8 +40,8 @@
 /*
  * check_truncate
  *		Refuse to truncate rel, before anything changes, where it may not
- *		be: its "truncatable" option says no, the role is limited to some
- *		tenants, or CASCADE is asked.
+ *		be: its "truncatable" option says no, or the role is limited to
+ *		some tenants.
  */
 static void
 check_truncate(Relation rel, DropBehavior behavior)
@@ -58,13 +61,73 @@ check_truncate(Relation rel, DropBehavior behavior)
 				 errmsg("permission denied to truncate foreign table \"%s\"",
 						RelationGetRelationName(rel)),
 				 errdetail("The user mapping limits the role to its own tenants, and TRUNCATE removes the rows of every tenant.")));
-	if (behavior == DROP_CASCADE)
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("cannot truncate foreign table \"%s\" with CASCADE",
-						RelationGetRelationName(rel)),
-				 errdetail("The shards' rows are deleted; SQLite's foreign keys in the shards decide what happens to the rows that refer to them."),
-				 errhint("Name the foreign tables that refer to it in the same TRUNCATE, without CASCADE.")));
+}
+
+/*
+ * check_cascade
+ *		For a TRUNCATE ... CASCADE, refuse a shard where a table that the
+ *		statement does not truncate (none of tables, SQLite names) has a
+ *		foreign key to table: SQLite cannot truncate it with table.
+ */
+static void
+check_cascade(ShardConn *conn, const char *shard_id, Relation rel,
+			  const char *table, List *tables)
+{
+	sqlite3_stmt *stmt;
+	ShardValue	bind;
+	char		errbuf[SHARDIO_ERRLEN];
+	int			rc;
+
+	rc = shard_conn_prepare(conn,
+							"SELECT m.name FROM main.sqlite_schema AS m,"
+							" pragma_foreign_key_list(m.name) AS f"
+							" WHERE m.type = 'table'"
+							" AND f.\"table\" = ?1 COLLATE NOCASE",
+							&stmt, errbuf);
+	if (rc != SQLITE_OK)
+		shard_sqlite_error(ERROR, rc, shard_id, errbuf,
+						   gettext_noop("could not read the schema of shard \"%s\""),
+						   shard_id);
+	memset(&bind, 0, sizeof(bind));
+	bind.type = SQLITE_TEXT;
+	bind.u.p = (char *) table;
+	bind.len = strlen(table);
+	rc = shardio_bind(stmt, 1, &bind, 1, errbuf);
+	while (rc == SQLITE_OK && (rc = sqlite3_step(stmt)) == SQLITE_ROW)
+	{
+		const char *referer = (const char *) sqlite3_column_text(stmt, 0);
+		ListCell   *lc;
+		bool		truncated = false;
+
+		/* SQLite's table names ignore ASCII case */
+		foreach(lc, tables)
+			if (pg_strcasecmp((const char *) lfirst(lc), referer) == 0)
+				truncated = true;
+		if (!truncated)
+		{
+			char	   *name = pstrdup(referer);
+
+			shard_conn_unprepare(conn, stmt);
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("cannot truncate foreign table \"%s\" with CASCADE on shard \"%s\"",
+							RelationGetRelationName(rel), shard_id),
+					 errdetail("Table \"%s\" of the shard refers to table \"%s\", and SQLite cannot truncate it with it.",
+							   name, table),
+					 errhint("Name a foreign table of \"%s\" in the same TRUNCATE.",
+							 name)));
+		}
+	}
+	if (rc != SQLITE_DONE)
+	{
+		char	   *msg = pstrdup(sqlite3_errmsg(shard_conn_db(conn)));
+
+		shard_conn_unprepare(conn, stmt);
+		shard_sqlite_error(ERROR, rc, shard_id, msg,
+						   gettext_noop("could not read the schema of shard \"%s\""),
+						   shard_id);
+	}
+	shard_conn_unprepare(conn, stmt);
 }
 
 /*
@@ -160,7 +223,8 @@ has_sequence_table(ShardConn *conn, const char *shard_id)
  */
 static void
 truncate_shard(ShardServerOptions *opts, ShardInfo *shard, Relation rel,
-			   ShardTableOptions *topts, List *excluded, bool restart_seqs)
+			   ShardTableOptions *topts, List *excluded, bool restart_seqs,
+			   List *cascade_tables)
 {
 	ShardConn  *conn;
 	StringInfoData sql;
@@ -170,6 +234,9 @@ truncate_shard(ShardServerOptions *opts, ShardInfo *shard, Relation rel,
 	memset(&bind, 0, sizeof(bind));
 	conn = shard_conn_get_for_write(opts, shard);
 	shard_conn_check_no_reader(conn, topts->table);
+	if (cascade_tables != NIL)
+		check_cascade(conn, shard->shard_id, rel, topts->table,
+					  cascade_tables);
 
 	initStringInfo(&sql);
 	appendStringInfoString(&sql, "DELETE FROM ");
@@ -217,6 +284,7 @@ shardExecForeignTruncate(List *rels, DropBehavior behavior, bool restart_seqs)
 	ShardServerOptions *opts;
 	ShardDirectory *dir;
 	List	   *topts_list = NIL;
+	List	   *cascade_tables = NIL;
 	bool		moving;
 	ListCell   *lc;
 	ListCell   *lc2;
@@ -228,8 +296,13 @@ shardExecForeignTruncate(List *rels, DropBehavior behavior, bool restart_seqs)
 	{
 		Relation	rel = (Relation) lfirst(lc);
 
+		ShardTableOptions *topts;
+
 		check_truncate(rel, behavior);
-		topts_list = lappend(topts_list, shard_table_options(rel));
+		topts = shard_table_options(rel);
+		topts_list = lappend(topts_list, topts);
+		if (behavior == DROP_CASCADE)
+			cascade_tables = lappend(cascade_tables, topts->table);
 	}
 
 	/* ExecuteTruncate hands over the tables of one server at a time */
@@ -249,7 +322,8 @@ shardExecForeignTruncate(List *rels, DropBehavior behavior, bool restart_seqs)
 			ShardTableOptions *topts = (ShardTableOptions *) lfirst(lc3);
 
 			truncate_shard(opts, shard, (Relation) lfirst(lc2), topts,
-						   topts->reference ? NIL : stale, restart_seqs);
+						   topts->reference ? NIL : stale, restart_seqs,
+						   cascade_tables);
 		}
 	}
 }
