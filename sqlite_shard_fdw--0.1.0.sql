@@ -194,3 +194,12 @@ LANGUAGE C;
 
 REVOKE ALL ON FUNCTION shard_stats(name), tenant_stats(name, text),
   shard_rebalance_plan(name, float8) FROM PUBLIC;
+
+-- CALL shard_rebalance(server [, threshold [, max_moves]]): run the moves
+-- of shard_rebalance_plan one after another, each committed on its own.
+CREATE PROCEDURE shard_rebalance(server name, threshold float8 DEFAULT 70,
+                                 max_moves integer DEFAULT NULL)
+AS 'MODULE_PATHNAME', 'shard_rebalance'
+LANGUAGE C;
+
+REVOKE ALL ON PROCEDURE shard_rebalance(name, float8, integer) FROM PUBLIC;

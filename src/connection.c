@@ -1683,6 +1683,32 @@ shard_conn_release(ShardConn *conn)
 }
 
 /*
+ * shard_conn_end_reads
+ *		End now the read transactions of this statement that no scan uses,
+ *		no transaction snapshot keeps and no write needs.  A function that
+ *		has read all it returns (statistics, a plan) lets the shards go
+ *		before its rows are consumed: in rollback-journal mode a read
+ *		transaction blocks every writer's commit, a move run on the same
+ *		statement's rows included.
+ */
+void
+shard_conn_end_reads(void)
+{
+	HASH_SEQ_STATUS scan;
+	ShardConn  *conn;
+
+	if (ConnectionHash == NULL)
+		return;
+	hash_seq_init(&scan, ConnectionHash);
+	while ((conn = hash_seq_search(&scan)) != NULL)
+	{
+		if (conn->in_xact && conn->refcount == 0 && conn->open_stmts == 0 &&
+			!conn->xact_scoped && !conn->write_xact && !conn->is_directory)
+			end_read_xact(conn);
+	}
+}
+
+/*
  * write_conn_cmp
  *		Order written shards by id: the fixed order commits follow.
  */

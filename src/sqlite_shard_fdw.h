@@ -152,6 +152,7 @@ extern bool shard_conn_is_utf8(ShardConn *conn);
 #define SHARD_NEEDS_INTEGER 'I'
 #define SHARD_NEEDS_NUMBER	'N'
 extern void shard_conn_release(ShardConn *conn);
+extern void shard_conn_end_reads(void);
 extern ShardConn *shard_conn_get_for_write(ShardServerOptions *opts,
 										   ShardInfo *shard);
 extern ShardConn *shard_conn_directory_for_write(ShardServerOptions *opts,

@@ -331,6 +331,7 @@ shard_stats(PG_FUNCTION_ARGS)
 		bool		nulls[11];
 		int			i;
 
+		shard_conn_end_reads();	/* its row is all it needs of the shard */
 		memset(nulls, bytes < 0, sizeof(nulls));
 		nulls[0] = nulls[6] = false;
 		values[0] = CStringGetTextDatum(fs->info->shard_id);
@@ -422,6 +423,7 @@ shard_tenant_stats(PG_FUNCTION_ARGS)
 		fs = shard_fleet_stats(opts, info,
 							   shard_fleet_owned(owners, &pos, info->shard_id),
 							   true, opts->skip_missing);
+		shard_conn_end_reads();	/* its rows are all it needs of the shard */
 		file = (double) fs->page_count * fs->page_size;
 		if (fs->file_bytes < 0)
 		{
