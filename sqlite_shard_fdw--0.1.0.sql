@@ -43,7 +43,8 @@ RETURNS SETOF record
 AS 'MODULE_PATHNAME', 'shard_list'
 LANGUAGE C STRICT;
 
-CREATE FUNCTION tenant_add(server name, tenant text, shard_id text DEFAULT NULL)
+CREATE FUNCTION tenant_add(server name, tenant text, shard_id text DEFAULT NULL,
+                           expected_bytes bigint DEFAULT NULL)
 RETURNS text
 AS 'MODULE_PATHNAME', 'shard_tenant_add'
 LANGUAGE C;
@@ -76,7 +77,7 @@ AS 'MODULE_PATHNAME', 'shard_reference_check'
 LANGUAGE C STRICT;
 
 REVOKE ALL ON FUNCTION directory_init(name), directory_init(name, text),
-  shard_add(name, text, text), tenant_add(name, text, text) FROM PUBLIC;
+  shard_add(name, text, text), tenant_add(name, text, text, bigint) FROM PUBLIC;
 
 -- Moving a tenant between shards (src/control/move.c).  Every step commits
 -- in the shards and the directory at once, outside the transaction, so

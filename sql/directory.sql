@@ -91,8 +91,9 @@ SELECT tenant_add(NULL, 'y1');
 SELECT shard_id, tenants FROM shard_list('dir_srv') ORDER BY shard_id;
 
 -- ===================================================================
--- Placement: the most free room (the smallest file) under
--- max_shard_bytes, the fewest tenants on a tie; a missing file never
+-- Placement: the smallest expected load (the file, or the tenants times
+-- the average tenant, whichever is larger) under max_shard_bytes, the
+-- fewest tenants on a tie; a missing file never (see also placement.sql)
 -- ===================================================================
 -- small1 and small2 have the same size; small2 has fewer tenants.
 SELECT tenant_add('dir_srv', 't_a');
@@ -102,8 +103,9 @@ SELECT tenant_add('dir_srv', 't_c');
 SELECT tenant_add('dir_srv', 't_d');
 SELECT tenant_add('dir_srv', 't_e');
 SELECT shard_id, tenants FROM shard_list('dir_srv') ORDER BY shard_id;
--- small2 grows past small1 (still far below big): small1 wins although
--- it has more tenants.
+-- small2 grows past small1 (still far below big), by less than the
+-- average tenant: small1's four tenants without rows count as average
+-- ones, so small2 takes the next tenant, then small1 on a tie.
 \! sqlite3 /tmp/ssfdw_regress/directory/shards/small2.db "CREATE TABLE pad(b); INSERT INTO pad VALUES (zeroblob(50000))"
 SELECT s1.bytes < s2.bytes AS small1_smaller, s2.bytes < b.bytes AS small2_below_big
   FROM shard_list('dir_srv') s1, shard_list('dir_srv') s2, shard_list('dir_srv') b
@@ -197,7 +199,7 @@ SELECT * FROM tenant_locate('dir_srv', 'acme');
 SELECT shard_id FROM shard_list('dir_srv') ORDER BY shard_id;
 RESET ROLE;
 GRANT USAGE ON FOREIGN SERVER dir_srv TO regress_dir_user;
-GRANT EXECUTE ON FUNCTION tenant_add(name, text, text),
+GRANT EXECUTE ON FUNCTION tenant_add(name, text, text, bigint),
   shard_add(name, text, text), directory_init(name) TO regress_dir_user;
 SET ROLE regress_dir_user;
 SELECT shard_id, status FROM tenant_locate('dir_srv', 'acme');
@@ -224,7 +226,7 @@ SELECT tenant_locate('dir_empty', 'acme') IS NULL AS unknown;
 -- ===================================================================
 -- Clean up
 -- ===================================================================
-REVOKE ALL ON FUNCTION tenant_add(name, text, text),
+REVOKE ALL ON FUNCTION tenant_add(name, text, text, bigint),
   shard_add(name, text, text), directory_init(name) FROM regress_dir_user;
 DROP SERVER dir_srv CASCADE;
 DROP SERVER dir_empty;

@@ -302,7 +302,7 @@ SELECT tenant_add('opt_user_srv', 'a', 's1');
 RESET ROLE;
 -- ... and, where EXECUTE is granted, check pg_write_server_files themselves.
 GRANT EXECUTE ON FUNCTION directory_init(name), shard_add(name, text, text),
-  tenant_add(name, text, text) TO regress_user;
+  tenant_add(name, text, text, bigint) TO regress_user;
 SET ROLE regress_user;
 SELECT directory_init('opt_user_srv');
 SELECT shard_add('opt_user_srv', 's1', '../shards/s1.db');
@@ -390,7 +390,7 @@ ALTER SERVER opt_srv OPTIONS (DROP analyze_values);
 DROP SERVER opt_user_srv;
 REVOKE USAGE ON FOREIGN SERVER opt_srv FROM regress_user;
 REVOKE EXECUTE ON FUNCTION directory_init(name), shard_add(name, text, text),
-  tenant_add(name, text, text) FROM regress_user;
+  tenant_add(name, text, text, bigint) FROM regress_user;
 REVOKE USAGE ON FOREIGN DATA WRAPPER sqlite_shard_fdw FROM regress_user;
 REVOKE pg_write_server_files FROM regress_user;
 DROP ROLE regress_user;

@@ -108,7 +108,7 @@ GRANT USAGE ON FOREIGN DATA WRAPPER sqlite_shard_fdw
 GRANT USAGE ON FOREIGN SERVER paths_srv
   TO regress_paths_writer, regress_paths_reader;
 GRANT EXECUTE ON FUNCTION shard_add(name, text, text),
-  tenant_add(name, text, text), directory_init(name),
+  tenant_add(name, text, text, bigint), directory_init(name),
   directory_init(name, text)
   TO regress_paths_writer, regress_paths_reader;
 \! sqlite3 /tmp/ssfdw_regress/paths/fleet/shards/d.db "CREATE TABLE items(tenant_id TEXT, v TEXT)" && chown postgres /tmp/ssfdw_regress/paths/fleet/shards/d.db
@@ -251,7 +251,7 @@ SELECT directory_init('paths_init3');
 DROP SERVER paths_srv, paths_etc, paths_up, paths_broken, paths_ro,
   paths_rodir, paths_lock, paths_init1, paths_init2, paths_init3 CASCADE;
 REVOKE EXECUTE ON FUNCTION shard_add(name, text, text),
-  tenant_add(name, text, text), directory_init(name),
+  tenant_add(name, text, text, bigint), directory_init(name),
   directory_init(name, text)
   FROM regress_paths_writer, regress_paths_reader;
 REVOKE USAGE ON FOREIGN DATA WRAPPER sqlite_shard_fdw

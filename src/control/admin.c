@@ -13,10 +13,18 @@
  * choosing does, and shard_add, which names a file the server then reads,
  * those of pg_read_server_files too.  Reads need USAGE on the server.
  *
- * New tenants go to the shard with the most free room under the server's
- * max_shard_bytes, the fewest tenants on a tie: a shard is as full as its
- * file (with its write-ahead log) is large.  Only shards whose file the
- * server can read as an SQLite database take new tenants.
+ * Placement chooses by headroom and expected volume, not by file size
+ * alone: tenants are usually registered before their rows exist, and a
+ * shard that has just taken ten tenants is as small as before.  So a
+ * shard's expected load is the larger of its file (with its write-ahead
+ * log) and its tenants (those the directory has it answer for, the
+ * transaction's own registrations included) times the fleet's average
+ * bytes per tenant: a tenant placed and not yet written counts as an
+ * average one.  A new tenant goes to the shard with the smallest expected
+ * load, the fewest tenants on a tie, the first by id on a second tie,
+ * among the shards whose file the server can read as an SQLite database
+ * and whose file has room under the server's max_shard_bytes for the
+ * tenant's expected_bytes, when the caller gives them.
  *
  *-------------------------------------------------------------------------
  */
@@ -543,36 +551,72 @@ check_shard_file(ShardInfo *info, const char *tenant, bool report)
 
 /*
  * place_tenant
- *		The shard to take tenant: the most free room under max_shard_bytes,
- *		fewest tenants on a tie; shards whose file cannot hold a tenant
- *		(check_shard_file) are never chosen.
+ *		The shard to take tenant, expected to grow to expected bytes (0: not
+ *		known), by headroom and expected volume (see the file's header): the
+ *		shard with the smallest expected load, fewest tenants on a tie,
+ *		among those whose file can hold a tenant (check_shard_file) and has
+ *		room for expected bytes under max_shard_bytes.
  */
 static ShardInfo *
 place_tenant(ShardServerOptions *opts, ShardLoad *loads, int n,
-			 const char *tenant)
+			 const char *tenant, int64 expected)
 {
 	ShardLoad  *best = NULL;
+	double		best_load = 0;
+	double		fleet_bytes = 0;
+	double		fleet_tenants = 0;
+	double		per_tenant;
+	bool	   *usable = palloc0(sizeof(bool) * (n + 1));
+	bool		any = false;
 	int			i;
 
 	for (i = 0; i < n; i++)
 	{
-		ShardLoad  *l = &loads[i];
-
-		if (l->bytes < 0 || !check_shard_file(l->info, tenant, false))
+		usable[i] = loads[i].bytes >= 0 &&
+			check_shard_file(loads[i].info, tenant, false);
+		if (!usable[i])
 			continue;
-		if (best == NULL ||
-			opts->max_shard_bytes - l->bytes > opts->max_shard_bytes - best->bytes ||
-			(l->bytes == best->bytes && l->tenants < best->tenants))
-			best = l;
+		any = true;
+		fleet_bytes += loads[i].bytes;
+		fleet_tenants += loads[i].tenants;
 	}
-	if (best == NULL)
+	if (!any)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("no shard of server \"%s\" can take tenant \"%s\"",
 						opts->servername, tenant),
 				 errdetail("The directory lists no shard whose file exists and is an SQLite database the server can read."),
 				 errhint("Add a shard with shard_add().")));
-	if (best->bytes >= opts->max_shard_bytes)
+
+	/* what a tenant takes on average, written or not */
+	per_tenant = fleet_tenants > 0 ? fleet_bytes / fleet_tenants : 0;
+
+	for (i = 0; i < n; i++)
+	{
+		ShardLoad  *l = &loads[i];
+		double		load;
+
+		if (!usable[i] || l->bytes >= opts->max_shard_bytes ||
+			l->bytes + expected > opts->max_shard_bytes)
+			continue;
+
+		/* tenants placed but not written yet count as average tenants */
+		load = Max((double) l->bytes, l->tenants * per_tenant);
+		if (best == NULL || load < best_load ||
+			(load == best_load && l->tenants < best->tenants))
+		{
+			best = l;
+			best_load = load;
+		}
+	}
+	if (best == NULL && expected > 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_DISK_FULL),
+				 errmsg("no shard of server \"%s\" has room for " INT64_FORMAT " bytes under \"max_shard_bytes\"",
+						opts->servername, expected),
+				 errdetail("Tenant \"%s\" was not added.", tenant),
+				 errhint("Add a shard with shard_add(), or raise the server option \"max_shard_bytes\".")));
+	if (best == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_DISK_FULL),
 				 errmsg("every shard of server \"%s\" is at or over \"max_shard_bytes\"",
@@ -583,17 +627,18 @@ place_tenant(ShardServerOptions *opts, ShardLoad *loads, int n,
 }
 
 /*
- * shard_tenant_register
- *		Register tenant on shard_id, or on the shard placement picks when
- *		that is NULL, inside the transaction's write transaction on the
+ * register_tenant
+ *		Register tenant on shard_id, or on the shard placement picks for a
+ *		tenant expected to take expected bytes (0: not known) when that is
+ *		NULL, inside the transaction's write transaction on the
  *		directory; returns the shard that answers for it.  A tenant already
  *		registered is an error, unless existing_ok (an INSERT under
  *		auto_register that another session's tenant was placed before).
  *		The caller has checked privileges.
  */
-char *
-shard_tenant_register(ShardServerOptions *opts, const char *tenant,
-					  const char *shard_id, bool existing_ok)
+static char *
+register_tenant(ShardServerOptions *opts, const char *tenant,
+				const char *shard_id, bool existing_ok, int64 expected)
 {
 	ShardConn  *conn;
 	ShardDirectory *dir;
@@ -652,7 +697,7 @@ shard_tenant_register(ShardServerOptions *opts, const char *tenant,
 		int			n;
 
 		loads = shard_loads(opts, dir, db, &n);
-		shard_id = place_tenant(opts, loads, n, tenant)->shard_id;
+		shard_id = place_tenant(opts, loads, n, tenant, expected)->shard_id;
 	}
 	vals[1] = shard_id;
 
@@ -681,6 +726,18 @@ shard_tenant_register(ShardServerOptions *opts, const char *tenant,
 }
 
 /*
+ * shard_tenant_register
+ *		Register tenant on shard_id, or on the shard placement picks when
+ *		that is NULL (a tenant of unknown size), as register_tenant does.
+ */
+char *
+shard_tenant_register(ShardServerOptions *opts, const char *tenant,
+					  const char *shard_id, bool existing_ok)
+{
+	return register_tenant(opts, tenant, shard_id, existing_ok, 0);
+}
+
+/*
  * shard_tenant_add
  *		tenant_add(server, tenant [, shard]): register a tenant on the given
  *		shard, or on the one placement picks.  Returns the shard id.
@@ -691,6 +748,7 @@ shard_tenant_add(PG_FUNCTION_ARGS)
 	ShardServerOptions *opts;
 	char	   *tenant;
 	char	   *shard_id = NULL;
+	int64		expected = 0;
 
 	if (PG_ARGISNULL(0))
 		ereport(ERROR,
@@ -704,9 +762,17 @@ shard_tenant_add(PG_FUNCTION_ARGS)
 	tenant = text_to_cstring(PG_GETARG_TEXT_PP(1));
 	if (!PG_ARGISNULL(2))
 		shard_id = text_to_cstring(PG_GETARG_TEXT_PP(2));
+	if (PG_NARGS() > 3 && !PG_ARGISNULL(3))
+	{
+		expected = PG_GETARG_INT64(3);
+		if (expected < 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("expected_bytes must not be negative")));
+	}
 	shard_require_file_privilege(true, gettext_noop("permission denied to add a tenant"),
 								 gettext_noop("Only roles with privileges of the \"%s\" role may add a tenant."));
-	shard_id = shard_tenant_register(opts, tenant, shard_id, false);
+	shard_id = register_tenant(opts, tenant, shard_id, false, expected);
 	PG_RETURN_TEXT_P(cstring_to_text(shard_id));
 }
 
