@@ -445,7 +445,7 @@ shard_rebalance(PG_FUNCTION_ARGS)
 				(errmsg("rebalancing: %d of %d moves done, stopped by \"max_moves\"",
 						done, progress.nmoves),
 				 done > 0 ?
-				 errhint("Run tenant_cleanup() before the next CALL shard_rebalance(), so that the plan counts the space the moves freed.") : 0));
+				 errhint("CALL shard_rebalance() again plans and runs the rest; tenant_cleanup() deletes the moved tenants' rows from the shards they left.") : 0));
 	else if (done > 0)
 		ereport(NOTICE,
 				(errmsg("rebalancing: %d of %d moves done", done,
