@@ -353,6 +353,12 @@ enum FdwScanPrivateIndex
 	FdwScanPrivateModifySetAttnums,	/* IntList: the column each new value
 										 * of a direct UPDATE is for (the
 										 * last values to bind) */
+	FdwScanPrivateModifyComputedAttnums,	/* IntList: the columns whose
+											 * new values the shard computes
+											 * from the row */
+	FdwScanPrivateModifySetProcessed,	/* Integer: a direct modification
+										 * counts its rows in es_processed
+										 * (its ModifyTable's canSetTag) */
 	FdwScanPrivateMaterialize,	/* Integer: read each shard to the end
 								 * before returning its rows (below a
 								 * row-by-row UPDATE or DELETE) */
@@ -570,6 +576,8 @@ typedef struct ShardScanPrivate
 	char	   *modify_sql;
 	List	   *modify_returning;
 	List	   *modify_set_attnums;
+	List	   *modify_computed_attnums;
+	bool		modify_set_processed;
 	bool		materialize;
 	bool		tenant_only;
 	List	   *join;

@@ -79,6 +79,33 @@ start_modify(ForeignScanState *node, ShardTarget *t)
 				 errdetail("The shard declares a compared column with another type than the statement's conditions assume, so SQLite would not pick the rows PostgreSQL would."),
 				 errhint("Declare the column alike in every shard.")));
 
+	/*
+	 * A new bigint value the shard computes is stored as SQLite converts it
+	 * to the column's affinity, which for REAL affinity is a double that
+	 * holds integers beyond 2^53 inexactly (an INSERT refuses to store
+	 * such a value there, see store.c).  Checked before this shard's
+	 * statement runs.
+	 */
+	{
+		ListCell   *lc;
+
+		foreach(lc, s->modify_computed_attnums)
+		{
+			AttrNumber	attnum = lfirst_int(lc);
+			char	   *col = shard_column_name(RelationGetRelid(s->rel),
+												attnum);
+
+			if (TupleDescAttr(RelationGetDescr(s->rel), attnum - 1)->atttypid == INT8OID &&
+				shard_conn_column_affinity(t->conn, s->topts->table, col) == 'R')
+				ereport(ERROR,
+						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+						 errmsg("cannot compute column \"%s\" of table \"%s\" inside shard \"%s\"",
+								col, s->topts->table, t->info.shard_id),
+						 errdetail("The shard declares the column with REAL affinity, which would store a bigint beyond 2^53 inexactly."),
+						 errhint("Declare the column with INTEGER affinity in the shard.")));
+		}
+	}
+
 	/* new values fitted to how this shard declares their columns */
 	{
 		int			first = s->nparams - list_length(s->modify_set_attnums);
@@ -153,7 +180,9 @@ count_modified(ForeignScanState *node, ShardTarget *t, int64 changes)
 	if (!shard_reference_counts(s, t))
 		return;
 	s->modified += changes;
-	node->ss.ps.state->es_processed += changes;
+	/* a WITH's UPDATE does not count toward the statement's rows */
+	if (s->modify_set_processed)
+		node->ss.ps.state->es_processed += changes;
 	if (node->ss.ps.instrument)
 		node->ss.ps.instrument->tuplecount += changes;
 }
@@ -315,7 +344,8 @@ shardIterateDirectModify(ForeignScanState *node)
 			if (!shard_reference_counts(s, t))
 				continue;
 			s->modified++;
-			estate->es_processed++;
+			if (s->modify_set_processed)
+				estate->es_processed++;
 			if (node->ss.ps.instrument)
 				node->ss.ps.instrument->tuplecount++;
 			oldcxt = MemoryContextSwitchTo(node->ss.ps.ps_ExprContext->ecxt_per_tuple_memory);
