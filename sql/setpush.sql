@@ -146,13 +146,22 @@ FROM unnest(ARRAY[4, 5, 6, 7, 8, 10, 11]) AS k;
 \! sqlite3 /tmp/ssfdw_regress/setpush/shards/s1.db "SELECT id, quote(n) FROM loose WHERE id NOT IN (1, 2, 3, 9) ORDER BY id"
 
 -- ===================================================================
--- REAL affinity: an int4 fits a double, a bigint may not
+-- REAL affinity (s2): an int4 fits a double; a bigint only up to 2^53,
+-- beyond which an INSERT refuses it too
 -- ===================================================================
+EXPLAIN (VERBOSE, COSTS OFF) UPDATE realcol SET big = big * 2;
 UPDATE realcol SET small = small + 1;
+UPDATE realcol SET big = big * 2;
+SELECT * FROM realcol ORDER BY id;
+\! sqlite3 /tmp/ssfdw_regress/setpush/shards/s2.db "SELECT id, small, typeof(small), big, typeof(big) FROM realcol"
+UPDATE realcol SET big = 9007199254740992;
+UPDATE realcol SET big = big + 1 WHERE tenant_id = 'b';
+INSERT INTO realcol VALUES ('b', 3, 1, 9007199254740993);
+-- s1 declares the column INTEGER: stored
 UPDATE realcol SET big = big + 1 WHERE tenant_id = 'a';
+UPDATE realcol SET big = big - 1 WHERE tenant_id = 'b';
 SELECT * FROM realcol ORDER BY id;
-UPDATE realcol SET big = big + 1;
-SELECT * FROM realcol ORDER BY id;
+\! sqlite3 /tmp/ssfdw_regress/setpush/shards/s2.db "SELECT id, big, typeof(big) FROM realcol"
 
 -- ===================================================================
 -- A tenant-scoped role changes its tenants' rows only

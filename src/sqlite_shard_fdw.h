@@ -353,9 +353,10 @@ enum FdwScanPrivateIndex
 	FdwScanPrivateModifySetAttnums,	/* IntList: the column each new value
 										 * of a direct UPDATE is for (the
 										 * last values to bind) */
-	FdwScanPrivateModifyComputedAttnums,	/* IntList: the columns whose
-											 * new values the shard computes
-											 * from the row */
+	FdwScanPrivateModifyBigintBounds,	/* IntList: pairs of a bigint
+										 * column whose new value the shards
+										 * compute and the parameter that
+										 * bounds it (64, or 53 bits) */
 	FdwScanPrivateModifySetProcessed,	/* Integer: a direct modification
 										 * counts its rows in es_processed
 										 * (its ModifyTable's canSetTag) */
@@ -576,7 +577,7 @@ typedef struct ShardScanPrivate
 	char	   *modify_sql;
 	List	   *modify_returning;
 	List	   *modify_set_attnums;
-	List	   *modify_computed_attnums;
+	List	   *modify_bigint_bounds;
 	bool		modify_set_processed;
 	bool		materialize;
 	bool		tenant_only;

@@ -80,29 +80,25 @@ start_modify(ForeignScanState *node, ShardTarget *t)
 				 errhint("Declare the column alike in every shard.")));
 
 	/*
-	 * A new bigint value the shard computes is stored as SQLite converts it
-	 * to the column's affinity, which for REAL affinity is a double that
-	 * holds integers beyond 2^53 inexactly (an INSERT refuses to store
-	 * such a value there, see store.c).  Checked before this shard's
-	 * statement runs.
+	 * A new bigint the shard computes is stored as SQLite converts it to
+	 * the column's affinity: under REAL affinity a double, which holds an
+	 * integer beyond 2^53 inexactly.  There the bound of the value is 53
+	 * bits, and a value beyond it fails as an INSERT's would (store.c).
 	 */
 	{
-		ListCell   *lc;
+		List	   *bounds = s->modify_bigint_bounds;
+		int			i;
 
-		foreach(lc, s->modify_computed_attnums)
+		for (i = 0; i < list_length(bounds); i += 2)
 		{
-			AttrNumber	attnum = lfirst_int(lc);
 			char	   *col = shard_column_name(RelationGetRelid(s->rel),
-												attnum);
+												list_nth_int(bounds, i));
+			ShardValue *bound = &t->binds[list_nth_int(bounds, i + 1) - 1];
 
-			if (TupleDescAttr(RelationGetDescr(s->rel), attnum - 1)->atttypid == INT8OID &&
-				shard_conn_column_affinity(t->conn, s->topts->table, col) == 'R')
-				ereport(ERROR,
-						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-						 errmsg("cannot compute column \"%s\" of table \"%s\" inside shard \"%s\"",
-								col, s->topts->table, t->info.shard_id),
-						 errdetail("The shard declares the column with REAL affinity, which would store a bigint beyond 2^53 inexactly."),
-						 errhint("Declare the column with INTEGER affinity in the shard.")));
+			bound->type = SQLITE_INTEGER;
+			bound->u.i =
+				shard_conn_column_affinity(t->conn, s->topts->table, col) == 'R' ?
+				53 : 64;
 		}
 	}
 

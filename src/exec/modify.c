@@ -950,14 +950,37 @@ shardPlanDirectModify(PlannerInfo *root, ModifyTable *plan,
 					table_close(rel, NoLock);
 					return false;
 				}
+				/*
+				 * A bigint is bounded by a parameter the executor sets per
+				 * shard: to 53 bits where the shard declares the column
+				 * REAL, whose doubles hold no more exactly (store.c refuses
+				 * to store more there, and so does this).
+				 */
+				if (exprType((Node *) tle->expr) == INT8OID)
+				{
+					char	   *inner = value.data;
+
+					initStringInfo(&value);
+					cxt.values = lappend(cxt.values,
+										 makeConst(INT4OID, -1, InvalidOid,
+												   sizeof(int32),
+												   Int32GetDatum(64),
+												   false, true));
+					appendStringInfo(&value, "ssfdw_int('c', ?%d, %s, NULL, ",
+									 ++cxt.nparams, inner);
+					append_sql_literal(&value, cxt.column);
+					appendStringInfoChar(&value, ')');
+					priv.modify_bigint_bounds =
+						lappend_int(lappend_int(priv.modify_bigint_bounds,
+												attnum),
+									cxt.nparams);
+				}
 				value_sql = value.data;
 				exprs = list_concat(exprs, cxt.values);
 				foreach(lc3, cxt.values)
 					priv.param_kinds = lappend_int(list_copy(priv.param_kinds),
 												   SHARD_PARAM_SCALAR);
 				nparams = cxt.nparams;
-				priv.modify_computed_attnums =
-					lappend_int(priv.modify_computed_attnums, attnum);
 			}
 			set_sqls = lappend(set_sqls, value_sql);
 		}

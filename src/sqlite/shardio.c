@@ -211,6 +211,8 @@ int_fits(sqlite3_int64 i, sqlite3_int64 bits)
 		return i >= INT16_MIN && i <= INT16_MAX;
 	if (bits == 32)
 		return i >= INT32_MIN && i <= INT32_MAX;
+	if (bits == 53)
+		return i >= -((sqlite3_int64) 1 << 53) && i <= ((sqlite3_int64) 1 << 53);
 	return 1;
 }
 
@@ -409,8 +411,8 @@ int_read_func(sqlite3_context *ctx, int argc, sqlite3_value **argv)
  * int_op_func
  *		SQL function ssfdw_int(op, bits, a, b, column): PostgreSQL's integer
  *		operator op ('+', '-', '*', '/') of a and b, or with op 'c' the cast
- *		of a, into the integer type of so many bits, for the new value of
- *		column: NULL when an operand is NULL, PostgreSQL's error (22003
+ *		of a, into the integer type of so many bits (or, with 53, a bigint
+ *		a shard's REAL column holds exactly), for the new value of column: NULL when an operand is NULL, PostgreSQL's error (22003
  *		naming the type, 22012) where SQLite would turn the result into a
  *		real or NULL.  The operands are integers: values bound by the
  *		backend, ssfdw_int_read's or this function's results.
@@ -481,6 +483,14 @@ int_op_func(sqlite3_context *ctx, int argc, sqlite3_value **argv)
 			shardio_function_error(ctx, SHARDIO_ERR_INT_TYPE,
 								   "ssfdw_int: unknown operator");
 			return;
+	}
+	if (bits == 53 && !int_fits(r, bits))
+	{
+		snprintf(msg, sizeof(msg),
+				 "cannot store value %lld exactly in column \"%s\", which the shard declares with REAL affinity",
+				 (long long) r, column);
+		shardio_function_error(ctx, SHARDIO_ERR_INT_RANGE, msg);
+		return;
 	}
 	if (overflow || !int_fits(r, bits))
 	{
