@@ -113,8 +113,7 @@ shard_scan_private_read(List *l, ShardScanPrivate *p)
 	p->modify_sql = strVal(list_nth(l, FdwScanPrivateModifySql));
 	p->modify_returning = list_nth(l, FdwScanPrivateModifyReturning);
 	p->modify_set_attnums = list_nth(l, FdwScanPrivateModifySetAttnums);
-	p->modify_bigint_bounds = list_nth(l,
-										  FdwScanPrivateModifyBigintBounds);
+	p->modify_bigint_bounds = list_nth(l, FdwScanPrivateModifyBigintBounds);
 	p->modify_set_processed = intVal(list_nth(l,
 											  FdwScanPrivateModifySetProcessed));
 	p->materialize = intVal(list_nth(l, FdwScanPrivateMaterialize));
