@@ -354,6 +354,13 @@ enum FdwScanPrivateIndex
 	FdwScanPrivateModifySetAttnums,	/* IntList: the column each new value
 										 * of a direct UPDATE is for (the
 										 * last values to bind) */
+	FdwScanPrivateModifyBigintBounds,	/* IntList: pairs of a bigint
+										 * column whose new value the shards
+										 * compute and the parameter that
+										 * bounds it (64, or 53 bits) */
+	FdwScanPrivateModifySetProcessed,	/* Integer: a direct modification
+										 * counts its rows in es_processed
+										 * (its ModifyTable's canSetTag) */
 	FdwScanPrivateMaterialize,	/* Integer: read each shard to the end
 								 * before returning its rows (below a
 								 * row-by-row UPDATE or DELETE) */
@@ -571,6 +578,8 @@ typedef struct ShardScanPrivate
 	char	   *modify_sql;
 	List	   *modify_returning;
 	List	   *modify_set_attnums;
+	List	   *modify_bigint_bounds;
+	bool		modify_set_processed;
 	bool		materialize;
 	bool		tenant_only;
 	List	   *join;

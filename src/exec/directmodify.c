@@ -79,6 +79,29 @@ start_modify(ForeignScanState *node, ShardTarget *t)
 				 errdetail("The shard declares a compared column with another type than the statement's conditions assume, so SQLite would not pick the rows PostgreSQL would."),
 				 errhint("Declare the column alike in every shard.")));
 
+	/*
+	 * A new bigint the shard computes is stored as SQLite converts it to
+	 * the column's affinity: under REAL affinity a double, which holds an
+	 * integer beyond 2^53 inexactly.  There the bound of the value is 53
+	 * bits, and a value beyond it fails as an INSERT's would (store.c).
+	 */
+	{
+		List	   *bounds = s->modify_bigint_bounds;
+		int			i;
+
+		for (i = 0; i < list_length(bounds); i += 2)
+		{
+			char	   *col = shard_column_name(RelationGetRelid(s->rel),
+												list_nth_int(bounds, i));
+			ShardValue *bound = &t->binds[list_nth_int(bounds, i + 1) - 1];
+
+			bound->type = SQLITE_INTEGER;
+			bound->u.i =
+				shard_conn_column_affinity(t->conn, s->topts->table, col) == 'R' ?
+				53 : 64;
+		}
+	}
+
 	/* new values fitted to how this shard declares their columns */
 	{
 		int			first = s->nparams - list_length(s->modify_set_attnums);
@@ -153,7 +176,9 @@ count_modified(ForeignScanState *node, ShardTarget *t, int64 changes)
 	if (!shard_reference_counts(s, t))
 		return;
 	s->modified += changes;
-	node->ss.ps.state->es_processed += changes;
+	/* a WITH's UPDATE does not count toward the statement's rows */
+	if (s->modify_set_processed)
+		node->ss.ps.state->es_processed += changes;
 	if (node->ss.ps.instrument)
 		node->ss.ps.instrument->tuplecount += changes;
 }
@@ -315,7 +340,8 @@ shardIterateDirectModify(ForeignScanState *node)
 			if (!shard_reference_counts(s, t))
 				continue;
 			s->modified++;
-			estate->es_processed++;
+			if (s->modify_set_processed)
+				estate->es_processed++;
 			if (node->ss.ps.instrument)
 				node->ss.ps.instrument->tuplecount++;
 			oldcxt = MemoryContextSwitchTo(node->ss.ps.ps_ExprContext->ecxt_per_tuple_memory);

@@ -44,6 +44,7 @@
 #include "catalog/pg_type.h"
 #include "commands/explain.h"
 #include "executor/executor.h"
+#include "mb/pg_wchar.h"
 #include "miscadmin.h"
 #include "nodes/makefuncs.h"
 #include "nodes/nodeFuncs.h"
@@ -54,6 +55,7 @@
 #include "optimizer/optimizer.h"
 #include "optimizer/pathnode.h"
 #include "parser/parsetree.h"
+#include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/partcache.h"
@@ -229,6 +231,223 @@ set_value_pushable(Expr *expr)
 		!contain_volatile_functions((Node *) expr) &&
 		!contain_subplans((Node *) expr) &&
 		!contains_multiexpr_param((Node *) expr, NULL);
+}
+
+/* The deparse of a new value that a direct UPDATE computes in the shard. */
+typedef struct SetValueContext
+{
+	Index		rtindex;		/* the target relation's range table index */
+	Oid			relid;
+	const char *column;			/* PostgreSQL's name of the column set */
+	StringInfo	buf;
+	List	   *values;			/* values computed once, bound in order */
+	int			nparams;		/* ?n of the last value bound */
+} SetValueContext;
+
+/*
+ * int_bits
+ *		The width of an integer type, or 0 for any other type.
+ */
+static int
+int_bits(Oid typid)
+{
+	switch (typid)
+	{
+		case INT2OID:
+			return 16;
+		case INT4OID:
+			return 32;
+		case INT8OID:
+			return 64;
+		default:
+			return 0;
+	}
+}
+
+/*
+ * int_operator
+ *		The ssfdw_int operator of an integer operator's function, or '\0'.
+ */
+static char
+int_operator(Oid funcid)
+{
+	switch (funcid)
+	{
+		case F_INT2PL:
+		case F_INT4PL:
+		case F_INT8PL:
+		case F_INT24PL:
+		case F_INT42PL:
+		case F_INT28PL:
+		case F_INT82PL:
+		case F_INT48PL:
+		case F_INT84PL:
+			return '+';
+		case F_INT2MI:
+		case F_INT4MI:
+		case F_INT8MI:
+		case F_INT24MI:
+		case F_INT42MI:
+		case F_INT28MI:
+		case F_INT82MI:
+		case F_INT48MI:
+		case F_INT84MI:
+			return '-';
+		case F_INT2MUL:
+		case F_INT4MUL:
+		case F_INT8MUL:
+		case F_INT24MUL:
+		case F_INT42MUL:
+		case F_INT28MUL:
+		case F_INT82MUL:
+		case F_INT48MUL:
+		case F_INT84MUL:
+			return '*';
+		case F_INT2DIV:
+		case F_INT4DIV:
+		case F_INT8DIV:
+		case F_INT24DIV:
+		case F_INT42DIV:
+		case F_INT28DIV:
+		case F_INT82DIV:
+		case F_INT48DIV:
+		case F_INT84DIV:
+			return '/';
+		default:
+			return '\0';
+	}
+}
+
+/*
+ * is_int_cast
+ *		Is the function a cast from one integer type to another?
+ */
+static bool
+is_int_cast(Oid funcid)
+{
+	switch (funcid)
+	{
+		case F_INT2_INT4:
+		case F_INT2_INT8:
+		case F_INT4_INT2:
+		case F_INT4_INT8:
+		case F_INT8_INT2:
+		case F_INT8_INT4:
+			return true;
+		default:
+			return false;
+	}
+}
+
+/*
+ * append_sql_literal
+ *		A string as an SQLite string literal.
+ */
+static void
+append_sql_literal(StringInfo buf, const char *str)
+{
+	appendStringInfoChar(buf, '\'');
+	for (; *str; str++)
+	{
+		if (*str == '\'')
+			appendStringInfoChar(buf, '\'');
+		appendStringInfoChar(buf, *str);
+	}
+	appendStringInfoChar(buf, '\'');
+}
+
+/*
+ * deparse_set_int
+ *		Write an integer expression of the target row's columns as SQL the
+ *		shard computes exactly as PostgreSQL would, or return false.
+ *
+ * SQLite's own arithmetic turns an integer overflow into a real and a
+ * division by zero into NULL, and reads a column in whatever form it is
+ * stored.  So the SQL is made of the wrapper's functions: ssfdw_int_read
+ * reads a column of int2, int4 or int8 as the wrapper reads it (with the
+ * read's error for a value it cannot read), ssfdw_int applies +, -, *, / or
+ * a cast between integer types, with PostgreSQL's error where the result
+ * leaves its type (shardio.c).  Values without a column are computed once
+ * and bound.
+ */
+static bool
+deparse_set_int(Expr *expr, SetValueContext *cxt)
+{
+	int			bits = int_bits(exprType((Node *) expr));
+	StringInfo	buf = cxt->buf;
+
+	if (bits == 0)
+		return false;
+	if (set_value_pushable(expr))
+	{
+		cxt->values = lappend(cxt->values, expr);
+		appendStringInfo(buf, "?%d", ++cxt->nparams);
+		return true;
+	}
+	if (IsA(expr, Var))
+	{
+		Var		   *var = (Var *) expr;
+
+		if (var->varno != cxt->rtindex || var->varlevelsup != 0 ||
+			var->varattno <= 0)
+			return false;
+		appendStringInfoString(buf, "ssfdw_int_read(");
+		shard_quote_identifier(buf, shard_column_name(cxt->relid,
+													  var->varattno));
+		appendStringInfo(buf, ", %d, ", bits);
+		append_sql_literal(buf, get_attname(cxt->relid, var->varattno, false));
+		appendStringInfoChar(buf, ')');
+		return true;
+	}
+	if (IsA(expr, OpExpr))
+	{
+		OpExpr	   *op = (OpExpr *) expr;
+		char		c = int_operator(op->opfuncid);
+
+		if (c == '\0' || list_length(op->args) != 2)
+			return false;
+		appendStringInfo(buf, "ssfdw_int('%c', %d, ", c, bits);
+		if (!deparse_set_int(linitial(op->args), cxt))
+			return false;
+		appendStringInfoString(buf, ", ");
+		if (!deparse_set_int(lsecond(op->args), cxt))
+			return false;
+		appendStringInfoString(buf, ", ");
+		append_sql_literal(buf, cxt->column);
+		appendStringInfoChar(buf, ')');
+		return true;
+	}
+	if (IsA(expr, FuncExpr) && is_int_cast(((FuncExpr *) expr)->funcid) &&
+		list_length(((FuncExpr *) expr)->args) == 1)
+	{
+		appendStringInfo(buf, "ssfdw_int('c', %d, ", bits);
+		if (!deparse_set_int(linitial(((FuncExpr *) expr)->args), cxt))
+			return false;
+		appendStringInfoString(buf, ", NULL, ");
+		append_sql_literal(buf, cxt->column);
+		appendStringInfoChar(buf, ')');
+		return true;
+	}
+	return false;
+}
+
+/*
+ * deparse_set_value
+ *		Write an UPDATE's new value that reads the target row as SQL the
+ *		shard computes exactly, or return false (the UPDATE then runs row
+ *		by row).  Only integer expressions qualify: SQLite's upper() and
+ *		lower() fold only ASCII, and its concatenation reads a number stored
+ *		in a text column otherwise than PostgreSQL does.  Text stored in an
+ *		integer column is read as PostgreSQL's input function reads it,
+ *		whose blanks are the C library's, which only a UTF-8 database is
+ *		sure to share.
+ */
+static bool
+deparse_set_value(Expr *expr, SetValueContext *cxt)
+{
+	if (GetDatabaseEncoding() != PG_UTF8)
+		return false;
+	return deparse_set_int(expr, cxt);
 }
 
 /*
@@ -652,13 +871,18 @@ shardPlanDirectModify(PlannerInfo *root, ModifyTable *plan,
 	rel = table_open(rte->relid, NoLock);
 	topts = shard_table_options(rel);
 
-	/* row triggers need the rows, one by one */
-	if (rel->trigdesc &&
-		(operation == CMD_UPDATE ?
-		 (rel->trigdesc->trig_update_before_row ||
-		  rel->trigdesc->trig_update_after_row) :
-		 (rel->trigdesc->trig_delete_before_row ||
-		  rel->trigdesc->trig_delete_after_row)))
+	/*
+	 * Row triggers need the rows, one by one; so do stored generated
+	 * columns, which PostgreSQL computes from each new row.
+	 */
+	if ((operation == CMD_UPDATE && rel->rd_att->constr &&
+		 rel->rd_att->constr->has_generated_stored) ||
+		(rel->trigdesc &&
+		 (operation == CMD_UPDATE ?
+		  (rel->trigdesc->trig_update_before_row ||
+		   rel->trigdesc->trig_update_after_row) :
+		  (rel->trigdesc->trig_delete_before_row ||
+		   rel->trigdesc->trig_delete_after_row))))
 	{
 		table_close(rel, NoLock);
 		return false;
@@ -678,35 +902,106 @@ shardPlanDirectModify(PlannerInfo *root, ModifyTable *plan,
 	{
 		List	   *processed_tlist;
 		List	   *target_attrs;
+		List	   *set_sqls;
 		ListCell   *lc,
-				   *lc2;
+				   *lc2,
+				   *lc3;
 
 		Bitmapset  *key_attrs = partition_key_attrs(rel);
 
 		get_translated_update_targetlist(root, resultRelation,
 										 &processed_tlist, &target_attrs);
-		appendStringInfoString(&sql, "UPDATE ");
-		shard_quote_identifier(&sql, topts->table);
-		appendStringInfoString(&sql, " SET ");
+
+		/*
+		 * New values that read the row are computed in the shard, and the
+		 * values they use are bound first; the values computed once, which
+		 * the executor fits to each shard's columns, are bound last.
+		 */
+		set_sqls = NIL;
 		forboth(lc, processed_tlist, lc2, target_attrs)
 		{
 			TargetEntry *tle = lfirst_node(TargetEntry, lc);
 			AttrNumber	attnum = lfirst_int(lc2);
+			char	   *value_sql = NULL;
 
 			if (attnum == topts->tenant_attnum)
 				report_tenant_change(rel);
 			/* a partition's new row is checked against its bounds */
-			if (!set_value_pushable(tle->expr) ||
-				bms_is_member(attnum - FirstLowInvalidHeapAttributeNumber,
+			if (bms_is_member(attnum - FirstLowInvalidHeapAttributeNumber,
 							  key_attrs))
 			{
 				table_close(rel, NoLock);
 				return false;
 			}
+			if (!set_value_pushable(tle->expr))
+			{
+				SetValueContext cxt;
+				StringInfoData value;
+
+				initStringInfo(&value);
+				cxt.rtindex = resultRelation;
+				cxt.relid = rte->relid;
+				cxt.column = get_attname(rte->relid, attnum, false);
+				cxt.buf = &value;
+				cxt.values = NIL;
+				cxt.nparams = nparams;
+				if (!deparse_set_value(tle->expr, &cxt))
+				{
+					table_close(rel, NoLock);
+					return false;
+				}
+				/*
+				 * A bigint is bounded by a parameter the executor sets per
+				 * shard: to 53 bits where the shard declares the column
+				 * REAL, whose doubles hold no more exactly (store.c refuses
+				 * to store more there, and so does this).
+				 */
+				if (exprType((Node *) tle->expr) == INT8OID)
+				{
+					char	   *inner = value.data;
+
+					initStringInfo(&value);
+					cxt.values = lappend(cxt.values,
+										 makeConst(INT4OID, -1, InvalidOid,
+												   sizeof(int32),
+												   Int32GetDatum(64),
+												   false, true));
+					appendStringInfo(&value, "ssfdw_int('c', ?%d, %s, NULL, ",
+									 ++cxt.nparams, inner);
+					append_sql_literal(&value, cxt.column);
+					appendStringInfoChar(&value, ')');
+					priv.modify_bigint_bounds =
+						lappend_int(lappend_int(priv.modify_bigint_bounds,
+												attnum),
+									cxt.nparams);
+				}
+				value_sql = value.data;
+				exprs = list_concat(exprs, cxt.values);
+				foreach(lc3, cxt.values)
+					priv.param_kinds = lappend_int(list_copy(priv.param_kinds),
+												   SHARD_PARAM_SCALAR);
+				nparams = cxt.nparams;
+			}
+			set_sqls = lappend(set_sqls, value_sql);
+		}
+
+		appendStringInfoString(&sql, "UPDATE ");
+		shard_quote_identifier(&sql, topts->table);
+		appendStringInfoString(&sql, " SET ");
+		forthree(lc, processed_tlist, lc2, target_attrs, lc3, set_sqls)
+		{
+			TargetEntry *tle = lfirst_node(TargetEntry, lc);
+			AttrNumber	attnum = lfirst_int(lc2);
+
 			if (foreach_current_index(lc) > 0)
 				appendStringInfoString(&sql, ", ");
 			shard_quote_identifier(&sql,
 								   shard_column_name(rte->relid, attnum));
+			if (lfirst(lc3) != NULL)
+			{
+				appendStringInfo(&sql, " = %s", (char *) lfirst(lc3));
+				continue;
+			}
 			exprs = lappend(exprs, tle->expr);
 			priv.modify_set_attnums = lappend_int(priv.modify_set_attnums,
 												  attnum);
@@ -743,6 +1038,8 @@ shardPlanDirectModify(PlannerInfo *root, ModifyTable *plan,
 	if (prune != NULL)
 		exprs = lappend(exprs, prune);
 	priv.modify_sql = sql.data;
+	/* the statement's row count is the top-level ModifyTable's alone */
+	priv.modify_set_processed = plan->canSetTag;
 	fscan->fdw_private = shard_scan_private_list(&priv);
 	fscan->fdw_exprs = exprs;
 	fscan->operation = operation;

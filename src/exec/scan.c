@@ -591,6 +591,8 @@ shardBeginForeignScan(ForeignScanState *node, int eflags)
 		s->modify_sql = priv.modify_sql;
 		s->modify_returning = priv.modify_returning;
 		s->modify_set_attnums = priv.modify_set_attnums;
+		s->modify_bigint_bounds = priv.modify_bigint_bounds;
+		s->modify_set_processed = priv.modify_set_processed;
 		s->modify_set_convs = palloc0(sizeof(ShardStoreConv) *
 									  (list_length(s->modify_set_attnums) + 1));
 		i = 0;

@@ -112,6 +112,10 @@ typedef struct ShardScanState
 	List	   *modify_set_attnums;	/* columns of its new values, which are
 									 * the last values bound */
 	ShardStoreConv *modify_set_convs;
+	List	   *modify_bigint_bounds;	/* bigint columns the shards
+										 * compute, and their bounds'
+										 * parameters, in pairs */
+	bool		modify_set_processed;	/* count rows in es_processed */
 	bool		materialize;	/* each shard read whole before its rows */
 	bool		read_all_first; /* ... and every shard before the first
 								 * row, kept for rescans: the statement

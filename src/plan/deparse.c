@@ -25,7 +25,10 @@
  *   affinity in the shard: scan.c checks every shard and evaluates the
  *   conditions in PostgreSQL for a shard that declares the column otherwise.
  * - No arithmetic: SQLite turns integer overflow into floating point and
- *   division by zero into NULL, where PostgreSQL raises an error.
+ *   division by zero into NULL, where PostgreSQL raises an error.  (A
+ *   direct UPDATE's new integer values are the exception: modify.c writes
+ *   them with the wrapper's functions ssfdw_int_read and ssfdw_int, which
+ *   read a column as the wrapper does and raise PostgreSQL's errors.)
  * - timestamp and timestamptz columns are compared as ssfdw_usecs(column,
  *   p): the microseconds the wrapper reads from whichever form is stored
  *   (text, Unix seconds), rounded as timestamp(p) rounds, or PostgreSQL's

@@ -68,6 +68,8 @@ shard_scan_private_list(const ShardScanPrivate *p)
 	l = lappend(l, makeString(pstrdup(p->modify_sql)));
 	l = lappend(l, p->modify_returning);
 	l = lappend(l, p->modify_set_attnums);
+	l = lappend(l, p->modify_bigint_bounds);
+	l = lappend(l, makeInteger(p->modify_set_processed));
 	l = lappend(l, makeInteger(p->materialize));
 	l = lappend(l, makeInteger(p->tenant_only));
 	l = lappend(l, p->join);
@@ -111,6 +113,9 @@ shard_scan_private_read(List *l, ShardScanPrivate *p)
 	p->modify_sql = strVal(list_nth(l, FdwScanPrivateModifySql));
 	p->modify_returning = list_nth(l, FdwScanPrivateModifyReturning);
 	p->modify_set_attnums = list_nth(l, FdwScanPrivateModifySetAttnums);
+	p->modify_bigint_bounds = list_nth(l, FdwScanPrivateModifyBigintBounds);
+	p->modify_set_processed = intVal(list_nth(l,
+											  FdwScanPrivateModifySetProcessed));
 	p->materialize = intVal(list_nth(l, FdwScanPrivateMaterialize));
 	p->tenant_only = intVal(list_nth(l, FdwScanPrivateTenantOnly));
 	p->join = list_nth(l, FdwScanPrivateJoin);

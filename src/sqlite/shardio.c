@@ -191,13 +191,327 @@ varchar_func(sqlite3_context *ctx, int argc, sqlite3_value **argv)
 }
 
 /*
+ * int_type_name
+ *		PostgreSQL's name of the integer type of so many bits.
+ */
+static const char *
+int_type_name(sqlite3_int64 bits)
+{
+	return bits == 16 ? "smallint" : bits == 32 ? "integer" : "bigint";
+}
+
+/*
+ * int_fits
+ *		Does i fit an integer of so many bits (16, 32 or 64)?
+ */
+static int
+int_fits(sqlite3_int64 i, sqlite3_int64 bits)
+{
+	if (bits == 16)
+		return i >= INT16_MIN && i <= INT16_MAX;
+	if (bits == 32)
+		return i >= INT32_MIN && i <= INT32_MAX;
+	if (bits == 53)
+		return i >= -((sqlite3_int64) 1 << 53) && i <= ((sqlite3_int64) 1 << 53);
+	return 1;
+}
+
+/*
+ * is_pg_space
+ *		The blanks PostgreSQL's integer input skips: isspace() of the C
+ *		library, which takes no byte beyond ASCII in a UTF-8 locale.
+ */
+static int
+is_pg_space(unsigned char c)
+{
+	return c == ' ' || c == '\t' || c == '\n' || c == '\r' ||
+		c == '\v' || c == '\f';
+}
+
+/*
+ * parse_pg_int
+ *		Read text as PostgreSQL 15's input function of the integer type of
+ *		so many bits does (pg_strtoint16/32/64): blanks around, a sign,
+ *		decimal digits.  Returns 0 with *out set, 1 for text it refuses
+ *		(22P02), 2 for a number beyond the type (22003).
+ */
+static int
+parse_pg_int(const unsigned char *p, int len, sqlite3_int64 bits,
+			 sqlite3_int64 *out)
+{
+	const unsigned char *end = p + len;
+	sqlite3_int64 min = bits == 16 ? INT16_MIN :
+		bits == 32 ? INT32_MIN : INT64_MIN;
+	sqlite3_int64 tmp = 0;
+	int			neg = 0;
+
+	while (p < end && is_pg_space(*p))
+		p++;
+	if (p < end && *p == '-')
+	{
+		p++;
+		neg = 1;
+	}
+	else if (p < end && *p == '+')
+		p++;
+	if (p >= end || *p < '0' || *p > '9')
+		return 1;
+	/* accumulated as a negative number, whose range reaches the minimum */
+	while (p < end && *p >= '0' && *p <= '9')
+	{
+		int			digit = *p++ - '0';
+
+		/* as PostgreSQL's, the first digit beyond the range ends it */
+		if (__builtin_mul_overflow(tmp, 10, &tmp) ||
+			__builtin_sub_overflow(tmp, digit, &tmp) || tmp < min)
+			return 2;
+	}
+	while (p < end && is_pg_space(*p))
+		p++;
+	if (p != end)
+		return 1;
+	if (!neg)
+	{
+		if (tmp == min)
+			return 2;
+		tmp = -tmp;
+	}
+	*out = tmp;
+	return 0;
+}
+
+/*
+ * shortest_real
+ *		The shortest text that reads back as d, as PostgreSQL writes a
+ *		double into a message, in buf of at least 32 bytes.
+ */
+static void
+shortest_real(double d, char *buf)
+{
+	int			p;
+
+	for (p = 1; p <= 17; p++)
+	{
+		snprintf(buf, 32, "%.*g", p, d);
+		if (strtod(buf, NULL) == d)
+			return;
+	}
+}
+
+/*
+ * int_read_func
+ *		SQL function ssfdw_int_read(x, bits, column): the stored value x of
+ *		an integer column of so many bits as the wrapper reads it
+ *		(convert.c, to_integer), so that an UPDATE computing a new value in
+ *		the shard starts from the value PostgreSQL would: NULL, an integer
+ *		of the type's range, a real without fractional part, or text the
+ *		type's input function takes; anything else fails with the error the
+ *		read would raise.
+ */
+static void
+int_read_func(sqlite3_context *ctx, int argc, sqlite3_value **argv)
+{
+	sqlite3_int64 bits = sqlite3_value_int64(argv[1]);
+	const char *column = (const char *) sqlite3_value_text(argv[2]);
+	const char *type = int_type_name(bits);
+	char		msg[SHARDIO_ERRLEN];
+	char		real[32];
+	sqlite3_int64 i;
+	double		d;
+
+	if (column == NULL)
+		column = "?";
+	switch (sqlite3_value_type(argv[0]))
+	{
+		case SQLITE_NULL:
+			sqlite3_result_null(ctx);
+			return;
+		case SQLITE_INTEGER:
+			i = sqlite3_value_int64(argv[0]);
+			if (!int_fits(i, bits))
+			{
+				snprintf(msg, sizeof(msg),
+						 "value %lld of column \"%s\" is out of range for type %s",
+						 (long long) i, column, type);
+				shardio_function_error(ctx, SHARDIO_ERR_INT_RANGE, msg);
+				return;
+			}
+			break;
+		case SQLITE_FLOAT:
+			d = sqlite3_value_double(argv[0]);
+			shortest_real(d, real);
+			if (isnan(d) || (!isinf(d) && rint(d) != d))
+			{
+				snprintf(msg, sizeof(msg),
+						 "cannot convert SQLite real %s of column \"%s\" to type %s",
+						 real, column, type);
+				shardio_function_error(ctx, SHARDIO_ERR_INT_TYPE, msg);
+				return;
+			}
+			if (!(d >= -9223372036854775808.0 && d < 9223372036854775808.0) ||
+				!int_fits((sqlite3_int64) d, bits))
+			{
+				snprintf(msg, sizeof(msg),
+						 "value %s of column \"%s\" is out of range for type %s",
+						 real, column, type);
+				shardio_function_error(ctx, SHARDIO_ERR_INT_RANGE, msg);
+				return;
+			}
+			i = (sqlite3_int64) d;
+			break;
+		case SQLITE_TEXT:
+			{
+				const unsigned char *p = sqlite3_value_text(argv[0]);
+				int			len = sqlite3_value_bytes(argv[0]);
+				int			rc;
+
+				if (p == NULL)
+				{
+					sqlite3_result_error_nomem(ctx);
+					return;
+				}
+				if (!shardio_utf8_ok(p, len))
+				{
+					snprintf(msg, sizeof(msg),
+							 "invalid byte sequence for encoding \"UTF8\" in column \"%s\"",
+							 column);
+					shardio_function_error(ctx, SHARDIO_ERR_NOT_UTF8, msg);
+					return;
+				}
+				rc = parse_pg_int(p, len, bits, &i);
+				if (rc != 0)
+				{
+					/* the text, cut short for the message */
+					if (rc == 1)
+						snprintf(msg, sizeof(msg),
+								 "invalid input syntax for type %s: \"%.*s\" in column \"%s\"",
+								 type, len > 100 ? 100 : len, p, column);
+					else
+						snprintf(msg, sizeof(msg),
+								 "value \"%.*s\" is out of range for type %s in column \"%s\"",
+								 len > 100 ? 100 : len, p, type, column);
+					shardio_function_error(ctx, rc == 1 ?
+										   SHARDIO_ERR_INT_SYNTAX :
+										   SHARDIO_ERR_INT_RANGE, msg);
+					return;
+				}
+				break;
+			}
+		default:
+			snprintf(msg, sizeof(msg),
+					 "cannot convert SQLite blob of column \"%s\" to type %s",
+					 column, type);
+			shardio_function_error(ctx, SHARDIO_ERR_INT_TYPE, msg);
+			return;
+	}
+	sqlite3_result_int64(ctx, i);
+}
+
+/*
+ * int_op_func
+ *		SQL function ssfdw_int(op, bits, a, b, column): PostgreSQL's integer
+ *		operator op ('+', '-', '*', '/') of a and b, or with op 'c' the cast
+ *		of a, into the integer type of so many bits (or, with 53, a bigint
+ *		a shard's REAL column holds exactly), for the new value of column: NULL when an operand is NULL, PostgreSQL's error (22003
+ *		naming the type, 22012) where SQLite would turn the result into a
+ *		real or NULL.  The operands are integers: values bound by the
+ *		backend, ssfdw_int_read's or this function's results.
+ */
+static void
+int_op_func(sqlite3_context *ctx, int argc, sqlite3_value **argv)
+{
+	const unsigned char *opstr = sqlite3_value_text(argv[0]);
+	char		op = opstr ? (char) opstr[0] : '?';
+	sqlite3_int64 bits = sqlite3_value_int64(argv[1]);
+	const char *column = (const char *) sqlite3_value_text(argv[4]);
+	char		msg[SHARDIO_ERRLEN];
+	sqlite3_int64 a,
+				b = 0,
+				r = 0;
+	int			overflow = 0;
+
+	if (column == NULL)
+		column = "?";
+	if (sqlite3_value_type(argv[2]) == SQLITE_NULL ||
+		(op != 'c' && sqlite3_value_type(argv[3]) == SQLITE_NULL))
+	{
+		sqlite3_result_null(ctx);
+		return;
+	}
+	if (sqlite3_value_type(argv[2]) != SQLITE_INTEGER ||
+		(op != 'c' && sqlite3_value_type(argv[3]) != SQLITE_INTEGER))
+	{
+		snprintf(msg, sizeof(msg),
+				 "ssfdw_int: operand of the new value of column \"%s\" is not an integer",
+				 column);
+		shardio_function_error(ctx, SHARDIO_ERR_INT_TYPE, msg);
+		return;
+	}
+	a = sqlite3_value_int64(argv[2]);
+	if (op != 'c')
+		b = sqlite3_value_int64(argv[3]);
+	switch (op)
+	{
+		case '+':
+			overflow = __builtin_add_overflow(a, b, &r);
+			break;
+		case '-':
+			overflow = __builtin_sub_overflow(a, b, &r);
+			break;
+		case '*':
+			overflow = __builtin_mul_overflow(a, b, &r);
+			break;
+		case '/':
+			if (b == 0)
+			{
+				snprintf(msg, sizeof(msg),
+						 "division by zero in the new value of column \"%s\"",
+						 column);
+				shardio_function_error(ctx, SHARDIO_ERR_DIV_ZERO, msg);
+				return;
+			}
+			/* C's division truncates toward zero, as PostgreSQL's does */
+			if (a == INT64_MIN && b == -1)
+				overflow = 1;
+			else
+				r = a / b;
+			break;
+		case 'c':
+			r = a;
+			break;
+		default:
+			shardio_function_error(ctx, SHARDIO_ERR_INT_TYPE,
+								   "ssfdw_int: unknown operator");
+			return;
+	}
+	if (bits == 53 && !int_fits(r, bits))
+	{
+		snprintf(msg, sizeof(msg),
+				 "cannot store value %lld exactly in column \"%s\", which the shard declares with REAL affinity",
+				 (long long) r, column);
+		shardio_function_error(ctx, SHARDIO_ERR_INT_RANGE, msg);
+		return;
+	}
+	if (overflow || !int_fits(r, bits))
+	{
+		snprintf(msg, sizeof(msg),
+				 "%s out of range in the new value of column \"%s\"",
+				 int_type_name(bits), column);
+		shardio_function_error(ctx, SHARDIO_ERR_INT_RANGE, msg);
+		return;
+	}
+	sqlite3_result_int64(ctx, r);
+}
+
+/*
  * The SQL functions every handle gets: aggregates check text with
  * ssfdw_utf8_ok; conditions, aggregates and time buckets read times with
  * ssfdw_usecs, ssfdw_days, ssfdw_bucket and ssfdw_tz_grid, and the
  * shards' ORDER BY of times tells canonical text by ssfdw_time_canon
  * (shardtime.c);
  * varchar(n) columns with ssfdw_varchar; tenant filters read the tenant
- * column with ssfdw_tenant (tenantkey.c).
+ * column with ssfdw_tenant (tenantkey.c); an UPDATE's new integer values
+ * are computed with ssfdw_int_read and ssfdw_int.
  */
 static const struct
 {
@@ -215,6 +529,8 @@ static const struct
 	{"ssfdw_bucket", 3, shardtime_bucket_func, 1},
 	{"ssfdw_time_canon", 2, shardtime_canon_func, 0},
 	{"ssfdw_tenant", 2, shardio_tenant_func, 0},
+	{"ssfdw_int_read", 3, int_read_func, 0},
+	{"ssfdw_int", 5, int_op_func, 0},
 };
 
 #define NUM_SQL_FUNCTIONS ((int) (sizeof(sql_functions) / sizeof(sql_functions[0])))
