@@ -184,4 +184,17 @@
 	((void) (cache), (uint32) PG_WAIT_EXTENSION)
 #endif
 
+/*
+ * Whether the integer input functions take only decimal digits with a sign
+ * and blanks, as ssfdw_int_read (shardio.c) reads text stored in an integer
+ * column: up to 15; 16 added underscores and hexadecimal, octal and binary
+ * prefixes, which that reader does not know, so an integer SET expression
+ * is then computed row by row by PostgreSQL.
+ */
+#if PG_VERSION_NUM >= 160000
+#define int_input_decimal_only_compat false
+#else
+#define int_input_decimal_only_compat true
+#endif
+
 #endif							/* SQLITE_SHARD_FDW_COMPAT_H */

@@ -440,12 +440,13 @@ deparse_set_int(Expr *expr, SetValueContext *cxt)
  *		in a text column otherwise than PostgreSQL does.  Text stored in an
  *		integer column is read as PostgreSQL's input function reads it,
  *		whose blanks are the C library's, which only a UTF-8 database is
- *		sure to share.
+ *		sure to share, and whose syntax is decimal only up to PostgreSQL
+ *		15 (compat.h).
  */
 static bool
 deparse_set_value(Expr *expr, SetValueContext *cxt)
 {
-	if (GetDatabaseEncoding() != PG_UTF8)
+	if (GetDatabaseEncoding() != PG_UTF8 || !int_input_decimal_only_compat)
 		return false;
 	return deparse_set_int(expr, cxt);
 }
