@@ -97,6 +97,7 @@ typedef struct ModifyTarget
 	char	  **buffered_tenants;
 	uint64	   *buffered_lines; /* their COPY lines */
 	int			nbuffered;
+	int			maxbuffered;	/* room for this many, grown as needed */
 	int			nvalues;		/* per buffered row */
 	int		   *sort_cols;		/* target attrs of the shard's primary key */
 	int			nsort_cols;
@@ -133,6 +134,7 @@ typedef struct ShardModifyState
 	List	   *targets;		/* ModifyTarget per shard written */
 	int			batch_size;
 	bool		buffer_rows;	/* a COPY: rows go in batches per shard */
+	int			copy_batch;		/* rows per shard batch */
 	int			nbuffered;		/* rows buffered over every shard */
 	CopyFromState copy;			/* the COPY, for the lines of its rows */
 	ShardInfo  *ref_shard;		/* a reference table: the copy the row
@@ -150,10 +152,12 @@ typedef struct ShardModifyState
 } ShardModifyState;
 
 /*
- * Rows a COPY buffers over every shard, in batch_size rows per shard: a
- * fleet of many shards flushes them all when this many are waiting.
+ * A COPY's rows per shard batch: batch_size, up to COPY_BATCH_MAX; a fleet
+ * of many shards flushes every batch when BUFFERED_ROWS_MAX(that) rows are
+ * waiting, so that memory stays bounded however many shards a COPY writes.
  */
-#define BUFFERED_ROWS_MAX(batch_size) ((batch_size) * 16)
+#define COPY_BATCH_MAX 10000
+#define BUFFERED_ROWS_MAX(copy_batch) ((copy_batch) * 16)
 
 static List *returning_attrs(TupleDesc tupdesc, List *returning,
 							 Index resultRelation);
@@ -1114,6 +1118,7 @@ shardBeginForeignInsert(ModifyTableState *mtstate, ResultRelInfo *rinfo)
 					   !ms->topts->reference && ms->batch_size > 1 &&
 					   !(rinfo->ri_TrigDesc &&
 						 rinfo->ri_TrigDesc->trig_insert_before_row));
+	ms->copy_batch = Min(ms->batch_size, COPY_BATCH_MAX);
 	rinfo->ri_FdwState = ms;
 }
 
@@ -1294,7 +1299,7 @@ target_for(ShardModifyState *ms, ShardInfo *shard, List *keys,
 
 /*
  * init_buffer
- *		Make room for a COPY's rows to a shard (ms->batch_size of them),
+ *		Make room for a COPY's rows to a shard (the first of them),
  *		and find which of the values make up the shard's primary key, the
  *		order a batch is inserted in; none when the key is not written (an
  *		INTEGER PRIMARY KEY SQLite assigns, say).
@@ -1309,9 +1314,10 @@ init_buffer(ShardModifyState *ms, ModifyTarget *t)
 	ListCell   *lc;
 
 	t->nvalues = nvalues;
-	t->buffered = palloc(sizeof(ShardValue) * nvalues * ms->batch_size);
-	t->buffered_tenants = palloc(sizeof(char *) * ms->batch_size);
-	t->buffered_lines = palloc(sizeof(uint64) * ms->batch_size);
+	t->maxbuffered = Min(ms->copy_batch, 64);
+	t->buffered = palloc(sizeof(ShardValue) * nvalues * t->maxbuffered);
+	t->buffered_tenants = palloc(sizeof(char *) * t->maxbuffered);
+	t->buffered_lines = palloc(sizeof(uint64) * t->maxbuffered);
 	t->buffer_cxt = AllocSetContextCreate(CurrentMemoryContext,
 										  "sqlite_shard_fdw rows to insert",
 										  ALLOCSET_DEFAULT_SIZES);
@@ -1367,10 +1373,23 @@ copy_line(ShardModifyState *ms)
 static void
 buffer_row(ShardModifyState *ms, ModifyTarget *t)
 {
-	int			nvalues = list_length(ms->target_attrs);
-	ShardValue *row = &t->buffered[(size_t) t->nbuffered * nvalues];
-	MemoryContext oldcxt = MemoryContextSwitchTo(t->buffer_cxt);
+	int			nvalues = t->nvalues;
+	ShardValue *row;
+	MemoryContext oldcxt;
 	int			i;
+
+	if (t->nbuffered == t->maxbuffered)
+	{
+		t->maxbuffered = Min(t->maxbuffered * 2, ms->copy_batch);
+		t->buffered = repalloc(t->buffered,
+							   sizeof(ShardValue) * nvalues * t->maxbuffered);
+		t->buffered_tenants = repalloc(t->buffered_tenants,
+									   sizeof(char *) * t->maxbuffered);
+		t->buffered_lines = repalloc(t->buffered_lines,
+									 sizeof(uint64) * t->maxbuffered);
+	}
+	row = &t->buffered[(size_t) t->nbuffered * nvalues];
+	oldcxt = MemoryContextSwitchTo(t->buffer_cxt);
 
 	for (i = 0; i < nvalues; i++)
 	{
@@ -1390,9 +1409,9 @@ buffer_row(ShardModifyState *ms, ModifyTarget *t)
 	t->nbuffered++;
 	ms->nbuffered++;
 
-	if (t->nbuffered >= ms->batch_size)
+	if (t->nbuffered >= ms->copy_batch)
 		flush_target(ms, t);
-	else if (ms->nbuffered >= BUFFERED_ROWS_MAX(ms->batch_size))
+	else if (ms->nbuffered >= BUFFERED_ROWS_MAX(ms->copy_batch))
 		flush_targets(ms);
 }
 
