@@ -68,6 +68,38 @@ acme	102	3	copy 3
 globex	103	4	copy 4
 acme	104	5	copy 5
 \.
+-- A COPY inserts each shard's rows in batches (batch_size rows), each in
+-- the order of the shard's primary key; a row that fails is reported with
+-- its tenant and COPY line, when its batch is inserted: at the end of the
+-- first COPY, and in the middle of the second, whose fifth line fills its
+-- shard's batch.  Nothing of a failed COPY stays.
+COPY orders (tenant_id, order_id, amount_cents, note) FROM STDIN;
+acme	112	1	copy 12
+globex	111	1	copy 11
+acme	110	1	copy 10
+acme	110	1	copy 10 again
+globex	113	1	copy 13
+\.
+COPY orders (tenant_id, order_id, amount_cents, note) FROM STDIN;
+acme	112	1	copy 12
+globex	111	1	copy 11
+acme	110	1	copy 10
+acme	113	1	copy 13
+globex	111	1	copy 11 again
+globex	116	1	copy 16
+\.
+SELECT count(*) FROM orders WHERE order_id BETWEEN 110 AND 119;
+COPY orders (tenant_id, order_id, amount_cents, note) FROM STDIN;
+acme	112	1	copy 12
+globex	111	1	copy 11
+acme	110	1	copy 10
+globex	115	1	copy 15
+globex	113	1	copy 13
+acme	114	1	copy 14
+\.
+\! bash test/fixtures/writes_peek.sh s1 "SELECT order_id, tenant_id, note FROM orders WHERE order_id BETWEEN 110 AND 119 ORDER BY order_id"
+\! bash test/fixtures/writes_peek.sh s2 "SELECT order_id, tenant_id, note FROM orders WHERE order_id BETWEEN 110 AND 119 ORDER BY order_id"
+DELETE FROM orders WHERE order_id BETWEEN 110 AND 119;
 INSERT INTO orders (tenant_id, amount_cents, note)
   SELECT CASE WHEN i % 2 = 0 THEN 'acme' ELSE 'globex' END, i, 'batch ' || i
   FROM generate_series(1, 2500) i;

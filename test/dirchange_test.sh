@@ -6,12 +6,13 @@
 #	run routed statements, and every statement must route by a directory at
 #	least as new as the last move that had committed when it started.
 #
-# src/directory.c decides per statement whether the directory changed: in
-# WAL mode by a stamp of the WAL-index header in the -shm file, read
-# without a lock (shardio_change_stamp), and otherwise, or when the stamp
-# moved, by PRAGMA data_version.  This test is what that shortcut is kept
-# on.  The fleet: shards s0 .. s99, shard sK holding one row ('t', K), and
-# a directory whose tenant t the writer (a separate process, as the user
+# src/control/directory.c decides per statement whether the directory
+# changed: by a stamp read without a lock (shardio_change_stamp), in WAL
+# mode the WAL-index header in the -shm file, in rollback-journal mode the
+# database header, and when the stamp moved (or none can be had) by PRAGMA
+# data_version.  This test is what those shortcuts are kept on.  The
+# fleet: shards s0 .. s99, shard sK holding one row ('t', K), and a
+# directory whose tenant t the writer (a separate process, as the user
 # postgres, like the application) moves to shard s(i mod 100) in its i-th
 # commit, writing i to a side file once each commit has returned.  Each
 # reader statement is preceded by a statement that reads the side file
@@ -22,7 +23,12 @@
 #
 #	wal		the directory in WAL mode, with a PASSIVE checkpoint every 20
 #			commits, so the WAL restarts from its start again and again;
-#	delete	the directory in rollback-journal mode (data_version only);
+#	delete	the directory in rollback-journal mode: the header stamp,
+#			data_version whenever it moved;
+#	persist	rollback-journal mode with journal_mode = PERSIST (the commit
+#			zeroes the journal's header and leaves the file), the writer
+#			pausing up to 3 ms between commits, so that a check often
+#			finds the header as the last check left it;
 #	switch	WAL mode with wal_checkpoint(TRUNCATE) every 25 commits and
 #			attempts to switch the journal mode to DELETE and back every
 #			100; readers reconnect often, so that a switch out of WAL can
@@ -34,7 +40,7 @@
 # WAL restarts, pass between two checks of one backend.  Prints one line per check and "N passed, M failed"; exits non-zero
 # on failure.  Run by test/run_suites.sh with PGDATABASE set to a fresh
 # database; DIRCHANGE_SECONDS sets each phase's length (default 6).  Takes
-# about 25 seconds and stops by itself after 60.
+# about 35 seconds and stops by itself after 90.
 
 set -euo pipefail
 
@@ -106,6 +112,8 @@ def writer(d, phase, stopfile, result):
         con.execute("COMMIT")
         write_counter(d, i)
         stats["commits"] += 1
+        if phase == "persist":
+            time.sleep(random.choice([0, 0, 0.0005, 0.001, 0.003]))
         if phase == "wal" and i % 20 == 0:
             con.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
             stats["checkpoints"] += 1
@@ -281,10 +289,10 @@ CREATE FOREIGN TABLE dc_items (tenant_id text, v bigint)
         return 1
 
     checks = Checks()
-    for phase in ("wal", "delete", "switch"):
+    for phase in ("wal", "delete", "persist", "switch"):
         con = sqlite3.connect(os.path.join(d, "directory.db"),
                               isolation_level=None, timeout=10)
-        want = "delete" if phase == "delete" else "wal"
+        want = phase if phase in ("delete", "persist") else "wal"
         got = con.execute("PRAGMA journal_mode = %s" % want).fetchone()[0]
         con.close()
         if got != want:
@@ -310,13 +318,13 @@ if __name__ == "__main__":
         sys.exit(main())
 PY
 
-setsid timeout --kill-after=5 60 python3 "$dir/dirchange.py" "$dir" &
+setsid timeout --kill-after=5 90 python3 "$dir/dirchange.py" "$dir" &
 checker=$!
 rc=0
 wait "$checker" || rc=$?
 checker=
 if [ "$rc" -eq 124 ]; then
-	echo "the test did not finish within 60 s"
+	echo "the test did not finish within 90 s"
 	echo "0 passed, 1 failed"
 fi
 exit "$rc"

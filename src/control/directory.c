@@ -15,9 +15,11 @@
  * admin function of this extension) commits to the file, every time a scan
  * starts: a statement therefore always routes by the directory as it was
  * when the statement started, however long the backend has been running.
- * In WAL mode a stamp of the files (shardio_change_stamp) taken without a
- * lock tells first whether anything was committed since the last check, so
- * the common case reads no data version at all.  test/dirchange_test.sh
+ * A stamp of the files (shardio_change_stamp) taken without a lock tells
+ * first whether anything was committed since the last check, so the common
+ * case reads no data version at all: in WAL mode the WAL-index header in
+ * the -shm file (memory only), in rollback-journal mode the database
+ * header (one pread).  test/dirchange_test.sh
  * holds this shortcut to the promise above: commits from another process
  * in WAL mode across checkpoints and WAL restarts, in rollback-journal mode
  * and across journal mode switches, read by backends that check both
@@ -573,7 +575,7 @@ shard_directory_get(ShardServerOptions *opts)
 	ListCell   *lc;
 	sqlite3_int64 version;
 	ShardioStamp stamp;
-	bool		stamp_ok;
+	int			stamp_kind;
 
 	shard_waits_init();
 	if (DirectoryCacheContext == NULL)
@@ -645,14 +647,17 @@ shard_directory_get(ShardServerOptions *opts)
 	}
 
 	/*
-	 * Reading the data version takes a read transaction, a few file locks.
-	 * When the files' stamp is what it was then, no commit has become
-	 * visible since, and the version cannot have moved.  The stamp is taken
-	 * before the version is read: a commit in between changes the next
-	 * stamp, and the version is read again then.
+	 * Reading the data version takes a read transaction, about ten system
+	 * calls.  When the files' stamp is what it was then, no commit has
+	 * become visible since, and the version cannot have moved.  A WAL stamp
+	 * is taken before the version is read: a commit in between changes the
+	 * next stamp, and the version is read again then.  A header stamp (a
+	 * rollback-journal directory) is kept only as taken again inside the
+	 * read transaction, when the header is the committed one (see
+	 * shardio_change_stamp).
 	 */
-	stamp_ok = shardio_change_stamp(dir->db, &stamp);
-	if (stamp_ok && dir->stamp_valid &&
+	stamp_kind = shardio_change_stamp(dir->db, &stamp);
+	if (stamp_kind != 0 && dir->stamp_valid &&
 		memcmp(&stamp, &dir->stamp, sizeof(stamp)) == 0)
 		return dir;
 
@@ -663,6 +668,9 @@ shard_directory_get(ShardServerOptions *opts)
 				  gettext_noop("could not read the data version in directory \"%s\""));
 	}
 	version = sqlite3_column_int64(dir->version_stmt, 0);
+	if (stamp_kind != SHARDIO_STAMP_WAL)
+		stamp_kind = shardio_change_stamp(dir->db, &stamp) ==
+			SHARDIO_STAMP_HEADER ? SHARDIO_STAMP_HEADER : 0;
 	sqlite3_reset(dir->version_stmt);
 	if (version != dir->data_version)
 	{
@@ -676,7 +684,7 @@ shard_directory_get(ShardServerOptions *opts)
 		dir->data_version = version;
 	}
 	dir->stamp = stamp;
-	dir->stamp_valid = stamp_ok;
+	dir->stamp_valid = (stamp_kind != 0);
 	return dir;
 }
 

@@ -21,6 +21,14 @@
  * the forms store.c chooses, fitted to each shard column's affinity, so
  * that they read back unchanged.
  *
+ * A COPY whose rows need not come back (no RETURNING, no row trigger, no
+ * check option) buffers each shard's rows and inserts them batch_size at a
+ * time, each batch in the order of the shard's primary key: consecutive
+ * rows of a COPY go to different shards, and inserted one by one each finds
+ * its shard's index pages cold in the processor's caches, while a batch
+ * finds them warm.  A failure of such a row is reported when its batch is
+ * inserted, with the row's tenant and COPY line.
+ *
  * An UPDATE or DELETE runs inside the shards when it can, as one statement
  * per shard (shardPlanDirectModify; scan.c runs it).  Otherwise it runs row
  * by row: the scan reads each shard to its end before it hands a row over,
@@ -42,6 +50,8 @@
 #include "access/table.h"
 #include "catalog/pg_operator.h"
 #include "catalog/pg_type.h"
+#include "commands/copy.h"
+#include "commands/copyfrom_internal.h"
 #include "commands/explain.h"
 #include "executor/executor.h"
 #include "mb/pg_wchar.h"
@@ -83,6 +93,17 @@ typedef struct ModifyTarget
 								 * finds rows by, or NIL: the rowid */
 	char	   *affinity;		/* per target attr, as the shard declares */
 	char	  **colnames;		/* and its SQLite name */
+
+	/* a COPY's rows waiting for their batch (see buffer_row) */
+	ShardValue *buffered;		/* nbuffered rows of the target attrs */
+	char	  **buffered_tenants;
+	uint64	   *buffered_lines; /* their COPY lines */
+	int			nbuffered;
+	int			maxbuffered;	/* room for this many, grown as needed */
+	int			nvalues;		/* per buffered row */
+	int		   *sort_cols;		/* target attrs of the shard's primary key */
+	int			nsort_cols;
+	MemoryContext buffer_cxt;	/* their text and blob bytes */
 } ModifyTarget;
 
 /* Execution state of an INSERT or COPY into one foreign table. */
@@ -114,6 +135,10 @@ typedef struct ShardModifyState
 	List	   *allowed;		/* the user mapping's tenants, or NIL */
 	List	   *targets;		/* ModifyTarget per shard written */
 	int			batch_size;
+	bool		buffer_rows;	/* a COPY: rows go in batches per shard */
+	int			copy_batch;		/* rows per shard batch */
+	int			nbuffered;		/* rows buffered over every shard */
+	CopyFromState copy;			/* the COPY, for the lines of its rows */
 	ShardInfo  *ref_shard;		/* a reference table: the copy the row
 								 * being inserted goes to */
 	TupleTableSlot *ref_slot;	/* ... and the row for the other copies */
@@ -125,7 +150,16 @@ typedef struct ShardModifyState
 	const char *shard_id;
 	const char *tenant;
 	int			col;			/* returning column being read, or -1 */
+	uint64		copy_line;		/* of a buffered row being inserted, or 0 */
 } ShardModifyState;
+
+/*
+ * A COPY's rows per shard batch: batch_size, up to COPY_BATCH_MAX; a fleet
+ * of many shards flushes every batch when BUFFERED_ROWS_MAX(that) rows are
+ * waiting, so that memory stays bounded however many shards a COPY writes.
+ */
+#define COPY_BATCH_MAX 10000
+#define BUFFERED_ROWS_MAX(copy_batch) ((copy_batch) * 16)
 
 static List *returning_attrs(TupleDesc tupdesc, List *returning,
 							 Index resultRelation);
@@ -140,6 +174,10 @@ static bool write_row(ShardModifyState *ms, TupleTableSlot *slot,
 static void append_column_list(StringInfo sql, Relation rel, List *attnums);
 static void modify_error_callback(void *arg);
 static void modify_memory_callback(void *arg);
+static void init_buffer(ShardModifyState *ms, ModifyTarget *t);
+static void buffer_row(ShardModifyState *ms, ModifyTarget *t);
+static void flush_target(ShardModifyState *ms, ModifyTarget *t);
+static void flush_targets(ShardModifyState *ms);
 
 /*
  * tenant_allowed
@@ -1345,6 +1383,7 @@ shardBeginForeignInsert(ModifyTableState *mtstate, ResultRelInfo *rinfo)
 	TupleDesc	tupdesc = RelationGetDescr(rinfo->ri_RelationDesc);
 	List	   *target_attrs = NIL;
 	List	   *returning_attrs = NIL;
+	ShardModifyState *ms;
 	int			i;
 
 	for (i = 0; i < tupdesc->natts; i++)
@@ -1361,12 +1400,24 @@ shardBeginForeignInsert(ModifyTableState *mtstate, ResultRelInfo *rinfo)
 	if (rinfo->ri_returningList != NIL || rinfo->ri_WithCheckOptions != NIL ||
 		(rinfo->ri_TrigDesc && rinfo->ri_TrigDesc->trig_insert_after_row))
 		returning_attrs = list_copy(target_attrs);
-	rinfo->ri_FdwState =
-		begin_modify(mtstate->ps.state, rinfo, CMD_INSERT, target_attrs,
-					 returning_attrs,
-					 mtstate->ps.plan != NULL &&
-					 ((ModifyTable *) mtstate->ps.plan)->onConflictAction ==
-					 ONCONFLICT_NOTHING);
+	ms = begin_modify(mtstate->ps.state, rinfo, CMD_INSERT, target_attrs,
+					  returning_attrs,
+					  mtstate->ps.plan != NULL &&
+					  ((ModifyTable *) mtstate->ps.plan)->onConflictAction ==
+					  ONCONFLICT_NOTHING);
+
+	/*
+	 * A COPY (no plan: an INSERT routed to a partition has one) whose rows
+	 * need not come back hands them to the shards in batches; not with a
+	 * BEFORE ROW trigger, which may read the rows inserted before its own,
+	 * as PostgreSQL's COPY inserts such a table's rows one by one.
+	 */
+	ms->buffer_rows = (mtstate->ps.plan == NULL && returning_attrs == NIL &&
+					   !ms->topts->reference && ms->batch_size > 1 &&
+					   !(rinfo->ri_TrigDesc &&
+						 rinfo->ri_TrigDesc->trig_insert_before_row));
+	ms->copy_batch = Min(ms->batch_size, COPY_BATCH_MAX);
+	rinfo->ri_FdwState = ms;
 }
 
 /*
@@ -1513,6 +1564,8 @@ target_for(ShardModifyState *ms, ShardInfo *shard, List *keys,
 		t->affinity[i] = shard_conn_column_affinity(t->conn, ms->topts->table,
 													t->colnames[i]);
 	}
+	if (ms->buffer_rows)
+		init_buffer(ms, t);
 	MemoryContextSwitchTo(oldcxt);
 
 	rc = shard_conn_prepare(t->conn,
@@ -1540,6 +1593,293 @@ target_for(ShardModifyState *ms, ShardInfo *shard, List *keys,
 						   ms->topts->table, shard->shard_id);
 	}
 	return t;
+}
+
+/*
+ * init_buffer
+ *		Make room for a COPY's rows to a shard (the first of them),
+ *		and find which of the values make up the shard's primary key, the
+ *		order a batch is inserted in; none when the key is not written (an
+ *		INTEGER PRIMARY KEY SQLite assigns, say).
+ */
+static void
+init_buffer(ShardModifyState *ms, ModifyTarget *t)
+{
+	int			nvalues = list_length(ms->target_attrs);
+	List	   *collations;
+	List	   *keys = shard_conn_primary_key(t->conn, ms->topts->table,
+											  &collations);
+	ListCell   *lc;
+
+	t->nvalues = nvalues;
+	t->maxbuffered = Min(ms->copy_batch, 64);
+	t->buffered = palloc(sizeof(ShardValue) * nvalues * t->maxbuffered);
+	t->buffered_tenants = palloc(sizeof(char *) * t->maxbuffered);
+	t->buffered_lines = palloc(sizeof(uint64) * t->maxbuffered);
+	t->buffer_cxt = AllocSetContextCreate(CurrentMemoryContext,
+										  "sqlite_shard_fdw rows to insert",
+										  ALLOCSET_DEFAULT_SIZES);
+	t->sort_cols = palloc(sizeof(int) * (list_length(keys) + 1));
+	t->nsort_cols = 0;
+	foreach(lc, keys)
+	{
+		int			i;
+
+		for (i = 0; i < nvalues; i++)
+			if (pg_strcasecmp(t->colnames[i], lfirst(lc)) == 0)
+				break;
+		if (i == nvalues)
+		{
+			t->nsort_cols = 0;
+			break;
+		}
+		t->sort_cols[t->nsort_cols++] = i;
+	}
+}
+
+/*
+ * copy_line
+ *		The line of the COPY row being written, or 0 outside a COPY: read
+ *		from the COPY's error context, which is the one that knows it.
+ */
+static uint64
+copy_line(ShardModifyState *ms)
+{
+	ErrorContextCallback *e;
+
+	if (ms->copy == NULL)
+	{
+		for (e = error_context_stack; e != NULL; e = e->previous)
+			if (e->callback == CopyFromErrorCallback)
+			{
+				ms->copy = (CopyFromState) e->arg;
+				break;
+			}
+		if (ms->copy == NULL)
+			return 0;
+	}
+	return ms->copy->cur_lineno;
+}
+
+/*
+ * buffer_row
+ *		Keep the row whose values ms->values holds (routed to t, its tenant
+ *		in ms->tenant) for its shard's batch: its text and blobs copied, as
+ *		the row's memory goes with the next row.  A full batch, or too many
+ *		rows over every shard, are inserted at once.
+ */
+static void
+buffer_row(ShardModifyState *ms, ModifyTarget *t)
+{
+	int			nvalues = t->nvalues;
+	ShardValue *row;
+	MemoryContext oldcxt;
+	int			i;
+
+	if (t->nbuffered == t->maxbuffered)
+	{
+		t->maxbuffered = Min(t->maxbuffered * 2, ms->copy_batch);
+		t->buffered = repalloc(t->buffered,
+							   sizeof(ShardValue) * nvalues * t->maxbuffered);
+		t->buffered_tenants = repalloc(t->buffered_tenants,
+									   sizeof(char *) * t->maxbuffered);
+		t->buffered_lines = repalloc(t->buffered_lines,
+									 sizeof(uint64) * t->maxbuffered);
+	}
+	row = &t->buffered[(size_t) t->nbuffered * nvalues];
+	oldcxt = MemoryContextSwitchTo(t->buffer_cxt);
+
+	for (i = 0; i < nvalues; i++)
+	{
+		row[i] = ms->values[i];
+		if (row[i].type == SQLITE_TEXT || row[i].type == SQLITE_BLOB)
+		{
+			char	   *bytes = palloc(row[i].len + 1);
+
+			memcpy(bytes, row[i].u.p, row[i].len);
+			bytes[row[i].len] = '\0';
+			row[i].u.p = bytes;
+		}
+	}
+	t->buffered_tenants[t->nbuffered] = pstrdup(ms->tenant);
+	t->buffered_lines[t->nbuffered] = copy_line(ms);
+	MemoryContextSwitchTo(oldcxt);
+	t->nbuffered++;
+	ms->nbuffered++;
+
+	if (t->nbuffered >= ms->copy_batch)
+		flush_target(ms, t);
+	else if (ms->nbuffered >= BUFFERED_ROWS_MAX(ms->copy_batch))
+		flush_targets(ms);
+}
+
+/*
+ * value_class
+ *		The rank of a value's type in SQLite's order: NULL, numbers, text,
+ *		blobs.
+ */
+static int
+value_class(const ShardValue *v)
+{
+	switch (v->type)
+	{
+		case SQLITE_NULL:
+			return 0;
+		case SQLITE_INTEGER:
+		case SQLITE_FLOAT:
+			return 1;
+		case SQLITE_TEXT:
+			return 2;
+		default:
+			return 3;
+	}
+}
+
+/*
+ * compare_values
+ *		Order two values as SQLite's BINARY collation does.  Only the speed
+ *		of a batch depends on it: a key of another collation is merely
+ *		inserted in a less helpful order.
+ */
+static int
+compare_values(const ShardValue *a, const ShardValue *b)
+{
+	int			ca = value_class(a);
+	int			cb = value_class(b);
+	int			c;
+
+	if (ca != cb)
+		return ca < cb ? -1 : 1;
+	if (ca == 0)
+		return 0;
+	if (ca == 1)
+	{
+		if (a->type == SQLITE_INTEGER && b->type == SQLITE_INTEGER)
+			return a->u.i < b->u.i ? -1 : a->u.i > b->u.i ? 1 : 0;
+		else
+		{
+			double		da = a->type == SQLITE_INTEGER ? (double) a->u.i : a->u.d;
+			double		db = b->type == SQLITE_INTEGER ? (double) b->u.i : b->u.d;
+
+			return da < db ? -1 : da > db ? 1 : 0;
+		}
+	}
+	c = memcmp(a->u.p, b->u.p, Min(a->len, b->len));
+	if (c != 0)
+		return c;
+	return a->len < b->len ? -1 : a->len > b->len ? 1 : 0;
+}
+
+/*
+ * compare_buffered
+ *		qsort_arg comparator of the numbers of two buffered rows of a
+ *		target: by its primary key, then as they came (rows with equal keys
+ *		fail on the same row as unsorted).
+ */
+static int
+compare_buffered(const void *a, const void *b, void *arg)
+{
+	ModifyTarget *t = (ModifyTarget *) arg;
+	int			ra = *(const int *) a;
+	int			rb = *(const int *) b;
+	int			nvalues = t->nvalues;
+	int			k;
+
+	for (k = 0; k < t->nsort_cols; k++)
+	{
+		int			c = compare_values(&t->buffered[(size_t) ra * nvalues + t->sort_cols[k]],
+									   &t->buffered[(size_t) rb * nvalues + t->sort_cols[k]]);
+
+		if (c != 0)
+			return c;
+	}
+	return ra < rb ? -1 : ra > rb ? 1 : 0;
+}
+
+/*
+ * flush_target
+ *		Insert the rows buffered for a shard, in the order of its primary
+ *		key, each reported (its tenant and COPY line) if it fails.
+ */
+static void
+flush_target(ShardModifyState *ms, ModifyTarget *t)
+{
+	ErrorContextCallback errcallback;
+	int			nvalues = list_length(ms->target_attrs);
+	int		   *order;
+	bool		sorted = true;
+	int			k;
+
+	if (t->nbuffered == 0)
+		return;
+
+	order = palloc(sizeof(int) * t->nbuffered);
+	for (k = 0; k < t->nbuffered; k++)
+	{
+		order[k] = k;
+		if (k > 0 && t->nsort_cols > 0 && sorted)
+			sorted = compare_buffered(&order[k - 1], &order[k], t) < 0;
+	}
+	if (!sorted)
+		qsort_arg(order, t->nbuffered, sizeof(int), compare_buffered, t);
+
+	errcallback.callback = modify_error_callback;
+	errcallback.arg = ms;
+	errcallback.previous = error_context_stack;
+	error_context_stack = &errcallback;
+	ms->shard_id = t->shard_id;
+	ms->col = -1;
+
+	for (k = 0; k < t->nbuffered; k++)
+	{
+		int			r = order[k];
+		char		errbuf[SHARDIO_ERRLEN];
+		int			rc;
+
+		CHECK_FOR_INTERRUPTS();
+		ms->tenant = t->buffered_tenants[r];
+		ms->copy_line = t->buffered_lines[r];
+		rc = shardio_bind(t->stmt, 1, &t->buffered[(size_t) r * nvalues],
+						  nvalues, errbuf);
+		if (rc != SQLITE_OK)
+			shard_sqlite_error(ERROR, rc, t->shard_id, errbuf,
+							   shard_write_failure(CMD_INSERT, false),
+							   ms->topts->table, t->shard_id);
+		rc = sqlite3_step(t->stmt);
+		if (rc != SQLITE_DONE)
+		{
+			const char *msg = pstrdup(sqlite3_errmsg(shard_conn_db(t->conn)));
+
+			rc = sqlite3_extended_errcode(shard_conn_db(t->conn));
+			sqlite3_reset(t->stmt);
+			rc = shard_conn_write_failed(t->conn, rc);
+			shard_write_error(rc, t->shard_id, ms->topts->table, ms->tenant,
+							  msg, shard_write_failure(CMD_INSERT, false),
+							  ms->topts->table, t->shard_id);
+		}
+		sqlite3_reset(t->stmt);
+		sqlite3_clear_bindings(t->stmt);
+	}
+
+	error_context_stack = errcallback.previous;
+	ms->copy_line = 0;
+	ms->nbuffered -= t->nbuffered;
+	t->nbuffered = 0;
+	MemoryContextReset(t->buffer_cxt);
+	pfree(order);
+}
+
+/*
+ * flush_targets
+ *		Insert the rows buffered for every shard, shard after shard.
+ */
+static void
+flush_targets(ShardModifyState *ms)
+{
+	ListCell   *lc;
+
+	foreach(lc, ms->targets)
+		flush_target(ms, (ModifyTarget *) lfirst(lc));
 }
 
 /*
@@ -1647,6 +1987,14 @@ write_row(ShardModifyState *ms, TupleTableSlot *slot,
 						t->affinity[i], &ms->values[i], t->colnames[i],
 						ms->topts->table, shard->shard_id);
 		i++;
+	}
+	if (ms->buffer_rows)
+	{
+		/* a COPY's row: inserted with its shard's batch, which names it */
+		error_context_stack = errcallback.previous;
+		MemoryContextSwitchTo(oldcxt);
+		buffer_row(ms, t);
+		return true;
 	}
 	rc = shardio_bind(t->stmt, 1, ms->values, nvalues, errbuf);
 	if (rc == SQLITE_OK && key != NULL)
@@ -1939,7 +2287,11 @@ shardEndForeignModify(EState *estate, ResultRelInfo *rinfo)
 void
 shardEndForeignInsert(EState *estate, ResultRelInfo *rinfo)
 {
-	end_modify((ShardModifyState *) rinfo->ri_FdwState);
+	ShardModifyState *ms = (ShardModifyState *) rinfo->ri_FdwState;
+
+	if (ms != NULL && ms->buffer_rows)
+		flush_targets(ms);
+	end_modify(ms);
 }
 
 /*
@@ -2032,6 +2384,10 @@ modify_error_callback(void *arg)
 	else if (ms->tenant == NULL)
 		errcontext("deleting a row of no tenant from table \"%s\" on shard \"%s\"",
 				   ms->topts->table, ms->shard_id);
+	else if (ms->operation == CMD_INSERT && ms->copy_line > 0)
+		errcontext("inserting into table \"%s\" on shard \"%s\", tenant \"%s\", the row of COPY %s, line " UINT64_FORMAT,
+				   ms->topts->table, ms->shard_id, ms->tenant,
+				   ms->copy->cur_relname, ms->copy_line);
 	else if (ms->operation == CMD_INSERT)
 		errcontext("inserting into table \"%s\" on shard \"%s\", tenant \"%s\"",
 				   ms->topts->table, ms->shard_id, ms->tenant);

@@ -1310,19 +1310,38 @@ shardio_read_header(const char *path, unsigned char *buf, int len)
  * shardio_change_stamp
  *		Take a stamp of the main database of a handle that changes with every
  *		commit to it, without a lock or a transaction: equal stamps taken at
- *		two moments mean no commit became visible in between.  Returns 0
- *		when no stamp can be had (the handle has no WAL open), and the
- *		caller must check another way.
+ *		two moments mean no commit became visible in between.  Returns
+ *		SHARDIO_STAMP_WAL or SHARDIO_STAMP_HEADER for the kind of stamp
+ *		taken, or 0 when none can be had (a database in WAL mode whose WAL
+ *		the handle has not opened yet), and the caller must check another
+ *		way.
  *
  * In WAL mode a commit becomes visible to readers when the writer rewrites
  * the WAL-index header at the start of the -shm file (SQLite's documented
  * file format: two 48-byte copies, the second written first; a reader that
  * finds them unequal retries).  Only a handle whose pager has the WAL open
- * is stamped: SQLite then holds a shared lock on the database file for as
- * long as the handle stays open, so no other connection can take the
+ * is stamped so: SQLite then holds a shared lock on the database file for
+ * as long as the handle stays open, so no other connection can take the
  * database out of WAL mode or remove its -shm file, and the handle's own
  * mapping of that file, reached through the VFS, is already there.  The
- * stamp then reads memory only.
+ * stamp then reads memory only.  A commit may become visible at any moment,
+ * the handle's own read transactions included: a WAL stamp is good only
+ * when taken before the state it vouches for is read.
+ *
+ * In rollback-journal mode the stamp is the database header (its first 100
+ * bytes), read with one pread on the handle's open file.  Every commit
+ * writes a new change counter into it (offset 24) before the commit point,
+ * which is when the journal goes: SQLite's own pager keeps its page cache
+ * across transactions exactly when bytes 24-39 are unchanged, so an
+ * unchanged header means no commit another connection could see.  The
+ * header read without a lock may be that of a commit under way, or of one
+ * whose writer died (a hot journal): such a header differs from the last
+ * committed one, and the caller checks the slow way.  A header stamp that
+ * is kept to compare with must therefore be taken inside a read
+ * transaction, whose shared lock keeps writers out of the file and makes
+ * SQLite roll back a hot journal first: it is then the committed header.
+ * A header of a file in WAL mode (format versions 2, offsets 18-19) is no
+ * stamp: WAL commits leave it as it is.
  */
 int
 shardio_change_stamp(sqlite3 *db, ShardioStamp *stamp)
@@ -1334,26 +1353,51 @@ shardio_change_stamp(sqlite3 *db, ShardioStamp *stamp)
 
 	memset(stamp, 0, sizeof(ShardioStamp));
 
-	/* the journal of a handle in WAL mode is its open WAL file */
-	if (sqlite3_file_control(db, "main", SQLITE_FCNTL_JOURNAL_POINTER,
-							 &journal) != SQLITE_OK ||
-		journal == NULL || journal->pMethods == NULL)
-		return 0;
 	if (sqlite3_file_control(db, "main", SQLITE_FCNTL_FILE_POINTER,
 							 &file) != SQLITE_OK ||
-		file == NULL || file->pMethods == NULL ||
-		file->pMethods->iVersion < 2 || file->pMethods->xShmMap == NULL)
+		file == NULL || file->pMethods == NULL)
 		return 0;
 
+	/*
+	 * The journal of a handle in WAL mode is its open WAL file; a read-only
+	 * handle in rollback-journal mode never opens its journal (it cannot
+	 * write, nor roll back another's).
+	 */
+	if (sqlite3_file_control(db, "main", SQLITE_FCNTL_JOURNAL_POINTER,
+							 &journal) != SQLITE_OK || journal == NULL)
+		return 0;
+	if (journal->pMethods == NULL)
+	{
+		static const char magic[] = "SQLite format 3";
+
+		if (file->pMethods->xRead(file, stamp->bytes,
+								  SHARDIO_STAMP_HEADER_LEN, 0) != SQLITE_OK ||
+			memcmp(stamp->bytes, magic, sizeof(magic)) != 0 ||
+			stamp->bytes[18] != 1 || stamp->bytes[19] != 1)
+		{
+			memset(stamp, 0, sizeof(ShardioStamp));
+			return 0;
+		}
+		stamp->kind = SHARDIO_STAMP_HEADER;
+		return SHARDIO_STAMP_HEADER;
+	}
+
+	if (file->pMethods->iVersion < 2 || file->pMethods->xShmMap == NULL)
+		return 0;
 	if (file->pMethods->xShmMap(file, 0, 32768, 0, &shm) != SQLITE_OK ||
 		shm == NULL)
 		return 0;
-	memcpy(stamp->wal, (const void *) shm, sizeof(stamp->wal));
+	memcpy(stamp->bytes, (const void *) shm, sizeof(second));
 	__sync_synchronize();
-	memcpy(second, (const char *) shm + sizeof(stamp->wal), sizeof(second));
+	memcpy(second, (const char *) shm + sizeof(second), sizeof(second));
 
 	/* a header being rewritten, or not yet initialized (isInit) */
-	if (memcmp(stamp->wal, second, sizeof(second)) != 0 || stamp->wal[12] != 1)
+	if (memcmp(stamp->bytes, second, sizeof(second)) != 0 ||
+		stamp->bytes[12] != 1)
+	{
+		memset(stamp, 0, sizeof(ShardioStamp));
 		return 0;
-	return 1;
+	}
+	stamp->kind = SHARDIO_STAMP_WAL;
+	return SHARDIO_STAMP_WAL;
 }

@@ -145,10 +145,18 @@ extern void shardio_thread_lock_waits(int *counter);
 extern int	shardio_file_state(const char *path);
 extern int	shardio_read_header(const char *path, unsigned char *buf, int len);
 
-/* What of a WAL database's files changes with every commit. */
+/*
+ * What of a database's files changes with every commit: the WAL-index
+ * header of a database in WAL mode, the database header otherwise.
+ */
+#define SHARDIO_STAMP_WAL		1
+#define SHARDIO_STAMP_HEADER	2
+#define SHARDIO_STAMP_HEADER_LEN 100
+
 typedef struct ShardioStamp
 {
-	unsigned char wal[48];		/* the WAL-index header */
+	int			kind;			/* SHARDIO_STAMP_*, 0 for none */
+	unsigned char bytes[SHARDIO_STAMP_HEADER_LEN];
 } ShardioStamp;
 
 extern int	shardio_change_stamp(sqlite3 *db, ShardioStamp *stamp);
