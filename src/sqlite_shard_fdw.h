@@ -662,18 +662,35 @@ extern void shard_store_fit(ShardStoreConv *conv, Datum value, char affinity,
 							ShardValue *v, const char *column,
 							const char *table, const char *shard_id);
 
-/* in modify.c */
-extern const char *shard_write_failure(CmdType operation, bool prepare);
+/* in modifyplan.c */
+/* Positions in a ModifyTable's fdw_private for a row-by-row write. */
+enum FdwModifyPrivateIndex
+{
+	FdwModifyPrivateTargetAttrs,	/* IntList: columns the INSERT sets */
+	FdwModifyPrivateReturningAttrs, /* IntList: columns RETURNING reads */
+	FdwModifyPrivateOnConflictNothing,	/* Integer: ON CONFLICT DO NOTHING */
+	FdwModifyPrivateOperation,	/* Integer: CMD_INSERT, _UPDATE or _DELETE */
+	FdwModifyPrivateCount
+};
 
+extern void shard_report_tenant_change(Relation rel);
+extern char *shard_tenant_junk_name(AttrNumber tenant_attnum);
 extern int	shardIsForeignRelUpdatable(Relation rel);
 extern bool shardPlanDirectModify(PlannerInfo *root, ModifyTable *plan,
 								  Index resultRelation, int subplan_index);
+extern List *shardPlanForeignModify(PlannerInfo *root, ModifyTable *plan,
+									Index resultRelation, int subplan_index);
+extern void shardAddForeignUpdateTargets(PlannerInfo *root, Index rtindex,
+										 RangeTblEntry *target_rte,
+										 Relation target_relation);
+
+/* in modify.c */
+extern const char *shard_write_failure(CmdType operation, bool prepare);
+
 extern TupleTableSlot *shardExecForeignUpdate(EState *estate,
 											  ResultRelInfo *rinfo,
 											  TupleTableSlot *slot,
 											  TupleTableSlot *planSlot);
-extern List *shardPlanForeignModify(PlannerInfo *root, ModifyTable *plan,
-									Index resultRelation, int subplan_index);
 extern void shardBeginForeignModify(ModifyTableState *mtstate,
 									ResultRelInfo *rinfo, List *fdw_private,
 									int subplan_index, int eflags);
@@ -689,9 +706,6 @@ extern TupleTableSlot **shardExecForeignBatchInsert(EState *estate,
 													TupleTableSlot **planSlots,
 													int *numSlots);
 extern int	shardGetForeignModifyBatchSize(ResultRelInfo *rinfo);
-extern void shardAddForeignUpdateTargets(PlannerInfo *root, Index rtindex,
-										 RangeTblEntry *target_rte,
-										 Relation target_relation);
 extern TupleTableSlot *shardExecForeignDelete(EState *estate,
 											  ResultRelInfo *rinfo,
 											  TupleTableSlot *slot,

@@ -2,7 +2,7 @@
  *
  * directmodify.c
  *		  UPDATE and DELETE run inside the shards: one SQLite statement per
- *		  shard, planned by modify.c (shardPlanDirectModify)
+ *		  shard, planned by modifyplan.c (shardPlanDirectModify)
  *
  * A direct UPDATE or DELETE is a scan (scan.c) whose statement changes the
  * rows instead of returning them: the same shards, conditions and tenant

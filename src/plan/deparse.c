@@ -26,7 +26,7 @@
  *   conditions in PostgreSQL for a shard that declares the column otherwise.
  * - No arithmetic: SQLite turns integer overflow into floating point and
  *   division by zero into NULL, where PostgreSQL raises an error.  (A
- *   direct UPDATE's new integer values are the exception: modify.c writes
+ *   direct UPDATE's new integer values are the exception: modifyplan.c writes
  *   them with the wrapper's functions ssfdw_int_read and ssfdw_int, which
  *   read a column as the wrapper does and raise PostgreSQL's errors.)
  * - timestamp and timestamptz columns are compared as ssfdw_usecs(column,
