@@ -372,13 +372,18 @@ shard_commits(PG_FUNCTION_ARGS)
 							 "s.path, s.committed "
 							 "FROM commits c JOIN commit_shards s ON s.commit_id = c.id "
 							 "ORDER BY c.id, s.position", 0, &stmt, errbuf);
-	while (rc == SQLITE_OK && (rc = sqlite3_step(stmt)) == SQLITE_ROW)
+	while (rc == SQLITE_OK || rc == SQLITE_ROW)
 	{
 		Datum		values[10];
 		bool		nulls[10] = {0};
-		double		started = sqlite3_column_double(stmt, 1);
-		const char *state = (const char *) sqlite3_column_text(stmt, 5);
+		double		started;
+		const char *state;
 
+		rc = sqlite3_step(stmt);
+		if (rc != SQLITE_ROW)
+			break;
+		state = (const char *) sqlite3_column_text(stmt, 5);
+		started = sqlite3_column_double(stmt, 1);
 		values[0] = Int64GetDatum(sqlite3_column_int64(stmt, 0));
 		values[1] = TimestampTzGetDatum((TimestampTz)
 										((started - UNIX_EPOCH_SECS) * USECS_PER_SEC));
@@ -396,7 +401,7 @@ shard_commits(PG_FUNCTION_ARGS)
 	}
 	if (rc == SQLITE_DONE)
 		rc = SQLITE_OK;
-	else if (rc != SQLITE_OK)
+	else if (db != NULL && stmt != NULL)
 		strlcpy(errbuf, sqlite3_errmsg(db), SHARDIO_ERRLEN);
 	if (db != NULL)
 		sqlite3_finalize(stmt);
