@@ -361,6 +361,8 @@ shard_commits(PG_FUNCTION_ARGS)
 	sqlite3_stmt *stmt = NULL;
 	int			rc;
 
+	shard_require_admin(gettext_noop("permission denied to list a server's commits"),
+						gettext_noop("Only roles with privileges of the \"%s\" role may list a server's commits."));
 	InitMaterializedSRF(fcinfo, 0);
 	rc = commitlog_open(path, false, &db, errbuf);
 	if (rc == SQLITE_OK && db == NULL)
@@ -431,6 +433,8 @@ shard_commit_forget(PG_FUNCTION_ARGS)
 	bool		found = false;
 	int			rc;
 
+	shard_require_admin(gettext_noop("permission denied to forget a commit"),
+						gettext_noop("Only roles with privileges of the \"%s\" role may forget a server's commits."));
 	rc = commitlog_open(path, false, &db, errbuf);
 	if (rc == SQLITE_OK && db == NULL)
 		PG_RETURN_BOOL(false);

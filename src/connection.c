@@ -1900,7 +1900,9 @@ lock_for_commit(ShardConn *conn)
 						conn->path) :
 				 errmsg("could not commit the writes to shard \"%s\"",
 						conn->shard_id),
-				 errdetail("A deferred foreign key constraint of the file is not satisfied. Nothing committed.")));
+				 conn->is_directory ?
+				 errdetail("A deferred foreign key constraint of the directory is not satisfied. Nothing committed.") :
+				 errdetail("A deferred foreign key constraint of the shard is not satisfied. Nothing committed.")));
 
 	rc = sqlite3_db_cacheflush(conn->db);
 
