@@ -191,6 +191,34 @@ commitlog_run(sqlite3 *db, const char *sql, int64 a, int64 b, int64 c,
 }
 
 /*
+ * commitlog_delete
+ *		Remove the commit id and its files from the log, in one
+ *		transaction; SQLITE_OK or the failure's code with SQLite's message
+ *		in errbuf.
+ */
+static int
+commitlog_delete(sqlite3 *db, int64 id, char *errbuf)
+{
+	int			rc = shardio_exec(db, "BEGIN IMMEDIATE", errbuf);
+
+	if (rc == SQLITE_OK)
+		rc = commitlog_run(db, "DELETE FROM commit_shards WHERE commit_id = ?1",
+						   id, 0, 0, NULL, errbuf);
+	if (rc == SQLITE_OK)
+		rc = commitlog_run(db, "DELETE FROM commits WHERE id = ?1",
+						   id, 0, 0, NULL, errbuf);
+	if (rc == SQLITE_OK)
+		rc = shardio_exec(db, "COMMIT", errbuf);
+	if (rc != SQLITE_OK && !sqlite3_get_autocommit(db))
+	{
+		char		ignored[SHARDIO_ERRLEN];
+
+		(void) shardio_exec(db, "ROLLBACK", ignored);
+	}
+	return rc;
+}
+
+/*
  * shard_commitlog_begin
  *		Record, durably, a commit of n files about to begin in this order
  *		(shard_ids[i] NULL for a directory file), in the log next to the
@@ -299,12 +327,7 @@ shard_commitlog_end(const char *directory, int64 id, const char *error)
 						   "WHERE id = ?1",
 						   id, 0, 0, error, errbuf);
 	else if (rc == SQLITE_OK)
-		rc = commitlog_run(db,
-						   "DELETE FROM commit_shards WHERE commit_id = ?1",
-						   id, 0, 0, NULL, errbuf);
-	if (rc == SQLITE_OK && error == NULL)
-		rc = commitlog_run(db, "DELETE FROM commits WHERE id = ?1",
-						   id, 0, 0, NULL, errbuf);
+		rc = commitlog_delete(db, id, errbuf);
 	if (rc != SQLITE_OK)
 		ereport(WARNING,
 				(errcode(shard_sqlite_sqlstate(rc)),
@@ -468,11 +491,7 @@ shard_commit_forget(PG_FUNCTION_ARGS)
 		sqlite3_finalize(stmt);
 	}
 	if (rc == SQLITE_OK && found)
-		rc = commitlog_run(db, "DELETE FROM commit_shards WHERE commit_id = ?1",
-						   id, 0, 0, NULL, errbuf);
-	if (rc == SQLITE_OK && found)
-		rc = commitlog_run(db, "DELETE FROM commits WHERE id = ?1",
-						   id, 0, 0, NULL, errbuf);
+		rc = commitlog_delete(db, id, errbuf);
 	if (rc != SQLITE_OK)
 		ereport(ERROR,
 				(errcode(shard_sqlite_sqlstate(rc)),

@@ -926,7 +926,6 @@ shard_conn_get_internal(ShardServerOptions *opts, ShardInfo *shard,
 	if (conn == NULL)
 	{
 		sqlite3    *db;
-
 		int			nfds;
 
 		/* Make room first, so the cap holds once this one is idle again. */

@@ -39,54 +39,9 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 export LC_ALL=C.UTF-8
 source test/fixtures/common.sh
 
-if [ -z "${COMMIT_INNER:-}" ]; then
-	if [ -z "${PGDATABASE:-}" ] || [ "$PGDATABASE" = "postgres" ]; then
-		psql -X -q -d postgres -c 'DROP DATABASE IF EXISTS ssfdw_commit' \
-			-c 'CREATE DATABASE ssfdw_commit'
-		export PGDATABASE=ssfdw_commit
-	fi
-	rc=0
-	COMMIT_INNER=1 timeout --kill-after=5 180 bash "${BASH_SOURCE[0]}" || rc=$?
-	if [ "$rc" -eq 124 ]; then
-		echo "the test did not finish within 180 s"
-		echo "0 passed, 1 failed"
-	fi
-	exit "$rc"
-fi
-
-tmp=$(mktemp -d -t ssfdw_commit.XXXXXX)
-chmod 0777 "$tmp"
-helpers=()
-
-cleanup()
-{
-	local p
-	for p in "${helpers[@]}"; do
-		kill "$p" 2>/dev/null || true
-	done
-	for p in "${helpers[@]}"; do
-		wait "$p" 2>/dev/null || true
-	done
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
-trap 'exit 143' TERM INT
-
-passed=0
-failed=0
-result()
-{
-	if [ "$1" = ok ]; then
-		echo "ok      $2"
-		passed=$((passed + 1))
-	else
-		echo "FAILED  $2"
-		failed=$((failed + 1))
-		if [ -n "${3:-}" ]; then
-			echo "$3" | sed 's/^/        /' | head -n 30
-		fi
-	fi
-}
+source test/script_common.sh
+script_limit ssfdw_commit 180
+script_tmp ssfdw_commit
 
 # check NAME EXPECTED ACTUAL
 check()
@@ -96,11 +51,6 @@ check()
 	else
 		result failed "$1" "expected: $2"$'\n'"actual:   $3"
 	fi
-}
-
-q()
-{
-	psql -X -q -A -t -v ON_ERROR_STOP=1 -c "$1"
 }
 
 # q_state SQL...: run the statements in one session; print the SQLSTATEs
@@ -136,16 +86,8 @@ wait_server()
 # The application: hold a lock on a shard file until STOPFILE exists (at
 # most 60 s): "write" BEGIN IMMEDIATE, "read" a read transaction (a shared
 # lock, which holds off a rollback-journal commit).
-cat >"$tmp/app.py" <<'PY'
-import os, pwd, sqlite3, sys, time
-
-if os.geteuid() == 0:
-    try:
-        pw = pwd.getpwnam("postgres")
-        os.setgid(pw.pw_gid)
-        os.setuid(pw.pw_uid)
-    except KeyError:
-        pass
+{ echo "import sqlite3, sys, time"; echo "$as_server_user"; cat; } \
+	>"$tmp/app.py" <<'PY'
 
 mode, db, stopfile, readyfile = sys.argv[1:5]
 con = sqlite3.connect(db, timeout=30, isolation_level=None)
@@ -397,5 +339,4 @@ q "SELECT tenant_move('cm', 'm', 'w2')" >/dev/null 2>&1
 check "once the move finished, the retry writes the new shard" "ok 1" \
 	"$(q_state -c "INSERT INTO t VALUES ('m', 2, 'retried')") $(sq shards/w2.db "SELECT count(*) FROM t WHERE tenant_id = 'm' AND id = 2")"
 
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+script_end

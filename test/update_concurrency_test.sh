@@ -34,53 +34,16 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 export LC_ALL=C.UTF-8
 source test/fixtures/common.sh
 
-if [ -z "${UCONC_INNER:-}" ]; then
-	if [ -z "${PGDATABASE:-}" ] || [ "$PGDATABASE" = "postgres" ]; then
-		psql -X -q -d postgres -c 'DROP DATABASE IF EXISTS ssfdw_uconc' \
-			-c 'CREATE DATABASE ssfdw_uconc'
-		export PGDATABASE=ssfdw_uconc
-	fi
-	rc=0
-	UCONC_INNER=1 timeout --kill-after=5 400 bash "${BASH_SOURCE[0]}" || rc=$?
-	if [ "$rc" -eq 124 ]; then
-		echo "the test did not finish within 400 s"
-		echo "0 passed, 1 failed"
-	fi
-	exit "$rc"
-fi
-
-tmp=$(mktemp -d -t ssfdw_uconc.XXXXXX)
-chmod 0777 "$tmp"
-helpers=()
-
-cleanup()
-{
-	local p
-	for p in "${helpers[@]}"; do
-		kill "$p" 2>/dev/null || true
-	done
-	for p in "${helpers[@]}"; do
-		wait "$p" 2>/dev/null || true
-	done
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
-trap 'exit 143' TERM INT
+source test/script_common.sh
+script_limit ssfdw_uconc 400
+script_tmp ssfdw_uconc
 
 # The application: writes rows of tenant "app" (ids from 1,000,000 up, after
 # those of its earlier runs) in
 # transactions of one INSERT and one UPDATE, back to back, until STOPFILE
 # exists; RESULT gets the number of transactions (or ERROR ...).
-cat >"$tmp/app.py" <<'PY'
-import os, pwd, sqlite3, sys, time
-
-if os.geteuid() == 0:
-    try:
-        pw = pwd.getpwnam("postgres")
-        os.setgid(pw.pw_gid)
-        os.setuid(pw.pw_uid)
-    except KeyError:
-        pass
+{ echo "import sqlite3, sys, time"; echo "$as_server_user"; cat; } \
+	>"$tmp/app.py" <<'PY'
 
 db, stopfile, readyfile, result = sys.argv[1:5]
 out = ""
@@ -172,27 +135,6 @@ CREATE FOREIGN TABLE t (tenant_id text, id bigint, v bigint, w text)
   SERVER uc OPTIONS (table 't');
 SQL
 
-passed=0
-failed=0
-result()
-{
-	if [ "$1" = ok ]; then
-		echo "ok      $2"
-		passed=$((passed + 1))
-	else
-		echo "FAILED  $2"
-		failed=$((failed + 1))
-		if [ -n "${3:-}" ]; then
-			echo "$3" | sed 's/^/        /' | head -n 30
-		fi
-	fi
-}
-
-q()
-{
-	psql -X -q -A -t -v ON_ERROR_STOP=1 -c "$1"
-}
-
 # The plans the statements get: run inside the shard, and row by row.
 plan_direct=$(q "EXPLAIN (VERBOSE, COSTS OFF)
 	UPDATE t SET w = 'direct' WHERE tenant_id = 'a' AND id = 1")
@@ -278,5 +220,4 @@ $(cat "$tmp"/rows.*.out | grep -m 5 . || true)"
 	rm -f "$tmp"/direct.* "$tmp"/rows.*
 done
 
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+script_end
