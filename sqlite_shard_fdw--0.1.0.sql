@@ -204,3 +204,26 @@ AS 'MODULE_PATHNAME', 'shard_rebalance'
 LANGUAGE C;
 
 REVOKE ALL ON PROCEDURE shard_rebalance(name, float8, integer) FROM PUBLIC;
+
+-- Commits that span shards: shard_commits(server) lists those that did not
+-- finish (interrupted by a crash between two shard commits, failed after
+-- some shards committed, or in progress), one row per shard, with whether
+-- the shard holds the transaction's writes; shard_commit_forget(server,
+-- commit_id) removes one once it has been dealt with.
+CREATE FUNCTION shard_commits(server name,
+                              OUT commit_id bigint, OUT started_at timestamptz,
+                              OUT backend_pid integer, OUT state text,
+                              OUT xid text, OUT error text,
+                              OUT commit_order integer, OUT shard_id text,
+                              OUT path text, OUT committed boolean)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'shard_commits'
+LANGUAGE C STRICT;
+
+CREATE FUNCTION shard_commit_forget(server name, commit_id bigint)
+RETURNS boolean
+AS 'MODULE_PATHNAME', 'shard_commit_forget'
+LANGUAGE C STRICT;
+
+REVOKE ALL ON FUNCTION shard_commits(name), shard_commit_forget(name, bigint)
+  FROM PUBLIC;

@@ -190,8 +190,8 @@ BEGIN;
 INSERT INTO orders (tenant_id, order_id, amount_cents) VALUES ('acme', 1000070, 1);
 PREPARE TRANSACTION 'w';
 SELECT count(*) FROM orders WHERE order_id = 1000070;
--- A shard that cannot commit: the deferred foreign key of s2 fails at
--- COMMIT, after s1 committed; the error names both.
+-- A shard that cannot commit: the deferred foreign key of s2 is not
+-- satisfied.  That is found before any shard commits: nothing commits.
 INSERT INTO customers VALUES ('acme', 1, 'a'), ('globex', 1, 'g');
 BEGIN;
 INSERT INTO ledger VALUES ('acme', 1000001, 1);

@@ -31,15 +31,25 @@
  * Handles are opened for writing but kept query_only until a write first
  * needs them.  A shard's write transaction begins at the PostgreSQL
  * transaction's first write to it (BEGIN IMMEDIATE, which takes the write
- * lock up front, or the upgrade of a read transaction the statement or a
- * REPEATABLE READ snapshot still holds) and lasts until the PostgreSQL
- * transaction ends: later reads of the shard see its writes.  Savepoints
- * mirror PostgreSQL's subtransactions, so a failed statement inside a
- * savepoint or a PL/pgSQL exception block undoes its shard writes too.  At
- * commit the written shards commit one after another in shard id order;
- * if one fails, the error names those that committed and those that did
- * not (SQLite has no two-phase commit).  PREPARE TRANSACTION is refused
- * once a shard was written.
+ * lock up front, or the upgrade of a read transaction a REPEATABLE READ
+ * snapshot, or an earlier read of the same statement, still holds) and
+ * lasts until the PostgreSQL transaction ends: later reads of the shard see
+ * its writes.  No read of planning stays open into execution
+ * (shard_conn_get_brief), and the scan of a table its statement writes
+ * takes the write lock before it reads (shard_conn_get_locked), so a
+ * statement in autocommit never has to turn a snapshot into a write, which
+ * SQLite refuses once another connection has written the shard.
+ * Savepoints mirror PostgreSQL's subtransactions, so a failed statement
+ * inside a savepoint or a PL/pgSQL exception block undoes its shard writes
+ * too.  At commit the written shards commit one after another in a fixed
+ * order, after every lock they need was taken and, for several, after the
+ * commit was recorded in the commit log (commit_writes, commitlog.c); if
+ * one fails, the error names those that committed and those that did not
+ * (SQLite has no two-phase commit).  PREPARE TRANSACTION is refused once a
+ * shard was written.
+ *
+ * Each open handle counts its descriptors against PostgreSQL's budget
+ * (AcquireExternalFD, as postgres_fdw counts its connections).
  *
  *-------------------------------------------------------------------------
  */
@@ -53,6 +63,7 @@
 #include "fanout.h"
 #include "miscadmin.h"
 #include "storage/fd.h"
+#include "storage/predicate.h"
 #include "utils/hsearch.h"
 #include "utils/memutils.h"
 
@@ -85,6 +96,10 @@ struct ShardConn
 	int			savepoints;		/* PostgreSQL nesting level its savepoints
 								 * reach (1: none) */
 	bool		is_directory;	/* the server's directory, not a shard */
+	bool		brief;			/* the read transaction is a planning read's,
+								 * to end when it gives the handle back */
+	int			nfds;			/* descriptors counted for the handle */
+	char		directory[MAXPGPATH];	/* its server's directory file */
 };
 
 /* An idle prepared statement kept for its SQL text. */
@@ -103,6 +118,18 @@ typedef struct ConnHold
 	ShardConn  *conn;
 	SubTransactionId subid;
 } ConnHold;
+
+/*
+ * How a handle's transaction begins when it has none: a read for the
+ * statement, a read for planning that ends when the handle is given back,
+ * or with the write lock (BEGIN IMMEDIATE) for a statement that will write.
+ */
+typedef enum ConnBegin
+{
+	CONN_BEGIN_READ,
+	CONN_BEGIN_BRIEF,
+	CONN_BEGIN_LOCKED
+} ConnBegin;
 
 /* Which file a handle is opened on, and how. */
 typedef enum ConnFile
@@ -126,20 +153,23 @@ static int	open_count = 0;
 static List *holds = NIL;		/* ConnHold, in TopMemoryContext */
 
 static void shard_xact_callback(XactEvent event, void *arg);
-static void commit_writes(void);
+static void commit_writes(bool parallel);
 static void end_savepoints(bool commit);
 static void end_read_xact(ShardConn *conn);
+static void release_fds(int n);
+static int	reserve_fds(ShardInfo *shard);
 static ShardConn *hash_search_conn(ShardInfo *shard);
 static ShardConn *shard_conn_get_internal(ShardServerOptions *opts,
 										  ShardInfo *shard, bool missing_ok,
-										  bool immediate, ConnFile file);
+										  ConnBegin begin, ConnFile file);
 /* What conn_exec runs, naming the message of its failure. */
 typedef enum ConnExecOp
 {
 	CONN_LOCK,
 	CONN_ALLOW_WRITES,
 	CONN_SAVEPOINT,
-	CONN_RELEASE
+	CONN_RELEASE,
+	CONN_COMMIT_LOCK
 } ConnExecOp;
 
 static void conn_exec(ShardConn *conn, const char *sql, ConnExecOp op);
@@ -419,6 +449,23 @@ shard_write_error(int rc, const char *shard_id, const char *table,
 					 errdetail("Another connection wrote to the shard, or was writing it, after this transaction read it."),
 					 errhint("The transaction might succeed if retried.")));
 			return;
+		case SQLITE_CONSTRAINT_TRIGGER:
+
+			/*
+			 * A move's fence (movecopy.c): the tenant's rows left this
+			 * shard after the statement was routed here.  Run again, the
+			 * statement is routed to the new shard.
+			 */
+			if (msg != NULL && strncmp(msg, "tenant \"", 8) == 0 &&
+				strstr(msg, "\" has moved to shard \"") != NULL)
+				ereport(ERROR,
+						(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+						 errmsg("could not write to shard \"%s\": the tenant moved to another shard",
+								shard_id),
+						 errdetail_internal("%s", msg),
+						 errhint("The tenant moved while the statement ran; the transaction might succeed if retried.")));
+			sqlstate = ERRCODE_INTEGRITY_CONSTRAINT_VIOLATION;
+			break;
 		default:
 			/* a cancel during the lock wait, or the wait's end: 55P03 */
 			shard_check_lock_wait(rc, false, shard_id);
@@ -469,6 +516,8 @@ close_conn(ShardConn *conn)
 	sqlite3_finalize(conn->commit_stmt);
 	shardio_close(conn->db);
 	conn->db = NULL;
+	release_fds(conn->nfds);
+	conn->nfds = 0;
 	open_count--;
 	hash_search(ConnectionHash, conn->path, HASH_REMOVE, NULL);
 }
@@ -513,6 +562,53 @@ evict_idle(int keep)
 			return;
 		end_read_xact(victim);
 		close_conn(victim);
+	}
+}
+
+/*
+ * release_fds
+ *		Give back n descriptors counted with AcquireExternalFD.
+ */
+static void
+release_fds(int n)
+{
+	while (n-- > 0)
+		ReleaseExternalFD();
+}
+
+/*
+ * reserve_fds
+ *		Count the descriptors a handle on a shard (or the directory) will
+ *		keep open against PostgreSQL's budget for descriptors outside its
+ *		own file layer, as postgres_fdw counts each connection's socket:
+ *		the database file, and in WAL mode its "-wal" and "-shm" files too.
+ *		When none is left, idle handles are closed, least recently used
+ *		first; with none to close the open is refused.  Returns how many
+ *		were counted, for release_fds when the handle closes.
+ */
+static int
+reserve_fds(ShardInfo *shard)
+{
+	int			n = (shard_file_kind(shard->path) == SHARD_FILE_WAL) ? 3 : 1;
+
+	for (;;)
+	{
+		int			got = 0;
+		int			before = open_count;
+
+		while (got < n && AcquireExternalFD())
+			got++;
+		if (got == n)
+			return n;
+		release_fds(got);
+		evict_idle(open_count - 1);
+		if (open_count == before)
+			ereport(ERROR,
+					(errcode(ERRCODE_FDW_UNABLE_TO_ESTABLISH_CONNECTION),
+					 errmsg("could not open shard \"%s\": too many files are open",
+							shard->shard_id),
+					 errdetail("The backend has no file descriptor left for another SQLite handle, and every open handle is in use."),
+					 errhint("Raise the server's \"max_files_per_process\" and the operating system's limit (ulimit -n), or read fewer shards in one statement.")));
 	}
 }
 
@@ -725,7 +821,46 @@ open_directory_file(ShardServerOptions *opts, bool create)
 ShardConn *
 shard_conn_get(ShardServerOptions *opts, ShardInfo *shard, bool missing_ok)
 {
-	return shard_conn_get_internal(opts, shard, missing_ok, false, CONN_SHARD);
+	return shard_conn_get_internal(opts, shard, missing_ok, CONN_BEGIN_READ,
+								   CONN_SHARD);
+}
+
+/*
+ * shard_conn_get_brief
+ *		shard_conn_get for a read made while planning (row estimates, the
+ *		shard's declared schema): a read transaction it begins ends when
+ *		the handle is given back.
+ *
+ * Left open, it would be the statement's: a write of the same statement
+ * would then have to turn that snapshot into a write transaction, which
+ * SQLite refuses once another connection wrote the shard since (a
+ * serialization failure that no PostgreSQL table would raise); and under
+ * REPEATABLE READ it would fix the transaction's snapshot at planning.
+ */
+ShardConn *
+shard_conn_get_brief(ShardServerOptions *opts, ShardInfo *shard,
+					 bool missing_ok)
+{
+	return shard_conn_get_internal(opts, shard, missing_ok, CONN_BEGIN_BRIEF,
+								   CONN_SHARD);
+}
+
+/*
+ * shard_conn_get_locked
+ *		shard_conn_get for a scan of a table its statement will write: a
+ *		transaction it begins takes the shard's write lock first (BEGIN
+ *		IMMEDIATE), so that the statement's writes never have to upgrade
+ *		a read snapshot another connection has written past.  The shard
+ *		counts as written only once a write asks for it; unwritten, the
+ *		lock ends with the statement (or, under REPEATABLE READ, with the
+ *		transaction).
+ */
+ShardConn *
+shard_conn_get_locked(ShardServerOptions *opts, ShardInfo *shard,
+					  bool missing_ok)
+{
+	return shard_conn_get_internal(opts, shard, missing_ok, CONN_BEGIN_LOCKED,
+								   CONN_SHARD);
 }
 
 /*
@@ -742,12 +877,12 @@ hash_search_conn(ShardInfo *shard)
 
 /*
  * shard_conn_get_internal
- *		shard_conn_get; with immediate, a transaction it has to begin takes
- *		the write lock at once (BEGIN IMMEDIATE).
+ *		shard_conn_get; begin says how a transaction it has to begin does
+ *		(ConnBegin).
  */
 static ShardConn *
 shard_conn_get_internal(ShardServerOptions *opts, ShardInfo *shard,
-						bool missing_ok, bool immediate, ConnFile file)
+						bool missing_ok, ConnBegin begin, ConnFile file)
 {
 	ShardConn  *conn;
 	bool		found;
@@ -795,17 +930,33 @@ shard_conn_get_internal(ShardServerOptions *opts, ShardInfo *shard,
 	if (conn == NULL)
 	{
 		sqlite3    *db;
+		int			nfds;
 
 		/* Make room first, so the cap holds once this one is idle again. */
 		evict_idle(shard_max_open_shards - 1);
-		if (file == CONN_SHARD)
-			db = open_shard_file(opts, shard, missing_ok);
-		else
-			db = open_directory_file(opts, file == CONN_DIRECTORY_CREATE);
+		nfds = reserve_fds(shard);
+		PG_TRY();
+		{
+			if (file == CONN_SHARD)
+				db = open_shard_file(opts, shard, missing_ok);
+			else
+				db = open_directory_file(opts, file == CONN_DIRECTORY_CREATE);
+		}
+		PG_CATCH();
+		{
+			release_fds(nfds);
+			PG_RE_THROW();
+		}
+		PG_END_TRY();
 		if (db == NULL)
+		{
+			release_fds(nfds);
 			return NULL;
+		}
 		conn = hash_search(ConnectionHash, shard->path, HASH_ENTER, &found);
 		conn->db = db;
+		conn->nfds = nfds;
+		conn->brief = false;
 		conn->checked = NIL;
 		conn->stmts = NIL;
 		conn->begin_stmt = NULL;
@@ -850,17 +1001,25 @@ shard_conn_get_internal(ShardServerOptions *opts, ShardInfo *shard,
 	strlcpy(conn->shard_id, shard->shard_id, sizeof(conn->shard_id));
 	conn->last_used = ++use_counter;
 
+	strlcpy(conn->directory, opts->directory, sizeof(conn->directory));
+
 	if (stale_read_xact(conn))
 		end_read_xact(conn);
-	if (!conn->in_xact && immediate)
+
+	/*
+	 * The shard counts as written (write_xact) only once its write
+	 * transaction exists: get_for_write marks it after this succeeded, so
+	 * a lock not had (55P03, perhaps caught by an exception block) leaves
+	 * nothing for the commit to find.
+	 */
+	if (!conn->in_xact && begin == CONN_BEGIN_LOCKED)
 	{
-		conn->write_xact = true;
-		conn->savepoints = 1;
 		allow_writes(conn);
 		conn_step(conn, conn->immediate_stmt, CONN_LOCK);
 		conn->in_xact = true;
-		conn->xact_scoped = true;
+		conn->xact_scoped = IsolationUsesXactSnapshot();
 		conn->xact_stmt = GetCurrentStatementStartTimestamp();
+		conn->brief = false;
 	}
 	else if (!conn->in_xact)
 	{
@@ -873,8 +1032,15 @@ shard_conn_get_internal(ShardServerOptions *opts, ShardInfo *shard,
 							   "could not start a read transaction on shard \"%s\"",
 							   shard->shard_id);
 		conn->in_xact = true;
-		conn->xact_scoped = IsolationUsesXactSnapshot();
+		conn->brief = (begin == CONN_BEGIN_BRIEF);
+		conn->xact_scoped = !conn->brief && IsolationUsesXactSnapshot();
 		conn->xact_stmt = GetCurrentStatementStartTimestamp();
+	}
+	else if (conn->brief && begin != CONN_BEGIN_BRIEF)
+	{
+		/* a scan takes over a planning read still open: it is the scan's */
+		conn->brief = false;
+		conn->xact_scoped = IsolationUsesXactSnapshot();
 	}
 	conn->refcount++;
 	{
@@ -902,6 +1068,8 @@ static const char *const conn_exec_failures[][2] = {
 	gettext_noop("could not set a savepoint in directory \"%s\"")},
 	[CONN_RELEASE] = {gettext_noop("could not release a savepoint on shard \"%s\""),
 	gettext_noop("could not release a savepoint in directory \"%s\"")},
+	[CONN_COMMIT_LOCK] = {gettext_noop("could not lock shard \"%s\" to commit"),
+	gettext_noop("could not lock directory \"%s\" to commit")},
 };
 
 /*
@@ -1111,8 +1279,7 @@ get_for_write(ShardServerOptions *opts, ShardInfo *shard, ConnFile file)
 	if (conn != NULL && !conn->write_xact && stale_read_xact(conn))
 		end_read_xact(conn);
 	/* No read to upgrade: take the write lock up front. */
-	conn = shard_conn_get_internal(opts, shard, false,
-								   conn == NULL || !conn->in_xact, file);
+	conn = shard_conn_get_internal(opts, shard, false, CONN_BEGIN_LOCKED, file);
 
 	if (conn->write_lost)
 		report_write_lost(conn);
@@ -1513,7 +1680,7 @@ shard_explain_row_key(ShardServerOptions *opts, const char *table,
 	*collations = NIL;
 	if (shards == NIL)
 		return NIL;
-	conn = shard_conn_get(opts, (ShardInfo *) linitial(shards), true);
+	conn = shard_conn_get_brief(opts, (ShardInfo *) linitial(shards), true);
 	if (conn == NULL)
 		return NIL;
 	if (!shard_conn_has_rowid(conn, table))
@@ -1566,7 +1733,7 @@ shard_schema_meets(ShardServerOptions *opts, const char *table, List *needs)
 	shards = shard_directory_shards(dir);
 	if (shards == NIL)
 		return false;
-	conn = shard_conn_get(opts, (ShardInfo *) linitial(shards), true);
+	conn = shard_conn_get_brief(opts, (ShardInfo *) linitial(shards), true);
 	if (conn == NULL)
 		return false;
 	ok = (shard_conn_affinity_mismatch(conn, table, needs) == NULL);
@@ -1655,6 +1822,7 @@ end_read_xact(ShardConn *conn)
 	conn->xact_scoped = false;
 	conn->write_xact = false;
 	conn->write_lost = false;
+	conn->brief = false;
 	conn->savepoints = 1;
 }
 
@@ -1682,6 +1850,10 @@ shard_conn_release(ShardConn *conn)
 	}
 	if (conn->refcount > 0)
 		conn->refcount--;
+	/* a planning read's transaction ends with it (shard_conn_get_brief) */
+	if (conn->refcount == 0 && conn->brief && conn->open_stmts == 0 &&
+		!conn->write_xact)
+		end_read_xact(conn);
 	if (conn->refcount == 0)
 		evict_idle(shard_max_open_shards);
 }
@@ -1728,20 +1900,135 @@ write_conn_cmp(const ListCell *a, const ListCell *b)
 }
 
 /*
- * commit_writes
- *		Commit every shard the transaction wrote, in shard id order, before
- *		PostgreSQL commits.  A failure is an error that aborts the
- *		PostgreSQL transaction (the shards not yet committed roll back with
- *		it) and lists the shards that committed, which stay committed.
+ * lock_for_commit
+ *		Check that a written handle's COMMIT can succeed as far as SQLite
+ *		tells before it runs, and take every lock it needs, waiting for other
+ *		connections as any write does: in rollback-journal mode the
+ *		exclusive lock, which readers of the file hold off, taken by
+ *		writing the changed pages out (SQLite's cache flush); in WAL mode
+ *		the write lock held since the first write is all.  A cancel or a
+ *		statement timeout while waiting is raised as such.
  */
 static void
-commit_writes(void)
+lock_for_commit(ShardConn *conn)
+{
+	int			fks = 0;
+	int			highwater;
+	int			rc;
+
+	/*
+	 * A deferred foreign key left unsatisfied would fail the COMMIT:
+	 * refuse it now, while nothing has committed.
+	 */
+	if (sqlite3_db_status(conn->db, SQLITE_DBSTATUS_DEFERRED_FKS, &fks,
+						  &highwater, 0) == SQLITE_OK && fks > 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_FOREIGN_KEY_VIOLATION),
+				 conn->is_directory ?
+				 errmsg("could not commit the writes to directory \"%s\"",
+						conn->path) :
+				 errmsg("could not commit the writes to shard \"%s\"",
+						conn->shard_id),
+				 conn->is_directory ?
+				 errdetail("A deferred foreign key constraint of the directory is not satisfied. Nothing committed.") :
+				 errdetail("A deferred foreign key constraint of the shard is not satisfied. Nothing committed.")));
+
+	rc = sqlite3_db_cacheflush(conn->db);
+
+	if (rc != SQLITE_OK)
+	{
+		char		errbuf[SHARDIO_ERRLEN];
+
+		if ((rc & 0xff) == SQLITE_BUSY)
+			strlcpy(errbuf, sqlite3_errstr(rc), SHARDIO_ERRLEN);
+		else
+			strlcpy(errbuf, sqlite3_errmsg(conn->db), SHARDIO_ERRLEN);
+		conn_failed(conn, rc, errbuf, CONN_COMMIT_LOCK);
+	}
+}
+
+/*
+ * commit_failed
+ *		Raise the failure (rc, SQLite's message errbuf) of the commit of
+ *		written's file at position failed: the files before it committed,
+ *		it and those after it roll back with the PostgreSQL transaction.
+ *		A logged commit (log_id) stays in the log as failed when some
+ *		committed, and goes when none did.
+ */
+static void
+commit_failed(List *written, int failed, int rc, const char *errbuf,
+			  int64 log_id)
+{
+	ShardConn  *conn = list_nth(written, failed);
+	StringInfoData done;
+	StringInfoData rest;
+	ListCell   *lc;
+
+	initStringInfo(&done);
+	initStringInfo(&rest);
+	foreach(lc, written)
+	{
+		StringInfo	buf = foreach_current_index(lc) < failed ? &done : &rest;
+
+		appendStringInfo(buf, "%s%s", buf->len > 0 ? ", " : "",
+						 conn_label(lfirst(lc)));
+	}
+	RESUME_INTERRUPTS();
+	if (log_id > 0)
+		shard_commitlog_end(conn->directory, log_id,
+							failed > 0 ? errbuf : NULL);
+	ereport(ERROR,
+			(errcode(rc == SQLITE_CONSTRAINT_FOREIGNKEY ?
+					 ERRCODE_FOREIGN_KEY_VIOLATION :
+					 shard_sqlite_sqlstate(rc)),
+			 conn->is_directory ?
+			 errmsg("could not commit the writes to directory \"%s\"",
+					conn->path) :
+			 errmsg("could not commit the writes to shard \"%s\"",
+					conn->shard_id),
+			 failed > 0 ?
+			 errdetail("These committed: %s. These did not: %s. SQLite said: %s",
+					   done.data, rest.data, errbuf) :
+			 errdetail("Nothing committed; these did not: %s. SQLite said: %s",
+					   rest.data, errbuf),
+			 failed > 0 ?
+			 errhint("The files that committed keep the transaction's writes; shard_commits() lists the commit until shard_commit_forget() removes it.") :
+			 0));
+}
+
+/*
+ * commit_writes
+ *		Commit every file the transaction wrote, in a fixed order (the
+ *		directory first, then shards by id), before PostgreSQL commits.
+ *
+ * The order of the work is what a COMMIT promises (README, "What a COMMIT
+ * promises"):
+ *
+ * 1. Under SERIALIZABLE, PostgreSQL's own check for serialization failures
+ *	  runs first.  It marks the transaction as one that may no longer be
+ *	  chosen to fail, as for PREPARE TRANSACTION, so that PostgreSQL's
+ *	  commit cannot fail that way after the shards committed.
+ * 2. Every lock the commits need is taken, each waited for as a write
+ *	  waits; a cancel, a statement timeout or a lock not had aborts the
+ *	  transaction with nothing committed.
+ * 3. A commit of several files is recorded, durably, in the server's
+ *	  commit log (commitlog.c), so that a crash between two of them is
+ *	  found after the restart.
+ * 4. The files commit one after another, with interrupts held off, each
+ *	  marked in the log once it committed.  A failure is an error that
+ *	  aborts the PostgreSQL transaction (the files not yet committed roll
+ *	  back with it) and names the files that committed, which stay
+ *	  committed.
+ */
+static void
+commit_writes(bool parallel)
 {
 	HASH_SEQ_STATUS scan;
 	ShardConn  *conn;
 	List	   *written = NIL;
 	ListCell   *lc;
-	StringInfoData done;
+	int64		log_id = 0;
+	int			n;
 
 	if (ConnectionHash == NULL)
 		return;
@@ -1749,7 +2036,10 @@ commit_writes(void)
 	while ((conn = hash_seq_search(&scan)) != NULL)
 		if (conn->write_xact)
 			written = lappend(written, conn);
+	if (written == NIL)
+		return;
 	list_sort(written, write_conn_cmp);
+	n = list_length(written);
 
 	/* nothing commits if one shard's writes are already gone */
 	foreach(lc, written)
@@ -1762,45 +2052,64 @@ commit_writes(void)
 		}
 	}
 
-	initStringInfo(&done);
+	if (!parallel && IsolationIsSerializable())
+		PreCommit_CheckForSerializationFailure();
+
+	foreach(lc, written)
+		lock_for_commit(lfirst(lc));
+
+	if (n > 1)
+	{
+		char	  **ids = palloc(sizeof(char *) * n);
+		char	  **paths = palloc(sizeof(char *) * n);
+		char		errbuf[SHARDIO_ERRLEN];
+		int			rc;
+
+		foreach(lc, written)
+		{
+			conn = lfirst(lc);
+			ids[foreach_current_index(lc)] =
+				conn->is_directory ? NULL : conn->shard_id;
+			paths[foreach_current_index(lc)] = conn->path;
+		}
+		conn = linitial(written);
+		rc = shard_commitlog_begin(conn->directory, n, ids, paths, &log_id,
+								   errbuf);
+		if (rc != SQLITE_OK)
+			ereport(ERROR,
+					(errcode(shard_sqlite_sqlstate(rc)),
+					 errmsg("could not record a commit of %d shards in file \"%s\"",
+							n, shard_commitlog_path(conn->directory)),
+					 errdetail("Nothing committed. SQLite said: %s", errbuf),
+					 errhint("The server's operating system user must be able to create and write the file next to the directory file.")));
+	}
+
+	/* Nothing may stop the commits half-way but a failed commit. */
+	HOLD_INTERRUPTS();
 	foreach(lc, written)
 	{
 		char		errbuf[SHARDIO_ERRLEN];
+		int			i = foreach_current_index(lc);
 		int			rc;
 
 		conn = lfirst(lc);
 		rc = conn_run(conn, conn->commit_stmt, errbuf);
 		if (rc != SQLITE_OK)
-		{
-			StringInfoData rest;
-			ListCell   *lc2;
-			int			xrc = rc;
-
-			initStringInfo(&rest);
-			for_each_from(lc2, written, foreach_current_index(lc))
-				appendStringInfo(&rest, "%s%s", rest.len > 0 ? ", " : "",
-								 conn_label(lfirst(lc2)));
-			ereport(ERROR,
-					(errcode(xrc == SQLITE_CONSTRAINT_FOREIGNKEY ?
-							 ERRCODE_FOREIGN_KEY_VIOLATION :
-							 shard_sqlite_sqlstate(xrc)),
-					 conn->is_directory ?
-					 errmsg("could not commit the writes to directory \"%s\"",
-							conn->path) :
-					 errmsg("could not commit the writes to shard \"%s\"",
-							conn->shard_id),
-					 errdetail_internal("%s", errbuf),
-					 done.len > 0 ?
-					 errhint("These committed: %s. These did not: %s.",
-							 done.data, rest.data) :
-					 errhint("Nothing committed; these did not: %s.",
-							 rest.data)));
-		}
-		appendStringInfo(&done, "%s%s", done.len > 0 ? ", " : "",
-						 conn_label(conn));
+			commit_failed(written, i, rc, errbuf, log_id);
 		conn->in_xact = false;
 		end_read_xact(conn);
+		if (log_id > 0 && i < n - 1)
+		{
+			rc = shard_commitlog_committed(conn->directory, log_id, i + 1,
+										   errbuf);
+			if (rc != SQLITE_OK)
+				commit_failed(written, i + 1, rc, errbuf, 0);
+		}
 	}
+	if (log_id > 0)
+		shard_commitlog_end(((ShardConn *) linitial(written))->directory,
+							log_id, NULL);
+	RESUME_INTERRUPTS();
 	list_free(written);
 }
 
@@ -1817,7 +2126,7 @@ shard_xact_callback(XactEvent event, void *arg)
 
 	if (event == XACT_EVENT_PRE_COMMIT || event == XACT_EVENT_PARALLEL_PRE_COMMIT)
 	{
-		commit_writes();
+		commit_writes(event == XACT_EVENT_PARALLEL_PRE_COMMIT);
 		return;
 	}
 	if (event == XACT_EVENT_PRE_PREPARE)
@@ -1867,7 +2176,16 @@ shard_xact_callback(XactEvent event, void *arg)
 	directory_generation++;
 	list_free_deep(holds);
 	holds = NIL;
-	evict_idle(shard_max_open_shards);
+
+	/*
+	 * After an abort, the scans of the transaction still point at their
+	 * handles until their memory goes (their cleanup finalizes their
+	 * statements there): no handle may close before.  The next open or
+	 * release applies the cap.
+	 */
+	if (event == XACT_EVENT_COMMIT || event == XACT_EVENT_PARALLEL_COMMIT ||
+		event == XACT_EVENT_PREPARE)
+		evict_idle(shard_max_open_shards);
 }
 
 /*

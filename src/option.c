@@ -195,6 +195,7 @@ _PG_init(void)
 							 NULL, NULL, NULL);
 
 	shard_move_define_gucs();
+	shard_commitlog_define_gucs();
 	MarkGUCPrefixReserved_compat("sqlite_shard_fdw");
 }
 

@@ -130,6 +130,10 @@ typedef struct ShardConn ShardConn;
 
 extern ShardConn *shard_conn_get(ShardServerOptions *opts, ShardInfo *shard,
 								 bool missing_ok);
+extern ShardConn *shard_conn_get_brief(ShardServerOptions *opts,
+									   ShardInfo *shard, bool missing_ok);
+extern ShardConn *shard_conn_get_locked(ShardServerOptions *opts,
+										ShardInfo *shard, bool missing_ok);
 extern sqlite3 *shard_conn_db(ShardConn *conn);
 extern char *shard_conn_affinity_mismatch(ShardConn *conn, const char *table,
 										  List *needs);
@@ -832,6 +836,18 @@ extern List *shard_server_tenant_tables(ShardConn *conn, const char *shard_id,
 
 extern List *shardImportForeignSchema(ImportForeignSchemaStmt *stmt,
 									  Oid serverOid);
+
+/* in commitlog.c */
+
+extern void shard_commitlog_define_gucs(void);
+extern char *shard_commitlog_path(const char *directory);
+extern int	shard_commitlog_begin(const char *directory, int n,
+								  char **shard_ids, char **paths, int64 *id,
+								  char *errbuf);
+extern int	shard_commitlog_committed(const char *directory, int64 id,
+									  int position, char *errbuf);
+extern void shard_commitlog_end(const char *directory, int64 id,
+								const char *error);
 
 /* in waits.c */
 

@@ -1592,7 +1592,10 @@ start_shard(ForeignScanState *node, ShardTarget *t)
 				 errdetail("A statement reads the table it writes before it writes; read later (a second scan of it, a subquery that refers to the row being changed, a lateral reference), it would show the rows written."),
 				 errhint("Read the rows once, into a temporary table or a WITH ... AS MATERIALIZED query, and change the table from there.")));
 
-	t->conn = shard_conn_get(s->opts, &t->info, s->opts->skip_missing);
+	/* a shard the statement will write is locked before it is read */
+	t->conn = s->written ?
+		shard_conn_get_locked(s->opts, &t->info, s->opts->skip_missing) :
+		shard_conn_get(s->opts, &t->info, s->opts->skip_missing);
 	if (t->conn == NULL)
 	{
 		shard_warn_skipped(&t->info, NULL);

@@ -271,7 +271,9 @@ size_rows(sqlite3 *db, Relation rel)
  * process would share its POSIX locks, which closing it can release under
  * the first.  So the shard is opened, and its failures raised, as the scan
  * would; a missing shard is left out (the scan decides, by
- * on_missing_shard).
+ * on_missing_shard).  The read transaction ends here (shard_conn_get_brief):
+ * a statement that writes the shard must not find a snapshot of planning
+ * open that it would have to turn into a write.
  */
 static double
 shard_rows(ShardServerOptions *opts, ShardInfo *shard, Relation rel,
@@ -285,7 +287,7 @@ shard_rows(ShardServerOptions *opts, ShardInfo *shard, Relation rel,
 	double		rows = -1;
 	int			rc;
 
-	conn = shard_conn_get(opts, shard, true);
+	conn = shard_conn_get_brief(opts, shard, true);
 	if (conn == NULL)
 		return -1;
 	db = shard_conn_db(conn);
