@@ -53,8 +53,10 @@ SELECT regress_pt_same();
 -- Partitions whose tenant column is at different positions
 -- ===================================================================
 EXPLAIN (VERBOSE, COSTS OFF) DELETE FROM pt WHERE b LIKE '%e';
-DELETE FROM pt WHERE b LIKE '%e' RETURNING *;
-DELETE FROM pt_n WHERE b LIKE '%e' RETURNING *;
+WITH d AS (DELETE FROM pt WHERE b LIKE '%e' RETURNING *)
+SELECT * FROM d ORDER BY a, tenant_id;
+WITH d AS (DELETE FROM pt_n WHERE b LIKE '%e' RETURNING *)
+SELECT * FROM d ORDER BY a, tenant_id;
 SELECT regress_pt_same();
 WITH u AS (UPDATE pt SET b = b || '!' WHERE b ~ 'o' RETURNING *)
 SELECT * FROM u ORDER BY a, tenant_id;
