@@ -59,7 +59,7 @@ SELECT tenant_move('mv_srv', 'evil_index', 's2');
 \echo :LAST_ERROR_SQLSTATE
 SELECT tenant_move('mv_srv', 'evil_temp', 's2');
 \echo :LAST_ERROR_SQLSTATE
-\! test -e /tmp/ssfdw_regress/moves/pwned.db && echo "pwned.db exists" || echo "no pwned.db"
+\! bash test/fixtures/moves_peek.sh victim.db "SELECT name FROM sqlite_schema; SELECT count(*) FROM kept"
 \! bash test/fixtures/moves_peek.sh shards/s2.db "SELECT type, name FROM sqlite_schema ORDER BY name"
 \! bash test/fixtures/moves_peek.sh shards/s7.db "SELECT tenant_id FROM craftix"
 -- nothing changed: no move, no trigger, no copied row
