@@ -161,4 +161,12 @@ SELECT tenant_id, phase FROM tenant_moves('mv_srv') WHERE tenant_id = 'initech';
 SELECT tenant_move_abort('mv_srv', 'initech');
 SELECT count(*), sum(amount_cents) FROM mv_orders;
 
+-- ===================================================================
+-- A table the target lacks, with what SQLite's DDL may write: created
+-- ===================================================================
+SELECT tenant_move('mv_srv', 'auto', 's2') > 0 AS moved;
+\! bash test/fixtures/moves_peek.sh shards/s2.db "SELECT type, name FROM sqlite_schema WHERE tbl_name IN ('seqd', 'sqlite_sequence') ORDER BY name"
+\! bash test/fixtures/moves_peek.sh shards/s2.db "SELECT id, body, up FROM seqd ORDER BY id"
+SELECT * FROM tenant_cleanup('mv_srv', 'auto');
+
 DROP SERVER mv_srv CASCADE;

@@ -536,8 +536,9 @@ same_name(const char *a, const char *b)
  *		SQLite's authorizer while the text of a schema entry is compiled:
  *		allows what creating the entry's object takes (the new row of
  *		sqlite_schema, the indexes of the table's own constraints, the
- *		columns and functions its constraints and expressions name) in the
- *		main schema, and denies everything else: ATTACH, PRAGMA, other
+ *		sqlite_sequence table of AUTOINCREMENT, the columns and functions
+ *		its constraints and expressions name) in the main schema, and
+ *		denies everything else: ATTACH, PRAGMA, other
  *		schemas, temporary objects, views, triggers, virtual tables, a
  *		CREATE TABLE ... AS SELECT, any read or write of another table.
  *		Runs inside SQLite: it only takes notes, never raises an error.
@@ -557,6 +558,9 @@ schema_entry_authorizer(void *arg, int action, const char *arg1,
 			allow = in_main && check->index == NULL &&
 				same_name(arg1, check->table);
 			check->creates += allow;
+			/* the first AUTOINCREMENT table of a file creates this one */
+			allow |= in_main && check->index == NULL &&
+				same_name(arg1, "sqlite_sequence");
 			break;
 		case SQLITE_CREATE_INDEX:
 			/* a table's PRIMARY KEY and UNIQUE constraints make indexes */
