@@ -159,11 +159,13 @@ LANGUAGE C;
 REVOKE ALL ON FUNCTION tenant_remove(name, text, boolean),
   shard_remove(name, text) FROM PUBLIC;
 
--- shard_stats(server): sizes, pages and tenants of every shard, against
--- max_shard_bytes, flagged at 70 % and 80 %.
+-- shard_stats(server): sizes, pages and tenants of every shard; what its
+-- database holds (used_bytes) against max_shard_bytes, flagged at 70 % and
+-- 80 %.
 CREATE FUNCTION shard_stats(server name,
                             OUT shard_id text, OUT bytes bigint,
-                            OUT wal_bytes bigint, OUT page_size bigint,
+                            OUT wal_bytes bigint, OUT used_bytes bigint,
+                            OUT page_size bigint,
                             OUT page_count bigint, OUT freelist_count bigint,
                             OUT tenants bigint, OUT max_shard_bytes bigint,
                             OUT percent numeric, OUT above_70 boolean,

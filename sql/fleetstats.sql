@@ -18,10 +18,12 @@ CREATE FOREIGN TABLE docs (tenant_id text, id bigint, body bytea)
 
 -- ===================================================================
 -- shard_stats: r0 over 80 %, r1 about 31 % with 10 free pages, r2 about
--- 5 % (e's docs and f's copy), r3 missing (NULL sizes)
+-- 5 % (e's docs and f's copy), r3 missing (NULL sizes), r4 about 34 % with
+-- a large write-ahead log
 -- ===================================================================
 SELECT shard_id, tenants, page_size, wal_bytes,
        bytes = page_count * page_size AS bytes_are_pages,
+       used_bytes = bytes AS all_used,
        page_count BETWEEN 195 AND 205 AS r0_pages,
        freelist_count, max_shard_bytes,
        percent BETWEEN 80 AND 85 AS r0_percent, above_70, above_80
@@ -32,8 +34,18 @@ SELECT shard_id, tenants, freelist_count >= 10 AS freed,
 SELECT shard_id, tenants, percent < 10 AS about_5, above_70, above_80
   FROM shard_stats('stats_srv') WHERE shard_id = 'r2';
 SELECT * FROM shard_stats('stats_srv') WHERE shard_id = 'r3';
--- percent is bytes against max_shard_bytes
-SELECT shard_id, percent = round(100.0 * bytes / max_shard_bytes, 1) AS percent_ok
+-- r4 right after a cleanup: its file with its log is far over the limit,
+-- its database is not, and neither is flagged
+SELECT shard_id, tenants, freelist_count,
+       used_bytes = (page_count - freelist_count) * page_size AS used_is_pages,
+       wal_bytes > 4 * used_bytes AS large_wal,
+       bytes = (pg_stat_file('/tmp/ssfdw_regress/fleetstats/shards/r4.db')).size
+               + wal_bytes AS bytes_are_file_and_wal,
+       bytes > 2 * max_shard_bytes AS files_over_twice,
+       percent BETWEEN 30 AND 40 AS about_34, above_70, above_80
+  FROM shard_stats('stats_srv') WHERE shard_id = 'r4';
+-- percent is used_bytes against max_shard_bytes
+SELECT shard_id, percent = round(100.0 * used_bytes / max_shard_bytes, 1) AS percent_ok
   FROM shard_stats('stats_srv') WHERE bytes IS NOT NULL ORDER BY 1;
 
 -- ===================================================================
@@ -64,6 +76,12 @@ SELECT step, tenant_id, from_shard, to_shard,
   FROM shard_rebalance_plan('stats_srv');
 SELECT step, tenant_id, from_shard, to_shard
   FROM shard_rebalance_plan('stats_srv', 70);
+-- the plan measures shards as shard_stats does: it moves tenants off the
+-- shards flagged above 70 %, r0 only (not r4, with its large log)
+SELECT (SELECT array_agg(shard_id ORDER BY shard_id)
+          FROM shard_stats('stats_srv') WHERE above_70) AS flagged,
+       (SELECT array_agg(DISTINCT from_shard ORDER BY from_shard)
+          FROM shard_rebalance_plan('stats_srv', 70)) AS planned;
 -- under 85 %: nothing to do
 SELECT * FROM shard_rebalance_plan('stats_srv', 85);
 -- under 40 %: a (about 490 kB) fits nowhere; b and then c go to the

@@ -49,10 +49,24 @@ SELECT tenant_move('mv_srv', 'acme', 's2');
 \set VERBOSITY default
 \echo :LAST_ERROR_SQLSTATE
 ALTER SERVER mv_srv OPTIONS (DROP max_shard_bytes);
+-- crafted files (see the fixture): a schema entry of a table s2 lacks
+-- that holds more than one statement (ATTACH, then a write through it),
+-- one of an index that deletes the source's rows after its CREATE INDEX,
+-- and one that is a CREATE TEMP TABLE; none of their text is run
+SELECT tenant_move('mv_srv', 'evil', 's2');
+\echo :LAST_ERROR_SQLSTATE
+SELECT tenant_move('mv_srv', 'evil_index', 's2');
+\echo :LAST_ERROR_SQLSTATE
+SELECT tenant_move('mv_srv', 'evil_temp', 's2');
+\echo :LAST_ERROR_SQLSTATE
+\! bash test/fixtures/moves_peek.sh victim.db "SELECT name FROM sqlite_schema; SELECT count(*) FROM kept"
+\! bash test/fixtures/moves_peek.sh shards/s2.db "SELECT type, name FROM sqlite_schema ORDER BY name"
+\! bash test/fixtures/moves_peek.sh shards/s7.db "SELECT tenant_id FROM craftix"
 -- nothing changed: no move, no trigger, no copied row
 SELECT * FROM tenant_moves('mv_srv');
 \! bash test/fixtures/moves_peek.sh directory.db "SELECT tenant_id, shard_id, status, target_shard_id FROM shard_map ORDER BY 1"
 \! bash test/fixtures/moves_peek.sh shards/s1.db "SELECT count(*) FROM sqlite_schema WHERE name LIKE '\_ssfdw%' ESCAPE '\'"
+\! bash test/fixtures/moves_peek.sh shards/s6.db "SELECT count(*) FROM sqlite_schema WHERE name LIKE '\_ssfdw%' ESCAPE '\'"
 \! bash test/fixtures/moves_peek.sh shards/s3.db "SELECT count(*) FROM items WHERE tenant_id = 'acme'"
 
 -- ===================================================================
@@ -146,5 +160,13 @@ SELECT tenant_id, phase FROM tenant_moves('mv_srv') WHERE tenant_id = 'initech';
 \! bash test/fixtures/moves_peek.sh shards/s1.db "UPDATE orders SET status = 'ok' WHERE tenant_id = 'initech'; SELECT changes()"
 SELECT tenant_move_abort('mv_srv', 'initech');
 SELECT count(*), sum(amount_cents) FROM mv_orders;
+
+-- ===================================================================
+-- A table the target lacks, with what SQLite's DDL may write: created
+-- ===================================================================
+SELECT tenant_move('mv_srv', 'auto', 's2') > 0 AS moved;
+\! bash test/fixtures/moves_peek.sh shards/s2.db "SELECT type, name FROM sqlite_schema WHERE tbl_name IN ('seqd', 'sqlite_sequence') ORDER BY name"
+\! bash test/fixtures/moves_peek.sh shards/s2.db "SELECT id, body, up FROM seqd ORDER BY id"
+SELECT * FROM tenant_cleanup('mv_srv', 'auto');
 
 DROP SERVER mv_srv CASCADE;

@@ -802,6 +802,7 @@ extern List *shard_fleet_owned(List *owners, int *pos, const char *shard_id);
 extern ShardFleetStat *shard_fleet_stats(ShardServerOptions *opts,
 										 ShardInfo *info, List *owned,
 										 bool tenants, bool missing_ok);
+extern int64 shard_fleet_used_bytes(const ShardFleetStat *fs);
 
 /* in tenantrows.c */
 

@@ -4,11 +4,18 @@
  *		  shard_stats and tenant_stats: how full each shard is, and how much
  *		  of it each tenant takes
  *
- * A shard's size is its file with its write-ahead log (what a disk or a
- * hosted database's quota counts), compared with the server's
- * max_shard_bytes: the practitioners' rule is to act above 70 % and to
- * hurry above 80 %.  Its pages come from SQLite (page_count, of which
- * freelist_count are free: room that a VACUUM would give back).
+ * A shard's size, compared with the server's max_shard_bytes, is what its
+ * database holds: its pages less its free pages, from SQLite (page_count,
+ * of which freelist_count are free: room that a VACUUM would give back),
+ * as seen through the write-ahead log.  The practitioners' rule is to act
+ * above 70 % and to hurry above 80 %.  The file and its write-ahead log
+ * (what a disk or a hosted database's quota counts) are reported beside
+ * it but not compared: a WAL shard's log keeps the size of the largest
+ * transaction since the last restart of the log, so right after a tenant's
+ * cleanup and VACUUM the file and log together can pass twice the
+ * database, which a shard that holds little must not be flagged for.
+ * shard_rebalance_plan (rebalance.c) measures shards by the same rule,
+ * shard_fleet_used_bytes.
  *
  * A tenant's bytes are estimated per table: the table's bytes (its B-tree
  * and its indexes' B-trees, from the dbstat virtual table when the SQLite
@@ -223,8 +230,7 @@ shard_fleet_stats(ShardServerOptions *opts, ShardInfo *info, List *owned,
 	{
 		List	   *columns = shard_server_tenant_columns(opts->serverid);
 		List	   *tables = NIL;
-		double		used = (double) (fs->page_count - fs->freelist_count) *
-			fs->page_size;
+		double		used = (double) shard_fleet_used_bytes(fs);
 		int64		all_rows = 0;
 
 		fs->tenants = palloc0(sizeof(ShardTenantStat) * (fs->ntenants + 1));
@@ -288,6 +294,21 @@ shard_fleet_stats(ShardServerOptions *opts, ShardInfo *info, List *owned,
 }
 
 /*
+ * shard_fleet_used_bytes
+ *		What a shard's database holds: its pages less its free pages, in
+ *		bytes, or -1 when its file is missing.  The one measure of a shard
+ *		that max_shard_bytes is compared with (see the file's header).
+ */
+int64
+shard_fleet_used_bytes(const ShardFleetStat *fs)
+{
+	if (fs->file_bytes < 0 || fs->page_count < 0 || fs->freelist_count < 0 ||
+		fs->page_size < 0)
+		return -1;
+	return (fs->page_count - fs->freelist_count) * fs->page_size;
+}
+
+/*
  * shard_bytes_total
  *		A shard's file with its write-ahead log, or -1 when missing.
  */
@@ -300,8 +321,9 @@ shard_bytes_total(ShardFleetStat *fs)
 /*
  * shard_stats
  *		shard_stats(server): per shard, its file and write-ahead log sizes,
- *		pages, free pages, tenants, and how full it is against the
- *		server's max_shard_bytes, flagged at 70 % and 80 %.
+ *		what its database holds, pages, free pages, tenants, and how full
+ *		it is (what its database holds) against the server's
+ *		max_shard_bytes, flagged at 70 % and 80 %.
  */
 Datum
 shard_stats(PG_FUNCTION_ARGS)
@@ -326,30 +348,36 @@ shard_stats(PG_FUNCTION_ARGS)
 		ShardFleetStat *fs = shard_fleet_stats(opts, loads[s].info, NIL,
 											   false, true);
 		int64		bytes = shard_bytes_total(fs);
-		double		percent = 100.0 * bytes / opts->max_shard_bytes;
-		Datum		values[11];
-		bool		nulls[11];
+		int64		used = shard_fleet_used_bytes(fs);
+		double		percent = 100.0 * used / opts->max_shard_bytes;
+		Datum		values[12];
+		bool		nulls[12];
 		int			i;
 
 		shard_conn_end_reads();	/* its row is all it needs of the shard */
 		memset(nulls, bytes < 0, sizeof(nulls));
-		nulls[0] = nulls[6] = false;
+		nulls[0] = nulls[7] = nulls[8] = false;
 		values[0] = CStringGetTextDatum(fs->info->shard_id);
 		values[1] = Int64GetDatum(bytes);
 		values[2] = Int64GetDatum(fs->wal_bytes);
-		values[3] = Int64GetDatum(fs->page_size);
-		values[4] = Int64GetDatum(fs->page_count);
-		values[5] = Int64GetDatum(fs->freelist_count);
-		values[6] = Int64GetDatum(loads[s].tenants);
-		values[7] = Int64GetDatum(opts->max_shard_bytes);
-		nulls[7] = false;
-		values[8] = DirectFunctionCall2(numeric_round,
-										DirectFunctionCall1(float8_numeric,
-															Float8GetDatum(percent)),
-										Int32GetDatum(1));
-		values[9] = BoolGetDatum(percent >= 70.0);
-		values[10] = BoolGetDatum(percent >= 80.0);
-		for (i = 3; i <= 5; i++)
+		values[3] = Int64GetDatum(used);
+		values[4] = Int64GetDatum(fs->page_size);
+		values[5] = Int64GetDatum(fs->page_count);
+		values[6] = Int64GetDatum(fs->freelist_count);
+		values[7] = Int64GetDatum(loads[s].tenants);
+		values[8] = Int64GetDatum(opts->max_shard_bytes);
+		if (used < 0)
+			nulls[3] = nulls[9] = nulls[10] = nulls[11] = true;
+		else
+		{
+			values[9] = DirectFunctionCall2(numeric_round,
+											DirectFunctionCall1(float8_numeric,
+																Float8GetDatum(percent)),
+											Int32GetDatum(1));
+			values[10] = BoolGetDatum(percent >= 70.0);
+			values[11] = BoolGetDatum(percent >= 80.0);
+		}
+		for (i = 4; i <= 6; i++)
 			if (DatumGetInt64(values[i]) < 0)
 				nulls[i] = true;
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);

@@ -21,7 +21,8 @@ typedef struct MoveTable
 	List	   *cols;			/* column names, in the source's order */
 	List	   *pk;				/* primary key columns, in key order */
 	char	   *create_sql;		/* the target lacks the table: its DDL */
-	List	   *index_sqls;		/* ... and its indexes' */
+	List	   *index_names;	/* ... its indexes' names */
+	List	   *index_sqls;		/* ... and their DDL */
 	int64		rows;			/* the tenant's rows on the source */
 	int64		total_rows;		/* every row of the table there */
 	int64		copied;			/* rows copied by this run */

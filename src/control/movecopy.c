@@ -26,6 +26,10 @@
  * table names appear in them as SQL string literals, quoted with every
  * single quote doubled.  Everywhere else values are bound.
  *
+ * A table the target lacks is created from the source's schema entries,
+ * text that whoever can write the source file chose: each is run only as
+ * one statement creating its own table or index (create_from_schema).
+ *
  * Verification sums a hash of every row (ssfdw_move_sum, movesum.c) and
  * counts rows on both sides.  The sum is additive, so the rows of keys the
  * log names after a point can be left out on both sides and checked apart;
@@ -505,6 +509,239 @@ has_affinity_word(const char *decl, const char *word)
 }
 
 /*
+ * What the text of one schema entry of the source may do when a move runs
+ * it (schema_entry_authorizer): create the entry's own object in the main
+ * schema, as CREATE TABLE (index NULL) or CREATE INDEX, and nothing else.
+ */
+typedef struct SchemaEntryCheck
+{
+	const char *table;			/* the table of the entry */
+	const char *index;			/* the entry's index, or NULL: the table's */
+	int			creates;		/* creations of the entry's object seen */
+	bool		refused;		/* some other action was asked for */
+} SchemaEntryCheck;
+
+/*
+ * same_name
+ *		Do two SQLite names (either possibly NULL) name the same object?
+ */
+static bool
+same_name(const char *a, const char *b)
+{
+	return a != NULL && b != NULL && sqlite3_stricmp(a, b) == 0;
+}
+
+/*
+ * schema_entry_authorizer
+ *		SQLite's authorizer while the text of a schema entry is compiled:
+ *		allows what creating the entry's object takes (the new row of
+ *		sqlite_schema, the indexes of the table's own constraints, the
+ *		sqlite_sequence table of AUTOINCREMENT, the columns and functions
+ *		its constraints and expressions name) in the main schema, and
+ *		denies everything else: ATTACH, PRAGMA, other
+ *		schemas, temporary objects, views, triggers, virtual tables, a
+ *		CREATE TABLE ... AS SELECT, any read or write of another table.
+ *		Runs inside SQLite: it only takes notes, never raises an error.
+ */
+static int
+schema_entry_authorizer(void *arg, int action, const char *arg1,
+						const char *arg2, const char *dbname,
+						const char *inner)
+{
+	SchemaEntryCheck *check = (SchemaEntryCheck *) arg;
+	bool		in_main = dbname != NULL && strcmp(dbname, "main") == 0;
+	bool		allow = false;
+
+	switch (action)
+	{
+		case SQLITE_CREATE_TABLE:
+			allow = in_main && check->index == NULL &&
+				same_name(arg1, check->table);
+			check->creates += allow;
+			/* the first AUTOINCREMENT table of a file creates this one */
+			allow |= in_main && check->index == NULL &&
+				same_name(arg1, "sqlite_sequence");
+			break;
+		case SQLITE_CREATE_INDEX:
+			/* a table's PRIMARY KEY and UNIQUE constraints make indexes */
+			allow = in_main && same_name(arg2, check->table) &&
+				(check->index == NULL || same_name(arg1, check->index));
+			check->creates += (allow && check->index != NULL);
+			break;
+		case SQLITE_INSERT:
+		case SQLITE_UPDATE:
+			allow = in_main && (same_name(arg1, "sqlite_master") ||
+								same_name(arg1, "sqlite_schema"));
+			break;
+		case SQLITE_READ:
+			allow = in_main && (same_name(arg1, check->table) ||
+								same_name(arg1, "sqlite_master") ||
+								same_name(arg1, "sqlite_schema"));
+			break;
+		case SQLITE_REINDEX:
+			allow = in_main && same_name(arg1, check->index);
+			break;
+		case SQLITE_FUNCTION:
+			/* named by a constraint or an expression, not called here */
+			allow = true;
+			break;
+		default:
+			break;
+	}
+	if (!allow)
+		check->refused = true;
+	return allow ? SQLITE_OK : SQLITE_DENY;
+}
+
+/*
+ * blank_sql
+ *		Does text hold nothing SQLite would run: white space, comments and
+ *		semicolons only?  (An unclosed comment runs to the end, as SQLite
+ *		reads it.)
+ */
+static bool
+blank_sql(const char *p)
+{
+	while (*p != '\0')
+	{
+		if (*p == ';' || isspace((unsigned char) *p))
+			p++;
+		else if (p[0] == '-' && p[1] == '-')
+			p += strcspn(p, "\n");
+		else if (p[0] == '/' && p[1] == '*')
+		{
+			const char *end = strstr(p + 2, "*/");
+
+			if (end == NULL)
+				return true;
+			p = end + 2;
+		}
+		else
+			return false;
+	}
+	return true;
+}
+
+/*
+ * create_from_schema
+ *		Run on db the text of one schema entry of the source: the CREATE
+ *		TABLE of table t (index NULL), or the CREATE INDEX of its index
+ *		named index.  fmt names the failure of a statement that is what it
+ *		should be, with the table, the tenant and shard_id.
+ *
+ * The text comes from the source file, and whoever can write the file can
+ * put any text there (PRAGMA writable_schema): SQLite itself, opening the
+ * file, compiles only the first statement of each entry and checks
+ * nothing after it, so a file with "CREATE TABLE t(..); ATTACH ..." opens
+ * and passes integrity_check.  So the text is compiled as one statement,
+ * under an authorizer that allows creating the entry's own object in the
+ * main schema and nothing else, and any text after that statement is
+ * refused: such an entry was not written by SQLite's own DDL, so the file
+ * is treated as damaged (XX001), never run.
+ */
+static void
+create_from_schema(MoveShards *ms, sqlite3 *db, const char *shard_id,
+				   MoveTable *t, const char *index, const char *sql,
+				   const char *fmt)
+{
+	SchemaEntryCheck check;
+	sqlite3_stmt *stmt = NULL;
+	const char *tail = NULL;
+	char		errbuf[SHARDIO_ERRLEN];
+	bool		one;
+	bool		refuse;
+	int			rc;
+
+	memset(&check, 0, sizeof(check));
+	check.table = t->name;
+	check.index = index;
+	sqlite3_set_authorizer(db, schema_entry_authorizer, &check);
+	rc = sqlite3_prepare_v2(db, sql, -1, &stmt, &tail);
+	one = (rc != SQLITE_OK || tail == NULL || blank_sql(tail));
+	refuse = (rc == SQLITE_OK &&
+			  (stmt == NULL || check.refused || check.creates != 1 || !one));
+	if (rc == SQLITE_OK && !refuse)
+		rc = sqlite3_step(stmt);
+	refuse |= check.refused;
+	if (!refuse && rc != SQLITE_DONE)
+	{
+		rc = sqlite3_extended_errcode(db);
+		strlcpy(errbuf, sqlite3_errmsg(db), sizeof(errbuf));
+	}
+	sqlite3_finalize(stmt);
+	/* the authorizer reads check, on this stack: unset before any error */
+	sqlite3_set_authorizer(db, NULL, NULL);
+	if (!refuse)
+	{
+		if (rc == SQLITE_DONE)
+			return;
+		shard_check_lock_wait(rc, false, shard_id);
+		ereport(ERROR,
+				(errcode(shard_sqlite_sqlstate(rc)),
+				 errmsg(fmt, t->name, ms->tenant, shard_id),
+				 errdetail_internal("%s", errbuf)));
+	}
+
+	if (index == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("cannot move tenant \"%s\": the schema entry of table \"%s\" on shard \"%s\" is not a CREATE TABLE statement of that table",
+						ms->tenant, t->name, ms->source->shard_id),
+				 !one ?
+				 errdetail("Its text in \"sqlite_schema\" holds more than one statement.") :
+				 errdetail("Its text in \"sqlite_schema\" does something other than create that table in the main schema."),
+				 errhint("The file's schema was changed without SQLite's DDL: check the file.  To move the tenant anyway, create the table on shard \"%s\" first.",
+						 ms->target->shard_id)));
+	ereport(ERROR,
+			(errcode(ERRCODE_DATA_CORRUPTED),
+			 errmsg("cannot move tenant \"%s\": the schema entry of index \"%s\" of table \"%s\" on shard \"%s\" is not a CREATE INDEX statement of that index",
+					ms->tenant, index, t->name, ms->source->shard_id),
+			 !one ?
+			 errdetail("Its text in \"sqlite_schema\" holds more than one statement.") :
+			 errdetail("Its text in \"sqlite_schema\" does something other than create that index in the main schema."),
+			 errhint("The file's schema was changed without SQLite's DDL: check the file.  To move the tenant anyway, create the table on shard \"%s\" first.",
+					 ms->target->shard_id)));
+}
+
+/*
+ * check_schema_entries
+ *		Before anything changes, run the source's schema entries of a table
+ *		the target lacks (its CREATE TABLE, then its indexes') on an empty
+ *		database in memory, as move_create_missing_tables will run them on
+ *		the target: an entry that is not one statement creating its own
+ *		object refuses the move now, before the tenant is MIGRATING, and
+ *		the check touches no file.
+ */
+static void
+check_schema_entries(MoveShards *ms, MoveTable *t)
+{
+	sqlite3    *db;
+	char		errbuf[SHARDIO_ERRLEN];
+
+	if (shardio_open(":memory:", SHARDIO_OPEN_READWRITE | SHARDIO_OPEN_CREATE,
+					 0, &db, errbuf) != SQLITE_OK)
+		elog(ERROR, "could not open an SQLite database in memory: %s", errbuf);
+	PG_TRY();
+	{
+		ListCell   *lc,
+				   *lc2;
+
+		create_from_schema(ms, db, ms->source->shard_id, t, NULL,
+						   t->create_sql,
+						   gettext_noop("could not check the schema of table \"%s\" of tenant \"%s\" on shard \"%s\""));
+		forboth(lc, t->index_names, lc2, t->index_sqls)
+			create_from_schema(ms, db, ms->source->shard_id, t, lfirst(lc),
+							   lfirst(lc2),
+							   gettext_noop("could not check the schema of table \"%s\" of tenant \"%s\" on shard \"%s\""));
+	}
+	PG_FINALLY();
+	{
+		shardio_close(db);
+	}
+	PG_END_TRY();
+}
+
+/*
  * check_target_table
  *		A table the target has must have every column of the source's; a
  *		table it lacks is created from the source's DDL (remembered here,
@@ -534,17 +771,24 @@ check_target_table(MoveShards *ms, MoveTable *t, const char *create_sql,
 	{
 		t->create_sql = pstrdup(create_sql);
 		stmt = prepare_bound(ms, ms->src,
-							 "SELECT sql FROM sqlite_schema WHERE type = 'index' "
+							 "SELECT name, sql FROM sqlite_schema "
+							 "WHERE type = 'index' "
 							 "AND tbl_name = :tbl AND sql IS NOT NULL",
 							 t, 0, 0,
 							 gettext_noop("could not read the schema of table \"%s\" of tenant \"%s\" on shard \"%s\""));
 		while ((rc = sqlite3_step(stmt)) == SQLITE_ROW)
+		{
+			t->index_names = lappend(t->index_names,
+									 pstrdup((const char *) sqlite3_column_text(stmt, 0)));
 			t->index_sqls = lappend(t->index_sqls,
-									pstrdup((const char *) sqlite3_column_text(stmt, 0)));
+									pstrdup((const char *) sqlite3_column_text(stmt, 1)));
+		}
 		sqlite3_finalize(stmt);
 		if (rc != SQLITE_DONE)
 			move_error(ms, ms->src, ms->source->shard_id, t->name,
 					   gettext_noop("could not read the schema of table \"%s\" of tenant \"%s\" on shard \"%s\""));
+		if (for_copy)
+			check_schema_entries(ms, t);
 		return;
 	}
 	foreach(lc, t->cols)
@@ -800,18 +1044,19 @@ move_create_missing_tables(MoveShards *ms)
 	foreach(lc, ms->tables)
 	{
 		MoveTable  *t = lfirst(lc);
-		ListCell   *lc2;
+		ListCell   *lc2,
+				   *lc3;
 
 		if (t->create_sql == NULL)
 			continue;
 		/* "CREATE TABLE x" of the source: it lands in main, the target */
-		if (sqlite3_exec(ms->dst, t->create_sql, NULL, NULL, NULL) != SQLITE_OK)
-			move_error(ms, ms->dst, ms->target->shard_id, t->name,
-					   gettext_noop("could not create table \"%s\" of tenant \"%s\" on shard \"%s\""));
-		foreach(lc2, t->index_sqls)
-			if (sqlite3_exec(ms->dst, lfirst(lc2), NULL, NULL, NULL) != SQLITE_OK)
-				move_error(ms, ms->dst, ms->target->shard_id, t->name,
-						   gettext_noop("could not create the indexes of table \"%s\" of tenant \"%s\" on shard \"%s\""));
+		create_from_schema(ms, ms->dst, ms->target->shard_id, t, NULL,
+						   t->create_sql,
+						   gettext_noop("could not create table \"%s\" of tenant \"%s\" on shard \"%s\""));
+		forboth(lc2, t->index_names, lc3, t->index_sqls)
+			create_from_schema(ms, ms->dst, ms->target->shard_id, t,
+							   lfirst(lc2), lfirst(lc3),
+							   gettext_noop("could not create the indexes of table \"%s\" of tenant \"%s\" on shard \"%s\""));
 		ereport(NOTICE,
 				(errmsg("tenant \"%s\": created table \"%s\" on shard \"%s\" from the schema of shard \"%s\"",
 						ms->tenant, t->name, ms->target->shard_id,

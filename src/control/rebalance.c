@@ -174,8 +174,7 @@ plan_moves(ShardServerOptions *opts, double threshold)
 							info->shard_id, info->path)));
 			continue;
 		}
-		p->used = (double) (p->fs->page_count - p->fs->freelist_count) *
-			p->fs->page_size;
+		p->used = (double) shard_fleet_used_bytes(p->fs);
 
 		/* leftovers are not the shard's to give, and go with the cleanup */
 		for (i = 0; i < p->fs->ntenants; i++)
