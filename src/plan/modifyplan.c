@@ -409,8 +409,8 @@ read_rows_first(PlannerInfo *root, ModifyTable *plan, Index resultRelation)
 	ListCell   *lc;
 	AttrNumber	ctid_col = InvalidAttrNumber;
 
-	if (subplan == NULL || IsA(subplan, Sort))
-		return;					/* a sort reads its rows first already */
+	if (subplan == NULL)
+		return;
 	if (modify_subplan(plan, resultRelation) != NULL &&
 		!contain_subplans((Node *) subplan->targetlist) &&
 		!contain_subplans((Node *) subplan->qual))
@@ -425,6 +425,11 @@ read_rows_first(PlannerInfo *root, ModifyTable *plan, Index resultRelation)
 			ctid_col = tle->resno;
 	}
 	if (ctid_col == InvalidAttrNumber)
+		return;
+	/* sorted by identity already: by an earlier result relation's call */
+	if (IsA(subplan, Sort) && ((Sort *) subplan)->numCols >= 1 &&
+		((Sort *) subplan)->sortColIdx[0] == ctid_col &&
+		((Sort *) subplan)->sortOperators[0] == TIDLessOperator)
 		return;
 
 	sort = makeNode(Sort);
