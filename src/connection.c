@@ -456,8 +456,9 @@ shard_write_error(int rc, const char *shard_id, const char *table,
 			 * shard after the statement was routed here.  Run again, the
 			 * statement is routed to the new shard.
 			 */
-			if (msg != NULL && strncmp(msg, "tenant \"", 8) == 0 &&
-				strstr(msg, "\" has moved to shard \"") != NULL)
+			if (msg != NULL &&
+				strncmp(msg, SHARD_FENCE_LEAD, strlen(SHARD_FENCE_LEAD)) == 0 &&
+				strstr(msg, SHARD_FENCE_MARK) != NULL)
 				ereport(ERROR,
 						(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
 						 errmsg("could not write to shard \"%s\": the tenant moved to another shard",

@@ -124,6 +124,16 @@ extern ShardInfo *shard_reference_shard(ShardDirectory *dir,
 
 extern void shard_move_define_gucs(void);
 
+/*
+ * The message a moved tenant's fence raises in its old shard (movecopy.c
+ * writes it into the fence's trigger, connection.c recognises it in a
+ * failed write and reports a retryable error): one spelling for both.
+ */
+#define SHARD_FENCE_LEAD "tenant \""
+#define SHARD_FENCE_MARK "\" has moved to shard \""
+#define SHARD_FENCE_FORMAT \
+	SHARD_FENCE_LEAD "%s" SHARD_FENCE_MARK "%s\": write it there"
+
 /* in connection.c */
 
 typedef struct ShardConn ShardConn;

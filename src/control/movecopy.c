@@ -1213,7 +1213,7 @@ move_install_fence(MoveShards *ms)
 	initStringInfo(&raise);
 	appendStringInfoString(&raise, " BEGIN SELECT RAISE(ABORT, ");
 	append_literal(&raise,
-				   psprintf("tenant \"%s\" has moved to shard \"%s\": write it there",
+				   psprintf(SHARD_FENCE_FORMAT,
 							ms->tenant, ms->target->shard_id));
 	appendStringInfoString(&raise, "); END");
 
