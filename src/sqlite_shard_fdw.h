@@ -743,22 +743,81 @@ typedef struct ShardTenantIdConv
 	bool		padded;			/* char(n): the pad is not the id's */
 } ShardTenantIdConv;
 
-extern int	shard_tenant_kind(Oid typid);
 extern char *shard_tenant_id_text(const char *text);
 extern void shard_tenant_id_init(ShardTenantIdConv *conv, Oid typid);
 extern char *shard_tenant_id_of(ShardTenantIdConv *conv, Datum value);
 extern char *shard_tenant_id(Oid typid, Datum value);
 extern bool shard_tenant_value_type_ok(Oid typid);
 extern void shard_tenant_store_id(ShardValue *v, const char *id);
-extern void shard_tenant_row_condition(StringInfo buf, const char *column,
-									   Oid typid, int32 typmod, int paramno);
 extern Datum shard_tenant_id_datum(const char *id);
 extern List *shard_tenant_ids_text(List *ids);
-extern bool shard_tenant_column_is_text(ShardConn *conn, const char *table,
-										const char *column, int kind);
+
+/* in tenantrule.c */
+
+/*
+ * The tables of a shard (sqlite_schema AS m) that may hold tenants' rows:
+ * neither SQLite's own, nor the extension's bookkeeping ("ssfdw_", a
+ * move's "_ssfdw_" log and fences), nor virtual tables.
+ */
+#define SHARD_APP_TABLES \
+	"m.type = 'table' " \
+	"AND m.name NOT LIKE 'sqlite\\_%' ESCAPE '\\' " \
+	"AND m.name NOT LIKE 'ssfdw\\_%' ESCAPE '\\' " \
+	"AND m.name NOT LIKE '\\_ssfdw\\_%' ESCAPE '\\' " \
+	"AND coalesce(m.sql, '') NOT LIKE 'CREATE VIRTUAL%'"
+
+/* How a shard's tenant column is compared with tenant ids. */
+typedef struct ShardTenantRule
+{
+	int			kind;			/* SHARDIO_TENANT_ kind, integers by bits */
+	char		affinity;		/* the declaration's affinity ('I', 'T', 'B',
+								 * 'R', 'N'), or 0: unknown */
+	bool		binary;			/* declared collation BINARY */
+} ShardTenantRule;
+
+/* A table that a foreign table of a server reads. */
+typedef struct ShardSpecTable
+{
+	char	   *table;			/* SQLite table */
+	char	   *column;			/* its tenant column */
+	int			kind;			/* of the foreign table's column for it */
+	bool		reference;		/* no tenant's: a reference table */
+} ShardSpecTable;
+
+/* Which tables of a server's shards hold tenants' rows. */
+typedef struct ShardTenantSpec
+{
+	List	   *named;			/* ShardSpecTable */
+	List	   *columns;		/* tenant column names of the other tables */
+	int			kind;			/* ... and their kind */
+} ShardTenantSpec;
+
+extern int	shard_tenant_kind(Oid typid);
+extern char shard_declared_affinity(const char *decl);
+extern void shard_tenant_rule_init(ShardTenantRule *rule, int kind,
+								   const char *decl, const char *collseq);
+extern void shard_tenant_rule_lookup(ShardTenantRule *rule, sqlite3 *db,
+									 const char *table, const char *column,
+									 int kind);
+extern void shard_tenant_key(StringInfo buf, const char *qual,
+							 const char *column, const ShardTenantRule *rule);
+extern void shard_tenant_match(StringInfo buf, const char *qual,
+							   const char *column, const ShardTenantRule *rule,
+							   const char *param);
 extern ShardValue shard_tenant_condition(StringInfo buf, const char *column,
-										 int kind, bool column_is_text,
+										 const ShardTenantRule *rule,
 										 List *ids, bool negate, int paramno);
+extern void shard_append_sql_literal(StringInfo buf, const char *text);
+extern void shard_tenant_trigger_match(StringInfo buf, const char *row,
+									   const char *column,
+									   const ShardTenantRule *rule,
+									   const char *id);
+extern void shard_tenant_row_condition(StringInfo buf, const char *column,
+									   Oid typid, int32 typmod, int paramno);
+extern ShardTenantSpec *shard_tenant_spec(Oid serverid);
+extern const char *shard_tenant_spec_table(ShardTenantSpec *spec,
+										   const char *table, List *columns,
+										   int *kind);
 
 /* in admin.c */
 
@@ -821,7 +880,7 @@ typedef struct ShardTenantTable
 {
 	char	   *table;
 	char	   *column;
-	bool		column_is_text; /* declared TEXT: compared as stored */
+	ShardTenantRule rule;		/* how its rows are a tenant's */
 } ShardTenantTable;
 
 /* One tenant's rows in a table; tenant NULL for rows of no tenant. */
@@ -831,17 +890,13 @@ typedef struct ShardTenantRows
 	int64		rows;
 } ShardTenantRows;
 
-extern List *shard_tenant_tables(ShardConn *conn, const char *shard_id,
-								 const char *column);
 extern List *shard_tenant_table_counts(ShardConn *conn, const char *shard_id,
 									   ShardTenantTable *tt);
 extern int64 shard_tenant_table_rows(ShardConn *conn, const char *shard_id,
 									 ShardTenantTable *tt, const char *tenant,
 									 bool delete);
-extern List *shard_server_tenant_columns(Oid serverid);
-extern List *shard_server_reference_tables(Oid serverid);
 extern List *shard_server_tenant_tables(ShardConn *conn, const char *shard_id,
-										 List *columns, List *reference);
+										 ShardTenantSpec *spec);
 
 /* in import.c */
 

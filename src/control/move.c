@@ -467,54 +467,6 @@ check_call(FunctionCallInfo fcinfo, int nargs, const char *fname,
 }
 
 /*
- * tenant_columns_of_server
- *		The tenant columns the foreign tables of a server name, as pairs of
- *		strings (SQLite table, tenant column): a move takes those tables by
- *		those columns, and every other table by a column "tenant_id";
- *		a reference table is named with no column, so it stays.
- */
-static List *
-tenant_columns_of_server(Oid serverid)
-{
-	Relation	rel = table_open(ForeignTableRelationId, AccessShareLock);
-	SysScanDesc scan = systable_beginscan(rel, InvalidOid, false, NULL, 0,
-										  NULL);
-	HeapTuple	tup;
-	List	   *result = NIL;
-
-	while (HeapTupleIsValid(tup = systable_getnext(scan)))
-	{
-		Form_pg_foreign_table ft = (Form_pg_foreign_table) GETSTRUCT(tup);
-		ForeignTable *table;
-		char	   *name;
-		char	   *col = "tenant_id";
-		ListCell   *lc;
-
-		if (ft->ftserver != serverid)
-			continue;
-		table = GetForeignTable(ft->ftrelid);
-		name = get_rel_name(ft->ftrelid);
-		foreach(lc, table->options)
-		{
-			DefElem    *def = lfirst(lc);
-
-			if (strcmp(def->defname, "table") == 0)
-				name = defGetString(def);
-			else if (strcmp(def->defname, "tenant_column") == 0)
-				col = defGetString(def);
-			else if (strcmp(def->defname, "distribution") == 0 &&
-					 strcmp(defGetString(def), "reference") == 0)
-				col = "";		/* no column: shared, never moved */
-		}
-		if (name != NULL)
-			result = lappend(lappend(result, pstrdup(name)), pstrdup(col));
-	}
-	systable_endscan(scan);
-	table_close(rel, AccessShareLock);
-	return result;
-}
-
-/*
  * shard_or_error
  *		A shard of the directory, or an error naming it.  A copy: what the
  *		directory's cache returns lives only until the directory changes,
@@ -925,7 +877,7 @@ shard_tenant_move(PG_FUNCTION_ARGS)
 	dir_open(&md, opts);
 	PG_TRY();
 	{
-		List	   *columns = tenant_columns_of_server(opts->serverid);
+		ShardTenantSpec *spec = shard_tenant_spec(opts->serverid);
 
 		st = read_state(&md, tenant);
 		(void) shard_or_error(opts, target);
@@ -948,7 +900,7 @@ shard_tenant_move(PG_FUNCTION_ARGS)
 							tenant, (long long) move_id, st->shard_id,
 							st->move_phase)));
 			setup_shards(&ms, opts, tenant, move_id, st->shard_id, target);
-			move_discover_tables(&ms, columns, true);
+			move_discover_tables(&ms, spec, true);
 			run_move(&ms, &md);
 		}
 		else if (strcmp(st->status, "DONE") == 0 && st->target_shard_id != NULL &&
@@ -988,7 +940,7 @@ shard_tenant_move(PG_FUNCTION_ARGS)
 								tenant, target)));
 			INSTR_TIME_SET_CURRENT(clock);
 			setup_shards(&ms, opts, tenant, 0, source, target);
-			move_discover_tables(&ms, columns, true);
+			move_discover_tables(&ms, spec, true);
 			step_done(tenant, "discovery", &clock);
 			refuse_new_move(&ms);
 			step_done(tenant, "checks", &clock);
@@ -1091,7 +1043,7 @@ shard_tenant_move_abort(PG_FUNCTION_ARGS)
 
 			setup_shards(&ms, opts, tenant, st->move_id, st->shard_id,
 						 st->target_shard_id);
-			move_discover_tables(&ms, tenant_columns_of_server(opts->serverid),
+			move_discover_tables(&ms, shard_tenant_spec(opts->serverid),
 								 false);
 			removed = move_delete_rows(&ms, ms.dst, false);
 			move_drop_objects(&ms, "");
@@ -1134,7 +1086,7 @@ shard_tenant_move_abort(PG_FUNCTION_ARGS)
  */
 static int64
 cleanup_one(ShardServerOptions *opts, MoveDir *md, const char *tenant,
-			MoveState *st, List *columns, bool vacuum)
+			MoveState *st, ShardTenantSpec *spec, bool vacuum)
 {
 	MoveShards	ms;
 	int64		removed = 0;
@@ -1144,7 +1096,7 @@ cleanup_one(ShardServerOptions *opts, MoveDir *md, const char *tenant,
 	{
 		setup_shards(&ms, opts, tenant, st->move_id, st->shard_id,
 					 st->target_shard_id);
-		move_discover_tables(&ms, columns, false);
+		move_discover_tables(&ms, spec, false);
 		move_drop_objects(&ms, "cap_");
 		removed = move_delete_rows(&ms, ms.src, true);
 		move_drop_objects(&ms, "");
@@ -1193,7 +1145,7 @@ shard_tenant_cleanup(PG_FUNCTION_ARGS)
 	dir_open(&md, opts);
 	PG_TRY();
 	{
-		List	   *columns = tenant_columns_of_server(opts->serverid);
+		ShardTenantSpec *spec = shard_tenant_spec(opts->serverid);
 
 		if (!PG_ARGISNULL(1))
 			tenants = list_make1(shard_tenant_id_text(text_to_cstring(PG_GETARG_TEXT_PP(1))));
@@ -1235,7 +1187,7 @@ shard_tenant_cleanup(PG_FUNCTION_ARGS)
 			values[0] = CStringGetTextDatum(tenant);
 			values[1] = CStringGetTextDatum(st->shard_id);
 			values[2] = Int64GetDatum(cleanup_one(opts, &md, tenant, st,
-												  columns, vacuum));
+												  spec, vacuum));
 			shard_directory_changed(shard_directory_get(opts));
 			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values,
 								 nulls);

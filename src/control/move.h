@@ -16,8 +16,7 @@ typedef struct MoveTable
 {
 	char	   *name;			/* as the source's schema spells it */
 	char	   *tenant_col;
-	bool		text_tenant;	/* the column has TEXT affinity */
-	bool		cast_tenant;	/* no affinity: compare CAST(col AS TEXT) */
+	ShardTenantRule rule;		/* which of its rows are the tenant's */
 	List	   *cols;			/* column names, in the source's order */
 	List	   *pk;				/* primary key columns, in key order */
 	char	   *create_sql;		/* the target lacks the table: its DDL */
@@ -58,7 +57,7 @@ extern void move_open_shards(MoveShards *ms);
 extern void move_close_shards(MoveShards *ms);
 extern void move_set_durable(MoveShards *ms, bool durable);
 extern void move_sync_target(MoveShards *ms);
-extern void move_discover_tables(MoveShards *ms, List *tenant_columns,
+extern void move_discover_tables(MoveShards *ms, ShardTenantSpec *spec,
 								 bool for_copy);
 extern void move_check_collisions(MoveShards *ms);
 extern int64 move_tenant_bytes(MoveShards *ms);

@@ -328,18 +328,7 @@ append_log_keys(StringInfo buf, MoveTable *t)
 static void
 append_tenant(StringInfo buf, MoveTable *t, const char *qual)
 {
-	if (t->cast_tenant)
-	{
-		appendStringInfo(buf, "CAST(%s", qual);
-		shard_quote_identifier(buf, t->tenant_col);
-		appendStringInfoString(buf, " AS TEXT) = :tenant");
-	}
-	else
-	{
-		appendStringInfoString(buf, qual);
-		shard_quote_identifier(buf, t->tenant_col);
-		appendStringInfoString(buf, " = :tenant");
-	}
+	shard_tenant_match(buf, qual, t->tenant_col, &t->rule, ":tenant");
 }
 
 /*
@@ -358,42 +347,15 @@ append_tenant_rows(StringInfo buf, MoveTable *t, const char *schema)
 }
 
 /*
- * append_literal
- *		Append text as an SQL string literal, single quotes doubled: for the
- *		DDL of triggers, which cannot take bound values.
- */
-static void
-append_literal(StringInfo buf, const char *text)
-{
-	const char *p;
-
-	appendStringInfoChar(buf, '\'');
-	for (p = text; *p; p++)
-	{
-		if (*p == '\'')
-			appendStringInfoChar(buf, '\'');
-		appendStringInfoChar(buf, *p);
-	}
-	appendStringInfoChar(buf, '\'');
-}
-
-/*
  * append_trigger_tenant
- *		Append "the row (NEW or OLD) is the tenant's" for a trigger.  A
- *		trigger's NEW and OLD carry no affinity, so the literal must match
- *		the stored form: as text for a TEXT column, else the value's text.
+ *		Append "the row (NEW or OLD) is the tenant's" for a trigger.
  */
 static void
 append_trigger_tenant(StringInfo buf, MoveShards *ms, MoveTable *t,
 					  const char *row)
 {
-	if (t->text_tenant)
-		appendStringInfo(buf, "%s.", row);
-	else
-		appendStringInfo(buf, "CAST(%s.", row);
-	shard_quote_identifier(buf, t->tenant_col);
-	appendStringInfoString(buf, t->text_tenant ? " = " : " AS TEXT) = ");
-	append_literal(buf, ms->tenant);
+	shard_tenant_trigger_match(buf, row, t->tenant_col, &t->rule,
+							   ms->tenant);
 }
 
 /*
@@ -471,41 +433,6 @@ query_int(MoveShards *ms, sqlite3 *db, const char *sql, MoveTable *t,
 	if (rc != SQLITE_ROW && rc != SQLITE_DONE)
 		move_error(ms, db, shard_of(ms, db), t ? t->name : NULL, fmt);
 	return v;
-}
-
-/*
- * tenant_column_for
- *		The tenant column of a source table: the one a foreign table of the
- *		server names for it (tenant_columns holds "table\0column" pairs as
- *		two consecutive strings), else "tenant_id".
- */
-static const char *
-tenant_column_for(List *tenant_columns, const char *table)
-{
-	ListCell   *lc;
-
-	for (lc = list_head(tenant_columns); lc != NULL;
-		 lc = lnext(tenant_columns, lnext(tenant_columns, lc)))
-	{
-		if (pg_strcasecmp((char *) lfirst(lc), table) == 0)
-			return (char *) lfirst(lnext(tenant_columns, lc));
-	}
-	return "tenant_id";
-}
-
-/*
- * has_affinity_word
- *		Does a declared type contain a word that decides SQLite's affinity?
- */
-static bool
-has_affinity_word(const char *decl, const char *word)
-{
-	char	   *upper = pstrdup(decl);
-	char	   *p;
-
-	for (p = upper; *p; p++)
-		*p = pg_toupper((unsigned char) *p);
-	return strstr(upper, word) != NULL;
 }
 
 /*
@@ -813,17 +740,38 @@ check_target_table(MoveShards *ms, MoveTable *t, const char *create_sql,
 }
 
 /*
+ * move_table_rule
+ *		The rule by which the move's statements pick the tenant's rows of a
+ *		table, on either shard: as the source declares the tenant column,
+ *		and where the target declares it otherwise, the rule that assumes
+ *		nothing of either declaration.
+ */
+static void
+move_table_rule(MoveShards *ms, MoveTable *t, int kind)
+{
+	ShardTenantRule dst;
+
+	shard_tenant_rule_lookup(&t->rule, ms->src, t->name, t->tenant_col, kind);
+	if (t->create_sql != NULL)
+		return;					/* created on the target from the source's */
+	shard_tenant_rule_lookup(&dst, ms->dst, t->name, t->tenant_col, kind);
+	if (dst.affinity != t->rule.affinity)
+		t->rule.affinity = 0;
+	t->rule.binary &= dst.binary;
+}
+
+/*
  * move_discover_tables
  *		Find the source's tables that have a tenant column (from the source
  *		shard's schema, not from the foreign tables defined in PostgreSQL),
  *		with their columns, primary keys and the tenant's row counts, and
  *		refuse a table the move cannot take: no primary key, or a column
  *		the target's table lacks (only when for_copy: an abort or a cleanup
- *		deletes whatever is there).  tenant_columns maps SQLite table names
- *		to the tenant columns the server's foreign tables give them.
+ *		deletes whatever is there).  spec, of the server's foreign tables,
+ *		says which tables hold tenants' rows (tenantrule.c).
  */
 void
-move_discover_tables(MoveShards *ms, List *tenant_columns, bool for_copy)
+move_discover_tables(MoveShards *ms, ShardTenantSpec *spec, bool for_copy)
 {
 	sqlite3_stmt *stmt;
 	List	   *names = NIL;
@@ -833,10 +781,9 @@ move_discover_tables(MoveShards *ms, List *tenant_columns, bool for_copy)
 	int			rc;
 
 	if (sqlite3_prepare_v2(ms->src,
-						   "SELECT name, sql FROM sqlite_schema WHERE type = 'table' "
-						   "AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' "
-						   "AND name NOT LIKE '\\_ssfdw\\_%' ESCAPE '\\' "
-						   "ORDER BY name", -1, &stmt, NULL) != SQLITE_OK)
+						   "SELECT m.name, m.sql FROM sqlite_schema AS m WHERE "
+						   SHARD_APP_TABLES " ORDER BY m.name", -1, &stmt,
+						   NULL) != SQLITE_OK)
 		move_error(ms, ms->src, ms->source->shard_id, NULL,
 				   gettext_noop("could not read the schema for tenant \"%s\" on shard \"%s\""));
 	while ((rc = sqlite3_step(stmt)) == SQLITE_ROW)
@@ -856,14 +803,13 @@ move_discover_tables(MoveShards *ms, List *tenant_columns, bool for_copy)
 	forboth(lc, names, lc2, sqls)
 	{
 		MoveTable  *t = palloc0(sizeof(MoveTable));
-		const char *want;
-		char	   *tenant_decl = NULL;
+		const char *column;
+		int			kind;
 		int			maxpk = 0;
 		char	  **pk;
 		int			i;
 
 		t->name = lfirst(lc);
-		want = tenant_column_for(tenant_columns, t->name);
 		stmt = prepare_bound(ms, ms->src,
 							 "SELECT name, coalesce(type, ''), pk "
 							 "FROM pragma_table_info(:tbl, 'main') ORDER BY cid",
@@ -876,11 +822,6 @@ move_discover_tables(MoveShards *ms, List *tenant_columns, bool for_copy)
 			int			pkpos = sqlite3_column_int(stmt, 2);
 
 			t->cols = lappend(t->cols, col);
-			if (pg_strcasecmp(col, want) == 0)
-			{
-				t->tenant_col = col;
-				tenant_decl = pstrdup((const char *) sqlite3_column_text(stmt, 1));
-			}
 			if (pkpos > 0 && pkpos < 64)
 			{
 				pk[pkpos] = col;
@@ -891,8 +832,10 @@ move_discover_tables(MoveShards *ms, List *tenant_columns, bool for_copy)
 		if (rc != SQLITE_DONE)
 			move_error(ms, ms->src, ms->source->shard_id, t->name,
 					   gettext_noop("could not read the schema of table \"%s\" of tenant \"%s\" on shard \"%s\""));
-		if (t->tenant_col == NULL)
+		column = shard_tenant_spec_table(spec, t->name, t->cols, &kind);
+		if (column == NULL)
 			continue;			/* shared by every tenant: not moved */
+		t->tenant_col = (char *) column;
 
 		for (i = 1; i <= maxpk; i++)
 			if (pk[i] != NULL)
@@ -906,16 +849,8 @@ move_discover_tables(MoveShards *ms, List *tenant_columns, bool for_copy)
 					 errhint("Give the table a primary key on every shard.")));
 		ms->nkeys = Max(ms->nkeys, list_length(t->pk));
 
-		/* SQLite's affinity rules: INT, then CHAR/CLOB/TEXT, then BLOB/none */
-		t->text_tenant = !has_affinity_word(tenant_decl, "INT") &&
-			(has_affinity_word(tenant_decl, "CHAR") ||
-			 has_affinity_word(tenant_decl, "CLOB") ||
-			 has_affinity_word(tenant_decl, "TEXT"));
-		t->cast_tenant = !t->text_tenant &&
-			!has_affinity_word(tenant_decl, "INT") &&
-			(tenant_decl[0] == '\0' || has_affinity_word(tenant_decl, "BLOB"));
-
 		check_target_table(ms, t, lfirst(lc2), for_copy);
+		move_table_rule(ms, t, kind);
 		{
 			StringInfoData q;
 
@@ -1109,7 +1044,7 @@ append_log_insert(StringInfo buf, MoveShards *ms, MoveTable *t,
 	appendStringInfoString(buf, " (tbl, ");
 	append_log_keys(buf, t);
 	appendStringInfoString(buf, ") SELECT ");
-	append_literal(buf, t->name);
+	shard_append_sql_literal(buf, t->name);
 	appendStringInfoString(buf, ", ");
 	append_columns(buf, t->pk, psprintf("%s.", row));
 }
@@ -1212,7 +1147,7 @@ move_install_fence(MoveShards *ms)
 	initStringInfo(&buf);
 	initStringInfo(&raise);
 	appendStringInfoString(&raise, " BEGIN SELECT RAISE(ABORT, ");
-	append_literal(&raise,
+	shard_append_sql_literal(&raise,
 				   psprintf(SHARD_FENCE_FORMAT,
 							ms->tenant, ms->target->shard_id));
 	appendStringInfoString(&raise, "); END");
