@@ -209,6 +209,11 @@ extern int	shard_file_kind(const char *path);
 extern char *shard_wal_folder_unwritable(const char *path);
 extern void shard_check_wal_folder(const char *shard_id, const char *path);
 
+/* in sqltext.c */
+
+extern void shard_quote_identifier(StringInfo buf, const char *ident);
+extern char *shard_unquote_identifier(const char *sql, const char **end);
+
 /* in deparse.c */
 
 /* How a pushed-down parameter is bound (fdw_private param kinds). */
@@ -235,8 +240,6 @@ extern void shard_deparse_select(StringInfo buf, PlannerInfo *root,
 extern List *shard_deparse_conditions(PlannerInfo *root, RelOptInfo *baserel,
 									  List *conds, List **params,
 									  List **param_kinds);
-extern void shard_quote_identifier(StringInfo buf, const char *ident);
-extern char *shard_unquote_identifier(const char *sql, const char **end);
 extern bool shard_deparse_set_qualified(bool qualified);
 extern List *shard_deparse_qualified_conditions(PlannerInfo *root,
 												RelOptInfo *baserel,
