@@ -126,7 +126,7 @@ extern void shard_move_define_gucs(void);
 
 /*
  * The message a moved tenant's fence raises in its old shard (movecopy.c
- * writes it into the fence's trigger, connection.c recognises it in a
+ * writes it into the fence's trigger, sqliteerror.c recognises it in a
  * failed write and reports a retryable error): one spelling for both.
  */
 #define SHARD_FENCE_LEAD "tenant \""
@@ -183,6 +183,18 @@ extern List *shard_explain_row_key(ShardServerOptions *opts, const char *table,
 extern uint64 shard_writes_begun;
 extern char shard_conn_column_affinity(ShardConn *conn, const char *table,
 									   const char *col);
+
+/* What a file's first 100 bytes say it is (shard_file_kind). */
+#define SHARD_FILE_UNKNOWN		0	/* could not be read */
+#define SHARD_FILE_NOT_SQLITE	1	/* empty, short, or not SQLite's header */
+#define SHARD_FILE_ROLLBACK		2	/* SQLite, rollback journal */
+#define SHARD_FILE_WAL			3	/* SQLite, WAL mode */
+extern int	shard_file_kind(const char *path);
+extern char *shard_wal_folder_unwritable(const char *path);
+extern void shard_check_wal_folder(const char *shard_id, const char *path);
+
+/* in sqliteerror.c */
+
 extern void shard_write_error(int rc, const char *shard_id,
 							  const char *table, const char *tenant,
 							  const char *msg, const char *fmt,...)
@@ -200,14 +212,10 @@ extern int	shard_interrupts_pending(void);
 extern void shard_check_lock_wait(int rc, bool is_directory,
 								  const char *name);
 
-/* What a file's first 100 bytes say it is (shard_file_kind). */
-#define SHARD_FILE_UNKNOWN		0	/* could not be read */
-#define SHARD_FILE_NOT_SQLITE	1	/* empty, short, or not SQLite's header */
-#define SHARD_FILE_ROLLBACK		2	/* SQLite, rollback journal */
-#define SHARD_FILE_WAL			3	/* SQLite, WAL mode */
-extern int	shard_file_kind(const char *path);
-extern char *shard_wal_folder_unwritable(const char *path);
-extern void shard_check_wal_folder(const char *shard_id, const char *path);
+/* in sqltext.c */
+
+extern void shard_quote_identifier(StringInfo buf, const char *ident);
+extern char *shard_unquote_identifier(const char *sql, const char **end);
 
 /* in deparse.c */
 
@@ -235,8 +243,6 @@ extern void shard_deparse_select(StringInfo buf, PlannerInfo *root,
 extern List *shard_deparse_conditions(PlannerInfo *root, RelOptInfo *baserel,
 									  List *conds, List **params,
 									  List **param_kinds);
-extern void shard_quote_identifier(StringInfo buf, const char *ident);
-extern char *shard_unquote_identifier(const char *sql, const char **end);
 extern bool shard_deparse_set_qualified(bool qualified);
 extern List *shard_deparse_qualified_conditions(PlannerInfo *root,
 												RelOptInfo *baserel,

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 #
 # test/move_kill_test.sh
-#	Crash safety of tenant moves (DESIGN.md, invariant 4; issue 13, item
-#	3): the backend running tenant_move is killed with SIGKILL at each
+#	Crash safety of tenant moves (nothing lost or doubled, the move
+#	resumable): the backend running tenant_move is killed with SIGKILL at each
 #	point of the move in turn (sqlite_shard_fdw.move_pause_at makes it
 #	wait there), and after each kill:
 #

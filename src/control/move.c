@@ -3,8 +3,11 @@
  * move.c
  *		  Moving a tenant between shards while its writers keep going
  *
- * tenant_move(server, tenant, target) is the reference procedure of
- * BRIEF.md made safe (DESIGN.md, section 6).  Its state lives in the
+ * tenant_move(server, tenant, target) is the usual way of moving a tenant
+ * (mark it MIGRATING, copy its rows, replay the writes made meanwhile,
+ * verify, cut over, delete the old rows later) made safe: a write to the
+ * old shard after the cutover fails instead of being lost, no fan-out
+ * counts the tenant twice, and a move cut short by a crash can be resumed.  Its state lives in the
  * directory, where the application's own router reads it: shard_map says
  * MIGRATING with the target from the first step on, and DONE (the target
  * answers, the old shard_id keeps the leftovers until cleanup) after the
@@ -809,8 +812,10 @@ start_move(MoveDir *md, const char *tenant, const char *source,
 
 /*
  * refuse_new_move
- *		Item 2 of the issue: everything that makes a new move impossible,
- *		checked before anything changes, on shards already opened.
+ *		Refuse a move that cannot succeed (keys of the tenant's rows that
+ *		other tenants' rows already have on the target, a target that would
+ *		pass max_shard_bytes) before anything changes, on shards already
+ *		opened.
  */
 static void
 refuse_new_move(MoveShards *ms)
