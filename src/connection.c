@@ -1153,34 +1153,6 @@ shard_conn_unprepare(ShardConn *conn, sqlite3_stmt *stmt)
 }
 
 /*
- * declared_affinity
- *		The affinity SQLite gives a declared column type: 'I'nteger,
- *		'T'ext, 'B'lob (no type), 'R'eal or 'N'umeric, by its rules.
- */
-static char
-declared_affinity(const char *decl)
-{
-	char	   *up = pstrdup(decl ? decl : "");
-	char	   *p;
-	char		result;
-
-	for (p = up; *p; p++)
-		*p = pg_ascii_toupper((unsigned char) *p);
-	if (strstr(up, "INT"))
-		result = 'I';
-	else if (strstr(up, "CHAR") || strstr(up, "CLOB") || strstr(up, "TEXT"))
-		result = 'T';
-	else if (up[0] == '\0' || strstr(up, "BLOB"))
-		result = 'B';
-	else if (strstr(up, "REAL") || strstr(up, "FLOA") || strstr(up, "DOUB"))
-		result = 'R';
-	else
-		result = 'N';
-	pfree(up);
-	return result;
-}
-
-/*
  * affinity_satisfies
  *		Does a column of this affinity hold only what the need assumes?
  *		SHARD_NEEDS_TEXT: numbers are stored as text, so text compares as
@@ -1273,7 +1245,7 @@ shard_conn_column_affinity(ShardConn *conn, const char *table, const char *col)
 	sqlite3_bind_text(stmt, 2, col, -1, SQLITE_STATIC);
 	rc = sqlite3_step(stmt);
 	if (rc == SQLITE_ROW)
-		aff = declared_affinity((const char *) sqlite3_column_text(stmt, 0));
+		aff = shard_declared_affinity((const char *) sqlite3_column_text(stmt, 0));
 	sqlite3_finalize(stmt);
 	shard_check_lock_wait(rc, false, conn->shard_id);
 

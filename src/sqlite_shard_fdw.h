@@ -216,6 +216,7 @@ extern void shard_check_lock_wait(int rc, bool is_directory,
 
 extern void shard_quote_identifier(StringInfo buf, const char *ident);
 extern char *shard_unquote_identifier(const char *sql, const char **end);
+extern void shard_append_sql_literal(StringInfo buf, const char *text);
 
 /* in deparse.c */
 
@@ -813,7 +814,6 @@ extern void shard_tenant_match(StringInfo buf, const char *qual,
 extern ShardValue shard_tenant_condition(StringInfo buf, const char *column,
 										 const ShardTenantRule *rule,
 										 List *ids, bool negate, int paramno);
-extern void shard_append_sql_literal(StringInfo buf, const char *text);
 extern void shard_tenant_trigger_match(StringInfo buf, const char *row,
 									   const char *column,
 									   const ShardTenantRule *rule,

@@ -6,7 +6,8 @@
  * The SQL this wrapper writes for the shards names their tables and
  * columns through shard_quote_identifier, so that no name from a catalog
  * or a shard file can change a statement, and shard_unquote_identifier
- * reads such a name back out of SQL already written.  Both planes use
+ * reads such a name back out of SQL already written; text that cannot be
+ * bound is written as a literal by shard_append_sql_literal.  Both planes use
  * them: the planner's deparser, the scans and writes, the admin functions
  * and the moves.
  *
@@ -59,4 +60,25 @@ shard_unquote_identifier(const char *sql, const char **end)
 		return NULL;
 	*end = p + 1;
 	return name.data;
+}
+
+/*
+ * shard_append_sql_literal
+ *		Append text as an SQLite string literal, single quotes doubled:
+ *		for what cannot take bound values (trigger DDL, a name in an error
+ *		message SQLite raises).
+ */
+void
+shard_append_sql_literal(StringInfo buf, const char *text)
+{
+	const char *p;
+
+	appendStringInfoChar(buf, '\'');
+	for (p = text; *p; p++)
+	{
+		if (*p == '\'')
+			appendStringInfoChar(buf, '\'');
+		appendStringInfoChar(buf, *p);
+	}
+	appendStringInfoChar(buf, '\'');
 }

@@ -308,26 +308,6 @@ shard_tenant_condition(StringInfo buf, const char *column,
 }
 
 /*
- * shard_append_sql_literal
- *		Append text as an SQL string literal, single quotes doubled: for
- *		trigger DDL, which cannot take bound values.
- */
-void
-shard_append_sql_literal(StringInfo buf, const char *text)
-{
-	const char *p;
-
-	appendStringInfoChar(buf, '\'');
-	for (p = text; *p; p++)
-	{
-		if (*p == '\'')
-			appendStringInfoChar(buf, '\'');
-		appendStringInfoChar(buf, *p);
-	}
-	appendStringInfoChar(buf, '\'');
-}
-
-/*
  * canonical_integer
  *		Is id the decimal form of a value of an integer column of bits (no
  *		sign but a minus, no leading zero), the only text a tenant of that
