@@ -29,13 +29,27 @@
  *	   is copied in batches of MOVE_BATCH_ROWS, one transaction each
  *	   (not synced one by one in WAL mode: move_set_durable).
  *	4. the log is replayed until its backlog is small, the copy verified
- *	   (counts and checksums of every table, read without any lock), and
- *	   replayed again.
- *	5. under the source's write lock: the last replay, a check of the rows
- *	   written since the verification, and the fence; commit (the lock is
- *	   held for this step only: tenant_moves.lock_ms).
+ *	   (counts and checksums of every table, read without any lock, less
+ *	   the rows written meanwhile), and replayed again.
+ *	5. under the source's write lock: the last replay, the verification
+ *	   of every row of the tenant again, and the fence; commit (the lock
+ *	   is held for this step only: tenant_moves.lock_ms).
  *	6. directory: shard_map DONE.  tenant_cleanup later deletes the
  *	   leftovers, the triggers, the log and the fence.
+ *
+ * The capture triggers do not see every write: SQLite fires no trigger for
+ * a row an INSERT OR REPLACE removes through another unique index (unless
+ * recursive_triggers is on), for an incremental blob write, or for any
+ * write of a connection that disabled triggers.  Such a write changes the
+ * source without a trace in the log, so no check of logged keys can find
+ * it; the check under the lock compares the whole tenant, which no write
+ * can change any more until the fence is in, and fails the move (the
+ * tenant stays on the source, which takes its writes) rather than flip to
+ * a copy that lacks the write.  The check before the lock finds a bad copy
+ * without stopping the writers; the one under it costs the lock a read of
+ * the tenant's rows on both shards.  The fence is made of triggers too: such
+ * a write after the cutover is not refused, and lands in the source's
+ * leftover rows only, which tenant_cleanup deletes.
  *
  * The fence commits before the flip: a crash between them leaves a fenced
  * source that the directory still names, so the tenant's writes fail (they
@@ -92,6 +106,9 @@ PG_FUNCTION_INFO_V1(shard_tenant_moves);
 /* For tests: the point at which a move waits until it is killed. */
 static char *move_pause_at = NULL;
 
+/* For tests: with move_pause_at, how long to wait there before going on. */
+static int	move_pause_ms = 0;
+
 static const char *const moves_schema =
 "CREATE TABLE IF NOT EXISTS tenant_moves ("
 "  move_id INTEGER PRIMARY KEY,"
@@ -141,30 +158,47 @@ shard_move_define_gucs(void)
 {
 	DefineCustomStringVariable("sqlite_shard_fdw.move_pause_at",
 							   "For tests: a point of tenant_move() at which it waits until it is cancelled or killed.",
-							   "One of start, capture, copy, replay, cutover, fenced, flipped, abort, cleanup.",
+							   "One of start, capture, copy, replay, verified, cutover, fenced, flipped, abort, cleanup.",
 							   &move_pause_at,
 							   "",
 							   PGC_SUSET, GUC_NOT_IN_SAMPLE | GUC_NO_SHOW_ALL,
 							   NULL, NULL, NULL);
+	DefineCustomIntVariable("sqlite_shard_fdw.move_pause_ms",
+							"For tests: how long a move waits at sqlite_shard_fdw.move_pause_at before it goes on.",
+							"Zero waits until the move is cancelled or killed.",
+							&move_pause_ms,
+							0, 0, 3600 * 1000,
+							PGC_SUSET, GUC_NOT_IN_SAMPLE | GUC_NO_SHOW_ALL | GUC_UNIT_MS,
+							NULL, NULL, NULL);
 }
 
 /*
  * move_pause
  *		The test hook: at the point sqlite_shard_fdw.move_pause_at names,
  *		say so and wait until cancelled or killed, so that a test can kill
- *		the backend at a known step.
+ *		the backend at a known step; or, with sqlite_shard_fdw.move_pause_ms,
+ *		wait that long and go on, so that a test can write meanwhile.
  */
 static void
 move_pause(const char *tenant, const char *point)
 {
+	instr_time	start;
+
 	if (move_pause_at == NULL || strcmp(move_pause_at, point) != 0)
 		return;
 	ereport(NOTICE,
 			(errmsg("tenant \"%s\": paused at \"%s\"", tenant, point)));
+	INSTR_TIME_SET_CURRENT(start);
 	for (;;)
 	{
+		instr_time	now;
+
 		CHECK_FOR_INTERRUPTS();
 		pg_usleep(20000L);
+		INSTR_TIME_SET_CURRENT(now);
+		INSTR_TIME_SUBTRACT(now, start);
+		if (move_pause_ms > 0 && INSTR_TIME_GET_MILLISEC(now) >= move_pause_ms)
+			return;
 	}
 }
 
@@ -616,12 +650,13 @@ replay_until_small(MoveShards *ms, MoveDir *md, int64 copied)
 
 /*
  * cutover
- *		Step 5: under the source's write lock, the last replay, a check of
- *		the rows of every key written since the verification at since, and
- *		the fence; returns how long the lock was held, in ms.
+ *		Step 5: under the source's write lock, the last replay, the
+ *		verification of every row of the tenant on both shards (the only
+ *		check that sees writes the capture triggers missed: the file's
+ *		head), and the fence; returns how long the lock was held, in ms.
  */
 static double
-cutover(MoveShards *ms, int64 since)
+cutover(MoveShards *ms)
 {
 	instr_time	start;
 
@@ -630,7 +665,7 @@ cutover(MoveShards *ms, int64 since)
 	INSTR_TIME_SET_CURRENT(start);
 	move_begin(ms, ms->dst, true);
 	(void) move_replay(ms, -1);
-	(void) move_verify(ms, since, ms->replayed, true);
+	(void) move_verify(ms, ms->replayed, ms->replayed, true);
 	move_sync_target(ms);
 	move_commit(ms, ms->dst);
 	move_pause(ms->tenant, "cutover");
@@ -708,7 +743,6 @@ static void
 run_move(MoveShards *ms, MoveDir *md)
 {
 	int64		copied = 0;
-	int64		verified_at;
 	int64		removed;
 	double		lock_ms = 0;
 	instr_time	clock;
@@ -752,18 +786,18 @@ run_move(MoveShards *ms, MoveDir *md)
 
 		(void) replay_until_small(ms, md, copied);
 		step_done(ms->tenant, "replay", &clock);
-		verified_at = ms->replayed;
-		copied = move_verify(ms, verified_at, -1, false);
+		copied = move_verify(ms, ms->replayed, -1, false);
 		step_done(ms->tenant, "verification", &clock);
 		ereport(NOTICE,
 				(errmsg("tenant \"%s\": verified %d tables on shard \"%s\"",
 						ms->tenant, list_length(ms->tables),
 						ms->target->shard_id)));
+		move_pause(ms->tenant, "verified");
 		(void) replay_until_small(ms, md, copied);
 
 		set_phase(md, ms->move_id, "cutover", copied, -1);
 		step_done(ms->tenant, "second replay", &clock);
-		lock_ms = cutover(ms, verified_at);
+		lock_ms = cutover(ms);
 		step_done(ms->tenant, "cutover", &clock);
 	}
 	move_pause(ms->tenant, "fenced");

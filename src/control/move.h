@@ -72,7 +72,7 @@ extern int64 move_copy_batch(MoveShards *ms, MoveTable *t,
 							 sqlite3_value ***cursor, bool *done);
 extern int64 move_replay(MoveShards *ms, int64 upto);
 extern int64 move_verify(MoveShards *ms, int64 since, int64 upto,
-						 bool keys_only);
+						 bool locked);
 extern void move_install_fence(MoveShards *ms);
 extern bool move_fence_present(MoveShards *ms);
 extern void move_drop_objects(MoveShards *ms, const char *kind);

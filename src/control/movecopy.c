@@ -32,9 +32,12 @@
  *
  * Verification sums a hash of every row (ssfdw_move_sum, movesum.c) and
  * counts rows on both sides.  The sum is additive, so the rows of keys the
- * log names after a point can be left out on both sides and checked apart;
- * move.c uses that to verify the bulk of the rows before it takes the
- * source's write lock, and only the rows written since under the lock.
+ * log names after a point can be left out on both sides: move.c verifies
+ * the bulk of the rows before it takes the source's write lock, less those
+ * written meanwhile, to find a bad copy while the application still
+ * writes.  The capture misses writes that fire no trigger, so that check
+ * proves nothing about them; the last check, under the lock, compares
+ * every row of the tenant again.
  *
  *-------------------------------------------------------------------------
  */
@@ -1566,22 +1569,18 @@ sum_rows(MoveShards *ms, MoveTable *t, const char *side, int64 lo, int64 hi,
 
 /*
  * sum_side
- *		sum_rows of the keys the log holds in (lo, hi] (keys_only), or of
- *		every other key: all rows less those, as the sum is additive, so
- *		that the large side reads no subquery per row.
+ *		The count and checksum of the tenant's rows of a table on one side,
+ *		less those of the keys the log holds in (lo, hi]: all rows less
+ *		those, as the sum is additive, so that the large side reads no
+ *		subquery per row.  With lo == hi, every row.
  */
 static void
 sum_side(MoveShards *ms, MoveTable *t, const char *side, int64 lo, int64 hi,
-		 bool keys_only, int64 *count, int64 *sum)
+		 int64 *count, int64 *sum)
 {
 	int64		kcount = 0;
 	int64		ksum = 0;
 
-	if (keys_only)
-	{
-		sum_rows(ms, t, side, lo, hi, true, count, sum);
-		return;
-	}
 	sum_rows(ms, t, side, lo, hi, false, count, sum);
 	if (hi > lo)
 		sum_rows(ms, t, side, lo, hi, true, &kcount, &ksum);
@@ -1592,15 +1591,23 @@ sum_side(MoveShards *ms, MoveTable *t, const char *side, int64 lo, int64 hi,
 /*
  * move_verify
  *		Compare the tenant's rows of every table on both shards, by count
- *		and checksum: those of the keys the log holds in (since, upto] with
- *		keys_only, else all the others.  Runs inside the caller's
+ *		and checksum, less the rows of the keys the log holds in (since,
+ *		upto]: with since == upto, every row.  Runs inside the caller's
  *		transaction on the target, or in a read transaction of its own
  *		(which reads one state of each shard); upto < 0 reads the log's end
- *		in that transaction.  Raises XX001 naming the table on any
- *		difference; returns the rows compared.
+ *		in that transaction.  Raises XX001 naming the table and both shards
+ *		on any difference; returns the rows compared.
+ *
+ *		locked says that the caller holds the source's write lock and
+ *		compares every row: the last check before the fence.  A difference
+ *		found there is a write the capture triggers did not see (they fire
+ *		for no row an INSERT OR REPLACE removes through another unique
+ *		index unless recursive_triggers is on, for no incremental blob
+ *		write, and for nothing a connection with triggers disabled
+ *		writes), and the error says so.
  */
 int64
-move_verify(MoveShards *ms, int64 since, int64 upto, bool keys_only)
+move_verify(MoveShards *ms, int64 since, int64 upto, bool locked)
 {
 	bool		own = sqlite3_get_autocommit(ms->dst);
 	int64		rows = 0;
@@ -1619,18 +1626,26 @@ move_verify(MoveShards *ms, int64 since, int64 upto, bool keys_only)
 					dsum = 0;
 
 		CHECK_FOR_INTERRUPTS();
-		sum_side(ms, t, "src", since, upto, keys_only, &scount, &ssum);
-		sum_side(ms, t, "main", since, upto, keys_only, &dcount, &dsum);
+		sum_side(ms, t, "src", since, upto, &scount, &ssum);
+		sum_side(ms, t, "main", since, upto, &dcount, &dsum);
 		if (scount != dcount || ssum != dsum)
 			ereport(ERROR,
 					(errcode(ERRCODE_DATA_CORRUPTED),
 					 errmsg("copy of table \"%s\" of tenant \"%s\" on shard \"%s\" does not match shard \"%s\"",
 							t->name, ms->tenant, ms->target->shard_id,
 							ms->source->shard_id),
+					 locked ?
+					 errdetail("%lld rows with checksum %lld on shard \"%s\", %lld rows with checksum %lld on shard \"%s\", compared under the write lock of shard \"%s\": a write the move's capture triggers did not see changed the tenant's rows there during the move.",
+							   (long long) scount, (long long) ssum,
+							   ms->source->shard_id, (long long) dcount,
+							   (long long) dsum, ms->target->shard_id,
+							   ms->source->shard_id) :
 					 errdetail("%lld rows with checksum %lld on shard \"%s\", %lld rows with checksum %lld on shard \"%s\".",
 							   (long long) scount, (long long) ssum,
 							   ms->source->shard_id, (long long) dcount,
 							   (long long) dsum, ms->target->shard_id),
+					 locked ?
+					 errhint("Writes that fire no trigger are not captured: an INSERT OR REPLACE that removes a row through another unique index, an incremental blob write, a connection with triggers disabled.  Run tenant_move() again to copy the tenant afresh, or tenant_move_abort().") :
 					 errhint("Run tenant_move() again to copy the tenant afresh, or tenant_move_abort().")));
 		rows += scount;
 	}
