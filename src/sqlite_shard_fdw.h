@@ -123,6 +123,10 @@ extern ShardInfo *shard_reference_shard(ShardDirectory *dir,
 /* in move.c */
 
 extern void shard_move_define_gucs(void);
+extern void shard_move_recover_routed(ShardDirectory *dir,
+									  ShardServerOptions *opts,
+									  const char *tenant, const char *source,
+									  const char *target);
 
 /*
  * The message a moved tenant's fence raises in its old shard (movecopy.c

@@ -54,6 +54,7 @@ typedef struct MoveShards
 
 /* in movecopy.c */
 extern void move_open_shards(MoveShards *ms);
+extern void move_open_source(MoveShards *ms);
 extern void move_close_shards(MoveShards *ms);
 extern void move_set_durable(MoveShards *ms, bool durable);
 extern void move_sync_target(MoveShards *ms);

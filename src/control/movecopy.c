@@ -152,6 +152,17 @@ move_open_shards(MoveShards *ms)
 }
 
 /*
+ * move_open_source
+ *		Open the move's own handle on the source alone: enough to look at
+ *		its fence or lift it, without the target.
+ */
+void
+move_open_source(MoveShards *ms)
+{
+	ms->src = open_one(ms, ms->source);
+}
+
+/*
  * move_set_durable
  *		How the target commits: a WAL target commits the copy and the
  *		replay rounds with synchronous = NORMAL (no fsync per batch: a
