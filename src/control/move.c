@@ -1101,7 +1101,7 @@ dead_move_context(void *arg)
  */
 static void
 finish_dead_move(ShardServerOptions *opts, MoveDir *md, const char *tenant,
-				 List *columns)
+				 ShardTenantSpec *spec)
 {
 	MoveState  *st = read_state(md, tenant);
 	MoveShards	ms;
@@ -1130,7 +1130,7 @@ finish_dead_move(ShardServerOptions *opts, MoveDir *md, const char *tenant,
 					(errmsg("tenant \"%s\": finishing its move %lld to shard \"%s\", stopped between the fence and the flip",
 							tenant, (long long) st->move_id,
 							st->target_shard_id)));
-			move_discover_tables(&ms, columns, true);
+			move_discover_tables(&ms, spec, true);
 			run_move(&ms, md);
 		}
 	}
@@ -1159,7 +1159,7 @@ finish_dead_move(ShardServerOptions *opts, MoveDir *md, const char *tenant,
  */
 static void
 finish_or_lift(ShardServerOptions *opts, MoveDir *md, const char *tenant,
-			   List *columns)
+			   ShardTenantSpec *spec)
 {
 	MemoryContext oldcxt = CurrentMemoryContext;
 	ResourceOwner oldowner = CurrentResourceOwner;
@@ -1170,7 +1170,7 @@ finish_or_lift(ShardServerOptions *opts, MoveDir *md, const char *tenant,
 	MemoryContextSwitchTo(oldcxt);
 	PG_TRY();
 	{
-		finish_dead_move(opts, md, tenant, columns);
+		finish_dead_move(opts, md, tenant, spec);
 		ReleaseCurrentSubTransaction();
 	}
 	PG_CATCH();
@@ -1209,7 +1209,7 @@ finish_or_lift(ShardServerOptions *opts, MoveDir *md, const char *tenant,
  *		another reason (an abort's own) are left to the caller.
  */
 static void
-finish_dead_moves(ShardServerOptions *opts, MoveDir *md, List *columns,
+finish_dead_moves(ShardServerOptions *opts, MoveDir *md, ShardTenantSpec *spec,
 				  const char *own)
 {
 	List	   *tenants = NIL;
@@ -1229,10 +1229,10 @@ finish_dead_moves(ShardServerOptions *opts, MoveDir *md, List *columns,
 		char	   *tenant = lfirst(lc);
 
 		if (own != NULL && strcmp(tenant, own) == 0)
-			finish_or_lift(opts, md, tenant, columns);
+			finish_or_lift(opts, md, tenant, spec);
 		else if (try_lock_tenant(opts, tenant))
 		{
-			finish_or_lift(opts, md, tenant, columns);
+			finish_or_lift(opts, md, tenant, spec);
 			unlock_tenant(opts, tenant);
 		}
 	}
@@ -1418,7 +1418,7 @@ refuse_new_move(MoveShards *ms)
 }
 
 static int64 cleanup_one(ShardServerOptions *opts, MoveDir *md,
-						 const char *tenant, MoveState *st, List *columns,
+						 const char *tenant, MoveState *st, ShardTenantSpec *spec,
 						 bool vacuum);
 
 /*
@@ -1431,7 +1431,7 @@ static int64 cleanup_one(ShardServerOptions *opts, MoveDir *md,
  */
 static void
 clean_before_move(ShardServerOptions *opts, MoveDir *md, const char *tenant,
-				  MoveState *st, List *columns)
+				  MoveState *st, ShardTenantSpec *spec)
 {
 	int			pid = 0;
 	int			older;
@@ -1452,7 +1452,7 @@ clean_before_move(ShardServerOptions *opts, MoveDir *md, const char *tenant,
 	ereport(NOTICE,
 			(errmsg("tenant \"%s\": deleting its rows on shard \"%s\" left by its move to shard \"%s\" first",
 					tenant, st->shard_id, st->target_shard_id)));
-	removed = cleanup_one(opts, md, tenant, st, columns, true);
+	removed = cleanup_one(opts, md, tenant, st, spec, true);
 	shard_directory_changed(shard_directory_get(opts));
 	ereport(NOTICE,
 			(errmsg_plural("tenant \"%s\": deleted %lld row from shard \"%s\"",
@@ -1493,7 +1493,7 @@ shard_tenant_move(PG_FUNCTION_ARGS)
 	{
 		ShardTenantSpec *spec = shard_tenant_spec(opts->serverid);
 
-		finish_dead_moves(opts, &md, columns, tenant);
+		finish_dead_moves(opts, &md, spec, tenant);
 		st = read_state(&md, tenant);
 		(void) shard_or_error(opts, target);
 
@@ -1502,7 +1502,7 @@ shard_tenant_move(PG_FUNCTION_ARGS)
 			strcmp(st->target_shard_id, st->shard_id) != 0 &&
 			strcmp(st->target_shard_id, target) != 0)
 		{
-			clean_before_move(opts, &md, tenant, st, columns);
+			clean_before_move(opts, &md, tenant, st, spec);
 			st = read_state(&md, tenant);
 		}
 
@@ -1645,7 +1645,7 @@ shard_tenant_move_abort(PG_FUNCTION_ARGS)
 	dir_open(&md, opts);
 	PG_TRY();
 	{
-		finish_dead_moves(opts, &md, tenant_columns_of_server(opts->serverid),
+		finish_dead_moves(opts, &md, shard_tenant_spec(opts->serverid),
 						  NULL);
 		st = read_state(&md, tenant);
 		if (strcmp(st->status, "DONE") == 0)
@@ -1769,7 +1769,7 @@ shard_tenant_cleanup(PG_FUNCTION_ARGS)
 	{
 		ShardTenantSpec *spec = shard_tenant_spec(opts->serverid);
 
-		finish_dead_moves(opts, &md, columns, NULL);
+		finish_dead_moves(opts, &md, spec, NULL);
 		if (!PG_ARGISNULL(1))
 			tenants = list_make1(shard_tenant_id_text(text_to_cstring(PG_GETARG_TEXT_PP(1))));
 		else
