@@ -122,7 +122,9 @@ static const char *const moves_schema =
 
 /*
  * shard_move_define_gucs
- *		Define the move's settings; called from _PG_init.
+ *		Define the move's settings and install its recovery of routed
+ *		tenants into the directory (shard_migrating_hook); called from
+ *		_PG_init.
  */
 void
 shard_move_define_gucs(void)
@@ -141,6 +143,7 @@ shard_move_define_gucs(void)
 							0, 0, 3600 * 1000,
 							PGC_SUSET, GUC_NOT_IN_SAMPLE | GUC_NO_SHOW_ALL | GUC_UNIT_MS,
 							NULL, NULL, NULL);
+	shard_migrating_hook = shard_move_recover_routed;
 }
 
 /*

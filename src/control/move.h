@@ -105,6 +105,10 @@ extern void move_run(MoveShards *ms, MoveDir *md);
 extern char *move_error_message(MemoryContext cxt);
 
 /* in movecleanup.c */
+extern void shard_move_recover_routed(ShardDirectory *dir,
+									  ShardServerOptions *opts,
+									  const char *tenant, const char *source,
+									  const char *target);
 extern void move_lift_dead_fences(ShardServerOptions *opts);
 extern void move_finish_dead_moves(ShardServerOptions *opts, MoveDir *md,
 								   ShardTenantSpec *spec, const char *own);

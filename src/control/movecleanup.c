@@ -9,12 +9,12 @@
  * that the directory still names, so the tenant's writes fail (they are
  * not lost) until the move is finished or the fence lifted, which nobody
  * has to do by hand: the next statement routed to the tenant lifts the
- * fence (cheap: the move becomes resumable, lift_dead_fence, called from
- * the directory through shard_move_recover_routed), and the next call of
- * a move function that writes finishes the move (finish_dead_move) as the
- * move run again does: it sees the fence, and only verifies and flips.  A
- * move's session is known to be gone when nobody holds the tenant's
- * advisory lock (move_try_lock_tenant).
+ * fence (cheap: the move becomes resumable, lift_dead_fence; the directory
+ * calls shard_move_recover_routed through shard_migrating_hook), and the
+ * next call of a move function that writes finishes the move
+ * (finish_dead_move) as the move run again does: it sees the fence, and
+ * only verifies and flips.  A move's session is known to be gone when
+ * nobody holds the tenant's advisory lock (move_try_lock_tenant).
  *
  * tenant_cleanup deletes the old shard's rows only once every transaction
  * that began before the flip has ended (wait_for_older_readers): a
@@ -164,13 +164,14 @@ lift_dead_fence(ShardDirectory *dir, ShardServerOptions *opts,
 
 /*
  * shard_move_recover_routed
- *		Called by the directory when a statement routes a tenant it has just
- *		read as MIGRATING (so once per change of the directory and backend):
- *		when no session holds the tenant's lock, the move stopped, and a
- *		fence it left is lifted (lift_dead_fence).  While a move runs, its
- *		session holds the lock and this costs one lock table probe.  A
- *		session that cannot have the lock at once (another routing statement
- *		lifting the fence) routes as the directory says.
+ *		Called by the directory, as its shard_migrating_hook, when a
+ *		statement routes a tenant it has just read as MIGRATING (so once
+ *		per change of the directory and backend): when no session holds the
+ *		tenant's lock, the move stopped, and a fence it left is lifted
+ *		(lift_dead_fence).  While a move runs, its session holds the lock
+ *		and this costs one lock table probe.  A session that cannot have
+ *		the lock at once (another routing statement lifting the fence)
+ *		routes as the directory says.
  */
 void
 shard_move_recover_routed(ShardDirectory *dir, ShardServerOptions *opts,
