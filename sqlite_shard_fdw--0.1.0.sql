@@ -79,9 +79,9 @@ LANGUAGE C STRICT;
 REVOKE ALL ON FUNCTION directory_init(name), directory_init(name, text),
   shard_add(name, text, text), tenant_add(name, text, text, bigint) FROM PUBLIC;
 
--- Moving a tenant between shards (src/control/move.c).  Every step commits
--- in the shards and the directory at once, outside the transaction, so
--- these functions refuse to run inside a transaction block.
+-- Moving a tenant between shards (src/control/move.c, movecleanup.c).
+-- Every step commits in the shards and the directory at once, outside the
+-- transaction, so these functions refuse to run inside a transaction block.
 
 CREATE FUNCTION tenant_move(server name, tenant text, target_shard text)
 RETURNS bigint

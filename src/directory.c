@@ -100,6 +100,9 @@ struct ShardDirectory
 static MemoryContext DirectoryCacheContext = NULL;
 static List *directories = NIL;
 
+/* Installed by the control plane: see ShardMigratingHook. */
+ShardMigratingHook shard_migrating_hook = NULL;
+
 static void check_directory(ShardDirectory *dir, ShardServerOptions *opts);
 
 /*
@@ -826,13 +829,15 @@ shard_directory_locate(ShardDirectory *dir, const char *tenant)
 
 	/*
 	 * A tenant read as MIGRATING: a move whose session is gone may have left
-	 * the source fenced; the move's code lifts it (cheap while the move
-	 * runs).  Not while this transaction writes the directory.
+	 * the source fenced; the move's code, through shard_migrating_hook,
+	 * lifts it (cheap while the move runs).  Not while this transaction
+	 * writes the directory.
 	 */
 	if (rc == SQLITE_ROW && strcmp(loc.status, "MIGRATING") == 0 &&
-		dir->db == dir->read_db && !IsParallelWorker())
-		shard_move_recover_routed(dir, shard_server_options(dir->serverid),
-								  tenant, loc.shard_id, loc.target_shard_id);
+		dir->db == dir->read_db && !IsParallelWorker() &&
+		shard_migrating_hook != NULL)
+		shard_migrating_hook(dir, shard_server_options(dir->serverid),
+							 tenant, loc.shard_id, loc.target_shard_id);
 
 	if (!cacheable)
 	{

@@ -85,6 +85,19 @@ typedef struct ShardLocation
 
 typedef struct ShardDirectory ShardDirectory;
 
+/*
+ * Called when a statement routes a tenant the directory has just read as
+ * MIGRATING, with the tenant's shard and target: the control plane's move
+ * code installs it (a fence left by a move whose session died is lifted),
+ * so that the directory never calls up into the control plane.
+ */
+typedef void (*ShardMigratingHook) (ShardDirectory *dir,
+									ShardServerOptions *opts,
+									const char *tenant, const char *source,
+									const char *target);
+
+extern ShardMigratingHook shard_migrating_hook;
+
 extern ShardDirectory *shard_directory_get(ShardServerOptions *opts);
 extern ShardLocation *shard_directory_locate(ShardDirectory *dir,
 											 const char *tenant);
@@ -123,10 +136,6 @@ extern ShardInfo *shard_reference_shard(ShardDirectory *dir,
 /* in move.c */
 
 extern void shard_move_define_gucs(void);
-extern void shard_move_recover_routed(ShardDirectory *dir,
-									  ShardServerOptions *opts,
-									  const char *tenant, const char *source,
-									  const char *target);
 
 /*
  * The message a moved tenant's fence raises in its old shard (movecopy.c

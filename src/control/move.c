@@ -34,8 +34,8 @@
  *	5. under the source's write lock: the last replay, the verification
  *	   of every row of the tenant again, and the fence; commit (the lock
  *	   is held for this step only: tenant_moves.lock_ms).
- *	6. directory: shard_map DONE.  tenant_cleanup later deletes the
- *	   leftovers, the triggers, the log and the fence.
+ *	6. directory: shard_map DONE.  tenant_cleanup (movecleanup.c) later
+ *	   deletes the leftovers, the triggers, the log and the fence.
  *
  * The capture triggers do not see every write: SQLite fires no trigger for
  * a row an INSERT OR REPLACE removes through another unique index (unless
@@ -52,22 +52,12 @@
  * leftover rows only, which tenant_cleanup deletes.
  *
  * The fence commits before the flip: a crash between them leaves a fenced
- * source that the directory still names, so the tenant's writes fail (they
- * are not lost) until the move is finished or the fence lifted, which
- * nobody has to do by hand: the next statement routed to the tenant lifts
- * the fence (cheap: the move becomes resumable, lift_dead_fence), and the
- * next call of a move function that writes finishes the move
- * (finish_dead_move) as the move run again does: it sees the fence, and
- * only verifies and flips.  A move's session is known to be gone when
- * nobody holds the tenant's advisory lock (try_lock_tenant).  A crash
+ * source that the directory still names, which nobody has to repair by
+ * hand (movecleanup.c: the fence is lifted or the move finished).  A crash
  * anywhere before the fence leaves the source complete and named by the
  * directory, with a partial copy that readers skip; running the move
  * again restarts the copy (the triggers and the log stay), and
  * tenant_move_abort removes the copy, the triggers and the log.
- *
- * tenant_cleanup deletes the old shard's rows only once every transaction
- * that began before the flip has ended (wait_for_older_readers): a
- * statement routes by the directory as it was when it started.
  *
  * A move holds a transaction-level advisory lock on the directory and the
  * tenant while it runs, so that a second move (or abort, or cleanup) of the
@@ -80,33 +70,19 @@
 
 #include <sys/stat.h>
 
-#include "access/genam.h"
-#include "access/htup_details.h"
-#include "access/table.h"
 #include "access/xact.h"
-#include "catalog/pg_foreign_table.h"
-#include "commands/defrem.h"
 #include "common/hashfn.h"
-#include "foreign/foreign.h"
 #include "funcapi.h"
 #include "miscadmin.h"
 #include "portability/instr_time.h"
 #include "storage/lmgr.h"
-#include "storage/proc.h"
-#include "storage/procarray.h"
-#include "storage/sinvaladt.h"
-#include "utils/backend_status.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
-#include "utils/lsyscache.h"
-#include "utils/resowner.h"
-#include "utils/timestamp.h"
 
 #include "control/move.h"
 
 PG_FUNCTION_INFO_V1(shard_tenant_move);
 PG_FUNCTION_INFO_V1(shard_tenant_move_abort);
-PG_FUNCTION_INFO_V1(shard_tenant_cleanup);
 PG_FUNCTION_INFO_V1(shard_tenant_moves);
 
 /* The replay is left for the locked phase once its backlog is this small. */
@@ -144,31 +120,11 @@ static const char *const moves_schema =
 /* Now, as the directory stores times: seconds since 1970, fractional. */
 #define DIR_NOW "((julianday('now') - 2440587.5) * 86400.0)"
 
-/* The move's own handle on the directory. */
-typedef struct MoveDir
-{
-	ShardServerOptions *opts;
-	sqlite3    *db;
-	bool		has_updated_at;	/* shard_map has the column */
-} MoveDir;
-
-/* A tenant's row of shard_map, and its current move, if any. */
-typedef struct MoveState
-{
-	char	   *shard_id;
-	char	   *status;
-	char	   *target_shard_id;
-	int64		move_id;		/* 0: no move row that is not finished */
-	char	   *move_source;
-	char	   *move_target;
-	char	   *move_phase;
-	double		move_finished_at;	/* its flip, as the directory stores
-									 * times; 0 when unknown */
-} MoveState;
-
 /*
  * shard_move_define_gucs
- *		Define the move's settings; called from _PG_init.
+ *		Define the move's settings and install its recovery of routed
+ *		tenants into the directory (shard_migrating_hook); called from
+ *		_PG_init.
  */
 void
 shard_move_define_gucs(void)
@@ -187,6 +143,7 @@ shard_move_define_gucs(void)
 							0, 0, 3600 * 1000,
 							PGC_SUSET, GUC_NOT_IN_SAMPLE | GUC_NO_SHOW_ALL | GUC_UNIT_MS,
 							NULL, NULL, NULL);
+	shard_migrating_hook = shard_move_recover_routed;
 }
 
 /*
@@ -196,7 +153,7 @@ shard_move_define_gucs(void)
  *		the backend at a known step; or, with sqlite_shard_fdw.move_pause_ms,
  *		wait that long and go on, so that a test can write meanwhile.
  */
-static void
+void
 move_pause(const char *tenant, const char *point)
 {
 	instr_time	start;
@@ -223,7 +180,7 @@ move_pause(const char *tenant, const char *point)
  * dir_failed
  *		Raise a failed SQLite call on the move's directory handle: fmt is
  *		the whole message, with the directory's path for its one %s (as for
- *		dir_exec and dir_run).
+ *		move_dir_exec and move_dir_run).
  */
 static void
 dir_failed(MoveDir *md, const char *fmt)
@@ -234,26 +191,26 @@ dir_failed(MoveDir *md, const char *fmt)
 }
 
 /*
- * dir_exec
+ * move_dir_exec
  *		Run SQL without results on the directory (BEGIN, COMMIT, DDL).
  */
-static void
-dir_exec(MoveDir *md, const char *sql, const char *fmt)
+void
+move_dir_exec(MoveDir *md, const char *sql, const char *fmt)
 {
 	if (sqlite3_exec(md->db, sql, NULL, NULL, NULL) != SQLITE_OK)
 		dir_failed(md, fmt);
 }
 
 /*
- * dir_run
+ * move_dir_run
  *		Prepare a directory statement, bind vals (NULL text binds NULL) and
  *		ints after them, and step it once.  With out, the statement is left
  *		for the caller (to read its row and finalize); returns the step's
  *		result.
  */
-static int
-dir_run(MoveDir *md, const char *sql, const char **vals, int nvals,
-		const int64 *ints, int nints, sqlite3_stmt **out, const char *fmt)
+int
+move_dir_run(MoveDir *md, const char *sql, const char **vals, int nvals,
+			 const int64 *ints, int nints, sqlite3_stmt **out, const char *fmt)
 {
 	sqlite3_stmt *stmt;
 	int			i;
@@ -279,11 +236,11 @@ dir_run(MoveDir *md, const char *sql, const char **vals, int nvals,
 }
 
 /*
- * column_dup
+ * move_column_dup
  *		A text column as a palloc'd string, or NULL.
  */
-static char *
-column_dup(sqlite3_stmt *stmt, int col)
+char *
+move_column_dup(sqlite3_stmt *stmt, int col)
 {
 	const char *s = (const char *) sqlite3_column_text(stmt, col);
 
@@ -291,13 +248,13 @@ column_dup(sqlite3_stmt *stmt, int col)
 }
 
 /*
- * dir_open
+ * move_dir_open
  *		Open the move's own read-write handle on the directory and create
  *		tenant_moves there if it is missing.  Its writes commit at once,
  *		outside the PostgreSQL transaction.
  */
-static void
-dir_open(MoveDir *md, ShardServerOptions *opts)
+void
+move_dir_open(MoveDir *md, ShardServerOptions *opts)
 {
 	char		errbuf[SHARDIO_ERRLEN];
 	sqlite3_stmt *stmt;
@@ -319,17 +276,17 @@ dir_open(MoveDir *md, ShardServerOptions *opts)
 	}
 	PG_TRY();
 	{
-		dir_exec(md, "BEGIN IMMEDIATE",
-				 gettext_noop("could not record the move in directory \"%s\""));
-		dir_exec(md, moves_schema,
-				 gettext_noop("could not create table \"tenant_moves\" in directory \"%s\""));
-		dir_exec(md, "COMMIT",
-				 gettext_noop("could not create table \"tenant_moves\" in directory \"%s\""));
-		rc = dir_run(md, "SELECT count(*) FILTER (WHERE name = 'updated_at'), "
-					 "count(*) FILTER (WHERE name IN ('status', 'target_shard_id')) "
-					 "FROM pragma_table_info('shard_map')",
-					 NULL, 0, NULL, 0, &stmt,
-					 gettext_noop("could not read the schema in directory \"%s\""));
+		move_dir_exec(md, "BEGIN IMMEDIATE",
+					  gettext_noop("could not record the move in directory \"%s\""));
+		move_dir_exec(md, moves_schema,
+					  gettext_noop("could not create table \"tenant_moves\" in directory \"%s\""));
+		move_dir_exec(md, "COMMIT",
+					  gettext_noop("could not create table \"tenant_moves\" in directory \"%s\""));
+		rc = move_dir_run(md, "SELECT count(*) FILTER (WHERE name = 'updated_at'), "
+						  "count(*) FILTER (WHERE name IN ('status', 'target_shard_id')) "
+						  "FROM pragma_table_info('shard_map')",
+						  NULL, 0, NULL, 0, &stmt,
+						  gettext_noop("could not read the schema in directory \"%s\""));
 		md->has_updated_at = sqlite3_column_int(stmt, 0) > 0;
 		rc = sqlite3_column_int(stmt, 1);
 		sqlite3_finalize(stmt);
@@ -350,12 +307,12 @@ dir_open(MoveDir *md, ShardServerOptions *opts)
 }
 
 /*
- * dir_close
+ * move_dir_close
  *		Close the move's directory handle, rolling back what an error left
  *		open.
  */
-static void
-dir_close(MoveDir *md)
+void
+move_dir_close(MoveDir *md)
 {
 	if (md->db != NULL)
 	{
@@ -366,20 +323,20 @@ dir_close(MoveDir *md)
 }
 
 /*
- * read_state
+ * move_read_state
  *		The tenant's row of shard_map and its latest move that is neither
  *		aborted nor cleaned up; an error for a tenant the directory lacks.
  */
-static MoveState *
-read_state(MoveDir *md, const char *tenant)
+MoveState *
+move_read_state(MoveDir *md, const char *tenant)
 {
 	MoveState  *st;
 	sqlite3_stmt *stmt;
 	const char *vals[1] = {tenant};
 
-	if (dir_run(md, "SELECT shard_id, status, target_shard_id FROM shard_map "
-				"WHERE tenant_id = ?", vals, 1, NULL, 0, &stmt,
-				gettext_noop("could not look up a tenant in directory \"%s\"")) != SQLITE_ROW)
+	if (move_dir_run(md, "SELECT shard_id, status, target_shard_id FROM shard_map "
+					 "WHERE tenant_id = ?", vals, 1, NULL, 0, &stmt,
+					 gettext_noop("could not look up a tenant in directory \"%s\"")) != SQLITE_ROW)
 	{
 		sqlite3_finalize(stmt);
 		ereport(ERROR,
@@ -388,23 +345,23 @@ read_state(MoveDir *md, const char *tenant)
 						tenant, md->opts->directory)));
 	}
 	st = palloc0(sizeof(MoveState));
-	st->shard_id = column_dup(stmt, 0);
-	st->status = column_dup(stmt, 1);
-	st->target_shard_id = column_dup(stmt, 2);
+	st->shard_id = move_column_dup(stmt, 0);
+	st->status = move_column_dup(stmt, 1);
+	st->target_shard_id = move_column_dup(stmt, 2);
 	sqlite3_finalize(stmt);
 	if (st->status == NULL)
 		st->status = pstrdup("ACTIVE");
 
-	if (dir_run(md, "SELECT move_id, source_shard_id, target_shard_id, phase, "
-				"coalesce(finished_at, 0) FROM tenant_moves WHERE tenant_id = ? "
-				"AND phase NOT IN ('aborted', 'cleaned') "
-				"ORDER BY move_id DESC LIMIT 1", vals, 1, NULL, 0, &stmt,
-				gettext_noop("could not look up the tenant's moves in directory \"%s\"")) == SQLITE_ROW)
+	if (move_dir_run(md, "SELECT move_id, source_shard_id, target_shard_id, phase, "
+					 "coalesce(finished_at, 0) FROM tenant_moves WHERE tenant_id = ? "
+					 "AND phase NOT IN ('aborted', 'cleaned') "
+					 "ORDER BY move_id DESC LIMIT 1", vals, 1, NULL, 0, &stmt,
+					 gettext_noop("could not look up the tenant's moves in directory \"%s\"")) == SQLITE_ROW)
 	{
 		st->move_id = sqlite3_column_int64(stmt, 0);
-		st->move_source = column_dup(stmt, 1);
-		st->move_target = column_dup(stmt, 2);
-		st->move_phase = column_dup(stmt, 3);
+		st->move_source = move_column_dup(stmt, 1);
+		st->move_target = move_column_dup(stmt, 2);
+		st->move_phase = move_column_dup(stmt, 3);
 		st->move_finished_at = sqlite3_column_double(stmt, 4);
 	}
 	sqlite3_finalize(stmt);
@@ -423,22 +380,22 @@ set_phase(MoveDir *md, int64 move_id, const char *phase, int64 rows,
 	const char *vals[1] = {phase};
 	int64		ints[4] = {rows, backlog, move_id, MyProcPid};
 
-	dir_run(md, "UPDATE tenant_moves SET phase = ?1, "
-			"rows_copied = CASE WHEN ?2 >= 0 THEN ?2 ELSE rows_copied END, "
-			"backlog = CASE WHEN ?3 >= 0 THEN ?3 ELSE backlog END, "
-			"error = NULL, pid = ?5 WHERE move_id = ?4",
-			vals, 1, ints, 4, NULL,
-			gettext_noop("could not record the move's progress in directory \"%s\""));
+	move_dir_run(md, "UPDATE tenant_moves SET phase = ?1, "
+				 "rows_copied = CASE WHEN ?2 >= 0 THEN ?2 ELSE rows_copied END, "
+				 "backlog = CASE WHEN ?3 >= 0 THEN ?3 ELSE backlog END, "
+				 "error = NULL, pid = ?5 WHERE move_id = ?4",
+				 vals, 1, ints, 4, NULL,
+				 gettext_noop("could not record the move's progress in directory \"%s\""));
 }
 
 /*
- * record_error
+ * move_record_error
  *		Keep a failed move's error in tenant_moves, as well as can be: the
  *		original error is what the caller sees, so a failure here is
  *		swallowed.
  */
-static void
-record_error(MoveDir *md, int64 move_id, const char *message)
+void
+move_record_error(MoveDir *md, int64 move_id, const char *message)
 {
 	sqlite3_stmt *stmt;
 
@@ -484,13 +441,13 @@ tenant_lock_tag(LOCKTAG *tag, ShardServerOptions *opts, const char *tenant)
 }
 
 /*
- * lock_tenant
+ * move_lock_tenant
  *		Take the advisory lock that one move, abort or cleanup of a tenant
  *		holds at a time, for the rest of the transaction (the function
  *		call), or refuse at once when another session has it.
  */
-static void
-lock_tenant(ShardServerOptions *opts, const char *tenant)
+void
+move_lock_tenant(ShardServerOptions *opts, const char *tenant)
 {
 	LOCKTAG		tag;
 
@@ -505,9 +462,9 @@ lock_tenant(ShardServerOptions *opts, const char *tenant)
 }
 
 /*
- * try_lock_tenant
+ * move_try_lock_tenant
  *		Take the tenant's advisory lock if nobody holds it, for as long as
- *		the caller needs (unlock_tenant releases it).  This is how a move
+ *		the caller needs (move_unlock_tenant releases it).  This is how a move
  *		whose session is gone is told from one that runs: every move, abort
  *		and cleanup holds the lock from before its first change to its end,
  *		and the server releases it when the backend ends, however it ends
@@ -515,8 +472,8 @@ lock_tenant(ShardServerOptions *opts, const char *tenant)
  *		checked from another database).  False when another session holds
  *		it, or this one does (a move of this statement).
  */
-static bool
-try_lock_tenant(ShardServerOptions *opts, const char *tenant)
+bool
+move_try_lock_tenant(ShardServerOptions *opts, const char *tenant)
 {
 	LOCKTAG		tag;
 
@@ -527,11 +484,11 @@ try_lock_tenant(ShardServerOptions *opts, const char *tenant)
 }
 
 /*
- * unlock_tenant
- *		Release the lock try_lock_tenant took.
+ * move_unlock_tenant
+ *		Release the lock move_try_lock_tenant took.
  */
-static void
-unlock_tenant(ShardServerOptions *opts, const char *tenant)
+void
+move_unlock_tenant(ShardServerOptions *opts, const char *tenant)
 {
 	LOCKTAG		tag;
 
@@ -540,16 +497,16 @@ unlock_tenant(ShardServerOptions *opts, const char *tenant)
 }
 
 /*
- * check_call
+ * move_check_call
  *		What every move function (fname) checks first: no null argument,
  *		the file privileges of anything that writes the server's files
  *		(message and detail as shard_require_file_privilege takes them), and
  *		no transaction block, since every step commits at once whatever the
  *		transaction does.
  */
-static void
-check_call(FunctionCallInfo fcinfo, int nargs, const char *fname,
-		   const char *message, const char *detail)
+void
+move_check_call(FunctionCallInfo fcinfo, int nargs, const char *fname,
+				const char *message, const char *detail)
 {
 	int			i;
 
@@ -594,13 +551,13 @@ shard_or_error(ShardServerOptions *opts, const char *shard_id)
 }
 
 /*
- * setup_shards
+ * move_setup_shards
  *		Fill in a MoveShards for a move of tenant from source to target and
  *		open its handles (closed by move_close_shards on every path).
  */
-static void
-setup_shards(MoveShards *ms, ShardServerOptions *opts, const char *tenant,
-			 int64 move_id, const char *source, const char *target)
+void
+move_setup_shards(MoveShards *ms, ShardServerOptions *opts, const char *tenant,
+				  int64 move_id, const char *source, const char *target)
 {
 	memset(ms, 0, sizeof(*ms));
 	ms->opts = opts;
@@ -751,13 +708,13 @@ flip(MoveShards *ms, MoveDir *md, double lock_ms, int64 copied)
 
 	PG_TRY();
 	{
-		dir_exec(md, "BEGIN IMMEDIATE",
-				 gettext_noop("could not flip the tenant's shard in directory \"%s\""));
-		dir_run(md, map_update_sql(md, "status = 'DONE'",
-								   "tenant_id = ?1 AND status = 'MIGRATING' "
-								   "AND target_shard_id = ?2"),
-				vals, 2, NULL, 0, NULL,
-				gettext_noop("could not flip the tenant's shard in directory \"%s\""));
+		move_dir_exec(md, "BEGIN IMMEDIATE",
+					  gettext_noop("could not flip the tenant's shard in directory \"%s\""));
+		move_dir_run(md, map_update_sql(md, "status = 'DONE'",
+										"tenant_id = ?1 AND status = 'MIGRATING' "
+										"AND target_shard_id = ?2"),
+					 vals, 2, NULL, 0, NULL,
+					 gettext_noop("could not flip the tenant's shard in directory \"%s\""));
 		if (sqlite3_changes(md->db) != 1)
 			ereport(ERROR,
 					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
@@ -802,8 +759,8 @@ flip(MoveShards *ms, MoveDir *md, double lock_ms, int64 copied)
 								   ms->source->shard_id),
 						 errhint("Run tenant_move() again to finish the move.")));
 		}
-		dir_exec(md, "COMMIT",
-				 gettext_noop("could not flip the tenant's shard in directory \"%s\""));
+		move_dir_exec(md, "COMMIT",
+					  gettext_noop("could not flip the tenant's shard in directory \"%s\""));
 	}
 	PG_CATCH();
 	{
@@ -835,12 +792,12 @@ flip(MoveShards *ms, MoveDir *md, double lock_ms, int64 copied)
 }
 
 /*
- * run_move
+ * move_run
  *		Steps 2 to 6 of a move whose directory state is MIGRATING: a new
  *		one, or one resumed after a crash or an error.  The shards are open.
  */
-static void
-run_move(MoveShards *ms, MoveDir *md)
+void
+move_run(MoveShards *ms, MoveDir *md)
 {
 	int64		copied = 0;
 	int64		removed;
@@ -911,449 +868,17 @@ run_move(MoveShards *ms, MoveDir *md)
 }
 
 /*
- * error_message
+ * move_error_message
  *		Inside PG_CATCH: the error's message, with the error state kept.
  */
-static char *
-error_message(MemoryContext cxt)
+char *
+move_error_message(MemoryContext cxt)
 {
 	MemoryContext old = MemoryContextSwitchTo(cxt);
 	ErrorData  *edata = CopyErrorData();
 
 	MemoryContextSwitchTo(old);
 	return edata->message;
-}
-
-/*
- * claim_dead_move
- *		Take over, in the directory, a move whose session is gone, before
- *		its fence is lifted: the move's row goes back to phase "replay"
- *		(resumable, the copy to be made again) with no pid and a note in
- *		"error" (after why, when given: what went wrong before), as long as
- *		shard_map still says MIGRATING to its target.
- *		A session that flips the move afterwards finds its row no longer
- *		names it and gives up (flip).  False when the move has moved on.
- */
-static bool
-claim_dead_move(MoveDir *md, const char *tenant, int64 move_id,
-				const char *source, const char *target, const char *why)
-{
-	const char *vals[4];
-	int64		ints[1] = {move_id};
-	bool		claimed;
-
-	vals[0] = tenant;
-	vals[1] = source;
-	vals[2] = target;
-	vals[3] = psprintf("%s%sits session ended between the fence on shard \"%s\" and the flip; "
-					   "the fence was lifted so that shard \"%s\" takes the tenant's writes again: "
-					   "tenant_move() finishes the move, tenant_move_abort() cancels it",
-					   why ? why : "", why ? "; " : "", source, source);
-	dir_exec(md, "BEGIN IMMEDIATE",
-			 gettext_noop("could not record the move's progress in directory \"%s\""));
-	dir_run(md, "UPDATE tenant_moves SET phase = 'replay', pid = NULL, error = ?4 "
-			"WHERE move_id = ?5 AND phase <> 'done' AND EXISTS (SELECT 1 "
-			"FROM shard_map WHERE tenant_id = ?1 AND shard_id = ?2 "
-			"AND status = 'MIGRATING' AND target_shard_id = ?3)",
-			vals, 4, ints, 1, NULL,
-			gettext_noop("could not record the move's progress in directory \"%s\""));
-	claimed = sqlite3_changes(md->db) == 1;
-	dir_exec(md, "COMMIT",
-			 gettext_noop("could not record the move's progress in directory \"%s\""));
-	return claimed;
-}
-
-/*
- * lift_dead_fence
- *		The rollback a routed statement may do, the caller holding the
- *		tenant's lock (so no session runs the move): if the tenant's move
- *		from source to target has its fence committed on the source, claim
- *		the move (claim_dead_move) and drop the fence, so that the source,
- *		which the directory still names, takes the tenant's writes again.
- *		Nothing else changes: the tenant stays MIGRATING (readers keep
- *		skipping the copy on the target, the capture triggers keep logging
- *		its writes), and the move can be run again or aborted.  It costs
- *		the move's row read from the directory and a look at the source's
- *		schema; it copies nothing.  Shards are looked up in dir without
- *		changing its cache.  why, when given, is kept in the move's error.
- *		Returns whether the fence was lifted.
- */
-static bool
-lift_dead_fence(ShardDirectory *dir, ShardServerOptions *opts,
-				const char *tenant, const char *source, const char *target,
-				const char *why)
-{
-	sqlite3    *db = shard_directory_handle(dir);
-	sqlite3_stmt *stmt;
-	MoveShards	ms;
-	MoveDir		md;
-	int64		move_id = 0;
-	bool		lifted = false;
-
-	/* no table tenant_moves, or no move of it: no fence of this extension */
-	if (sqlite3_prepare_v2(db, "SELECT move_id FROM tenant_moves "
-						   "WHERE tenant_id = ?1 AND source_shard_id = ?2 "
-						   "AND target_shard_id = ?3 "
-						   "AND phase NOT IN ('aborted', 'cleaned', 'done') "
-						   "ORDER BY move_id DESC LIMIT 1", -1, &stmt,
-						   NULL) != SQLITE_OK)
-		return false;
-	sqlite3_bind_text(stmt, 1, tenant, -1, SQLITE_TRANSIENT);
-	sqlite3_bind_text(stmt, 2, source, -1, SQLITE_TRANSIENT);
-	sqlite3_bind_text(stmt, 3, target, -1, SQLITE_TRANSIENT);
-	if (sqlite3_step(stmt) == SQLITE_ROW)
-		move_id = sqlite3_column_int64(stmt, 0);
-	sqlite3_finalize(stmt);
-	if (move_id == 0)
-		return false;
-
-	memset(&ms, 0, sizeof(ms));
-	memset(&md, 0, sizeof(md));
-	ms.opts = opts;
-	ms.tenant = tenant;
-	ms.move_id = move_id;
-	ms.source = shard_directory_shard(dir, source);
-	ms.target = shard_directory_shard(dir, target);
-	ms.prefix = psprintf("_ssfdw_move_" INT64_FORMAT "_", move_id);
-	if (ms.source == NULL || ms.target == NULL)
-		return false;
-	PG_TRY();
-	{
-		move_open_source(&ms);
-		if (move_fence_present(&ms))
-		{
-			dir_open(&md, opts);
-			if (claim_dead_move(&md, tenant, move_id, source, target, why))
-			{
-				move_drop_objects(&ms, "fence_");
-				lifted = true;
-			}
-		}
-	}
-	PG_CATCH();
-	{
-		move_close_shards(&ms);
-		dir_close(&md);
-		PG_RE_THROW();
-	}
-	PG_END_TRY();
-	move_close_shards(&ms);
-	dir_close(&md);
-	if (lifted)
-		ereport(NOTICE,
-				(errmsg("tenant \"%s\": its move %lld to shard \"%s\" stopped between the fence and the flip; shard \"%s\" takes its writes again",
-						tenant, (long long) move_id, target, source),
-				 errhint("Run tenant_move() to finish the move, or tenant_move_abort() to cancel it.")));
-	return lifted;
-}
-
-/*
- * shard_move_recover_routed
- *		Called by the directory when a statement routes a tenant it has just
- *		read as MIGRATING (so once per change of the directory and backend):
- *		when no session holds the tenant's lock, the move stopped, and a
- *		fence it left is lifted (lift_dead_fence).  While a move runs, its
- *		session holds the lock and this costs one lock table probe.  A
- *		session that cannot have the lock at once (another routing statement
- *		lifting the fence) routes as the directory says.
- */
-void
-shard_move_recover_routed(ShardDirectory *dir, ShardServerOptions *opts,
-						  const char *tenant, const char *source,
-						  const char *target)
-{
-	if (source == NULL || target == NULL || !try_lock_tenant(opts, tenant))
-		return;
-	(void) lift_dead_fence(dir, opts, tenant, source, target, NULL);
-	unlock_tenant(opts, tenant);
-}
-
-/* What a move finished by another call says in an error's context. */
-typedef struct DeadMoveContext
-{
-	const char *tenant;
-	int64		move_id;
-} DeadMoveContext;
-
-/*
- * dead_move_context
- *		Error context callback of finish_dead_move.
- */
-static void
-dead_move_context(void *arg)
-{
-	DeadMoveContext *dc = arg;
-
-	errcontext("finishing move %lld of tenant \"%s\", stopped between its fence and its flip",
-			   (long long) dc->move_id, dc->tenant);
-}
-
-/*
- * finish_dead_move
- *		Finish a move of tenant whose session is gone, when it stopped
- *		between its fence and its flip (the fence is committed on the
- *		source): the copy was complete and checked under the source's lock
- *		when the fence went in, and nothing has written the tenant since, so
- *		the move is verified again and flipped, as tenant_move run again
- *		does.  A move that stopped before its fence is left alone: the
- *		source takes the tenant's writes, and the move is resumed or aborted
- *		by hand.  The caller holds the tenant's lock.
- */
-static void
-finish_dead_move(ShardServerOptions *opts, MoveDir *md, const char *tenant,
-				 ShardTenantSpec *spec)
-{
-	MoveState  *st = read_state(md, tenant);
-	MoveShards	ms;
-	MemoryContext cxt = CurrentMemoryContext;
-	ErrorContextCallback errcallback;
-	DeadMoveContext dc;
-
-	if (strcmp(st->status, "MIGRATING") != 0 || st->target_shard_id == NULL ||
-		st->move_id == 0 || strcmp(st->move_target, st->target_shard_id) != 0 ||
-		strcmp(st->move_source, st->shard_id) != 0)
-		return;
-	dc.tenant = tenant;
-	dc.move_id = st->move_id;
-	errcallback.callback = dead_move_context;
-	errcallback.arg = &dc;
-	errcallback.previous = error_context_stack;
-	error_context_stack = &errcallback;
-	memset(&ms, 0, sizeof(ms));
-	PG_TRY();
-	{
-		setup_shards(&ms, opts, tenant, st->move_id, st->shard_id,
-					 st->target_shard_id);
-		if (move_fence_present(&ms))
-		{
-			ereport(NOTICE,
-					(errmsg("tenant \"%s\": finishing its move %lld to shard \"%s\", stopped between the fence and the flip",
-							tenant, (long long) st->move_id,
-							st->target_shard_id)));
-			move_discover_tables(&ms, spec, true);
-			run_move(&ms, md);
-		}
-	}
-	PG_CATCH();
-	{
-		char	   *message = error_message(cxt);
-
-		move_close_shards(&ms);
-		record_error(md, st->move_id, message);
-		PG_RE_THROW();
-	}
-	PG_END_TRY();
-	move_close_shards(&ms);
-	error_context_stack = errcallback.previous;
-}
-
-/*
- * finish_or_lift
- *		finish_dead_move in a subtransaction: when finishing fails (the
- *		copy no longer verifies, a shard cannot be opened), the error
- *		becomes a WARNING, the fence is lifted as a routed statement would
- *		(lift_dead_fence, the error kept in the move's row), and the caller
- *		goes on: a move that cannot be finished never blocks the next call,
- *		nor the tenant's writes.  The caller holds the tenant's lock, taken
- *		outside the subtransaction so that its end does not release it.
- */
-static void
-finish_or_lift(ShardServerOptions *opts, MoveDir *md, const char *tenant,
-			   ShardTenantSpec *spec)
-{
-	MemoryContext oldcxt = CurrentMemoryContext;
-	ResourceOwner oldowner = CurrentResourceOwner;
-	ErrorData  *volatile edata = NULL;
-	MoveState  *st;
-
-	BeginInternalSubTransaction(NULL);
-	MemoryContextSwitchTo(oldcxt);
-	PG_TRY();
-	{
-		finish_dead_move(opts, md, tenant, spec);
-		ReleaseCurrentSubTransaction();
-	}
-	PG_CATCH();
-	{
-		MemoryContextSwitchTo(oldcxt);
-		edata = CopyErrorData();
-		FlushErrorState();
-		RollbackAndReleaseCurrentSubTransaction();
-	}
-	PG_END_TRY();
-	MemoryContextSwitchTo(oldcxt);
-	CurrentResourceOwner = oldowner;
-	if (edata == NULL)
-		return;
-
-	ereport(WARNING,
-			(errcode(edata->sqlerrcode),
-			 errmsg("could not finish the move of tenant \"%s\", stopped between its fence and its flip",
-					tenant),
-			 errdetail_internal("%s", edata->message)));
-	move_rollback(md->db);
-	st = read_state(md, tenant);
-	if (strcmp(st->status, "MIGRATING") == 0 && st->target_shard_id != NULL)
-		(void) lift_dead_fence(shard_directory_get(opts), opts, tenant,
-							   st->shard_id, st->target_shard_id,
-							   edata->message);
-}
-
-/*
- * finish_dead_moves
- *		What every move function that writes does first: finish the moves
- *		of the server's tenants that stopped between their fence and their
- *		flip (finish_or_lift) and whose session is gone: nobody holds the
- *		tenant's lock, or own names the tenant whose lock the caller has
- *		just taken for itself.  Tenants whose lock this session holds for
- *		another reason (an abort's own) are left to the caller.
- */
-static void
-finish_dead_moves(ShardServerOptions *opts, MoveDir *md, ShardTenantSpec *spec,
-				  const char *own)
-{
-	List	   *tenants = NIL;
-	sqlite3_stmt *stmt;
-	ListCell   *lc;
-	int			rc;
-
-	rc = dir_run(md, "SELECT tenant_id FROM shard_map WHERE status = 'MIGRATING' "
-				 "AND target_shard_id IS NOT NULL ORDER BY tenant_id",
-				 NULL, 0, NULL, 0, &stmt,
-				 gettext_noop("could not list the moving tenants in directory \"%s\""));
-	for (; rc == SQLITE_ROW; rc = sqlite3_step(stmt))
-		tenants = lappend(tenants, column_dup(stmt, 0));
-	sqlite3_finalize(stmt);
-	foreach(lc, tenants)
-	{
-		char	   *tenant = lfirst(lc);
-
-		if (own != NULL && strcmp(tenant, own) == 0)
-			finish_or_lift(opts, md, tenant, spec);
-		else if (try_lock_tenant(opts, tenant))
-		{
-			finish_or_lift(opts, md, tenant, spec);
-			unlock_tenant(opts, tenant);
-		}
-	}
-	if (tenants != NIL)
-		shard_directory_changed(shard_directory_get(opts));
-}
-
-/* What tenant_cleanup's wait tells an error's context. */
-typedef struct GraceWait
-{
-	const char *tenant;
-	const char *shard_id;		/* the shard the tenant left */
-	int			pid;
-} GraceWait;
-
-/*
- * grace_wait_context
- *		Error context callback of wait_for_older_readers: whom it waited
- *		for when cancelled or timed out.
- */
-static void
-grace_wait_context(void *arg)
-{
-	GraceWait  *gw = arg;
-
-	errcontext("waiting for the transaction of process %d, which began before tenant \"%s\" left shard \"%s\"",
-			   gw->pid, gw->tenant, gw->shard_id);
-}
-
-/*
- * wait_for_older_readers
- *		The grace rule of tenant_cleanup.  A statement routes by the
- *		directory as it is when the statement starts, so only a statement of
- *		a transaction that began before the flip (flip_at, as the directory
- *		stores times; 0 when unknown: now) can still read the tenant on the
- *		shard it left.  Wait until every such transaction of the cluster's
- *		client backends (every database: another may have a server on the
- *		same directory) has ended, as CREATE INDEX CONCURRENTLY waits for
- *		older transactions: on each one's virtual transaction id, which
- *		shows as wait event "virtualxid" and ends with a cancel,
- *		statement_timeout or lock_timeout.  Without wait, only count them
- *		(and give one's pid).  Returns how many were running.
- */
-static int
-wait_for_older_readers(const char *tenant, const char *shard_id,
-					   double flip_at, bool wait, int *some_pid)
-{
-	TimestampTz flip;
-	VirtualTransactionId *vxids;
-	int			nvxids;
-	int			nbackends;
-	int			older = 0;
-	int			i;
-
-	flip = flip_at > 0 ?
-		DatumGetTimestampTz(DirectFunctionCall1(float8_timestamptz,
-												Float8GetDatum(flip_at))) :
-		GetCurrentTimestamp();
-
-	/*
-	 * The backends' transaction start times are read before their
-	 * transactions are listed: one that ends in between and is followed by
-	 * a newer one is then waited for (needlessly), never missed.
-	 */
-	pgstat_clear_backend_activity_snapshot();
-	nbackends = pgstat_fetch_stat_numbackends();
-	vxids = GetCurrentVirtualXIDs(InvalidTransactionId, false, true, 0,
-								  &nvxids);
-	for (i = 0; i < nvxids; i++)
-	{
-		PGPROC	   *proc = BackendIdGetProc(vxids[i].backendId);
-		int			pid;
-		int			j;
-		bool		newer = false;
-
-		if (proc == NULL)
-			continue;			/* ended */
-		pid = proc->pid;
-		for (j = 1; j <= nbackends; j++)
-		{
-			LocalPgBackendStatus *be = pgstat_fetch_stat_local_beentry(j);
-
-			if (be == NULL || be->backendStatus.st_procpid != pid)
-				continue;
-
-			/*
-			 * Only client backends route statements (a parallel worker's
-			 * leader is one); a start time of 0 is unknown (track_activities
-			 * off), so waited for.
-			 */
-			newer = be->backendStatus.st_backendType != B_BACKEND ||
-				(be->backendStatus.st_xact_start_timestamp != 0 &&
-				 be->backendStatus.st_xact_start_timestamp > flip);
-			break;
-		}
-		if (newer || VirtualXactLock(vxids[i], false))
-			continue;
-		older++;
-		if (some_pid != NULL)
-			*some_pid = pid;
-		if (wait)
-		{
-			ErrorContextCallback errcallback;
-			GraceWait	gw;
-
-			ereport(NOTICE,
-					(errmsg("tenant \"%s\": waiting for the transaction of process %d, which began before the tenant left shard \"%s\"",
-							tenant, pid, shard_id)));
-			gw.tenant = tenant;
-			gw.shard_id = shard_id;
-			gw.pid = pid;
-			errcallback.callback = grace_wait_context;
-			errcallback.arg = &gw;
-			errcallback.previous = error_context_stack;
-			error_context_stack = &errcallback;
-			(void) VirtualXactLock(vxids[i], true);
-			error_context_stack = errcallback.previous;
-		}
-	}
-	pfree(vxids);
-	return older;
 }
 
 /*
@@ -1368,25 +893,25 @@ start_move(MoveDir *md, const char *tenant, const char *source,
 	const char *vals[3] = {tenant, source, target};
 	int64		move_id;
 
-	dir_exec(md, "BEGIN IMMEDIATE",
-			 gettext_noop("could not start the move in directory \"%s\""));
-	dir_run(md, map_update_sql(md, "status = 'MIGRATING', target_shard_id = ?3",
-							   "tenant_id = ?1 AND shard_id = ?2 "
-							   "AND coalesce(status, 'ACTIVE') = 'ACTIVE'"),
-			vals, 3, NULL, 0, NULL,
-			gettext_noop("could not start the move in directory \"%s\""));
+	move_dir_exec(md, "BEGIN IMMEDIATE",
+				  gettext_noop("could not start the move in directory \"%s\""));
+	move_dir_run(md, map_update_sql(md, "status = 'MIGRATING', target_shard_id = ?3",
+									"tenant_id = ?1 AND shard_id = ?2 "
+									"AND coalesce(status, 'ACTIVE') = 'ACTIVE'"),
+				 vals, 3, NULL, 0, NULL,
+				 gettext_noop("could not start the move in directory \"%s\""));
 	if (sqlite3_changes(md->db) != 1)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("tenant \"%s\" changed in directory \"%s\" while the move was checked",
 						tenant, md->opts->directory)));
-	dir_run(md, "INSERT INTO tenant_moves (tenant_id, source_shard_id, "
-			"target_shard_id, phase, started_at) VALUES (?, ?, ?, 'start', "
-			DIR_NOW ")", vals, 3, NULL, 0, NULL,
-			gettext_noop("could not start the move in directory \"%s\""));
+	move_dir_run(md, "INSERT INTO tenant_moves (tenant_id, source_shard_id, "
+				 "target_shard_id, phase, started_at) VALUES (?, ?, ?, 'start', "
+				 DIR_NOW ")", vals, 3, NULL, 0, NULL,
+				 gettext_noop("could not start the move in directory \"%s\""));
 	move_id = sqlite3_last_insert_rowid(md->db);
-	dir_exec(md, "COMMIT",
-			 gettext_noop("could not start the move in directory \"%s\""));
+	move_dir_exec(md, "COMMIT",
+				  gettext_noop("could not start the move in directory \"%s\""));
 	return move_id;
 }
 
@@ -1417,49 +942,6 @@ refuse_new_move(MoveShards *ms)
 						   (long long) ms->opts->max_shard_bytes)));
 }
 
-static int64 cleanup_one(ShardServerOptions *opts, MoveDir *md,
-						 const char *tenant, MoveState *st, ShardTenantSpec *spec,
-						 bool vacuum);
-
-/*
- * clean_before_move
- *		A tenant moved before and not cleaned up is moved again: its rows on
- *		the shard it left are deleted first, as tenant_cleanup(server,
- *		tenant) does, when that is safe at once: no transaction that began
- *		before that move's flip is still running (wait_for_older_readers).
- *		Otherwise the move is refused, naming what to run.
- */
-static void
-clean_before_move(ShardServerOptions *opts, MoveDir *md, const char *tenant,
-				  MoveState *st, ShardTenantSpec *spec)
-{
-	int			pid = 0;
-	int			older;
-	int64		removed;
-
-	older = wait_for_older_readers(tenant, st->shard_id, st->move_finished_at,
-								   false, &pid);
-	if (older > 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_IN_USE),
-				 errmsg("tenant \"%s\" still has rows on shard \"%s\" from its move to shard \"%s\"",
-						tenant, st->shard_id, st->target_shard_id),
-				 errdetail_plural("%d transaction that began before that move cut over is still running (process %d), and may read those rows.",
-								  "%d transactions that began before that move cut over are still running (process %d among them), and may read those rows.",
-								  older, older, pid),
-				 errhint("Run tenant_cleanup('%s', '%s'), which waits for them, then tenant_move() again.",
-						 opts->servername, tenant)));
-	ereport(NOTICE,
-			(errmsg("tenant \"%s\": deleting its rows on shard \"%s\" left by its move to shard \"%s\" first",
-					tenant, st->shard_id, st->target_shard_id)));
-	removed = cleanup_one(opts, md, tenant, st, spec, true);
-	shard_directory_changed(shard_directory_get(opts));
-	ereport(NOTICE,
-			(errmsg_plural("tenant \"%s\": deleted %lld row from shard \"%s\"",
-						   "tenant \"%s\": deleted %lld rows from shard \"%s\"",
-						   removed, tenant, (long long) removed, st->shard_id)));
-}
-
 /*
  * shard_tenant_move
  *		tenant_move(server, tenant, target_shard): move a tenant's rows to
@@ -1479,22 +961,22 @@ shard_tenant_move(PG_FUNCTION_ARGS)
 	MemoryContext cxt = CurrentMemoryContext;
 	volatile int64 move_id = 0;
 
-	check_call(fcinfo, 3, "tenant_move()",
-			   gettext_noop("permission denied to move a tenant"),
-			   gettext_noop("Only roles with privileges of the \"%s\" role may move a tenant."));
+	move_check_call(fcinfo, 3, "tenant_move()",
+					gettext_noop("permission denied to move a tenant"),
+					gettext_noop("Only roles with privileges of the \"%s\" role may move a tenant."));
 	opts = shard_admin_server(PG_GETARG_NAME(0));
 	tenant = shard_tenant_id_text(text_to_cstring(PG_GETARG_TEXT_PP(1)));
 	target = text_to_cstring(PG_GETARG_TEXT_PP(2));
-	lock_tenant(opts, tenant);
+	move_lock_tenant(opts, tenant);
 
 	memset(&ms, 0, sizeof(ms));
-	dir_open(&md, opts);
+	move_dir_open(&md, opts);
 	PG_TRY();
 	{
 		ShardTenantSpec *spec = shard_tenant_spec(opts->serverid);
 
-		finish_dead_moves(opts, &md, spec, tenant);
-		st = read_state(&md, tenant);
+		move_finish_dead_moves(opts, &md, spec, tenant);
+		st = move_read_state(&md, tenant);
 		(void) shard_or_error(opts, target);
 
 		/* moved before and not cleaned up: clean up first, or say how */
@@ -1502,8 +984,8 @@ shard_tenant_move(PG_FUNCTION_ARGS)
 			strcmp(st->target_shard_id, st->shard_id) != 0 &&
 			strcmp(st->target_shard_id, target) != 0)
 		{
-			clean_before_move(opts, &md, tenant, st, spec);
-			st = read_state(&md, tenant);
+			move_clean_before_move(opts, &md, tenant, st, spec);
+			st = move_read_state(&md, tenant);
 		}
 
 		if (strcmp(st->status, "MIGRATING") == 0)
@@ -1523,9 +1005,9 @@ shard_tenant_move(PG_FUNCTION_ARGS)
 					(errmsg("tenant \"%s\": resuming move %lld from shard \"%s\" (phase %s)",
 							tenant, (long long) move_id, st->shard_id,
 							st->move_phase)));
-			setup_shards(&ms, opts, tenant, move_id, st->shard_id, target);
+			move_setup_shards(&ms, opts, tenant, move_id, st->shard_id, target);
 			move_discover_tables(&ms, spec, true);
-			run_move(&ms, &md);
+			move_run(&ms, &md);
 		}
 		else if (strcmp(st->status, "DONE") == 0 && st->target_shard_id != NULL &&
 				 strcmp(st->target_shard_id, target) == 0)
@@ -1555,7 +1037,7 @@ shard_tenant_move(PG_FUNCTION_ARGS)
 						 errmsg("tenant \"%s\" is already on shard \"%s\"",
 								tenant, target)));
 			INSTR_TIME_SET_CURRENT(clock);
-			setup_shards(&ms, opts, tenant, 0, source, target);
+			move_setup_shards(&ms, opts, tenant, 0, source, target);
 			move_discover_tables(&ms, spec, true);
 			step_done(tenant, "discovery", &clock);
 			refuse_new_move(&ms);
@@ -1565,54 +1047,54 @@ shard_tenant_move(PG_FUNCTION_ARGS)
 			ms.prefix = psprintf("_ssfdw_move_" INT64_FORMAT "_", move_id);
 			shard_directory_changed(shard_directory_get(opts));
 			move_pause(tenant, "start");
-			run_move(&ms, &md);
+			move_run(&ms, &md);
 		}
 	}
 	PG_CATCH();
 	{
-		char	   *message = error_message(cxt);
+		char	   *message = move_error_message(cxt);
 
 		move_close_shards(&ms);
-		record_error(&md, move_id, message);
-		dir_close(&md);
+		move_record_error(&md, move_id, message);
+		move_dir_close(&md);
 		PG_RE_THROW();
 	}
 	PG_END_TRY();
 	move_close_shards(&ms);
-	dir_close(&md);
+	move_dir_close(&md);
 	PG_RETURN_INT64(move_id);
 }
 
 /*
- * finish_in_directory
+ * move_finish_in_directory
  *		The last step of an abort or a cleanup: shard_map set by set_sql
  *		(where where_sql holds), the move's row set to phase, in one
  *		transaction.
  */
-static void
-finish_in_directory(MoveDir *md, const char *tenant, int64 move_id,
-					const char *set_sql, const char *where_sql,
-					const char *phase, const char *stamp_col)
+void
+move_finish_in_directory(MoveDir *md, const char *tenant, int64 move_id,
+						 const char *set_sql, const char *where_sql,
+						 const char *phase, const char *stamp_col)
 {
 	const char *vals[1] = {tenant};
 
-	dir_exec(md, "BEGIN IMMEDIATE",
-			 gettext_noop("could not update the tenant in directory \"%s\""));
-	dir_run(md, map_update_sql(md, set_sql, where_sql), vals, 1, NULL, 0,
-			NULL,
-			gettext_noop("could not update the tenant in directory \"%s\""));
+	move_dir_exec(md, "BEGIN IMMEDIATE",
+				  gettext_noop("could not update the tenant in directory \"%s\""));
+	move_dir_run(md, map_update_sql(md, set_sql, where_sql), vals, 1, NULL, 0,
+				 NULL,
+				 gettext_noop("could not update the tenant in directory \"%s\""));
 	if (move_id > 0)
 	{
 		const char *pvals[1] = {phase};
 		int64		ints[1] = {move_id};
 
-		dir_run(md, psprintf("UPDATE tenant_moves SET phase = ?1, %s = " DIR_NOW
-							 ", error = NULL WHERE move_id = ?2", stamp_col),
-				pvals, 1, ints, 1, NULL,
-				gettext_noop("could not update the tenant in directory \"%s\""));
+		move_dir_run(md, psprintf("UPDATE tenant_moves SET phase = ?1, %s = " DIR_NOW
+								  ", error = NULL WHERE move_id = ?2", stamp_col),
+					 pvals, 1, ints, 1, NULL,
+					 gettext_noop("could not update the tenant in directory \"%s\""));
 	}
-	dir_exec(md, "COMMIT",
-			 gettext_noop("could not update the tenant in directory \"%s\""));
+	move_dir_exec(md, "COMMIT",
+				  gettext_noop("could not update the tenant in directory \"%s\""));
 }
 
 /*
@@ -1634,20 +1116,20 @@ shard_tenant_move_abort(PG_FUNCTION_ARGS)
 	MoveShards	ms;
 	bool		aborted = false;
 
-	check_call(fcinfo, 2, "tenant_move_abort()",
-			   gettext_noop("permission denied to abort a move"),
-			   gettext_noop("Only roles with privileges of the \"%s\" role may abort a move."));
+	move_check_call(fcinfo, 2, "tenant_move_abort()",
+					gettext_noop("permission denied to abort a move"),
+					gettext_noop("Only roles with privileges of the \"%s\" role may abort a move."));
 	opts = shard_admin_server(PG_GETARG_NAME(0));
 	tenant = shard_tenant_id_text(text_to_cstring(PG_GETARG_TEXT_PP(1)));
-	lock_tenant(opts, tenant);
+	move_lock_tenant(opts, tenant);
 
 	memset(&ms, 0, sizeof(ms));
-	dir_open(&md, opts);
+	move_dir_open(&md, opts);
 	PG_TRY();
 	{
-		finish_dead_moves(opts, &md, shard_tenant_spec(opts->serverid),
-						  NULL);
-		st = read_state(&md, tenant);
+		move_finish_dead_moves(opts, &md, shard_tenant_spec(opts->serverid),
+							   NULL);
+		st = move_read_state(&md, tenant);
 		if (strcmp(st->status, "DONE") == 0)
 			ereport(ERROR,
 					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
@@ -1659,17 +1141,17 @@ shard_tenant_move_abort(PG_FUNCTION_ARGS)
 		{
 			int64		removed;
 
-			setup_shards(&ms, opts, tenant, st->move_id, st->shard_id,
-						 st->target_shard_id);
+			move_setup_shards(&ms, opts, tenant, st->move_id, st->shard_id,
+							  st->target_shard_id);
 			move_discover_tables(&ms, shard_tenant_spec(opts->serverid),
 								 false);
 			removed = move_delete_rows(&ms, ms.dst, false);
 			move_drop_objects(&ms, "");
 			move_pause(tenant, "abort");
-			finish_in_directory(&md, tenant, st->move_id,
-								"status = 'ACTIVE', target_shard_id = NULL",
-								"tenant_id = ?1 AND status = 'MIGRATING'",
-								"aborted", "finished_at");
+			move_finish_in_directory(&md, tenant, st->move_id,
+									 "status = 'ACTIVE', target_shard_id = NULL",
+									 "tenant_id = ?1 AND status = 'MIGRATING'",
+									 "aborted", "finished_at");
 			shard_directory_changed(shard_directory_get(opts));
 			ereport(NOTICE,
 					(errmsg_plural("tenant \"%s\": move to shard \"%s\" aborted; deleted %lld copied row there",
@@ -1685,145 +1167,13 @@ shard_tenant_move_abort(PG_FUNCTION_ARGS)
 	PG_CATCH();
 	{
 		move_close_shards(&ms);
-		dir_close(&md);
+		move_dir_close(&md);
 		PG_RE_THROW();
 	}
 	PG_END_TRY();
 	move_close_shards(&ms);
-	dir_close(&md);
+	move_dir_close(&md);
 	PG_RETURN_BOOL(aborted);
-}
-
-/*
- * cleanup_one
- *		tenant_cleanup of one tenant whose move has cut over: once every
- *		transaction that began before the flip has ended, the source's
- *		capture triggers go, its rows of the tenant are deleted in batches
- *		(through the fence), then the fence and log go, space is reclaimed,
- *		and last shard_map names the new shard alone.  Returns the rows
- *		deleted.
- */
-static int64
-cleanup_one(ShardServerOptions *opts, MoveDir *md, const char *tenant,
-			MoveState *st, ShardTenantSpec *spec, bool vacuum)
-{
-	MoveShards	ms;
-	int64		removed = 0;
-
-	(void) wait_for_older_readers(tenant, st->shard_id, st->move_finished_at,
-								  true, NULL);
-	memset(&ms, 0, sizeof(ms));
-	PG_TRY();
-	{
-		setup_shards(&ms, opts, tenant, st->move_id, st->shard_id,
-					 st->target_shard_id);
-		move_discover_tables(&ms, spec, false);
-		move_drop_objects(&ms, "cap_");
-		removed = move_delete_rows(&ms, ms.src, true);
-		move_drop_objects(&ms, "");
-		if (vacuum)
-			move_reclaim_space(&ms, ms.src, ms.source->shard_id);
-		move_pause(tenant, "cleanup");
-		finish_in_directory(md, tenant, st->move_id,
-							"shard_id = target_shard_id, status = 'ACTIVE', target_shard_id = NULL",
-							"tenant_id = ?1 AND status = 'DONE' AND target_shard_id IS NOT NULL",
-							"cleaned", "cleaned_at");
-	}
-	PG_CATCH();
-	{
-		move_close_shards(&ms);
-		PG_RE_THROW();
-	}
-	PG_END_TRY();
-	move_close_shards(&ms);
-	return removed;
-}
-
-/*
- * shard_tenant_cleanup
- *		tenant_cleanup(server [, tenant [, vacuum]]): remove from the old
- *		shard what moves that cut over left there: the tenant's rows, the
- *		capture triggers, the log and the fence, and reclaim the space
- *		(vacuum), each tenant once no transaction that began before its
- *		flip is running (wait_for_older_readers).  Moves stopped between
- *		their fence and their flip are finished first.  Without a tenant,
- *		every tenant with status DONE.  One row per tenant cleaned up.
- */
-Datum
-shard_tenant_cleanup(PG_FUNCTION_ARGS)
-{
-	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	ShardServerOptions *opts;
-	MoveDir		md;
-	List	   *tenants = NIL;
-	bool		vacuum = PG_ARGISNULL(2) ? true : PG_GETARG_BOOL(2);
-	ListCell   *lc;
-
-	check_call(fcinfo, 1, "tenant_cleanup()",
-			   gettext_noop("permission denied to clean up after a move"),
-			   gettext_noop("Only roles with privileges of the \"%s\" role may clean up after a move."));
-	opts = shard_admin_server(PG_GETARG_NAME(0));
-	InitMaterializedSRF(fcinfo, 0);
-	dir_open(&md, opts);
-	PG_TRY();
-	{
-		ShardTenantSpec *spec = shard_tenant_spec(opts->serverid);
-
-		finish_dead_moves(opts, &md, spec, NULL);
-		if (!PG_ARGISNULL(1))
-			tenants = list_make1(shard_tenant_id_text(text_to_cstring(PG_GETARG_TEXT_PP(1))));
-		else
-		{
-			sqlite3_stmt *stmt;
-			int			rc;
-
-			rc = dir_run(&md, "SELECT tenant_id FROM shard_map WHERE status = 'DONE' "
-						 "AND target_shard_id IS NOT NULL ORDER BY tenant_id",
-						 NULL, 0, NULL, 0, &stmt,
-						 gettext_noop("could not list the moved tenants in directory \"%s\""));
-			for (; rc == SQLITE_ROW; rc = sqlite3_step(stmt))
-				tenants = lappend(tenants, column_dup(stmt, 0));
-			sqlite3_finalize(stmt);
-		}
-		foreach(lc, tenants)
-		{
-			char	   *tenant = lfirst(lc);
-			MoveState  *st;
-			Datum		values[3];
-			bool		nulls[3] = {false, false, false};
-
-			lock_tenant(opts, tenant);
-			st = read_state(&md, tenant);
-			if (strcmp(st->status, "MIGRATING") == 0)
-				ereport(ERROR,
-						(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-						 errmsg("tenant \"%s\" is being moved to shard \"%s\"",
-								tenant, st->target_shard_id ? st->target_shard_id : ""),
-						 errhint("Finish the move with tenant_move(), or cancel it with tenant_move_abort().")));
-			if (strcmp(st->status, "DONE") != 0 || st->target_shard_id == NULL ||
-				strcmp(st->target_shard_id, st->shard_id) == 0)
-			{
-				ereport(NOTICE,
-						(errmsg("tenant \"%s\" has nothing to clean up", tenant)));
-				continue;
-			}
-			values[0] = CStringGetTextDatum(tenant);
-			values[1] = CStringGetTextDatum(st->shard_id);
-			values[2] = Int64GetDatum(cleanup_one(opts, &md, tenant, st,
-												  spec, vacuum));
-			shard_directory_changed(shard_directory_get(opts));
-			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values,
-								 nulls);
-		}
-	}
-	PG_CATCH();
-	{
-		dir_close(&md);
-		PG_RE_THROW();
-	}
-	PG_END_TRY();
-	dir_close(&md);
-	return (Datum) 0;
 }
 
 /*
@@ -1841,50 +1191,12 @@ time_datum(sqlite3_stmt *stmt, int col, bool *isnull)
 }
 
 /*
- * lift_dead_fences
- *		What tenant_moves() does first: for every moving tenant of the
- *		server whose move stopped between its fence and its flip, what a
- *		statement routed to it would do (shard_move_recover_routed).  A
- *		listing needs only USAGE, so it lifts the fence rather than run the
- *		move; not while this transaction writes the directory.
- */
-static void
-lift_dead_fences(ShardServerOptions *opts)
-{
-	ShardDirectory *dir = shard_directory_get(opts);
-	sqlite3    *db = shard_directory_handle(dir);
-	sqlite3_stmt *stmt;
-	uint64		generation;
-	List	   *moving = NIL;
-	ListCell   *lc;
-
-	if (shard_conn_directory_writer(opts->directory, &generation) != NULL ||
-		sqlite3_prepare_v2(db, "SELECT tenant_id, shard_id, target_shard_id "
-						   "FROM shard_map WHERE status = 'MIGRATING' "
-						   "AND target_shard_id IS NOT NULL ORDER BY tenant_id",
-						   -1, &stmt, NULL) != SQLITE_OK)
-		return;
-	while (sqlite3_step(stmt) == SQLITE_ROW)
-		moving = lappend(moving, list_make3(column_dup(stmt, 0),
-											column_dup(stmt, 1),
-											column_dup(stmt, 2)));
-	sqlite3_finalize(stmt);
-	foreach(lc, moving)
-	{
-		List	   *row = lfirst(lc);
-
-		shard_move_recover_routed(dir, opts, linitial(row), lsecond(row),
-								  lthird(row));
-	}
-}
-
-/*
  * shard_tenant_moves
  *		tenant_moves(server): every move the directory records, running or
  *		finished, oldest first: phase, rows copied, backlog, how long the
  *		source's write lock was held, times and the last error.  Empty for
  *		a directory where no move ever ran.  A move stopped between its
- *		fence and its flip has its fence lifted first (lift_dead_fences).
+ *		fence and its flip has its fence lifted first (move_lift_dead_fences).
  */
 Datum
 shard_tenant_moves(PG_FUNCTION_ARGS)
@@ -1895,7 +1207,7 @@ shard_tenant_moves(PG_FUNCTION_ARGS)
 	sqlite3_stmt *stmt;
 	int			rc;
 
-	lift_dead_fences(opts);
+	move_lift_dead_fences(opts);
 	db = shard_directory_handle(shard_directory_get(opts));
 	InitMaterializedSRF(fcinfo, 0);
 	rc = sqlite3_prepare_v2(db, "SELECT move_id, tenant_id, source_shard_id, "

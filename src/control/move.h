@@ -1,8 +1,9 @@
 /*-------------------------------------------------------------------------
  *
  * move.h
- *		  What the tenant move's state machine (move.c) shares with the
- *		  SQL it runs inside the shards (movecopy.c)
+ *		  What the tenant move's state machine (move.c), the recovery and
+ *		  cleanup after it (movecleanup.c) and the SQL it runs inside the
+ *		  shards (movecopy.c) share
  *
  *-------------------------------------------------------------------------
  */
@@ -51,6 +52,69 @@ typedef struct MoveShards
 
 /* Rows per copy or delete batch: each is one short transaction. */
 #define MOVE_BATCH_ROWS 25000
+
+/* The move's own handle on the directory. */
+typedef struct MoveDir
+{
+	ShardServerOptions *opts;
+	sqlite3    *db;
+	bool		has_updated_at;	/* shard_map has the column */
+} MoveDir;
+
+/* A tenant's row of shard_map, and its current move, if any. */
+typedef struct MoveState
+{
+	char	   *shard_id;
+	char	   *status;
+	char	   *target_shard_id;
+	int64		move_id;		/* 0: no move row that is not finished */
+	char	   *move_source;
+	char	   *move_target;
+	char	   *move_phase;
+	double		move_finished_at;	/* its flip, as the directory stores
+									 * times; 0 when unknown */
+} MoveState;
+
+/* in move.c */
+extern void move_pause(const char *tenant, const char *point);
+extern void move_dir_open(MoveDir *md, ShardServerOptions *opts);
+extern void move_dir_close(MoveDir *md);
+extern void move_dir_exec(MoveDir *md, const char *sql, const char *fmt);
+extern int	move_dir_run(MoveDir *md, const char *sql, const char **vals,
+						 int nvals, const int64 *ints, int nints,
+						 sqlite3_stmt **out, const char *fmt);
+extern char *move_column_dup(sqlite3_stmt *stmt, int col);
+extern MoveState *move_read_state(MoveDir *md, const char *tenant);
+extern void move_record_error(MoveDir *md, int64 move_id,
+							  const char *message);
+extern void move_finish_in_directory(MoveDir *md, const char *tenant,
+									 int64 move_id, const char *set_sql,
+									 const char *where_sql, const char *phase,
+									 const char *stamp_col);
+extern void move_lock_tenant(ShardServerOptions *opts, const char *tenant);
+extern bool move_try_lock_tenant(ShardServerOptions *opts,
+								 const char *tenant);
+extern void move_unlock_tenant(ShardServerOptions *opts, const char *tenant);
+extern void move_check_call(FunctionCallInfo fcinfo, int nargs,
+							const char *fname, const char *message,
+							const char *detail);
+extern void move_setup_shards(MoveShards *ms, ShardServerOptions *opts,
+							  const char *tenant, int64 move_id,
+							  const char *source, const char *target);
+extern void move_run(MoveShards *ms, MoveDir *md);
+extern char *move_error_message(MemoryContext cxt);
+
+/* in movecleanup.c */
+extern void shard_move_recover_routed(ShardDirectory *dir,
+									  ShardServerOptions *opts,
+									  const char *tenant, const char *source,
+									  const char *target);
+extern void move_lift_dead_fences(ShardServerOptions *opts);
+extern void move_finish_dead_moves(ShardServerOptions *opts, MoveDir *md,
+								   ShardTenantSpec *spec, const char *own);
+extern void move_clean_before_move(ShardServerOptions *opts, MoveDir *md,
+								   const char *tenant, MoveState *st,
+								   ShardTenantSpec *spec);
 
 /* in movecopy.c */
 extern void move_open_shards(MoveShards *ms);
