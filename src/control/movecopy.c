@@ -1404,8 +1404,9 @@ move_copy_batch(MoveShards *ms, MoveTable *t, sqlite3_value ***cursor,
 		appendStringInfoString(&q, " AND ");
 		append_key(&q, t, "");
 		appendStringInfoString(&q, " > (");
+		/* named: the tenant condition's own parameter is :tenant */
 		for (i = 1; i <= nk; i++)
-			appendStringInfo(&q, "%s?%d", i > 1 ? ", " : "", i);
+			appendStringInfo(&q, "%s:c%d", i > 1 ? ", " : "", i);
 		appendStringInfoChar(&q, ')');
 	}
 	appendStringInfoString(&q, " ORDER BY ");
@@ -1415,7 +1416,13 @@ move_copy_batch(MoveShards *ms, MoveTable *t, sqlite3_value ***cursor,
 						 gettext_noop("could not copy table \"%s\" of tenant \"%s\" on shard \"%s\""));
 	if (*cursor != NULL)
 		for (i = 0; i < nk; i++)
-			sqlite3_bind_value(stmt, i + 1, (*cursor)[i]);
+		{
+			char		name[16];
+
+			snprintf(name, sizeof(name), ":c%d", i + 1);
+			sqlite3_bind_value(stmt, sqlite3_bind_parameter_index(stmt, name),
+							   (*cursor)[i]);
+		}
 	rc = sqlite3_step(stmt);
 	sqlite3_finalize(stmt);
 	if (rc != SQLITE_DONE)
