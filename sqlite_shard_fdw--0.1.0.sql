@@ -117,7 +117,7 @@ REVOKE ALL ON FUNCTION tenant_move(name, text, text),
   tenant_move_abort(name, text), tenant_cleanup(name, text, boolean)
   FROM PUBLIC;
 
--- Fleet checks, control plane and statistics (issue 13, items 5-7).
+-- Fleet checks, control plane and statistics.
 
 -- shard_orphans(server [, tenant_column]): rows a shard holds for tenants
 -- it does not own, per shard, table and tenant.

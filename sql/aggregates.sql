@@ -1,5 +1,5 @@
 --
--- Aggregate pushdown (issue 3, DESIGN 5, invariant 5): grouped queries
+-- Aggregate pushdown: grouped queries
 -- answered inside the shards give PostgreSQL's answer exactly.  Grouped by
 -- the tenant column, each shard answers whole groups; otherwise each shard
 -- returns partial aggregates that the backend merges; what cannot be
@@ -594,7 +594,7 @@ SELECT status, count(*), sum(amount) FROM sales_native WHERE tenant_id = 'acme'
 
 -- ===================================================================
 -- Tenants being moved: hooli's copies on a3 and stark's leftovers on a3
--- are not counted, however the aggregate is computed (invariant 2)
+-- are not counted, however the aggregate is computed
 -- ===================================================================
 SELECT * FROM regress_agg('SELECT status, count(*), sum(amount), max(name COLLATE "C") FROM {t} GROUP BY status');
 SELECT * FROM regress_agg('SELECT tenant_id, count(*), sum(amount), count(DISTINCT name) FROM {t} GROUP BY tenant_id');

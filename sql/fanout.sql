@@ -1,5 +1,5 @@
 --
--- Parallel fan-out (DESIGN 5, invariant 7): shard queries on worker
+-- Parallel fan-out: shard queries on worker
 -- threads give the same answers at every degree of parallelism, with few
 -- open handles, and with PostgreSQL's own parallel query on or off;
 -- statement_timeout stops every shard query promptly; an error on one

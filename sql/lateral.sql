@@ -1,5 +1,5 @@
 --
--- LATERAL references into foreign scans (invariant 5): a scan whose output
+-- LATERAL references into foreign scans: a scan whose output
 -- uses a column of another relation runs inside a loop over it, so every
 -- query gives the native table's answer.  Each query runs against the
 -- foreign table and against a native table holding the same rows.  See

@@ -1,7 +1,7 @@
 --
 -- Pushdown: which conditions SQLite evaluates ("SQLite query") and which
 -- PostgreSQL evaluates ("Filter"), and that either way every answer is
--- PostgreSQL's (invariant 5).  Every condition runs against the foreign
+-- PostgreSQL's.  Every condition runs against the foreign
 -- table and against a native table holding the same rows: regress_check
 -- shows the ids the foreign table returns and whether the full rows equal
 -- the native table's answer.  See test/fixtures/pushdown.sh for the data.

@@ -125,7 +125,7 @@ EXECUTE by_tenants(NULL);
 EXECUTE by_tenants(ARRAY['acme'' OR 1=1 --', 'acme"]']);
 
 -- ===================================================================
--- A cached generic plan stays right when a tenant moves (invariant 1):
+-- A cached generic plan stays right when a tenant moves:
 -- "another process" moves tenant mover from s1 to s4 in the directory.
 -- ===================================================================
 PREPARE mover_events(text) AS
@@ -357,7 +357,7 @@ SELECT * FROM regress_event_kinds('mover', 2);
 \! sqlite3 /tmp/ssfdw_regress/routing/directory.db "UPDATE shard_map SET shard_id = 's1' WHERE tenant_id = 'mover'"
 
 -- ===================================================================
--- Tenants being moved (invariant 2): hooli is MIGRATING s2 -> s3 and
+-- Tenants being moved: hooli is MIGRATING s2 -> s3 and
 -- read from s2; stark is DONE s3 -> s4 and read from s4.  Copies on the
 -- other shard (status 'copy' and 'stale') are never seen.
 -- ===================================================================

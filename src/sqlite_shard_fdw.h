@@ -123,10 +123,14 @@ extern ShardInfo *shard_reference_shard(ShardDirectory *dir,
 /* in move.c */
 
 extern void shard_move_define_gucs(void);
+extern void shard_move_recover_routed(ShardDirectory *dir,
+									  ShardServerOptions *opts,
+									  const char *tenant, const char *source,
+									  const char *target);
 
 /*
  * The message a moved tenant's fence raises in its old shard (movecopy.c
- * writes it into the fence's trigger, connection.c recognises it in a
+ * writes it into the fence's trigger, sqliteerror.c recognises it in a
  * failed write and reports a retryable error): one spelling for both.
  */
 #define SHARD_FENCE_LEAD "tenant \""
@@ -183,6 +187,18 @@ extern List *shard_explain_row_key(ShardServerOptions *opts, const char *table,
 extern uint64 shard_writes_begun;
 extern char shard_conn_column_affinity(ShardConn *conn, const char *table,
 									   const char *col);
+
+/* What a file's first 100 bytes say it is (shard_file_kind). */
+#define SHARD_FILE_UNKNOWN		0	/* could not be read */
+#define SHARD_FILE_NOT_SQLITE	1	/* empty, short, or not SQLite's header */
+#define SHARD_FILE_ROLLBACK		2	/* SQLite, rollback journal */
+#define SHARD_FILE_WAL			3	/* SQLite, WAL mode */
+extern int	shard_file_kind(const char *path);
+extern char *shard_wal_folder_unwritable(const char *path);
+extern void shard_check_wal_folder(const char *shard_id, const char *path);
+
+/* in sqliteerror.c */
+
 extern void shard_write_error(int rc, const char *shard_id,
 							  const char *table, const char *tenant,
 							  const char *msg, const char *fmt,...)
@@ -200,14 +216,11 @@ extern int	shard_interrupts_pending(void);
 extern void shard_check_lock_wait(int rc, bool is_directory,
 								  const char *name);
 
-/* What a file's first 100 bytes say it is (shard_file_kind). */
-#define SHARD_FILE_UNKNOWN		0	/* could not be read */
-#define SHARD_FILE_NOT_SQLITE	1	/* empty, short, or not SQLite's header */
-#define SHARD_FILE_ROLLBACK		2	/* SQLite, rollback journal */
-#define SHARD_FILE_WAL			3	/* SQLite, WAL mode */
-extern int	shard_file_kind(const char *path);
-extern char *shard_wal_folder_unwritable(const char *path);
-extern void shard_check_wal_folder(const char *shard_id, const char *path);
+/* in sqltext.c */
+
+extern void shard_quote_identifier(StringInfo buf, const char *ident);
+extern char *shard_unquote_identifier(const char *sql, const char **end);
+extern void shard_append_sql_literal(StringInfo buf, const char *text);
 
 /* in deparse.c */
 
@@ -235,8 +248,6 @@ extern void shard_deparse_select(StringInfo buf, PlannerInfo *root,
 extern List *shard_deparse_conditions(PlannerInfo *root, RelOptInfo *baserel,
 									  List *conds, List **params,
 									  List **param_kinds);
-extern void shard_quote_identifier(StringInfo buf, const char *ident);
-extern char *shard_unquote_identifier(const char *sql, const char **end);
 extern bool shard_deparse_set_qualified(bool qualified);
 extern List *shard_deparse_qualified_conditions(PlannerInfo *root,
 												RelOptInfo *baserel,
@@ -743,22 +754,80 @@ typedef struct ShardTenantIdConv
 	bool		padded;			/* char(n): the pad is not the id's */
 } ShardTenantIdConv;
 
-extern int	shard_tenant_kind(Oid typid);
 extern char *shard_tenant_id_text(const char *text);
 extern void shard_tenant_id_init(ShardTenantIdConv *conv, Oid typid);
 extern char *shard_tenant_id_of(ShardTenantIdConv *conv, Datum value);
 extern char *shard_tenant_id(Oid typid, Datum value);
 extern bool shard_tenant_value_type_ok(Oid typid);
 extern void shard_tenant_store_id(ShardValue *v, const char *id);
-extern void shard_tenant_row_condition(StringInfo buf, const char *column,
-									   Oid typid, int32 typmod, int paramno);
 extern Datum shard_tenant_id_datum(const char *id);
 extern List *shard_tenant_ids_text(List *ids);
-extern bool shard_tenant_column_is_text(ShardConn *conn, const char *table,
-										const char *column, int kind);
+
+/* in tenantrule.c */
+
+/*
+ * The tables of a shard (sqlite_schema AS m) that may hold tenants' rows:
+ * neither SQLite's own, nor the extension's bookkeeping ("ssfdw_", a
+ * move's "_ssfdw_" log and fences), nor virtual tables.
+ */
+#define SHARD_APP_TABLES \
+	"m.type = 'table' " \
+	"AND m.name NOT LIKE 'sqlite\\_%' ESCAPE '\\' " \
+	"AND m.name NOT LIKE 'ssfdw\\_%' ESCAPE '\\' " \
+	"AND m.name NOT LIKE '\\_ssfdw\\_%' ESCAPE '\\' " \
+	"AND coalesce(m.sql, '') NOT LIKE 'CREATE VIRTUAL%'"
+
+/* How a shard's tenant column is compared with tenant ids. */
+typedef struct ShardTenantRule
+{
+	int			kind;			/* SHARDIO_TENANT_ kind, integers by bits */
+	char		affinity;		/* the declaration's affinity ('I', 'T', 'B',
+								 * 'R', 'N'), or 0: unknown */
+	bool		binary;			/* declared collation BINARY */
+} ShardTenantRule;
+
+/* A table that a foreign table of a server reads. */
+typedef struct ShardSpecTable
+{
+	char	   *table;			/* SQLite table */
+	char	   *column;			/* its tenant column */
+	int			kind;			/* of the foreign table's column for it */
+	bool		reference;		/* no tenant's: a reference table */
+} ShardSpecTable;
+
+/* Which tables of a server's shards hold tenants' rows. */
+typedef struct ShardTenantSpec
+{
+	List	   *named;			/* ShardSpecTable */
+	List	   *columns;		/* tenant column names of the other tables */
+	int			kind;			/* ... and their kind */
+} ShardTenantSpec;
+
+extern int	shard_tenant_kind(Oid typid);
+extern char shard_declared_affinity(const char *decl);
+extern void shard_tenant_rule_init(ShardTenantRule *rule, int kind,
+								   const char *decl, const char *collseq);
+extern void shard_tenant_rule_lookup(ShardTenantRule *rule, sqlite3 *db,
+									 const char *table, const char *column,
+									 int kind);
+extern void shard_tenant_key(StringInfo buf, const char *qual,
+							 const char *column, const ShardTenantRule *rule);
+extern void shard_tenant_match(StringInfo buf, const char *qual,
+							   const char *column, const ShardTenantRule *rule,
+							   const char *param);
 extern ShardValue shard_tenant_condition(StringInfo buf, const char *column,
-										 int kind, bool column_is_text,
+										 const ShardTenantRule *rule,
 										 List *ids, bool negate, int paramno);
+extern void shard_tenant_trigger_match(StringInfo buf, const char *row,
+									   const char *column,
+									   const ShardTenantRule *rule,
+									   const char *id);
+extern void shard_tenant_row_condition(StringInfo buf, const char *column,
+									   Oid typid, int32 typmod, int paramno);
+extern ShardTenantSpec *shard_tenant_spec(Oid serverid);
+extern const char *shard_tenant_spec_table(ShardTenantSpec *spec,
+										   const char *table, List *columns,
+										   int *kind);
 
 /* in admin.c */
 
@@ -821,7 +890,7 @@ typedef struct ShardTenantTable
 {
 	char	   *table;
 	char	   *column;
-	bool		column_is_text; /* declared TEXT: compared as stored */
+	ShardTenantRule rule;		/* how its rows are a tenant's */
 } ShardTenantTable;
 
 /* One tenant's rows in a table; tenant NULL for rows of no tenant. */
@@ -831,17 +900,13 @@ typedef struct ShardTenantRows
 	int64		rows;
 } ShardTenantRows;
 
-extern List *shard_tenant_tables(ShardConn *conn, const char *shard_id,
-								 const char *column);
 extern List *shard_tenant_table_counts(ShardConn *conn, const char *shard_id,
 									   ShardTenantTable *tt);
 extern int64 shard_tenant_table_rows(ShardConn *conn, const char *shard_id,
 									 ShardTenantTable *tt, const char *tenant,
 									 bool delete);
-extern List *shard_server_tenant_columns(Oid serverid);
-extern List *shard_server_reference_tables(Oid serverid);
 extern List *shard_server_tenant_tables(ShardConn *conn, const char *shard_id,
-										 List *columns, List *reference);
+										 ShardTenantSpec *spec);
 
 /* in import.c */
 

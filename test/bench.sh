@@ -7,16 +7,16 @@
 #	  (a) the sqlite3 CLI on the same shard files (the floor),
 #	  (b) the same rows in a native PostgreSQL table with the same indexes,
 #	  (c) the extension's foreign tables,
-#	for the workload of issue 3: routed point lookup and routed tenant report
+#	for the read workload: routed point lookup and routed tenant report
 #	(pgbench -M prepared), three fan-out reports and the full export (with
-#	the backend's peak memory); and for the writes of issue 10: COPY FROM a
+#	the backend's peak memory); and for the writes: COPY FROM a
 #	CSV spread over every tenant (against the sqlite3 CLI importing the same
 #	rows shard by shard), routed single-row INSERT and UPDATE (pgbench) and
 #	an UPDATE of one large tenant, on fresh copies of the fleet and of the
 #	native table, with the same durability on both sides; and the time
-#	ranges and buckets of issue 11 (created_at as timestamp and as
-#	timestamptz, an index on created_at on both sides); and the joins of
-#	issue 12 (orders with customers, and with a local table of accounts).
+#	ranges and buckets BI tools send (created_at as timestamp and as
+#	timestamptz, an index on created_at on both sides); and the joins
+#	(orders with customers, and with a local table of accounts).
 #	Prints medians and ratios, and a last line that says which targets were
 #	met.
 #
@@ -38,10 +38,10 @@
 #	BENCH_COPY_RUNS			timed COPY runs per engine, each on fresh copies
 #							(default 3)
 #	BENCH_PARTS				what to measure: a list of "read", "time" (the time
-#							ranges and buckets of issue 11), "limit" (the
-#							ORDER BY ... LIMIT queries of issue 11), "join"
-#							(the joins of issue 12), "write" and "move" (a
-#							tenant moved under an external writer, issue 13:
+#							ranges and buckets), "limit" (the
+#							ORDER BY ... LIMIT queries), "join"
+#							(the joins), "write" and "move" (a
+#							tenant moved under an external writer:
 #							test/bench_move.sh, on a fleet of its own in
 #							BENCH_DIR/move) (default
 #							"read,time,limit,join,write,move")
@@ -201,7 +201,7 @@ WHERE pr BETWEEN 0.45 AND 0.55;
 ANALYZE public.bench_keys, public.bench_tenants;
 SQL
 
-	# ---- joins (issue 12) ---------------------------------------------------
+	# ---- joins --------------------------------------------------------------
 	# A local table of the application's accounts, one per tenant, about one
 	# in ten an enterprise account: what a report joins the fleet with.
 	if [[ ",$parts," == *,join,* ]]; then
@@ -226,7 +226,7 @@ SQL
 	fi
 	# ---- end of joins ------------------------------------------------------
 
-	# ---- time queries (issue 11) ----------------------------------------
+	# ---- time queries ---------------------------------------------------
 	# created_at read as timestamptz too: a foreign table over the same
 	# shards, and a native table of the same instants (the stored times are
 	# UTC), with the same index on created_at.
@@ -323,7 +323,7 @@ if [ "$(id -u)" -eq 0 ] && id postgres >/dev/null 2>&1; then
 	chown postgres:postgres "$BENCH_DIR"
 fi
 
-# ---- tenant move (issue 13) -----------------------------------------------
+# ---- tenant move ----------------------------------------------------------
 # A fleet and a cluster of its own: it needs none of the big fleet.
 if [[ ",$parts," == *,move,* ]]; then
 	ssfdw_virtualenv bash test/bench_move.sh "$BENCH_DIR/move"
@@ -361,7 +361,7 @@ else
 	echo "fleet built in $(since "$t0") s"
 fi
 
-# ---- time queries (issue 11) ----------------------------------------------
+# ---- time queries ---------------------------------------------------------
 # Every shard has an index on created_at, as the native table has: the time
 # ranges use it (and the write benchmarks maintain it on both sides).
 t0=$(now)
@@ -375,7 +375,7 @@ fi
 echo "index orders(created_at) in every shard checked in $(since "$t0") s"
 # ---- end of time queries --------------------------------------------------
 
-# ---- joins (issue 12) -----------------------------------------------------
+# ---- joins ----------------------------------------------------------------
 # A reference table, the plans' price list, the same copy in every shard.
 if [[ ",$parts," == *,join,* ]]; then
 	for db in "$fleet"/shards/shard_*.db; do

@@ -2,7 +2,7 @@
 #
 # test/bench_move.sh
 #	The "move" part of the benchmark (test/bench.sh, BENCH_PARTS=move): the
-#	targets of issue 13 for moving a tenant.
+#	targets for moving a tenant.
 #
 #	A fleet of two WAL shards, a and b: tenant "big" on a with
 #	BENCH_MOVE_ROWS orders (default 200,000) and half as many items, other

@@ -711,7 +711,7 @@ def write_explain(explain, items, errors):
 
 
 def run_writes(args, fleet, explain, errors, notes, targets):
-    """The write workload of issue 10: COPY FROM a CSV spread over every
+    """The write workload: COPY FROM a CSV spread over every
     tenant, routed single-row INSERT and UPDATE through pgbench, and an
     UPDATE of one large tenant; the native table (fsync on) and the
     extension (synchronous = FULL), and for COPY the sqlite3 CLI."""
@@ -967,7 +967,7 @@ def read_explain(explain, errors):
 
 
 def run_reads(args, fleet, explain, errors, notes, targets):
-    """The read workload of issue 3: routed queries through pgbench, the
+    """The read workload: routed queries through pgbench, the
     fan-out reports and the export; the floor, the native table and the
     extension side by side."""
     shards, nrows, defs = fleet.shards, fleet.nrows, fleet.defs
@@ -1121,7 +1121,7 @@ def run_reads(args, fleet, explain, errors, notes, targets):
 
 
 # ---------------------------------------------------------------- time queries
-# The time ranges and buckets BI tools send (issue 11), over created_at
+# The time ranges and buckets BI tools send, over created_at
 # declared timestamp (schema ext) and timestamptz (exttz), against native
 # tables with the same index on created_at; "ext, pushdown off" is the
 # extension with sqlite_shard_fdw.aggregate_pushdown off (engines extoff and
@@ -1178,7 +1178,7 @@ def run_time_reads(fleet, explain, errors, notes):
     """The time queries: the floor, the native table, the extension and the
     extension without aggregate pushdown, side by side."""
     log()
-    log("time ranges and buckets (issue 11): created_at timestamp (and "
+    log("time ranges and buckets: created_at timestamp (and "
         "timestamptz), stored as ISO text, index on created_at on both sides")
     with open(explain, "a") as f:
         for q in TIME_QUERIES:
@@ -1228,7 +1228,7 @@ def run_time_reads(fleet, explain, errors, notes):
 # ---------------------------------------------------------------- end of time queries
 
 
-# ---------------------------------------------------------------- ORDER BY ... LIMIT (issue 11)
+# ---------------------------------------------------------------- ORDER BY ... LIMIT
 # The latest rows, as applications and BI tools ask for them: the last
 # orders of the largest tenant (routed: its shard's primary key
 # (tenant_id, order_id) serves the order) and the fleet's latest orders
@@ -1292,7 +1292,7 @@ def run_limit_reads(fleet, explain, errors, notes, targets):
     """The ORDER BY ... LIMIT queries: floor, native table and extension."""
     big, nbig = largest_tenant()
     log()
-    log("ORDER BY ... LIMIT (issue 11): the largest tenant %s (%s orders), "
+    log("ORDER BY ... LIMIT: the largest tenant %s (%s orders), "
         "and the fleet" % (big, "{:,}".format(nbig)))
     rows = []
     for q in LIMIT_QUERIES:
@@ -1323,7 +1323,7 @@ def run_limit_reads(fleet, explain, errors, notes, targets):
 # ---------------------------------------------------------------- end of ORDER BY ... LIMIT
 
 
-# ---------------------------------------------------------------- joins (issue 12)
+# ---------------------------------------------------------------- joins
 # A BI model's fact table with its dimension, and reports driven by a local
 # table: orders joined with customers on (tenant_id, customer_id) over the
 # fleet, grouped by the customer's plan; the same join for the largest
@@ -1374,7 +1374,7 @@ def run_join_reads(fleet, explain, errors, notes, targets):
     finally:
         setup.close()
     log()
-    log("joins (issue 12): orders with customers (%s rows), the largest tenant %s, "
+    log("joins: orders with customers (%s rows), the largest tenant %s, "
         "%d enterprise accounts in a local table" % ("{:,}".format(ncust), big, nent))
     rows = []
     for q in JOIN_QUERIES:

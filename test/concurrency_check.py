@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 #
 # test/concurrency_check.py
-#	The concurrency test (DESIGN.md, section 8): an application process
+#	The concurrency test: an application process
 #	writes a WAL shard while PostgreSQL reads the fleet.  Run by
 #	test/concurrency_test.sh; "writer" mode is the application process.
 #

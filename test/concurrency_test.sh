@@ -3,7 +3,7 @@
 # test/concurrency_test.sh
 #	The concurrency test: an application process writes a WAL shard while
 #	PostgreSQL sessions read the fleet in READ COMMITTED, REPEATABLE READ
-#	and SERIALIZABLE (DESIGN.md, section 8).  The work is done by
+#	and SERIALIZABLE.  The work is done by
 #	test/concurrency_check.py; see there for what is checked.
 #
 # Run by test/run_suites.sh inside a throw-away cluster, with PGDATABASE

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 #
 # test/differential.py
-#	The differential test (DESIGN.md, section 8): random queries over the
+#	The differential test: random queries over the
 #	same rows through a foreign table and through a native PostgreSQL table;
 #	any difference fails.
 #
@@ -1022,7 +1022,7 @@ class Gen:
         op = self.pick(["=", "<>", "<", ">="])
         return "%s %s %s" % (col, op, self.literal_for(col))
 
-    # --- time conditions and buckets (issue 11) ------------------------------
+    # --- time conditions and buckets -----------------------------------------
     # Every form of time condition the shards run (an exact check plus an
     # index range on the stored column): each comparison, BETWEEN and IN,
     # values of every time type against every time column, values computed

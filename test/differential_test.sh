@@ -2,8 +2,8 @@
 #
 # test/differential_test.sh
 #	The differential test: random queries through a foreign table and
-#	through a native table holding the same rows must give the same answer
-#	(DESIGN.md, sections 4.5 and 8).  The work is done by
+#	through a native table holding the same rows must give the same answer:
+#	pushdown never changes an answer.  The work is done by
 #	test/differential.py; see there for what is generated and compared.
 #
 # Run by test/run_suites.sh inside a throw-away cluster, with PGDATABASE

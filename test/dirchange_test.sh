@@ -6,7 +6,7 @@
 #	run routed statements, and every statement must route by a directory at
 #	least as new as the last move that had committed when it started.
 #
-# src/control/directory.c decides per statement whether the directory
+# src/directory.c decides per statement whether the directory
 # changed: by a stamp read without a lock (shardio_change_stamp), in WAL
 # mode the WAL-index header in the -shm file, in rollback-journal mode the
 # database header, and when the stamp moved (or none can be had) by PRAGMA

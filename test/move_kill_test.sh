@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 #
 # test/move_kill_test.sh
-#	Crash safety of tenant moves (DESIGN.md, invariant 4; issue 13, item
-#	3): the backend running tenant_move is killed with SIGKILL at each
+#	Crash safety of tenant moves (nothing lost or doubled, the move
+#	resumable): the backend running tenant_move is killed with SIGKILL at each
 #	point of the move in turn (sqlite_shard_fdw.move_pause_at makes it
 #	wait there), and after each kill:
 #
@@ -18,6 +18,14 @@
 #	  tenant_move_abort (alternately), after which the shard that no
 #	  longer owns the tenant has none of its rows and no trigger or log of
 #	  the move is left (after tenant_cleanup for a finished move).
+#
+#	Killed between the fence and the flip, nobody has to act: the first
+#	statement routed to the tenant lifts the fence (the tenant's writes
+#	through PostgreSQL and the application's work again, the move stays
+#	resumable, and the writes are on the new shard once it is run again);
+#	tenant_moves() lifts it too; a move function that writes
+#	(tenant_cleanup here) finishes the move instead, or, when the copy
+#	no longer verifies, warns and lifts the fence.
 #
 #	While a move waits, another session's tenant_move and
 #	tenant_move_abort of the same tenant are refused with 55006.  An abort
@@ -161,6 +169,21 @@ owner()
 	  ELSE shard_id END || ' ' || status FROM shard_map WHERE tenant_id = 'mk'"
 }
 
+# fenced_write SHARD: what the application's write of mk to SHARD says.
+fenced_write()
+{
+	sqlite3 "$d/shards/$1.db" ".timeout 2000" \
+		"UPDATE orders SET status = 'x' WHERE tenant_id = 'mk' AND order_id = 1" 2>&1 |
+		sed -E 's/^(Runtime error|Error)[^:]*: //; s/^stepping, //; s/ \([0-9]+\)$//'
+}
+
+# fence_objects SHARD: how many objects of a move's fence SHARD has.
+fence_objects()
+{
+	sq "shards/$1.db" "SELECT count(*) FROM sqlite_schema
+	  WHERE name LIKE '\\_ssfdw\\_move\\_%\\_fence\\_%' ESCAPE '\\'"
+}
+
 # move_objects SHARD: how many triggers and tables of a move SHARD has.
 move_objects()
 {
@@ -260,6 +283,12 @@ for point in start capture copy replay cutover fenced flipped; do
 				grep -o 'database is locked' | head -n 1)"
 	fi
 	kill_paused
+	if [ "$point" = fenced ]; then
+		# before anything routes the tenant: the fence is there
+		check "killed after the fence: the tenant's writes to shard $from fail" \
+			"tenant \"mk\" has moved to shard \"$to\": write it there" \
+			"$(fenced_write "$from")"
+	fi
 	case $point in
 		flipped) after_kill "$point" "$to" ;;
 		*) after_kill "$point" "$from" ;;
@@ -271,11 +300,18 @@ for point in start capture copy replay cutover fenced flipped; do
 					"UPDATE orders SET status = status WHERE tenant_id = 'other_a'" 2>&1)"
 			;;
 		fenced)
-			check "killed after the fence: the tenant's writes to shard $from fail" \
-				"tenant \"mk\" has moved to shard \"$to\": write it there" \
+			# after_kill routed the tenant: that lifted the fence
+			check "killed after the fence, then routed: the fence is lifted" 0 \
+				"$(fence_objects "$from")"
+			check "killed after the fence, then routed: a write through PostgreSQL works" ok \
+				"$(q_state "UPDATE mk_orders SET status = 'routed' WHERE tenant_id = 'mk' AND order_id = 1")"
+			check "killed after the fence, then routed: the application's writes work" "" \
 				"$(sqlite3 "$d/shards/$from.db" ".timeout 2000" \
-					"UPDATE orders SET status = 'x' WHERE tenant_id = 'mk' AND order_id = 1" 2>&1 |
-					sed -E 's/^(Runtime error|Error)[^:]*: //; s/^stepping, //; s/ \([0-9]+\)$//')"
+					"UPDATE orders SET status = 'app' WHERE tenant_id = 'mk' AND order_id = 2" 2>&1)"
+			check "killed after the fence, then routed: the directory still says MIGRATING" \
+				"$from MIGRATING" "$(owner)"
+			check "killed after the fence, then routed: tenant_moves says so" "replay true" \
+				"$(q "SELECT phase || ' ' || (error LIKE '%fence was lifted%') FROM tenant_moves('mkill') ORDER BY move_id DESC LIMIT 1")"
 			;;
 	esac
 
@@ -288,6 +324,12 @@ for point in start capture copy replay cutover fenced flipped; do
 		check "killed at $point: tenant_cleanup" ok \
 			"$(q_state "SELECT * FROM tenant_cleanup('mkill', 'mk')")"
 		finished "$from" "$to" "killed at $point, finished"
+		if [ "$point" = fenced ]; then
+			check "killed after the fence: the writes made once the fence was lifted are on shard $to" \
+				"routed app" \
+				"$(sq "shards/$to.db" "SELECT group_concat(status, ' ') FROM (SELECT status
+				  FROM orders WHERE tenant_id = 'mk' AND order_id IN (1, 2) ORDER BY order_id)")"
+		fi
 		t=$from
 		from=$to
 		to=$t
@@ -300,6 +342,60 @@ for point in start capture copy replay cutover fenced flipped; do
 		"$(q "SELECT count(*) || ':' || sum(amount_cents) FROM mk_orders")"
 	i=$((i + 1))
 done
+
+# killed after the fence, then a move function runs before any statement
+# routes the tenant: tenant_cleanup() finishes the move, then cleans up
+start_paused "SELECT tenant_move('mkill', 'mk', '$to')" fenced
+kill_paused
+check "killed after the fence (2): the tenant's writes to shard $from fail" \
+	"tenant \"mk\" has moved to shard \"$to\": write it there" \
+	"$(fenced_write "$from")"
+check "killed after the fence, then tenant_cleanup(): it finishes the move" ok \
+	"$(q_state "SELECT * FROM tenant_cleanup('mkill')")"
+check "killed after the fence, then tenant_cleanup(): the move is cleaned up" \
+	cleaned "$(q "SELECT phase FROM tenant_moves('mkill') ORDER BY move_id DESC LIMIT 1")"
+finished "$from" "$to" "killed after the fence, then tenant_cleanup()"
+check "killed after the fence, then tenant_cleanup(): the tenant's routed count" \
+	"$tenant_ref" "$(q "SELECT count(*) FROM mk_orders WHERE tenant_id = 'mk'")"
+t=$from
+from=$to
+to=$t
+
+# killed after the fence, then tenant_moves() lists the moves: it lifts
+# the fence, as a routed statement does; then tenant_move of another
+# tenant leaves this one alone (nothing fenced to finish)
+start_paused "SELECT tenant_move('mkill', 'mk', '$to')" fenced
+kill_paused
+check "killed after the fence, then tenant_moves(): it lifts the fence" \
+	"replay 0" \
+	"$(q "SELECT phase FROM tenant_moves('mkill') ORDER BY move_id DESC LIMIT 1") $(fence_objects "$from")"
+check "killed after the fence, then tenant_moves(): the application's writes work" "" \
+	"$(sqlite3 "$d/shards/$from.db" ".timeout 2000" \
+		"UPDATE orders SET status = 'listed' WHERE tenant_id = 'mk' AND order_id = 3" 2>&1)"
+after_kill "fenced, then tenant_moves()" "$from"
+check "killed after the fence, then tenant_moves(): tenant_move_abort" ok \
+	"$(q_state "SELECT tenant_move_abort('mkill', 'mk')")"
+aborted "$from" "$to" "killed after the fence, then tenant_moves(), aborted"
+
+# killed after the fence, and the copy damaged by hand meanwhile: the move
+# function that finds it cannot finish it, warns, lifts the fence instead
+# and goes on
+start_paused "SELECT tenant_move('mkill', 'mk', '$to')" fenced
+kill_paused
+sq "shards/$to.db" "DELETE FROM items WHERE tenant_id = 'mk' AND item_id = 1" >/dev/null
+out=$(psql -X -q -At -c "SELECT count(*) FROM tenant_cleanup('mkill')" 2>&1)
+check "a move that cannot be finished: the move function still runs" 0 \
+	"$(echo "$out" | tail -n 1)"
+check "... and warns" \
+	"WARNING:  could not finish the move of tenant \"mk\", stopped between its fence and its flip" \
+	"$(echo "$out" | grep -m 1 '^WARNING')"
+check "... the fence is lifted" 0 "$(fence_objects "$from")"
+check "... the move's error keeps why" "true true" \
+	"$(q "SELECT (error LIKE '%does not match%; its session ended%') || ' ' || (error LIKE '%fence was lifted%')
+	  FROM tenant_moves('mkill') ORDER BY move_id DESC LIMIT 1")"
+after_kill "fenced, copy damaged" "$from"
+check "... tenant_move_abort" ok "$(q_state "SELECT tenant_move_abort('mkill', 'mk')")"
+aborted "$from" "$to" "a move that could not be finished, aborted"
 
 # an abort killed half-way, then run again
 start_paused "SELECT tenant_move('mkill', 'mk', '$to')" replay

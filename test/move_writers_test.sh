@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 #
 # test/move_writers_test.sh
-#	A tenant moved while the application writes it (DESIGN.md, invariants
-#	2 and 3; issue 13, its tests): two writer processes that know nothing
+#	A tenant moved while the application writes it (no acknowledged write
+#	lost, each row counted once): two writer processes that know nothing
 #	of the extension (test/move_writer.py, plain SQLite) insert, update
 #	and delete the tenant's orders and items through the whole move, one
 #	as a fresh router (it reads the directory before each write), one as

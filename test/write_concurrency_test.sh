@@ -1,9 +1,8 @@
 #!/usr/bin/env bash
 #
 # test/write_concurrency_test.sh
-#	Writes through PostgreSQL while another process writes the same shard
-#	(DESIGN.md, sections 4 and 8; issue "Writes", point 7), in WAL mode
-#	and in rollback-journal mode:
+#	Writes through PostgreSQL while another process writes the same shard,
+#	in WAL mode and in rollback-journal mode:
 #
 #	1. An application process (python3's sqlite3 module) inserts rows into
 #	   the shard in short transactions, in a loop, holding its write lock

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 #
 # test/write_differential.py
-#	The write differential test (DESIGN.md, section 8): random sequences
+#	The write differential test: random sequences
 #	of INSERT and COPY statements inside transactions, applied to a foreign
 #	table over a small fleet and to a native PostgreSQL table with the same
 #	constraints; the statements' outcomes and the tables' contents must be

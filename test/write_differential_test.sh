@@ -5,7 +5,7 @@
 #	statements in transactions (committed, rolled back, with savepoints),
 #	applied to a foreign table over a small fleet and to a native table
 #	with the same constraints, must have the same outcomes and leave the
-#	same rows (DESIGN.md, section 8).  The work is done by
+#	same rows.  The work is done by
 #	test/write_differential.py; see there for what is generated and
 #	compared.
 #

@@ -228,7 +228,7 @@ shard_fleet_stats(ShardServerOptions *opts, ShardInfo *info, List *owned,
 
 	if (tenants)
 	{
-		List	   *columns = shard_server_tenant_columns(opts->serverid);
+		ShardTenantSpec *spec = shard_tenant_spec(opts->serverid);
 		List	   *tables = NIL;
 		double		used = (double) shard_fleet_used_bytes(fs);
 		int64		all_rows = 0;
@@ -238,8 +238,7 @@ shard_fleet_stats(ShardServerOptions *opts, ShardInfo *info, List *owned,
 		foreach(lc, owned)
 			fs->tenants[i++].tenant = ((ShardLocation *) lfirst(lc))->tenant;
 
-		foreach(lc, shard_server_tenant_tables(conn, info->shard_id, columns,
-											   shard_server_reference_tables(opts->serverid)))
+		foreach(lc, shard_server_tenant_tables(conn, info->shard_id, spec))
 		{
 			ShardTableStat *ts = palloc0(sizeof(ShardTableStat));
 			ListCell   *lr;

@@ -3,8 +3,11 @@
  * move.c
  *		  Moving a tenant between shards while its writers keep going
  *
- * tenant_move(server, tenant, target) is the reference procedure of
- * BRIEF.md made safe (DESIGN.md, section 6).  Its state lives in the
+ * tenant_move(server, tenant, target) is the usual way of moving a tenant
+ * (mark it MIGRATING, copy its rows, replay the writes made meanwhile,
+ * verify, cut over, delete the old rows later) made safe: a write to the
+ * old shard after the cutover fails instead of being lost, no fan-out
+ * counts the tenant twice, and a move cut short by a crash can be resumed.  Its state lives in the
  * directory, where the application's own router reads it: shard_map says
  * MIGRATING with the target from the first step on, and DONE (the target
  * answers, the old shard_id keeps the leftovers until cleanup) after the
@@ -26,21 +29,45 @@
  *	   is copied in batches of MOVE_BATCH_ROWS, one transaction each
  *	   (not synced one by one in WAL mode: move_set_durable).
  *	4. the log is replayed until its backlog is small, the copy verified
- *	   (counts and checksums of every table, read without any lock), and
- *	   replayed again.
- *	5. under the source's write lock: the last replay, a check of the rows
- *	   written since the verification, and the fence; commit (the lock is
- *	   held for this step only: tenant_moves.lock_ms).
+ *	   (counts and checksums of every table, read without any lock, less
+ *	   the rows written meanwhile), and replayed again.
+ *	5. under the source's write lock: the last replay, the verification
+ *	   of every row of the tenant again, and the fence; commit (the lock
+ *	   is held for this step only: tenant_moves.lock_ms).
  *	6. directory: shard_map DONE.  tenant_cleanup later deletes the
  *	   leftovers, the triggers, the log and the fence.
  *
+ * The capture triggers do not see every write: SQLite fires no trigger for
+ * a row an INSERT OR REPLACE removes through another unique index (unless
+ * recursive_triggers is on), for an incremental blob write, or for any
+ * write of a connection that disabled triggers.  Such a write changes the
+ * source without a trace in the log, so no check of logged keys can find
+ * it; the check under the lock compares the whole tenant, which no write
+ * can change any more until the fence is in, and fails the move (the
+ * tenant stays on the source, which takes its writes) rather than flip to
+ * a copy that lacks the write.  The check before the lock finds a bad copy
+ * without stopping the writers; the one under it costs the lock a read of
+ * the tenant's rows on both shards.  The fence is made of triggers too: such
+ * a write after the cutover is not refused, and lands in the source's
+ * leftover rows only, which tenant_cleanup deletes.
+ *
  * The fence commits before the flip: a crash between them leaves a fenced
  * source that the directory still names, so the tenant's writes fail (they
- * are not lost) until the move is run again, which sees the fence and only
- * flips.  A crash anywhere before that leaves the source complete and
- * named by the directory, with a partial copy that readers skip; running
- * the move again restarts the copy (the triggers and the log stay), and
+ * are not lost) until the move is finished or the fence lifted, which
+ * nobody has to do by hand: the next statement routed to the tenant lifts
+ * the fence (cheap: the move becomes resumable, lift_dead_fence), and the
+ * next call of a move function that writes finishes the move
+ * (finish_dead_move) as the move run again does: it sees the fence, and
+ * only verifies and flips.  A move's session is known to be gone when
+ * nobody holds the tenant's advisory lock (try_lock_tenant).  A crash
+ * anywhere before the fence leaves the source complete and named by the
+ * directory, with a partial copy that readers skip; running the move
+ * again restarts the copy (the triggers and the log stay), and
  * tenant_move_abort removes the copy, the triggers and the log.
+ *
+ * tenant_cleanup deletes the old shard's rows only once every transaction
+ * that began before the flip has ended (wait_for_older_readers): a
+ * statement routes by the directory as it was when it started.
  *
  * A move holds a transaction-level advisory lock on the directory and the
  * tenant while it runs, so that a second move (or abort, or cleanup) of the
@@ -65,9 +92,14 @@
 #include "miscadmin.h"
 #include "portability/instr_time.h"
 #include "storage/lmgr.h"
+#include "storage/proc.h"
+#include "storage/procarray.h"
+#include "storage/sinvaladt.h"
+#include "utils/backend_status.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
+#include "utils/resowner.h"
 #include "utils/timestamp.h"
 
 #include "control/move.h"
@@ -88,6 +120,9 @@ PG_FUNCTION_INFO_V1(shard_tenant_moves);
 
 /* For tests: the point at which a move waits until it is killed. */
 static char *move_pause_at = NULL;
+
+/* For tests: with move_pause_at, how long to wait there before going on. */
+static int	move_pause_ms = 0;
 
 static const char *const moves_schema =
 "CREATE TABLE IF NOT EXISTS tenant_moves ("
@@ -127,6 +162,8 @@ typedef struct MoveState
 	char	   *move_source;
 	char	   *move_target;
 	char	   *move_phase;
+	double		move_finished_at;	/* its flip, as the directory stores
+									 * times; 0 when unknown */
 } MoveState;
 
 /*
@@ -138,30 +175,47 @@ shard_move_define_gucs(void)
 {
 	DefineCustomStringVariable("sqlite_shard_fdw.move_pause_at",
 							   "For tests: a point of tenant_move() at which it waits until it is cancelled or killed.",
-							   "One of start, capture, copy, replay, cutover, fenced, flipped, abort, cleanup.",
+							   "One of start, capture, copy, replay, verified, cutover, fenced, flipped, abort, cleanup.",
 							   &move_pause_at,
 							   "",
 							   PGC_SUSET, GUC_NOT_IN_SAMPLE | GUC_NO_SHOW_ALL,
 							   NULL, NULL, NULL);
+	DefineCustomIntVariable("sqlite_shard_fdw.move_pause_ms",
+							"For tests: how long a move waits at sqlite_shard_fdw.move_pause_at before it goes on.",
+							"Zero waits until the move is cancelled or killed.",
+							&move_pause_ms,
+							0, 0, 3600 * 1000,
+							PGC_SUSET, GUC_NOT_IN_SAMPLE | GUC_NO_SHOW_ALL | GUC_UNIT_MS,
+							NULL, NULL, NULL);
 }
 
 /*
  * move_pause
  *		The test hook: at the point sqlite_shard_fdw.move_pause_at names,
  *		say so and wait until cancelled or killed, so that a test can kill
- *		the backend at a known step.
+ *		the backend at a known step; or, with sqlite_shard_fdw.move_pause_ms,
+ *		wait that long and go on, so that a test can write meanwhile.
  */
 static void
 move_pause(const char *tenant, const char *point)
 {
+	instr_time	start;
+
 	if (move_pause_at == NULL || strcmp(move_pause_at, point) != 0)
 		return;
 	ereport(NOTICE,
 			(errmsg("tenant \"%s\": paused at \"%s\"", tenant, point)));
+	INSTR_TIME_SET_CURRENT(start);
 	for (;;)
 	{
+		instr_time	now;
+
 		CHECK_FOR_INTERRUPTS();
 		pg_usleep(20000L);
+		INSTR_TIME_SET_CURRENT(now);
+		INSTR_TIME_SUBTRACT(now, start);
+		if (move_pause_ms > 0 && INSTR_TIME_GET_MILLISEC(now) >= move_pause_ms)
+			return;
 	}
 }
 
@@ -341,8 +395,8 @@ read_state(MoveDir *md, const char *tenant)
 	if (st->status == NULL)
 		st->status = pstrdup("ACTIVE");
 
-	if (dir_run(md, "SELECT move_id, source_shard_id, target_shard_id, phase "
-				"FROM tenant_moves WHERE tenant_id = ? "
+	if (dir_run(md, "SELECT move_id, source_shard_id, target_shard_id, phase, "
+				"coalesce(finished_at, 0) FROM tenant_moves WHERE tenant_id = ? "
 				"AND phase NOT IN ('aborted', 'cleaned') "
 				"ORDER BY move_id DESC LIMIT 1", vals, 1, NULL, 0, &stmt,
 				gettext_noop("could not look up the tenant's moves in directory \"%s\"")) == SQLITE_ROW)
@@ -351,6 +405,7 @@ read_state(MoveDir *md, const char *tenant)
 		st->move_source = column_dup(stmt, 1);
 		st->move_target = column_dup(stmt, 2);
 		st->move_phase = column_dup(stmt, 3);
+		st->move_finished_at = sqlite3_column_double(stmt, 4);
 	}
 	sqlite3_finalize(stmt);
 	return st;
@@ -414,6 +469,21 @@ map_update_sql(MoveDir *md, const char *set, const char *where)
 }
 
 /*
+ * tenant_lock_tag
+ *		The advisory lock of a tenant of a directory: one per directory file
+ *		and tenant in the whole cluster, whatever the database.
+ */
+static void
+tenant_lock_tag(LOCKTAG *tag, ShardServerOptions *opts, const char *tenant)
+{
+	SET_LOCKTAG_ADVISORY(*tag,
+						 hash_bytes((const unsigned char *) opts->directory,
+									strlen(opts->directory)),
+						 hash_bytes((const unsigned char *) tenant, strlen(tenant)),
+						 0, 0x5353);
+}
+
+/*
  * lock_tenant
  *		Take the advisory lock that one move, abort or cleanup of a tenant
  *		holds at a time, for the rest of the transaction (the function
@@ -424,11 +494,7 @@ lock_tenant(ShardServerOptions *opts, const char *tenant)
 {
 	LOCKTAG		tag;
 
-	SET_LOCKTAG_ADVISORY(tag,
-						 hash_bytes((const unsigned char *) opts->directory,
-									strlen(opts->directory)),
-						 hash_bytes((const unsigned char *) tenant, strlen(tenant)),
-						 0, 0x5353);
+	tenant_lock_tag(&tag, opts, tenant);
 	if (LockAcquire(&tag, ExclusiveLock, false, true) == LOCKACQUIRE_NOT_AVAIL)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_IN_USE),
@@ -436,6 +502,41 @@ lock_tenant(ShardServerOptions *opts, const char *tenant)
 						tenant),
 				 errdetail("A move, an abort or a cleanup of the tenant is running."),
 				 errhint("tenant_moves('%s') shows the moves.", opts->servername)));
+}
+
+/*
+ * try_lock_tenant
+ *		Take the tenant's advisory lock if nobody holds it, for as long as
+ *		the caller needs (unlock_tenant releases it).  This is how a move
+ *		whose session is gone is told from one that runs: every move, abort
+ *		and cleanup holds the lock from before its first change to its end,
+ *		and the server releases it when the backend ends, however it ends
+ *		(a pid recorded in tenant_moves could be reused, and cannot be
+ *		checked from another database).  False when another session holds
+ *		it, or this one does (a move of this statement).
+ */
+static bool
+try_lock_tenant(ShardServerOptions *opts, const char *tenant)
+{
+	LOCKTAG		tag;
+
+	tenant_lock_tag(&tag, opts, tenant);
+	if (LockHeldByMe(&tag, ExclusiveLock))
+		return false;
+	return LockAcquire(&tag, ExclusiveLock, false, true) == LOCKACQUIRE_OK;
+}
+
+/*
+ * unlock_tenant
+ *		Release the lock try_lock_tenant took.
+ */
+static void
+unlock_tenant(ShardServerOptions *opts, const char *tenant)
+{
+	LOCKTAG		tag;
+
+	tenant_lock_tag(&tag, opts, tenant);
+	LockRelease(&tag, ExclusiveLock, false);
 }
 
 /*
@@ -464,54 +565,6 @@ check_call(FunctionCallInfo fcinfo, int nargs, const char *fname,
 				 /* translator: %s is the name of an SQL function */
 				 errmsg("%s cannot run inside a transaction block", fname),
 				 errdetail("Each step commits in the shards and the directory at once, whatever the transaction does.")));
-}
-
-/*
- * tenant_columns_of_server
- *		The tenant columns the foreign tables of a server name, as pairs of
- *		strings (SQLite table, tenant column): a move takes those tables by
- *		those columns, and every other table by a column "tenant_id";
- *		a reference table is named with no column, so it stays.
- */
-static List *
-tenant_columns_of_server(Oid serverid)
-{
-	Relation	rel = table_open(ForeignTableRelationId, AccessShareLock);
-	SysScanDesc scan = systable_beginscan(rel, InvalidOid, false, NULL, 0,
-										  NULL);
-	HeapTuple	tup;
-	List	   *result = NIL;
-
-	while (HeapTupleIsValid(tup = systable_getnext(scan)))
-	{
-		Form_pg_foreign_table ft = (Form_pg_foreign_table) GETSTRUCT(tup);
-		ForeignTable *table;
-		char	   *name;
-		char	   *col = "tenant_id";
-		ListCell   *lc;
-
-		if (ft->ftserver != serverid)
-			continue;
-		table = GetForeignTable(ft->ftrelid);
-		name = get_rel_name(ft->ftrelid);
-		foreach(lc, table->options)
-		{
-			DefElem    *def = lfirst(lc);
-
-			if (strcmp(def->defname, "table") == 0)
-				name = defGetString(def);
-			else if (strcmp(def->defname, "tenant_column") == 0)
-				col = defGetString(def);
-			else if (strcmp(def->defname, "distribution") == 0 &&
-					 strcmp(defGetString(def), "reference") == 0)
-				col = "";		/* no column: shared, never moved */
-		}
-		if (name != NULL)
-			result = lappend(lappend(result, pstrdup(name)), pstrdup(col));
-	}
-	systable_endscan(scan);
-	table_close(rel, AccessShareLock);
-	return result;
 }
 
 /*
@@ -661,12 +714,13 @@ replay_until_small(MoveShards *ms, MoveDir *md, int64 copied)
 
 /*
  * cutover
- *		Step 5: under the source's write lock, the last replay, a check of
- *		the rows of every key written since the verification at since, and
- *		the fence; returns how long the lock was held, in ms.
+ *		Step 5: under the source's write lock, the last replay, the
+ *		verification of every row of the tenant on both shards (the only
+ *		check that sees writes the capture triggers missed: the file's
+ *		head), and the fence; returns how long the lock was held, in ms.
  */
 static double
-cutover(MoveShards *ms, int64 since)
+cutover(MoveShards *ms)
 {
 	instr_time	start;
 
@@ -675,7 +729,7 @@ cutover(MoveShards *ms, int64 since)
 	INSTR_TIME_SET_CURRENT(start);
 	move_begin(ms, ms->dst, true);
 	(void) move_replay(ms, -1);
-	(void) move_verify(ms, since, ms->replayed, true);
+	(void) move_verify(ms, ms->replayed, ms->replayed, true);
 	move_sync_target(ms);
 	move_commit(ms, ms->dst);
 	move_pause(ms->tenant, "cutover");
@@ -718,12 +772,14 @@ flip(MoveShards *ms, MoveDir *md, double lock_ms, int64 copied)
 								   "UPDATE tenant_moves SET phase = 'done', "
 								   "rows_copied = ?1, backlog = 0, lock_ms = ?2, "
 								   "finished_at = " DIR_NOW ", error = NULL "
-								   "WHERE move_id = ?3", -1, &stmt, NULL) != SQLITE_OK)
+								   "WHERE move_id = ?3 AND pid = ?4", -1, &stmt,
+								   NULL) != SQLITE_OK)
 				dir_failed(md,
 						   gettext_noop("could not flip the tenant's shard in directory \"%s\""));
 			sqlite3_bind_int64(stmt, 1, copied);
 			sqlite3_bind_double(stmt, 2, lock_ms);
 			sqlite3_bind_int64(stmt, 3, ms->move_id);
+			sqlite3_bind_int64(stmt, 4, MyProcPid);
 			if (sqlite3_step(stmt) != SQLITE_DONE)
 			{
 				sqlite3_finalize(stmt);
@@ -731,6 +787,20 @@ flip(MoveShards *ms, MoveDir *md, double lock_ms, int64 copied)
 						   gettext_noop("could not flip the tenant's shard in directory \"%s\""));
 			}
 			sqlite3_finalize(stmt);
+
+			/*
+			 * The move's row names this backend unless a session that took
+			 * it for gone lifted the fence (lift_dead_fence): then the
+			 * source has taken writes since, and the copy is stale.
+			 */
+			if (sqlite3_changes(md->db) != 1)
+				ereport(ERROR,
+						(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+						 errmsg("the move of tenant \"%s\" to shard \"%s\" was taken over by another session",
+								ms->tenant, ms->target->shard_id),
+						 errdetail("Its fence on shard \"%s\" was lifted.",
+								   ms->source->shard_id),
+						 errhint("Run tenant_move() again to finish the move.")));
 		}
 		dir_exec(md, "COMMIT",
 				 gettext_noop("could not flip the tenant's shard in directory \"%s\""));
@@ -742,6 +812,26 @@ flip(MoveShards *ms, MoveDir *md, double lock_ms, int64 copied)
 		PG_RE_THROW();
 	}
 	PG_END_TRY();
+
+	/*
+	 * The flip's time, stamped again once it has committed: a transaction
+	 * that began after this stamp routed by the flipped directory, which
+	 * is what tenant_cleanup's wait relies on (wait_for_older_readers).
+	 * Best effort: killed before it, the stamp is the flip's own, taken
+	 * an instant before the commit.
+	 */
+	{
+		sqlite3_stmt *stmt;
+
+		if (sqlite3_prepare_v2(md->db, "UPDATE tenant_moves SET finished_at = "
+							   DIR_NOW " WHERE move_id = ?1", -1, &stmt,
+							   NULL) == SQLITE_OK)
+		{
+			sqlite3_bind_int64(stmt, 1, ms->move_id);
+			(void) sqlite3_step(stmt);
+			sqlite3_finalize(stmt);
+		}
+	}
 }
 
 /*
@@ -753,7 +843,6 @@ static void
 run_move(MoveShards *ms, MoveDir *md)
 {
 	int64		copied = 0;
-	int64		verified_at;
 	int64		removed;
 	double		lock_ms = 0;
 	instr_time	clock;
@@ -797,18 +886,18 @@ run_move(MoveShards *ms, MoveDir *md)
 
 		(void) replay_until_small(ms, md, copied);
 		step_done(ms->tenant, "replay", &clock);
-		verified_at = ms->replayed;
-		copied = move_verify(ms, verified_at, -1, false);
+		copied = move_verify(ms, ms->replayed, -1, false);
 		step_done(ms->tenant, "verification", &clock);
 		ereport(NOTICE,
 				(errmsg("tenant \"%s\": verified %d tables on shard \"%s\"",
 						ms->tenant, list_length(ms->tables),
 						ms->target->shard_id)));
+		move_pause(ms->tenant, "verified");
 		(void) replay_until_small(ms, md, copied);
 
 		set_phase(md, ms->move_id, "cutover", copied, -1);
 		step_done(ms->tenant, "second replay", &clock);
-		lock_ms = cutover(ms, verified_at);
+		lock_ms = cutover(ms);
 		step_done(ms->tenant, "cutover", &clock);
 	}
 	move_pause(ms->tenant, "fenced");
@@ -819,6 +908,452 @@ run_move(MoveShards *ms, MoveDir *md)
 			(errmsg("tenant \"%s\": moved to shard \"%s\"; shard \"%s\" is fenced until tenant_cleanup()",
 					ms->tenant, ms->target->shard_id, ms->source->shard_id)));
 	move_pause(ms->tenant, "flipped");
+}
+
+/*
+ * error_message
+ *		Inside PG_CATCH: the error's message, with the error state kept.
+ */
+static char *
+error_message(MemoryContext cxt)
+{
+	MemoryContext old = MemoryContextSwitchTo(cxt);
+	ErrorData  *edata = CopyErrorData();
+
+	MemoryContextSwitchTo(old);
+	return edata->message;
+}
+
+/*
+ * claim_dead_move
+ *		Take over, in the directory, a move whose session is gone, before
+ *		its fence is lifted: the move's row goes back to phase "replay"
+ *		(resumable, the copy to be made again) with no pid and a note in
+ *		"error" (after why, when given: what went wrong before), as long as
+ *		shard_map still says MIGRATING to its target.
+ *		A session that flips the move afterwards finds its row no longer
+ *		names it and gives up (flip).  False when the move has moved on.
+ */
+static bool
+claim_dead_move(MoveDir *md, const char *tenant, int64 move_id,
+				const char *source, const char *target, const char *why)
+{
+	const char *vals[4];
+	int64		ints[1] = {move_id};
+	bool		claimed;
+
+	vals[0] = tenant;
+	vals[1] = source;
+	vals[2] = target;
+	vals[3] = psprintf("%s%sits session ended between the fence on shard \"%s\" and the flip; "
+					   "the fence was lifted so that shard \"%s\" takes the tenant's writes again: "
+					   "tenant_move() finishes the move, tenant_move_abort() cancels it",
+					   why ? why : "", why ? "; " : "", source, source);
+	dir_exec(md, "BEGIN IMMEDIATE",
+			 gettext_noop("could not record the move's progress in directory \"%s\""));
+	dir_run(md, "UPDATE tenant_moves SET phase = 'replay', pid = NULL, error = ?4 "
+			"WHERE move_id = ?5 AND phase <> 'done' AND EXISTS (SELECT 1 "
+			"FROM shard_map WHERE tenant_id = ?1 AND shard_id = ?2 "
+			"AND status = 'MIGRATING' AND target_shard_id = ?3)",
+			vals, 4, ints, 1, NULL,
+			gettext_noop("could not record the move's progress in directory \"%s\""));
+	claimed = sqlite3_changes(md->db) == 1;
+	dir_exec(md, "COMMIT",
+			 gettext_noop("could not record the move's progress in directory \"%s\""));
+	return claimed;
+}
+
+/*
+ * lift_dead_fence
+ *		The rollback a routed statement may do, the caller holding the
+ *		tenant's lock (so no session runs the move): if the tenant's move
+ *		from source to target has its fence committed on the source, claim
+ *		the move (claim_dead_move) and drop the fence, so that the source,
+ *		which the directory still names, takes the tenant's writes again.
+ *		Nothing else changes: the tenant stays MIGRATING (readers keep
+ *		skipping the copy on the target, the capture triggers keep logging
+ *		its writes), and the move can be run again or aborted.  It costs
+ *		the move's row read from the directory and a look at the source's
+ *		schema; it copies nothing.  Shards are looked up in dir without
+ *		changing its cache.  why, when given, is kept in the move's error.
+ *		Returns whether the fence was lifted.
+ */
+static bool
+lift_dead_fence(ShardDirectory *dir, ShardServerOptions *opts,
+				const char *tenant, const char *source, const char *target,
+				const char *why)
+{
+	sqlite3    *db = shard_directory_handle(dir);
+	sqlite3_stmt *stmt;
+	MoveShards	ms;
+	MoveDir		md;
+	int64		move_id = 0;
+	bool		lifted = false;
+
+	/* no table tenant_moves, or no move of it: no fence of this extension */
+	if (sqlite3_prepare_v2(db, "SELECT move_id FROM tenant_moves "
+						   "WHERE tenant_id = ?1 AND source_shard_id = ?2 "
+						   "AND target_shard_id = ?3 "
+						   "AND phase NOT IN ('aborted', 'cleaned', 'done') "
+						   "ORDER BY move_id DESC LIMIT 1", -1, &stmt,
+						   NULL) != SQLITE_OK)
+		return false;
+	sqlite3_bind_text(stmt, 1, tenant, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_text(stmt, 2, source, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_text(stmt, 3, target, -1, SQLITE_TRANSIENT);
+	if (sqlite3_step(stmt) == SQLITE_ROW)
+		move_id = sqlite3_column_int64(stmt, 0);
+	sqlite3_finalize(stmt);
+	if (move_id == 0)
+		return false;
+
+	memset(&ms, 0, sizeof(ms));
+	memset(&md, 0, sizeof(md));
+	ms.opts = opts;
+	ms.tenant = tenant;
+	ms.move_id = move_id;
+	ms.source = shard_directory_shard(dir, source);
+	ms.target = shard_directory_shard(dir, target);
+	ms.prefix = psprintf("_ssfdw_move_" INT64_FORMAT "_", move_id);
+	if (ms.source == NULL || ms.target == NULL)
+		return false;
+	PG_TRY();
+	{
+		move_open_source(&ms);
+		if (move_fence_present(&ms))
+		{
+			dir_open(&md, opts);
+			if (claim_dead_move(&md, tenant, move_id, source, target, why))
+			{
+				move_drop_objects(&ms, "fence_");
+				lifted = true;
+			}
+		}
+	}
+	PG_CATCH();
+	{
+		move_close_shards(&ms);
+		dir_close(&md);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+	move_close_shards(&ms);
+	dir_close(&md);
+	if (lifted)
+		ereport(NOTICE,
+				(errmsg("tenant \"%s\": its move %lld to shard \"%s\" stopped between the fence and the flip; shard \"%s\" takes its writes again",
+						tenant, (long long) move_id, target, source),
+				 errhint("Run tenant_move() to finish the move, or tenant_move_abort() to cancel it.")));
+	return lifted;
+}
+
+/*
+ * shard_move_recover_routed
+ *		Called by the directory when a statement routes a tenant it has just
+ *		read as MIGRATING (so once per change of the directory and backend):
+ *		when no session holds the tenant's lock, the move stopped, and a
+ *		fence it left is lifted (lift_dead_fence).  While a move runs, its
+ *		session holds the lock and this costs one lock table probe.  A
+ *		session that cannot have the lock at once (another routing statement
+ *		lifting the fence) routes as the directory says.
+ */
+void
+shard_move_recover_routed(ShardDirectory *dir, ShardServerOptions *opts,
+						  const char *tenant, const char *source,
+						  const char *target)
+{
+	if (source == NULL || target == NULL || !try_lock_tenant(opts, tenant))
+		return;
+	(void) lift_dead_fence(dir, opts, tenant, source, target, NULL);
+	unlock_tenant(opts, tenant);
+}
+
+/* What a move finished by another call says in an error's context. */
+typedef struct DeadMoveContext
+{
+	const char *tenant;
+	int64		move_id;
+} DeadMoveContext;
+
+/*
+ * dead_move_context
+ *		Error context callback of finish_dead_move.
+ */
+static void
+dead_move_context(void *arg)
+{
+	DeadMoveContext *dc = arg;
+
+	errcontext("finishing move %lld of tenant \"%s\", stopped between its fence and its flip",
+			   (long long) dc->move_id, dc->tenant);
+}
+
+/*
+ * finish_dead_move
+ *		Finish a move of tenant whose session is gone, when it stopped
+ *		between its fence and its flip (the fence is committed on the
+ *		source): the copy was complete and checked under the source's lock
+ *		when the fence went in, and nothing has written the tenant since, so
+ *		the move is verified again and flipped, as tenant_move run again
+ *		does.  A move that stopped before its fence is left alone: the
+ *		source takes the tenant's writes, and the move is resumed or aborted
+ *		by hand.  The caller holds the tenant's lock.
+ */
+static void
+finish_dead_move(ShardServerOptions *opts, MoveDir *md, const char *tenant,
+				 ShardTenantSpec *spec)
+{
+	MoveState  *st = read_state(md, tenant);
+	MoveShards	ms;
+	MemoryContext cxt = CurrentMemoryContext;
+	ErrorContextCallback errcallback;
+	DeadMoveContext dc;
+
+	if (strcmp(st->status, "MIGRATING") != 0 || st->target_shard_id == NULL ||
+		st->move_id == 0 || strcmp(st->move_target, st->target_shard_id) != 0 ||
+		strcmp(st->move_source, st->shard_id) != 0)
+		return;
+	dc.tenant = tenant;
+	dc.move_id = st->move_id;
+	errcallback.callback = dead_move_context;
+	errcallback.arg = &dc;
+	errcallback.previous = error_context_stack;
+	error_context_stack = &errcallback;
+	memset(&ms, 0, sizeof(ms));
+	PG_TRY();
+	{
+		setup_shards(&ms, opts, tenant, st->move_id, st->shard_id,
+					 st->target_shard_id);
+		if (move_fence_present(&ms))
+		{
+			ereport(NOTICE,
+					(errmsg("tenant \"%s\": finishing its move %lld to shard \"%s\", stopped between the fence and the flip",
+							tenant, (long long) st->move_id,
+							st->target_shard_id)));
+			move_discover_tables(&ms, spec, true);
+			run_move(&ms, md);
+		}
+	}
+	PG_CATCH();
+	{
+		char	   *message = error_message(cxt);
+
+		move_close_shards(&ms);
+		record_error(md, st->move_id, message);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+	move_close_shards(&ms);
+	error_context_stack = errcallback.previous;
+}
+
+/*
+ * finish_or_lift
+ *		finish_dead_move in a subtransaction: when finishing fails (the
+ *		copy no longer verifies, a shard cannot be opened), the error
+ *		becomes a WARNING, the fence is lifted as a routed statement would
+ *		(lift_dead_fence, the error kept in the move's row), and the caller
+ *		goes on: a move that cannot be finished never blocks the next call,
+ *		nor the tenant's writes.  The caller holds the tenant's lock, taken
+ *		outside the subtransaction so that its end does not release it.
+ */
+static void
+finish_or_lift(ShardServerOptions *opts, MoveDir *md, const char *tenant,
+			   ShardTenantSpec *spec)
+{
+	MemoryContext oldcxt = CurrentMemoryContext;
+	ResourceOwner oldowner = CurrentResourceOwner;
+	ErrorData  *volatile edata = NULL;
+	MoveState  *st;
+
+	BeginInternalSubTransaction(NULL);
+	MemoryContextSwitchTo(oldcxt);
+	PG_TRY();
+	{
+		finish_dead_move(opts, md, tenant, spec);
+		ReleaseCurrentSubTransaction();
+	}
+	PG_CATCH();
+	{
+		MemoryContextSwitchTo(oldcxt);
+		edata = CopyErrorData();
+		FlushErrorState();
+		RollbackAndReleaseCurrentSubTransaction();
+	}
+	PG_END_TRY();
+	MemoryContextSwitchTo(oldcxt);
+	CurrentResourceOwner = oldowner;
+	if (edata == NULL)
+		return;
+
+	ereport(WARNING,
+			(errcode(edata->sqlerrcode),
+			 errmsg("could not finish the move of tenant \"%s\", stopped between its fence and its flip",
+					tenant),
+			 errdetail_internal("%s", edata->message)));
+	move_rollback(md->db);
+	st = read_state(md, tenant);
+	if (strcmp(st->status, "MIGRATING") == 0 && st->target_shard_id != NULL)
+		(void) lift_dead_fence(shard_directory_get(opts), opts, tenant,
+							   st->shard_id, st->target_shard_id,
+							   edata->message);
+}
+
+/*
+ * finish_dead_moves
+ *		What every move function that writes does first: finish the moves
+ *		of the server's tenants that stopped between their fence and their
+ *		flip (finish_or_lift) and whose session is gone: nobody holds the
+ *		tenant's lock, or own names the tenant whose lock the caller has
+ *		just taken for itself.  Tenants whose lock this session holds for
+ *		another reason (an abort's own) are left to the caller.
+ */
+static void
+finish_dead_moves(ShardServerOptions *opts, MoveDir *md, ShardTenantSpec *spec,
+				  const char *own)
+{
+	List	   *tenants = NIL;
+	sqlite3_stmt *stmt;
+	ListCell   *lc;
+	int			rc;
+
+	rc = dir_run(md, "SELECT tenant_id FROM shard_map WHERE status = 'MIGRATING' "
+				 "AND target_shard_id IS NOT NULL ORDER BY tenant_id",
+				 NULL, 0, NULL, 0, &stmt,
+				 gettext_noop("could not list the moving tenants in directory \"%s\""));
+	for (; rc == SQLITE_ROW; rc = sqlite3_step(stmt))
+		tenants = lappend(tenants, column_dup(stmt, 0));
+	sqlite3_finalize(stmt);
+	foreach(lc, tenants)
+	{
+		char	   *tenant = lfirst(lc);
+
+		if (own != NULL && strcmp(tenant, own) == 0)
+			finish_or_lift(opts, md, tenant, spec);
+		else if (try_lock_tenant(opts, tenant))
+		{
+			finish_or_lift(opts, md, tenant, spec);
+			unlock_tenant(opts, tenant);
+		}
+	}
+	if (tenants != NIL)
+		shard_directory_changed(shard_directory_get(opts));
+}
+
+/* What tenant_cleanup's wait tells an error's context. */
+typedef struct GraceWait
+{
+	const char *tenant;
+	const char *shard_id;		/* the shard the tenant left */
+	int			pid;
+} GraceWait;
+
+/*
+ * grace_wait_context
+ *		Error context callback of wait_for_older_readers: whom it waited
+ *		for when cancelled or timed out.
+ */
+static void
+grace_wait_context(void *arg)
+{
+	GraceWait  *gw = arg;
+
+	errcontext("waiting for the transaction of process %d, which began before tenant \"%s\" left shard \"%s\"",
+			   gw->pid, gw->tenant, gw->shard_id);
+}
+
+/*
+ * wait_for_older_readers
+ *		The grace rule of tenant_cleanup.  A statement routes by the
+ *		directory as it is when the statement starts, so only a statement of
+ *		a transaction that began before the flip (flip_at, as the directory
+ *		stores times; 0 when unknown: now) can still read the tenant on the
+ *		shard it left.  Wait until every such transaction of the cluster's
+ *		client backends (every database: another may have a server on the
+ *		same directory) has ended, as CREATE INDEX CONCURRENTLY waits for
+ *		older transactions: on each one's virtual transaction id, which
+ *		shows as wait event "virtualxid" and ends with a cancel,
+ *		statement_timeout or lock_timeout.  Without wait, only count them
+ *		(and give one's pid).  Returns how many were running.
+ */
+static int
+wait_for_older_readers(const char *tenant, const char *shard_id,
+					   double flip_at, bool wait, int *some_pid)
+{
+	TimestampTz flip;
+	VirtualTransactionId *vxids;
+	int			nvxids;
+	int			nbackends;
+	int			older = 0;
+	int			i;
+
+	flip = flip_at > 0 ?
+		DatumGetTimestampTz(DirectFunctionCall1(float8_timestamptz,
+												Float8GetDatum(flip_at))) :
+		GetCurrentTimestamp();
+
+	/*
+	 * The backends' transaction start times are read before their
+	 * transactions are listed: one that ends in between and is followed by
+	 * a newer one is then waited for (needlessly), never missed.
+	 */
+	pgstat_clear_backend_activity_snapshot();
+	nbackends = pgstat_fetch_stat_numbackends();
+	vxids = GetCurrentVirtualXIDs(InvalidTransactionId, false, true, 0,
+								  &nvxids);
+	for (i = 0; i < nvxids; i++)
+	{
+		PGPROC	   *proc = BackendIdGetProc(vxids[i].backendId);
+		int			pid;
+		int			j;
+		bool		newer = false;
+
+		if (proc == NULL)
+			continue;			/* ended */
+		pid = proc->pid;
+		for (j = 1; j <= nbackends; j++)
+		{
+			LocalPgBackendStatus *be = pgstat_fetch_stat_local_beentry(j);
+
+			if (be == NULL || be->backendStatus.st_procpid != pid)
+				continue;
+
+			/*
+			 * Only client backends route statements (a parallel worker's
+			 * leader is one); a start time of 0 is unknown (track_activities
+			 * off), so waited for.
+			 */
+			newer = be->backendStatus.st_backendType != B_BACKEND ||
+				(be->backendStatus.st_xact_start_timestamp != 0 &&
+				 be->backendStatus.st_xact_start_timestamp > flip);
+			break;
+		}
+		if (newer || VirtualXactLock(vxids[i], false))
+			continue;
+		older++;
+		if (some_pid != NULL)
+			*some_pid = pid;
+		if (wait)
+		{
+			ErrorContextCallback errcallback;
+			GraceWait	gw;
+
+			ereport(NOTICE,
+					(errmsg("tenant \"%s\": waiting for the transaction of process %d, which began before the tenant left shard \"%s\"",
+							tenant, pid, shard_id)));
+			gw.tenant = tenant;
+			gw.shard_id = shard_id;
+			gw.pid = pid;
+			errcallback.callback = grace_wait_context;
+			errcallback.arg = &gw;
+			errcallback.previous = error_context_stack;
+			error_context_stack = &errcallback;
+			(void) VirtualXactLock(vxids[i], true);
+			error_context_stack = errcallback.previous;
+		}
+	}
+	pfree(vxids);
+	return older;
 }
 
 /*
@@ -857,8 +1392,10 @@ start_move(MoveDir *md, const char *tenant, const char *source,
 
 /*
  * refuse_new_move
- *		Item 2 of the issue: everything that makes a new move impossible,
- *		checked before anything changes, on shards already opened.
+ *		Refuse a move that cannot succeed (keys of the tenant's rows that
+ *		other tenants' rows already have on the target, a target that would
+ *		pass max_shard_bytes) before anything changes, on shards already
+ *		opened.
  */
 static void
 refuse_new_move(MoveShards *ms)
@@ -880,18 +1417,47 @@ refuse_new_move(MoveShards *ms)
 						   (long long) ms->opts->max_shard_bytes)));
 }
 
-/*
- * error_message
- *		Inside PG_CATCH: the error's message, with the error state kept.
- */
-static char *
-error_message(MemoryContext cxt)
-{
-	MemoryContext old = MemoryContextSwitchTo(cxt);
-	ErrorData  *edata = CopyErrorData();
+static int64 cleanup_one(ShardServerOptions *opts, MoveDir *md,
+						 const char *tenant, MoveState *st, ShardTenantSpec *spec,
+						 bool vacuum);
 
-	MemoryContextSwitchTo(old);
-	return edata->message;
+/*
+ * clean_before_move
+ *		A tenant moved before and not cleaned up is moved again: its rows on
+ *		the shard it left are deleted first, as tenant_cleanup(server,
+ *		tenant) does, when that is safe at once: no transaction that began
+ *		before that move's flip is still running (wait_for_older_readers).
+ *		Otherwise the move is refused, naming what to run.
+ */
+static void
+clean_before_move(ShardServerOptions *opts, MoveDir *md, const char *tenant,
+				  MoveState *st, ShardTenantSpec *spec)
+{
+	int			pid = 0;
+	int			older;
+	int64		removed;
+
+	older = wait_for_older_readers(tenant, st->shard_id, st->move_finished_at,
+								   false, &pid);
+	if (older > 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_IN_USE),
+				 errmsg("tenant \"%s\" still has rows on shard \"%s\" from its move to shard \"%s\"",
+						tenant, st->shard_id, st->target_shard_id),
+				 errdetail_plural("%d transaction that began before that move cut over is still running (process %d), and may read those rows.",
+								  "%d transactions that began before that move cut over are still running (process %d among them), and may read those rows.",
+								  older, older, pid),
+				 errhint("Run tenant_cleanup('%s', '%s'), which waits for them, then tenant_move() again.",
+						 opts->servername, tenant)));
+	ereport(NOTICE,
+			(errmsg("tenant \"%s\": deleting its rows on shard \"%s\" left by its move to shard \"%s\" first",
+					tenant, st->shard_id, st->target_shard_id)));
+	removed = cleanup_one(opts, md, tenant, st, spec, true);
+	shard_directory_changed(shard_directory_get(opts));
+	ereport(NOTICE,
+			(errmsg_plural("tenant \"%s\": deleted %lld row from shard \"%s\"",
+						   "tenant \"%s\": deleted %lld rows from shard \"%s\"",
+						   removed, tenant, (long long) removed, st->shard_id)));
 }
 
 /*
@@ -925,10 +1491,20 @@ shard_tenant_move(PG_FUNCTION_ARGS)
 	dir_open(&md, opts);
 	PG_TRY();
 	{
-		List	   *columns = tenant_columns_of_server(opts->serverid);
+		ShardTenantSpec *spec = shard_tenant_spec(opts->serverid);
 
+		finish_dead_moves(opts, &md, spec, tenant);
 		st = read_state(&md, tenant);
 		(void) shard_or_error(opts, target);
+
+		/* moved before and not cleaned up: clean up first, or say how */
+		if (strcmp(st->status, "DONE") == 0 && st->target_shard_id != NULL &&
+			strcmp(st->target_shard_id, st->shard_id) != 0 &&
+			strcmp(st->target_shard_id, target) != 0)
+		{
+			clean_before_move(opts, &md, tenant, st, spec);
+			st = read_state(&md, tenant);
+		}
 
 		if (strcmp(st->status, "MIGRATING") == 0)
 		{
@@ -948,7 +1524,7 @@ shard_tenant_move(PG_FUNCTION_ARGS)
 							tenant, (long long) move_id, st->shard_id,
 							st->move_phase)));
 			setup_shards(&ms, opts, tenant, move_id, st->shard_id, target);
-			move_discover_tables(&ms, columns, true);
+			move_discover_tables(&ms, spec, true);
 			run_move(&ms, &md);
 		}
 		else if (strcmp(st->status, "DONE") == 0 && st->target_shard_id != NULL &&
@@ -961,14 +1537,6 @@ shard_tenant_move(PG_FUNCTION_ARGS)
 			if (st->move_id != 0 && strcmp(st->move_target, target) == 0)
 				move_id = st->move_id;
 		}
-		else if (strcmp(st->status, "DONE") == 0 && st->target_shard_id != NULL &&
-				 strcmp(st->target_shard_id, st->shard_id) != 0)
-			ereport(ERROR,
-					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-					 errmsg("tenant \"%s\" still has rows on shard \"%s\" from its move to shard \"%s\"",
-							tenant, st->shard_id, st->target_shard_id),
-					 errhint("Run tenant_cleanup('%s', '%s') before moving the tenant again.",
-							 opts->servername, tenant)));
 		else
 		{
 			const char *source = strcmp(st->status, "DONE") == 0 &&
@@ -988,7 +1556,7 @@ shard_tenant_move(PG_FUNCTION_ARGS)
 								tenant, target)));
 			INSTR_TIME_SET_CURRENT(clock);
 			setup_shards(&ms, opts, tenant, 0, source, target);
-			move_discover_tables(&ms, columns, true);
+			move_discover_tables(&ms, spec, true);
 			step_done(tenant, "discovery", &clock);
 			refuse_new_move(&ms);
 			step_done(tenant, "checks", &clock);
@@ -1077,6 +1645,8 @@ shard_tenant_move_abort(PG_FUNCTION_ARGS)
 	dir_open(&md, opts);
 	PG_TRY();
 	{
+		finish_dead_moves(opts, &md, shard_tenant_spec(opts->serverid),
+						  NULL);
 		st = read_state(&md, tenant);
 		if (strcmp(st->status, "DONE") == 0)
 			ereport(ERROR,
@@ -1091,7 +1661,7 @@ shard_tenant_move_abort(PG_FUNCTION_ARGS)
 
 			setup_shards(&ms, opts, tenant, st->move_id, st->shard_id,
 						 st->target_shard_id);
-			move_discover_tables(&ms, tenant_columns_of_server(opts->serverid),
+			move_discover_tables(&ms, shard_tenant_spec(opts->serverid),
 								 false);
 			removed = move_delete_rows(&ms, ms.dst, false);
 			move_drop_objects(&ms, "");
@@ -1126,7 +1696,8 @@ shard_tenant_move_abort(PG_FUNCTION_ARGS)
 
 /*
  * cleanup_one
- *		tenant_cleanup of one tenant whose move has cut over: the source's
+ *		tenant_cleanup of one tenant whose move has cut over: once every
+ *		transaction that began before the flip has ended, the source's
  *		capture triggers go, its rows of the tenant are deleted in batches
  *		(through the fence), then the fence and log go, space is reclaimed,
  *		and last shard_map names the new shard alone.  Returns the rows
@@ -1134,17 +1705,19 @@ shard_tenant_move_abort(PG_FUNCTION_ARGS)
  */
 static int64
 cleanup_one(ShardServerOptions *opts, MoveDir *md, const char *tenant,
-			MoveState *st, List *columns, bool vacuum)
+			MoveState *st, ShardTenantSpec *spec, bool vacuum)
 {
 	MoveShards	ms;
 	int64		removed = 0;
 
+	(void) wait_for_older_readers(tenant, st->shard_id, st->move_finished_at,
+								  true, NULL);
 	memset(&ms, 0, sizeof(ms));
 	PG_TRY();
 	{
 		setup_shards(&ms, opts, tenant, st->move_id, st->shard_id,
 					 st->target_shard_id);
-		move_discover_tables(&ms, columns, false);
+		move_discover_tables(&ms, spec, false);
 		move_drop_objects(&ms, "cap_");
 		removed = move_delete_rows(&ms, ms.src, true);
 		move_drop_objects(&ms, "");
@@ -1168,12 +1741,13 @@ cleanup_one(ShardServerOptions *opts, MoveDir *md, const char *tenant,
 
 /*
  * shard_tenant_cleanup
- *		tenant_cleanup(server [, tenant [, vacuum]]): after the grace period
- *		the caller chooses (long enough for every router's cached location
- *		to expire), remove from the old shard what moves that cut over left
- *		there: the tenant's rows, the capture triggers, the log and the
- *		fence, and reclaim the space (vacuum).  Without a tenant, every
- *		tenant with status DONE.  One row per tenant cleaned up.
+ *		tenant_cleanup(server [, tenant [, vacuum]]): remove from the old
+ *		shard what moves that cut over left there: the tenant's rows, the
+ *		capture triggers, the log and the fence, and reclaim the space
+ *		(vacuum), each tenant once no transaction that began before its
+ *		flip is running (wait_for_older_readers).  Moves stopped between
+ *		their fence and their flip are finished first.  Without a tenant,
+ *		every tenant with status DONE.  One row per tenant cleaned up.
  */
 Datum
 shard_tenant_cleanup(PG_FUNCTION_ARGS)
@@ -1193,8 +1767,9 @@ shard_tenant_cleanup(PG_FUNCTION_ARGS)
 	dir_open(&md, opts);
 	PG_TRY();
 	{
-		List	   *columns = tenant_columns_of_server(opts->serverid);
+		ShardTenantSpec *spec = shard_tenant_spec(opts->serverid);
 
+		finish_dead_moves(opts, &md, spec, NULL);
 		if (!PG_ARGISNULL(1))
 			tenants = list_make1(shard_tenant_id_text(text_to_cstring(PG_GETARG_TEXT_PP(1))));
 		else
@@ -1235,7 +1810,7 @@ shard_tenant_cleanup(PG_FUNCTION_ARGS)
 			values[0] = CStringGetTextDatum(tenant);
 			values[1] = CStringGetTextDatum(st->shard_id);
 			values[2] = Int64GetDatum(cleanup_one(opts, &md, tenant, st,
-												  columns, vacuum));
+												  spec, vacuum));
 			shard_directory_changed(shard_directory_get(opts));
 			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values,
 								 nulls);
@@ -1266,21 +1841,62 @@ time_datum(sqlite3_stmt *stmt, int col, bool *isnull)
 }
 
 /*
+ * lift_dead_fences
+ *		What tenant_moves() does first: for every moving tenant of the
+ *		server whose move stopped between its fence and its flip, what a
+ *		statement routed to it would do (shard_move_recover_routed).  A
+ *		listing needs only USAGE, so it lifts the fence rather than run the
+ *		move; not while this transaction writes the directory.
+ */
+static void
+lift_dead_fences(ShardServerOptions *opts)
+{
+	ShardDirectory *dir = shard_directory_get(opts);
+	sqlite3    *db = shard_directory_handle(dir);
+	sqlite3_stmt *stmt;
+	uint64		generation;
+	List	   *moving = NIL;
+	ListCell   *lc;
+
+	if (shard_conn_directory_writer(opts->directory, &generation) != NULL ||
+		sqlite3_prepare_v2(db, "SELECT tenant_id, shard_id, target_shard_id "
+						   "FROM shard_map WHERE status = 'MIGRATING' "
+						   "AND target_shard_id IS NOT NULL ORDER BY tenant_id",
+						   -1, &stmt, NULL) != SQLITE_OK)
+		return;
+	while (sqlite3_step(stmt) == SQLITE_ROW)
+		moving = lappend(moving, list_make3(column_dup(stmt, 0),
+											column_dup(stmt, 1),
+											column_dup(stmt, 2)));
+	sqlite3_finalize(stmt);
+	foreach(lc, moving)
+	{
+		List	   *row = lfirst(lc);
+
+		shard_move_recover_routed(dir, opts, linitial(row), lsecond(row),
+								  lthird(row));
+	}
+}
+
+/*
  * shard_tenant_moves
  *		tenant_moves(server): every move the directory records, running or
  *		finished, oldest first: phase, rows copied, backlog, how long the
  *		source's write lock was held, times and the last error.  Empty for
- *		a directory where no move ever ran.
+ *		a directory where no move ever ran.  A move stopped between its
+ *		fence and its flip has its fence lifted first (lift_dead_fences).
  */
 Datum
 shard_tenant_moves(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	ShardServerOptions *opts = shard_admin_server(PG_GETARG_NAME(0));
-	sqlite3    *db = shard_directory_handle(shard_directory_get(opts));
+	sqlite3    *db;
 	sqlite3_stmt *stmt;
 	int			rc;
 
+	lift_dead_fences(opts);
+	db = shard_directory_handle(shard_directory_get(opts));
 	InitMaterializedSRF(fcinfo, 0);
 	rc = sqlite3_prepare_v2(db, "SELECT move_id, tenant_id, source_shard_id, "
 							"target_shard_id, phase, rows_copied, backlog, lock_ms, "

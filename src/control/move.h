@@ -16,8 +16,7 @@ typedef struct MoveTable
 {
 	char	   *name;			/* as the source's schema spells it */
 	char	   *tenant_col;
-	bool		text_tenant;	/* the column has TEXT affinity */
-	bool		cast_tenant;	/* no affinity: compare CAST(col AS TEXT) */
+	ShardTenantRule rule;		/* which of its rows are the tenant's */
 	List	   *cols;			/* column names, in the source's order */
 	List	   *pk;				/* primary key columns, in key order */
 	char	   *create_sql;		/* the target lacks the table: its DDL */
@@ -55,10 +54,11 @@ typedef struct MoveShards
 
 /* in movecopy.c */
 extern void move_open_shards(MoveShards *ms);
+extern void move_open_source(MoveShards *ms);
 extern void move_close_shards(MoveShards *ms);
 extern void move_set_durable(MoveShards *ms, bool durable);
 extern void move_sync_target(MoveShards *ms);
-extern void move_discover_tables(MoveShards *ms, List *tenant_columns,
+extern void move_discover_tables(MoveShards *ms, ShardTenantSpec *spec,
 								 bool for_copy);
 extern void move_check_collisions(MoveShards *ms);
 extern int64 move_tenant_bytes(MoveShards *ms);
@@ -73,7 +73,7 @@ extern int64 move_copy_batch(MoveShards *ms, MoveTable *t,
 							 sqlite3_value ***cursor, bool *done);
 extern int64 move_replay(MoveShards *ms, int64 upto);
 extern int64 move_verify(MoveShards *ms, int64 since, int64 upto,
-						 bool keys_only);
+						 bool locked);
 extern void move_install_fence(MoveShards *ms);
 extern bool move_fence_present(MoveShards *ms);
 extern void move_drop_objects(MoveShards *ms, const char *kind);

@@ -32,9 +32,12 @@
  *
  * Verification sums a hash of every row (ssfdw_move_sum, movesum.c) and
  * counts rows on both sides.  The sum is additive, so the rows of keys the
- * log names after a point can be left out on both sides and checked apart;
- * move.c uses that to verify the bulk of the rows before it takes the
- * source's write lock, and only the rows written since under the lock.
+ * log names after a point can be left out on both sides: move.c verifies
+ * the bulk of the rows before it takes the source's write lock, less those
+ * written meanwhile, to find a bad copy while the application still
+ * writes.  The capture misses writes that fire no trigger, so that check
+ * proves nothing about them; the last check, under the lock, compares
+ * every row of the tenant again.
  *
  *-------------------------------------------------------------------------
  */
@@ -146,6 +149,17 @@ move_open_shards(MoveShards *ms)
 	if (rc != SQLITE_DONE)
 		move_error(ms, ms->dst, ms->target->shard_id, NULL,
 				   gettext_noop("could not attach the source shard for tenant \"%s\" on shard \"%s\""));
+}
+
+/*
+ * move_open_source
+ *		Open the move's own handle on the source alone: enough to look at
+ *		its fence or lift it, without the target.
+ */
+void
+move_open_source(MoveShards *ms)
+{
+	ms->src = open_one(ms, ms->source);
 }
 
 /*
@@ -328,18 +342,7 @@ append_log_keys(StringInfo buf, MoveTable *t)
 static void
 append_tenant(StringInfo buf, MoveTable *t, const char *qual)
 {
-	if (t->cast_tenant)
-	{
-		appendStringInfo(buf, "CAST(%s", qual);
-		shard_quote_identifier(buf, t->tenant_col);
-		appendStringInfoString(buf, " AS TEXT) = :tenant");
-	}
-	else
-	{
-		appendStringInfoString(buf, qual);
-		shard_quote_identifier(buf, t->tenant_col);
-		appendStringInfoString(buf, " = :tenant");
-	}
+	shard_tenant_match(buf, qual, t->tenant_col, &t->rule, ":tenant");
 }
 
 /*
@@ -358,42 +361,15 @@ append_tenant_rows(StringInfo buf, MoveTable *t, const char *schema)
 }
 
 /*
- * append_literal
- *		Append text as an SQL string literal, single quotes doubled: for the
- *		DDL of triggers, which cannot take bound values.
- */
-static void
-append_literal(StringInfo buf, const char *text)
-{
-	const char *p;
-
-	appendStringInfoChar(buf, '\'');
-	for (p = text; *p; p++)
-	{
-		if (*p == '\'')
-			appendStringInfoChar(buf, '\'');
-		appendStringInfoChar(buf, *p);
-	}
-	appendStringInfoChar(buf, '\'');
-}
-
-/*
  * append_trigger_tenant
- *		Append "the row (NEW or OLD) is the tenant's" for a trigger.  A
- *		trigger's NEW and OLD carry no affinity, so the literal must match
- *		the stored form: as text for a TEXT column, else the value's text.
+ *		Append "the row (NEW or OLD) is the tenant's" for a trigger.
  */
 static void
 append_trigger_tenant(StringInfo buf, MoveShards *ms, MoveTable *t,
 					  const char *row)
 {
-	if (t->text_tenant)
-		appendStringInfo(buf, "%s.", row);
-	else
-		appendStringInfo(buf, "CAST(%s.", row);
-	shard_quote_identifier(buf, t->tenant_col);
-	appendStringInfoString(buf, t->text_tenant ? " = " : " AS TEXT) = ");
-	append_literal(buf, ms->tenant);
+	shard_tenant_trigger_match(buf, row, t->tenant_col, &t->rule,
+							   ms->tenant);
 }
 
 /*
@@ -471,41 +447,6 @@ query_int(MoveShards *ms, sqlite3 *db, const char *sql, MoveTable *t,
 	if (rc != SQLITE_ROW && rc != SQLITE_DONE)
 		move_error(ms, db, shard_of(ms, db), t ? t->name : NULL, fmt);
 	return v;
-}
-
-/*
- * tenant_column_for
- *		The tenant column of a source table: the one a foreign table of the
- *		server names for it (tenant_columns holds "table\0column" pairs as
- *		two consecutive strings), else "tenant_id".
- */
-static const char *
-tenant_column_for(List *tenant_columns, const char *table)
-{
-	ListCell   *lc;
-
-	for (lc = list_head(tenant_columns); lc != NULL;
-		 lc = lnext(tenant_columns, lnext(tenant_columns, lc)))
-	{
-		if (pg_strcasecmp((char *) lfirst(lc), table) == 0)
-			return (char *) lfirst(lnext(tenant_columns, lc));
-	}
-	return "tenant_id";
-}
-
-/*
- * has_affinity_word
- *		Does a declared type contain a word that decides SQLite's affinity?
- */
-static bool
-has_affinity_word(const char *decl, const char *word)
-{
-	char	   *upper = pstrdup(decl);
-	char	   *p;
-
-	for (p = upper; *p; p++)
-		*p = pg_toupper((unsigned char) *p);
-	return strstr(upper, word) != NULL;
 }
 
 /*
@@ -813,17 +754,38 @@ check_target_table(MoveShards *ms, MoveTable *t, const char *create_sql,
 }
 
 /*
+ * move_table_rule
+ *		The rule by which the move's statements pick the tenant's rows of a
+ *		table, on either shard: as the source declares the tenant column,
+ *		and where the target declares it otherwise, the rule that assumes
+ *		nothing of either declaration.
+ */
+static void
+move_table_rule(MoveShards *ms, MoveTable *t, int kind)
+{
+	ShardTenantRule dst;
+
+	shard_tenant_rule_lookup(&t->rule, ms->src, t->name, t->tenant_col, kind);
+	if (t->create_sql != NULL)
+		return;					/* created on the target from the source's */
+	shard_tenant_rule_lookup(&dst, ms->dst, t->name, t->tenant_col, kind);
+	if (dst.affinity != t->rule.affinity)
+		t->rule.affinity = 0;
+	t->rule.binary &= dst.binary;
+}
+
+/*
  * move_discover_tables
  *		Find the source's tables that have a tenant column (from the source
  *		shard's schema, not from the foreign tables defined in PostgreSQL),
  *		with their columns, primary keys and the tenant's row counts, and
  *		refuse a table the move cannot take: no primary key, or a column
  *		the target's table lacks (only when for_copy: an abort or a cleanup
- *		deletes whatever is there).  tenant_columns maps SQLite table names
- *		to the tenant columns the server's foreign tables give them.
+ *		deletes whatever is there).  spec, of the server's foreign tables,
+ *		says which tables hold tenants' rows (tenantrule.c).
  */
 void
-move_discover_tables(MoveShards *ms, List *tenant_columns, bool for_copy)
+move_discover_tables(MoveShards *ms, ShardTenantSpec *spec, bool for_copy)
 {
 	sqlite3_stmt *stmt;
 	List	   *names = NIL;
@@ -833,10 +795,9 @@ move_discover_tables(MoveShards *ms, List *tenant_columns, bool for_copy)
 	int			rc;
 
 	if (sqlite3_prepare_v2(ms->src,
-						   "SELECT name, sql FROM sqlite_schema WHERE type = 'table' "
-						   "AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' "
-						   "AND name NOT LIKE '\\_ssfdw\\_%' ESCAPE '\\' "
-						   "ORDER BY name", -1, &stmt, NULL) != SQLITE_OK)
+						   "SELECT m.name, m.sql FROM sqlite_schema AS m WHERE "
+						   SHARD_APP_TABLES " ORDER BY m.name", -1, &stmt,
+						   NULL) != SQLITE_OK)
 		move_error(ms, ms->src, ms->source->shard_id, NULL,
 				   gettext_noop("could not read the schema for tenant \"%s\" on shard \"%s\""));
 	while ((rc = sqlite3_step(stmt)) == SQLITE_ROW)
@@ -856,14 +817,13 @@ move_discover_tables(MoveShards *ms, List *tenant_columns, bool for_copy)
 	forboth(lc, names, lc2, sqls)
 	{
 		MoveTable  *t = palloc0(sizeof(MoveTable));
-		const char *want;
-		char	   *tenant_decl = NULL;
+		const char *column;
+		int			kind;
 		int			maxpk = 0;
 		char	  **pk;
 		int			i;
 
 		t->name = lfirst(lc);
-		want = tenant_column_for(tenant_columns, t->name);
 		stmt = prepare_bound(ms, ms->src,
 							 "SELECT name, coalesce(type, ''), pk "
 							 "FROM pragma_table_info(:tbl, 'main') ORDER BY cid",
@@ -876,11 +836,6 @@ move_discover_tables(MoveShards *ms, List *tenant_columns, bool for_copy)
 			int			pkpos = sqlite3_column_int(stmt, 2);
 
 			t->cols = lappend(t->cols, col);
-			if (pg_strcasecmp(col, want) == 0)
-			{
-				t->tenant_col = col;
-				tenant_decl = pstrdup((const char *) sqlite3_column_text(stmt, 1));
-			}
 			if (pkpos > 0 && pkpos < 64)
 			{
 				pk[pkpos] = col;
@@ -891,8 +846,10 @@ move_discover_tables(MoveShards *ms, List *tenant_columns, bool for_copy)
 		if (rc != SQLITE_DONE)
 			move_error(ms, ms->src, ms->source->shard_id, t->name,
 					   gettext_noop("could not read the schema of table \"%s\" of tenant \"%s\" on shard \"%s\""));
-		if (t->tenant_col == NULL)
+		column = shard_tenant_spec_table(spec, t->name, t->cols, &kind);
+		if (column == NULL)
 			continue;			/* shared by every tenant: not moved */
+		t->tenant_col = (char *) column;
 
 		for (i = 1; i <= maxpk; i++)
 			if (pk[i] != NULL)
@@ -906,16 +863,8 @@ move_discover_tables(MoveShards *ms, List *tenant_columns, bool for_copy)
 					 errhint("Give the table a primary key on every shard.")));
 		ms->nkeys = Max(ms->nkeys, list_length(t->pk));
 
-		/* SQLite's affinity rules: INT, then CHAR/CLOB/TEXT, then BLOB/none */
-		t->text_tenant = !has_affinity_word(tenant_decl, "INT") &&
-			(has_affinity_word(tenant_decl, "CHAR") ||
-			 has_affinity_word(tenant_decl, "CLOB") ||
-			 has_affinity_word(tenant_decl, "TEXT"));
-		t->cast_tenant = !t->text_tenant &&
-			!has_affinity_word(tenant_decl, "INT") &&
-			(tenant_decl[0] == '\0' || has_affinity_word(tenant_decl, "BLOB"));
-
 		check_target_table(ms, t, lfirst(lc2), for_copy);
+		move_table_rule(ms, t, kind);
 		{
 			StringInfoData q;
 
@@ -1109,7 +1058,7 @@ append_log_insert(StringInfo buf, MoveShards *ms, MoveTable *t,
 	appendStringInfoString(buf, " (tbl, ");
 	append_log_keys(buf, t);
 	appendStringInfoString(buf, ") SELECT ");
-	append_literal(buf, t->name);
+	shard_append_sql_literal(buf, t->name);
 	appendStringInfoString(buf, ", ");
 	append_columns(buf, t->pk, psprintf("%s.", row));
 }
@@ -1212,7 +1161,7 @@ move_install_fence(MoveShards *ms)
 	initStringInfo(&buf);
 	initStringInfo(&raise);
 	appendStringInfoString(&raise, " BEGIN SELECT RAISE(ABORT, ");
-	append_literal(&raise,
+	shard_append_sql_literal(&raise,
 				   psprintf(SHARD_FENCE_FORMAT,
 							ms->tenant, ms->target->shard_id));
 	appendStringInfoString(&raise, "); END");
@@ -1631,22 +1580,18 @@ sum_rows(MoveShards *ms, MoveTable *t, const char *side, int64 lo, int64 hi,
 
 /*
  * sum_side
- *		sum_rows of the keys the log holds in (lo, hi] (keys_only), or of
- *		every other key: all rows less those, as the sum is additive, so
- *		that the large side reads no subquery per row.
+ *		The count and checksum of the tenant's rows of a table on one side,
+ *		less those of the keys the log holds in (lo, hi]: all rows less
+ *		those, as the sum is additive, so that the large side reads no
+ *		subquery per row.  With lo == hi, every row.
  */
 static void
 sum_side(MoveShards *ms, MoveTable *t, const char *side, int64 lo, int64 hi,
-		 bool keys_only, int64 *count, int64 *sum)
+		 int64 *count, int64 *sum)
 {
 	int64		kcount = 0;
 	int64		ksum = 0;
 
-	if (keys_only)
-	{
-		sum_rows(ms, t, side, lo, hi, true, count, sum);
-		return;
-	}
 	sum_rows(ms, t, side, lo, hi, false, count, sum);
 	if (hi > lo)
 		sum_rows(ms, t, side, lo, hi, true, &kcount, &ksum);
@@ -1657,15 +1602,23 @@ sum_side(MoveShards *ms, MoveTable *t, const char *side, int64 lo, int64 hi,
 /*
  * move_verify
  *		Compare the tenant's rows of every table on both shards, by count
- *		and checksum: those of the keys the log holds in (since, upto] with
- *		keys_only, else all the others.  Runs inside the caller's
+ *		and checksum, less the rows of the keys the log holds in (since,
+ *		upto]: with since == upto, every row.  Runs inside the caller's
  *		transaction on the target, or in a read transaction of its own
  *		(which reads one state of each shard); upto < 0 reads the log's end
- *		in that transaction.  Raises XX001 naming the table on any
- *		difference; returns the rows compared.
+ *		in that transaction.  Raises XX001 naming the table and both shards
+ *		on any difference; returns the rows compared.
+ *
+ *		locked says that the caller holds the source's write lock and
+ *		compares every row: the last check before the fence.  A difference
+ *		found there is a write the capture triggers did not see (they fire
+ *		for no row an INSERT OR REPLACE removes through another unique
+ *		index unless recursive_triggers is on, for no incremental blob
+ *		write, and for nothing a connection with triggers disabled
+ *		writes), and the error says so.
  */
 int64
-move_verify(MoveShards *ms, int64 since, int64 upto, bool keys_only)
+move_verify(MoveShards *ms, int64 since, int64 upto, bool locked)
 {
 	bool		own = sqlite3_get_autocommit(ms->dst);
 	int64		rows = 0;
@@ -1684,18 +1637,26 @@ move_verify(MoveShards *ms, int64 since, int64 upto, bool keys_only)
 					dsum = 0;
 
 		CHECK_FOR_INTERRUPTS();
-		sum_side(ms, t, "src", since, upto, keys_only, &scount, &ssum);
-		sum_side(ms, t, "main", since, upto, keys_only, &dcount, &dsum);
+		sum_side(ms, t, "src", since, upto, &scount, &ssum);
+		sum_side(ms, t, "main", since, upto, &dcount, &dsum);
 		if (scount != dcount || ssum != dsum)
 			ereport(ERROR,
 					(errcode(ERRCODE_DATA_CORRUPTED),
 					 errmsg("copy of table \"%s\" of tenant \"%s\" on shard \"%s\" does not match shard \"%s\"",
 							t->name, ms->tenant, ms->target->shard_id,
 							ms->source->shard_id),
+					 locked ?
+					 errdetail("%lld rows with checksum %lld on shard \"%s\", %lld rows with checksum %lld on shard \"%s\", compared under the write lock of shard \"%s\": a write the move's capture triggers did not see changed the tenant's rows there during the move.",
+							   (long long) scount, (long long) ssum,
+							   ms->source->shard_id, (long long) dcount,
+							   (long long) dsum, ms->target->shard_id,
+							   ms->source->shard_id) :
 					 errdetail("%lld rows with checksum %lld on shard \"%s\", %lld rows with checksum %lld on shard \"%s\".",
 							   (long long) scount, (long long) ssum,
 							   ms->source->shard_id, (long long) dcount,
 							   (long long) dsum, ms->target->shard_id),
+					 locked ?
+					 errhint("Writes that fire no trigger are not captured: an INSERT OR REPLACE that removes a row through another unique index, an incremental blob write, a connection with triggers disabled.  Run tenant_move() again to copy the tenant afresh, or tenant_move_abort().") :
 					 errhint("Run tenant_move() again to copy the tenant afresh, or tenant_move_abort().")));
 		rows += scount;
 	}

@@ -70,11 +70,11 @@ shard_orphans(PG_FUNCTION_ARGS)
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	ShardServerOptions *opts;
 	ShardDirectory *dir;
-	List	   *columns;
-	List	   *reference;
+	ShardTenantSpec *spec;
 	ListCell   *lc;
 
 	opts = shard_admin_server_arg(fcinfo);
+	spec = shard_tenant_spec(opts->serverid);
 	if (PG_NARGS() > 1 && !PG_ARGISNULL(1))
 	{
 		char	   *column = text_to_cstring(PG_GETARG_TEXT_PP(1));
@@ -83,11 +83,16 @@ shard_orphans(PG_FUNCTION_ARGS)
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 					 errmsg("tenant column must not be empty")));
-		columns = list_make1(column);
+		/* every table with that column but the reference tables */
+		spec->columns = list_make1(column);
+		foreach(lc, spec->named)
+		{
+			ShardSpecTable *st = lfirst(lc);
+
+			if (!st->reference)
+				spec->named = foreach_delete_current(spec->named, lc);
+		}
 	}
-	else
-		columns = shard_server_tenant_columns(opts->serverid);
-	reference = shard_server_reference_tables(opts->serverid);
 	shard_require_admin(gettext_noop("permission denied to list orphan rows"),
 						gettext_noop("Only roles with privileges of the \"%s\" role may list orphan rows."));
 	InitMaterializedSRF(fcinfo, 0);
@@ -104,8 +109,7 @@ shard_orphans(PG_FUNCTION_ARGS)
 			shard_warn_skipped(info, NULL);
 			continue;
 		}
-		foreach(lt, shard_server_tenant_tables(conn, info->shard_id, columns,
-												   reference))
+		foreach(lt, shard_server_tenant_tables(conn, info->shard_id, spec))
 		{
 			ShardTenantTable *tt = lfirst(lt);
 			ListCell   *lr;

@@ -103,10 +103,8 @@ tenant_rows_on_owner(ShardServerOptions *opts, ShardInfo *info,
 					 const char *tenant, bool delete, StringInfo detail)
 {
 	ShardConn  *conn = shard_conn_get_for_write(opts, info);
-	List	   *columns = shard_server_tenant_columns(opts->serverid);
 	List	   *tables = shard_server_tenant_tables(conn, info->shard_id,
-													columns,
-													shard_server_reference_tables(opts->serverid));
+													shard_tenant_spec(opts->serverid));
 	int64		total = 0;
 	ListCell   *lc;
 

@@ -6,17 +6,12 @@
  *
  * The control plane's checks and statistics (shard_orphans, tenant_stats,
  * tenant_remove) look at a shard as the application wrote it, not only
- * through the foreign tables defined in PostgreSQL: every table of the
- * shard with a column of the tenant column's name is a tenant table.
- * Tables whose names begin with "sqlite_" (SQLite's own), "ssfdw_" or
- * "_ssfdw_" (the extension's bookkeeping inside a shard: a move's change
- * log and fence) and virtual tables are left out.
- *
- * A row belongs to the tenant whose id its stored value is, read as the
- * tenant filters of text-like tenant columns read it (tenantkey.c): the
- * stored text byte for byte, or an integer's decimal form; so integer and
- * text tenants are recognized whatever the foreign tables' types, uuids
- * when they are stored as the text PostgreSQL prints.
+ * through the foreign tables defined in PostgreSQL: the tenant tables are
+ * those shard_tenant_spec_table (tenantrule.c) names, as for a move, and
+ * a row belongs to the tenant whose id its stored value reads as, by the
+ * rule of tenantrule.c.  Tables whose names begin with "sqlite_" (SQLite's
+ * own), "ssfdw_" or "_ssfdw_" (the extension's bookkeeping inside a shard:
+ * a move's change log and fence) and virtual tables are left out.
  *
  *-------------------------------------------------------------------------
  */
@@ -48,42 +43,45 @@ tenant_rows_failed(sqlite3_stmt *stmt, int rc, const char *shard_id,
 }
 
 /*
- * shard_tenant_tables
- *		The tables of a shard that have a column named column (SQLite's
- *		rules: case does not matter), ordered by name, as ShardTenantTables.
+ * shard_server_tenant_tables
+ *		The tenant tables of a shard, ordered by name, as ShardTenantTable:
+ *		the tables spec (shard_tenant_spec of the server) says hold tenants'
+ *		rows, each with the rule of its tenant column.
  */
 List *
-shard_tenant_tables(ShardConn *conn, const char *shard_id, const char *column)
+shard_server_tenant_tables(ShardConn *conn, const char *shard_id,
+						   ShardTenantSpec *spec)
 {
 	sqlite3    *db = shard_conn_db(conn);
 	sqlite3_stmt *stmt;
 	char		errbuf[SHARDIO_ERRLEN];
+	List	   *names = NIL;
+	List	   *columns = NIL;
 	List	   *result = NIL;
-	ListCell   *lc;
+	ListCell   *lc,
+			   *lc2;
 	int			rc;
 
 	rc = shardio_prepare(db,
 						 "SELECT m.name, p.name FROM sqlite_schema AS m, "
 						 "pragma_table_info(m.name) AS p "
-						 "WHERE m.type = 'table' "
-						 "AND m.name NOT LIKE 'sqlite\\_%' ESCAPE '\\' "
-						 "AND m.name NOT LIKE 'ssfdw\\_%' ESCAPE '\\' "
-						 "AND m.name NOT LIKE '\\_ssfdw\\_%' ESCAPE '\\' "
-						 "AND coalesce(m.sql, '') NOT LIKE 'CREATE VIRTUAL%' "
-						 "AND p.name = ?1 COLLATE NOCASE ORDER BY m.name",
+						 "WHERE " SHARD_APP_TABLES " ORDER BY m.name, p.cid",
 						 0, &stmt, errbuf);
 	if (rc != SQLITE_OK)
 		shard_sqlite_error(ERROR, rc, shard_id, errbuf,
 						   "could not list the tables of shard \"%s\"",
 						   shard_id);
-	sqlite3_bind_text(stmt, 1, column, -1, SQLITE_STATIC);
 	while ((rc = sqlite3_step(stmt)) == SQLITE_ROW)
 	{
-		ShardTenantTable *tt = palloc0(sizeof(ShardTenantTable));
+		const char *table = (const char *) sqlite3_column_text(stmt, 0);
 
-		tt->table = pstrdup((const char *) sqlite3_column_text(stmt, 0));
-		tt->column = pstrdup((const char *) sqlite3_column_text(stmt, 1));
-		result = lappend(result, tt);
+		if (names == NIL || strcmp(llast(names), table) != 0)
+		{
+			names = lappend(names, pstrdup(table));
+			columns = lappend(columns, NIL);
+		}
+		llast(columns) = lappend(llast(columns),
+								 pstrdup((const char *) sqlite3_column_text(stmt, 1)));
 	}
 	if (rc != SQLITE_DONE)
 		tenant_rows_failed(stmt, rc, shard_id,
@@ -92,14 +90,20 @@ shard_tenant_tables(ShardConn *conn, const char *shard_id, const char *column)
 						   sqlite3_errmsg(db));
 	sqlite3_finalize(stmt);
 
-	/* An index on a TEXT tenant column serves a single tenant's rows. */
-	foreach(lc, result)
+	forboth(lc, names, lc2, columns)
 	{
-		ShardTenantTable *tt = lfirst(lc);
+		int			kind;
+		const char *column = shard_tenant_spec_table(spec, lfirst(lc),
+													 lfirst(lc2), &kind);
+		ShardTenantTable *tt;
 
-		tt->column_is_text = shard_tenant_column_is_text(conn, tt->table,
-														 tt->column,
-														 SHARDIO_TENANT_TEXT);
+		if (column == NULL)
+			continue;
+		tt = palloc0(sizeof(ShardTenantTable));
+		tt->table = lfirst(lc);
+		tt->column = pstrdup(column);
+		shard_tenant_rule_lookup(&tt->rule, db, tt->table, tt->column, kind);
+		result = lappend(result, tt);
 	}
 	return result;
 }
@@ -124,9 +128,9 @@ shard_tenant_table_counts(ShardConn *conn, const char *shard_id,
 	int			rc;
 
 	initStringInfo(&sql);
-	appendStringInfoString(&sql, "SELECT ssfdw_tenant(");
-	shard_quote_identifier(&sql, tt->column);
-	appendStringInfo(&sql, ", %d) AS t, count(*) FROM ", SHARDIO_TENANT_TEXT);
+	appendStringInfoString(&sql, "SELECT ");
+	shard_tenant_key(&sql, "", tt->column, &tt->rule);
+	appendStringInfoString(&sql, " AS t, count(*) FROM ");
 	shard_quote_identifier(&sql, tt->table);
 	appendStringInfoString(&sql, " GROUP BY t ORDER BY t");
 	rc = shardio_prepare(db, sql.data, 0, &stmt, errbuf);
@@ -175,9 +179,8 @@ shard_tenant_table_rows(ShardConn *conn, const char *shard_id,
 	appendStringInfoString(&sql, delete ? "DELETE FROM " : "SELECT count(*) FROM ");
 	shard_quote_identifier(&sql, tt->table);
 	appendStringInfoString(&sql, " WHERE ");
-	bind = shard_tenant_condition(&sql, tt->column, SHARDIO_TENANT_TEXT,
-								  tt->column_is_text, list_make1((char *) tenant),
-								  false, 1);
+	bind = shard_tenant_condition(&sql, tt->column, &tt->rule,
+								  list_make1((char *) tenant), false, 1);
 	rc = shardio_prepare(db, sql.data, 0, &stmt, errbuf);
 	if (rc == SQLITE_OK)
 		rc = shardio_bind(stmt, 1, &bind, 1, errbuf);
@@ -199,134 +202,4 @@ shard_tenant_table_rows(ShardConn *conn, const char *shard_id,
 	}
 	sqlite3_finalize(stmt);
 	return rows;
-}
-
-/*
- * server_foreign_tables
- *		The OIDs of a server's foreign tables.
- */
-static List *
-server_foreign_tables(Oid serverid)
-{
-	List	   *result = NIL;
-	Relation	rel;
-	SysScanDesc scan;
-	HeapTuple	tuple;
-
-	rel = table_open(ForeignTableRelationId, AccessShareLock);
-	scan = systable_beginscan(rel, InvalidOid, false, NULL, 0, NULL);
-	while (HeapTupleIsValid(tuple = systable_getnext(scan)))
-	{
-		Form_pg_foreign_table ft = (Form_pg_foreign_table) GETSTRUCT(tuple);
-
-		if (ft->ftserver == serverid)
-			result = lappend_oid(result, ft->ftrelid);
-	}
-	systable_endscan(scan);
-	table_close(rel, AccessShareLock);
-	return result;
-}
-
-/*
- * shard_server_tenant_columns
- *		The names a tenant column has on a server's shards: "tenant_id",
- *		the default, and the "tenant_column" of every foreign table of the
- *		server, each once.
- */
-List *
-shard_server_tenant_columns(Oid serverid)
-{
-	List	   *result = list_make1(pstrdup("tenant_id"));
-	ListCell   *lt;
-
-	foreach(lt, server_foreign_tables(serverid))
-	{
-		ListCell   *lc;
-
-		foreach(lc, GetForeignTable(lfirst_oid(lt))->options)
-		{
-			DefElem    *def = lfirst(lc);
-			char	   *name = defGetString(def);
-			ListCell   *lr;
-			bool		known = false;
-
-			if (strcmp(def->defname, "tenant_column") != 0)
-				continue;
-			foreach(lr, result)
-				known |= (pg_strcasecmp(lfirst(lr), name) == 0);
-			if (!known)
-				result = lappend(result, pstrdup(name));
-		}
-	}
-	return result;
-}
-
-/*
- * shard_server_reference_tables
- *		The SQLite tables a server's reference tables read: they belong to
- *		no tenant, even when they have a column named like a tenant column
- *		(a table of tenants' names), so no tenant's rows are counted,
- *		listed or deleted in them.
- */
-List *
-shard_server_reference_tables(Oid serverid)
-{
-	List	   *result = NIL;
-	ListCell   *lt;
-
-	foreach(lt, server_foreign_tables(serverid))
-	{
-		Oid			relid = lfirst_oid(lt);
-		char	   *name = get_rel_name(relid);
-		ListCell   *lc;
-
-		if (!shard_table_is_reference(relid))
-			continue;
-		foreach(lc, GetForeignTable(relid)->options)
-		{
-			DefElem    *def = lfirst(lc);
-
-			if (strcmp(def->defname, "table") == 0)
-				name = defGetString(def);
-		}
-		if (name != NULL)
-			result = lappend(result, name);
-	}
-	return result;
-}
-
-/*
- * shard_server_tenant_tables
- *		The tenant tables of a shard (shard_tenant_tables) for each name in
- *		columns (shard_server_tenant_columns gives a server's), but none of
- *		those in reference (shard_server_reference_tables); a table is
- *		listed once, with the first name it has.
- */
-List *
-shard_server_tenant_tables(ShardConn *conn, const char *shard_id,
-						   List *columns, List *reference)
-{
-	List	   *result = NIL;
-	ListCell   *lc;
-
-	foreach(lc, columns)
-	{
-		ListCell   *lt;
-
-		foreach(lt, shard_tenant_tables(conn, shard_id, lfirst(lc)))
-		{
-			ShardTenantTable *tt = lfirst(lt);
-			ListCell   *lr;
-			bool		known = false;
-
-			foreach(lr, result)
-				known |= (strcmp(((ShardTenantTable *) lfirst(lr))->table,
-								 tt->table) == 0);
-			foreach(lr, reference)
-				known |= (strcmp((char *) lfirst(lr), tt->table) == 0);
-			if (!known)
-				result = lappend(result, tt);
-		}
-	}
-	return result;
 }

@@ -459,21 +459,20 @@ shard_query(ShardAnalyzeState *astate, ShardConn *conn, const char *base,
 			ShardValue *binds, int *nbinds)
 {
 	StringInfoData sql;
-	bool		is_text;
+	ShardTenantRule rule;
 
 	*nbinds = 0;
 	if (astate->allowed == NIL && astate->excluded == NIL)
 		return pstrdup(base);
 
-	is_text = shard_tenant_column_is_text(conn, astate->table,
-										  astate->tenant_column,
-										  astate->tenant_kind);
+	shard_tenant_rule_lookup(&rule, shard_conn_db(conn), astate->table,
+							 astate->tenant_column, astate->tenant_kind);
 	initStringInfo(&sql);
 	appendStringInfo(&sql, "%s WHERE ", base);
 	if (astate->allowed != NIL)
 	{
 		binds[*nbinds] = shard_tenant_condition(&sql, astate->tenant_column,
-												astate->tenant_kind, is_text,
+												&rule,
 												astate->allowed, false,
 												*nbinds + 1);
 		(*nbinds)++;
@@ -483,7 +482,7 @@ shard_query(ShardAnalyzeState *astate, ShardConn *conn, const char *base,
 		if (*nbinds > 0)
 			appendStringInfoString(&sql, " AND ");
 		binds[*nbinds] = shard_tenant_condition(&sql, astate->tenant_column,
-												astate->tenant_kind, is_text,
+												&rule,
 												astate->excluded, true,
 												*nbinds + 1);
 		(*nbinds)++;

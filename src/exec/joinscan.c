@@ -165,16 +165,16 @@ tenant_filter(List *conds, ShardJoinTable *t, ShardConn *conn,
 {
 	StringInfoData sql;
 	ShardValue	bind;
+	ShardTenantRule rule;
 	bool		first = (*paramno == 0);
 
 	if (first)
 		*paramno = nparams + list_length(*extra) + 1;
 	initStringInfo(&sql);
-	bind = shard_tenant_condition(&sql, t->tenant_column, tenant_kind,
-								  shard_tenant_column_is_text(conn, t->table,
-															  t->tenant_column,
-															  tenant_kind),
-								  ids, negate, *paramno);
+	shard_tenant_rule_lookup(&rule, shard_conn_db(conn), t->table,
+							 t->tenant_column, tenant_kind);
+	bind = shard_tenant_condition(&sql, t->tenant_column, &rule, ids, negate,
+								  *paramno);
 	if (first)
 	{
 		ShardValue *v = palloc(sizeof(ShardValue));

@@ -1046,8 +1046,7 @@ add_tenant_condition(ShardScanState *s, ShardTarget *t, List *conds,
 
 	initStringInfo(&sql);
 	*bind = shard_tenant_condition(&sql, s->topts->tenant_column,
-								   s->tenant_kind, t->tenant_is_text, ids,
-								   negate,
+								   &t->tenant_rule, ids, negate,
 								   s->nparams + list_length(*extra) + 1);
 	*extra = lappend(*extra, bind);
 	return lappend(list_copy(conds), makeString(sql.data));
@@ -1449,7 +1448,7 @@ large_tenant_without_stats(ShardScanState *s, ShardTarget *t)
 	shard_quote_identifier(&sql, table);
 	appendStringInfoString(&sql, " WHERE ");
 	bind = shard_tenant_condition(&sql, s->topts->tenant_column,
-								  s->tenant_kind, true, t->tenants, false, 1);
+								  &t->tenant_rule, t->tenants, false, 1);
 	appendStringInfo(&sql, " LIMIT %lld)", (long long) (rows / 16));
 	if (sqlite3_prepare_v2(db, sql.data, -1, &stmt, NULL) != SQLITE_OK)
 		return false;
@@ -1524,9 +1523,13 @@ shard_scan_plan_shard(ShardScanState *s, ShardTarget *t)
 			s->row_direct = false;
 	}
 
+	if (!s->topts->reference)
+		shard_tenant_rule_lookup(&t->tenant_rule, shard_conn_db(t->conn),
+								 s->topts->table, s->topts->tenant_column,
+								 s->tenant_kind);
 	t->tenant_is_text = !s->topts->reference &&
-		shard_tenant_column_is_text(t->conn, s->topts->table,
-									s->topts->tenant_column, s->tenant_kind);
+		t->tenant_rule.kind == SHARDIO_TENANT_TEXT &&
+		t->tenant_rule.affinity == 'T';
 	/*
 	 * A routed read with no condition but the tenant's, whose rows SQLite would
 	 * otherwise fetch through the tenant's index: no index when the tenant

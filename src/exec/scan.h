@@ -44,6 +44,7 @@ typedef struct ShardTarget
 	List	   *excluded;		/* tenants (char *) whose rows here are stale */
 	List	   *tenants;		/* when restricted: the tenants it is read
 								 * for, those of the statement it owns */
+	ShardTenantRule tenant_rule;	/* how its tenant filters read rows */
 	bool		tenant_is_text; /* filters compare the column itself */
 	bool		tenant_noindex; /* read the table NOT INDEXED (a large
 								 * tenant of a shard without statistics) */

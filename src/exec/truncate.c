@@ -243,16 +243,14 @@ truncate_shard(ShardServerOptions *opts, ShardInfo *shard, Relation rel,
 	shard_quote_identifier(&sql, topts->table);
 	if (excluded != NIL)
 	{
-		int			kind;
+		ShardTenantRule rule;
 
-		kind = shard_tenant_kind(TupleDescAttr(RelationGetDescr(rel),
-											   topts->tenant_attnum - 1)->atttypid);
+		shard_tenant_rule_lookup(&rule, shard_conn_db(conn), topts->table,
+								 topts->tenant_column,
+								 shard_tenant_kind(TupleDescAttr(RelationGetDescr(rel),
+																 topts->tenant_attnum - 1)->atttypid));
 		appendStringInfoString(&sql, " WHERE ");
-		bind = shard_tenant_condition(&sql, topts->tenant_column, kind,
-									  shard_tenant_column_is_text(conn,
-																  topts->table,
-																  topts->tenant_column,
-																  kind),
+		bind = shard_tenant_condition(&sql, topts->tenant_column, &rule,
 									  excluded, true, 1);
 		nbinds = 1;
 	}

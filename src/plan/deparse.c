@@ -529,53 +529,6 @@ pushable(PlannerInfo *root, RelOptInfo *baserel, Expr *expr, bool computed_ok)
 }
 
 /*
- * shard_quote_identifier
- *		Append an SQLite identifier in double quotes, doubling any quote in
- *		it, so that no name from a catalog can change the statement.
- */
-void
-shard_quote_identifier(StringInfo buf, const char *ident)
-{
-	const char *p;
-
-	appendStringInfoChar(buf, '"');
-	for (p = ident; *p; p++)
-	{
-		if (*p == '"')
-			appendStringInfoChar(buf, '"');
-		appendStringInfoChar(buf, *p);
-	}
-	appendStringInfoChar(buf, '"');
-}
-
-/*
- * shard_unquote_identifier
- *		The name an identifier that shard_quote_identifier wrote at the
- *		start of sql stands for, and in *end where it ends; NULL when sql
- *		starts with no quoted identifier.
- */
-char *
-shard_unquote_identifier(const char *sql, const char **end)
-{
-	StringInfoData name;
-	const char *p;
-
-	if (sql[0] != '"')
-		return NULL;
-	initStringInfo(&name);
-	for (p = sql + 1; *p && !(*p == '"' && p[1] != '"'); p++)
-	{
-		if (*p == '"')
-			p++;
-		appendStringInfoChar(&name, *p);
-	}
-	if (*p != '"')
-		return NULL;
-	*end = p + 1;
-	return name.data;
-}
-
-/*
  * shard_like_to_glob
  *		Translate a LIKE pattern (backslash escapes) into an SQLite GLOB
  *		pattern; NULL when the pattern ends in a lone escape, which

@@ -229,23 +229,6 @@ is_int_cast(Oid funcid)
 }
 
 /*
- * append_sql_literal
- *		A string as an SQLite string literal.
- */
-static void
-append_sql_literal(StringInfo buf, const char *str)
-{
-	appendStringInfoChar(buf, '\'');
-	for (; *str; str++)
-	{
-		if (*str == '\'')
-			appendStringInfoChar(buf, '\'');
-		appendStringInfoChar(buf, *str);
-	}
-	appendStringInfoChar(buf, '\'');
-}
-
-/*
  * deparse_set_int
  *		Write an integer expression of the target row's columns as SQL the
  *		shard computes exactly as PostgreSQL would, or return false.
@@ -284,7 +267,7 @@ deparse_set_int(Expr *expr, SetValueContext *cxt)
 		shard_quote_identifier(buf, shard_column_name(cxt->relid,
 													  var->varattno));
 		appendStringInfo(buf, ", %d, ", bits);
-		append_sql_literal(buf, get_attname(cxt->relid, var->varattno, false));
+		shard_append_sql_literal(buf, get_attname(cxt->relid, var->varattno, false));
 		appendStringInfoChar(buf, ')');
 		return true;
 	}
@@ -302,7 +285,7 @@ deparse_set_int(Expr *expr, SetValueContext *cxt)
 		if (!deparse_set_int(lsecond(op->args), cxt))
 			return false;
 		appendStringInfoString(buf, ", ");
-		append_sql_literal(buf, cxt->column);
+		shard_append_sql_literal(buf, cxt->column);
 		appendStringInfoChar(buf, ')');
 		return true;
 	}
@@ -313,7 +296,7 @@ deparse_set_int(Expr *expr, SetValueContext *cxt)
 		if (!deparse_set_int(linitial(((FuncExpr *) expr)->args), cxt))
 			return false;
 		appendStringInfoString(buf, ", NULL, ");
-		append_sql_literal(buf, cxt->column);
+		shard_append_sql_literal(buf, cxt->column);
 		appendStringInfoChar(buf, ')');
 		return true;
 	}
@@ -692,7 +675,7 @@ shardPlanDirectModify(PlannerInfo *root, ModifyTable *plan,
 												   false, true));
 					appendStringInfo(&value, "ssfdw_int('c', ?%d, %s, NULL, ",
 									 ++cxt.nparams, inner);
-					append_sql_literal(&value, cxt.column);
+					shard_append_sql_literal(&value, cxt.column);
 					appendStringInfoChar(&value, ')');
 					priv.modify_bigint_bounds =
 						lappend_int(lappend_int(priv.modify_bigint_bounds,

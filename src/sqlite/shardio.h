@@ -28,7 +28,7 @@
  * Result codes of the wrapper's own failures on the SQLite side: its SQL
  * functions' errors (sqlite3_result_error_code) and thread aggregation's.
  * Each is an extended code of SQLITE_ERROR beyond any SQLite defines, so
- * the backend gives it the SQLSTATE PostgreSQL would raise (connection.c,
+ * the backend gives it the SQLSTATE PostgreSQL would raise (sqliteerror.c,
  * shard_sqlite_sqlstate) while SQLite's own codes, bind errors included,
  * keep their generic meaning.  The message that comes with one is whole.
  */

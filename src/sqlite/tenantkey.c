@@ -59,9 +59,12 @@ integer_key(const unsigned char *p, int len, int bits, char *buf, size_t size)
 			 (1ULL << (bits - 1)) - 1) + (neg ? 1 : 0);
 	while (p < end && isdigit(*p))
 	{
-		magnitude = magnitude * 10 + (*p++ - '0');
-		if (magnitude > limit)
+		unsigned int digit = *p++ - '0';
+
+		/* checked before the step, which could wrap around otherwise */
+		if (magnitude > (limit - digit) / 10)
 			return 0;
+		magnitude = magnitude * 10 + digit;
 		digits++;
 	}
 	if (digits == 0)

@@ -41,6 +41,7 @@
 
 #include <sys/stat.h>
 
+#include "access/parallel.h"
 #include "miscadmin.h"
 #include "utils/hsearch.h"
 #include "utils/memutils.h"
@@ -822,6 +823,16 @@ shard_directory_locate(ShardDirectory *dir, const char *tenant)
 						tenant, loc.owner),
 				 errdetail("Table \"shards\" of directory \"%s\" has no row for shard \"%s\".",
 						   dir->path, loc.owner)));
+
+	/*
+	 * A tenant read as MIGRATING: a move whose session is gone may have left
+	 * the source fenced; the move's code lifts it (cheap while the move
+	 * runs).  Not while this transaction writes the directory.
+	 */
+	if (rc == SQLITE_ROW && strcmp(loc.status, "MIGRATING") == 0 &&
+		dir->db == dir->read_db && !IsParallelWorker())
+		shard_move_recover_routed(dir, shard_server_options(dir->serverid),
+								  tenant, loc.shard_id, loc.target_shard_id);
 
 	if (!cacheable)
 	{
