@@ -277,3 +277,22 @@ SELECT count(*) FROM tr_codes;
 SELECT tenant_remove('tr_chars', 'A', delete_rows => true);
 \! bash test/fixtures/tenantrule_peek.sh chars shards/c1.db "SELECT group_concat(id) FROM (SELECT id FROM codes ORDER BY id)"
 DROP SERVER tr_chars CASCADE;
+
+-- ===================================================================
+-- batch: big, 25,010 rows of a table keyed by an integer, moves from bt1
+-- to bt2 in two batches of the copy; the second copies big's last rows,
+-- not the rows of tenant 25000 (named as the key the first batch ends
+-- at), which stay on bt1.
+-- ===================================================================
+CREATE SERVER tr_batch FOREIGN DATA WRAPPER sqlite_shard_fdw
+  OPTIONS (directory '/tmp/ssfdw_regress/tenantrule/batch/directory.db');
+CREATE FOREIGN TABLE tr_ev (id int, tenant_id text, v int)
+  SERVER tr_batch OPTIONS (table 'ev');
+SET client_min_messages = warning;
+SELECT tenant_move('tr_batch', 'big', 'bt2');
+RESET client_min_messages;
+SELECT tenant_id, count(*), min(id), max(id) FROM tr_ev GROUP BY 1 ORDER BY 1;
+\! bash test/fixtures/tenantrule_peek.sh batch shards/bt2.db "SELECT tenant_id, count(*), min(id), max(id) FROM ev GROUP BY 1 ORDER BY 1"
+SELECT * FROM tenant_cleanup('tr_batch', 'big');
+\! bash test/fixtures/tenantrule_peek.sh batch shards/bt1.db "SELECT tenant_id, count(*), min(id), max(id) FROM ev GROUP BY 1 ORDER BY 1"
+DROP SERVER tr_batch CASCADE;
