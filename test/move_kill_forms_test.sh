@@ -14,7 +14,7 @@
 # Run by test/run_suites.sh inside a throw-away cluster, with PGDATABASE
 # set to a fresh database; each fleet runs in a database of its own
 # (PGDATABASE_nocase, PGDATABASE_ints, dropped at the end) and a fixture
-# folder of its own.  Takes about a minute per fleet.  Prints the kill
+# folder of its own.  Takes about 10 seconds per fleet.  Prints the kill
 # test's lines prefixed with the fleet's name, then "N passed, M failed"
 # over both; exits non-zero if anything failed.
 

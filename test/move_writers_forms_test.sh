@@ -16,7 +16,7 @@
 # Run by test/run_suites.sh inside a throw-away cluster, with PGDATABASE
 # set to a fresh database; each fleet runs in a database of its own
 # (PGDATABASE_nocase, PGDATABASE_ints, dropped at the end) and a fixture
-# folder of its own.  Takes about 20 seconds per fleet.  Prints the
+# folder of its own.  Takes about 10 seconds per fleet.  Prints the
 # writers test's lines prefixed with the fleet's name, then "N passed, M
 # failed" over both; exits non-zero if anything failed.
 

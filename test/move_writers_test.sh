@@ -115,6 +115,7 @@ fx_add_tenant "$d" w a
 fx_add_tenant "$d" other_a a
 fx_add_tenant "$d" other_b b
 fx_done "$d"
+
 # the moved tenant, its rows (by its stored forms), and the forms its
 # writers write it in (by default its id, as text)
 T=w
