@@ -31,6 +31,11 @@
 #	tenant_move_abort of the same tenant are refused with 55006.  An abort
 #	and a cleanup killed half-way are run again to the end.
 #
+#	With MOVE_FLEET naming a fleet of test/fixtures/move_forms.sh
+#	(test/move_kill_forms_test.sh), the same on that fleet, whose tenant
+#	column SQLite compares otherwise than the tenant rule, with checks of
+#	its decoy tenants and stored forms at the end (test/move_kill_fleets.sh).
+#
 # Run by test/run_suites.sh inside a throw-away cluster, with PGDATABASE
 # set to a fresh database (by hand: PGDATABASE of a scratch database).
 # The fleet lives in a new /tmp/ssfdw_mkill.XXXXXX folder, removed at the
@@ -154,26 +159,29 @@ CREATE FOREIGN TABLE mk_orders (tenant_id text, order_id bigint,
   amount_cents bigint, status text) SERVER mkill OPTIONS (table 'orders');
 SQL
 
-# tenant_rows SHARD: what SHARD holds of tenant mk, as the CLI reads it.
+# the moved tenant (another on the fleets of MOVE_FLEET, below)
+T=mk
+
+# tenant_rows SHARD: what SHARD holds of the tenant, as the CLI reads it.
 tenant_rows()
 {
 	sq "shards/$1.db" "SELECT (SELECT count(*) || ':' || total(amount_cents)
-	  FROM orders WHERE tenant_id = 'mk') || ' ' || (SELECT count(*) || ':' ||
-	  total(order_id) FROM items WHERE tenant_id = 'mk')"
+	  FROM orders WHERE tenant_id = '$T') || ' ' || (SELECT count(*) || ':' ||
+	  total(order_id) FROM items WHERE tenant_id = '$T')"
 }
 
-# owner: the shard the directory says answers for mk, and its status.
+# owner: the shard the directory says answers for the tenant, and its status.
 owner()
 {
 	sq directory.db "SELECT CASE WHEN status = 'DONE' THEN target_shard_id
-	  ELSE shard_id END || ' ' || status FROM shard_map WHERE tenant_id = 'mk'"
+	  ELSE shard_id END || ' ' || status FROM shard_map WHERE tenant_id = '$T'"
 }
 
-# fenced_write SHARD: what the application's write of mk to SHARD says.
+# fenced_write SHARD: what the application's write of the tenant to SHARD says.
 fenced_write()
 {
 	sqlite3 "$d/shards/$1.db" ".timeout 2000" \
-		"UPDATE orders SET status = 'x' WHERE tenant_id = 'mk' AND order_id = 1" 2>&1 |
+		"UPDATE orders SET status = 'x' WHERE tenant_id = '$T' AND order_id = 1" 2>&1 |
 		sed -E 's/^(Runtime error|Error)[^:]*: //; s/^stepping, //; s/ \([0-9]+\)$//'
 }
 
@@ -191,9 +199,17 @@ move_objects()
 	  WHERE name LIKE '\\_ssfdw\\_move%' ESCAPE '\\'"
 }
 
+# Another fleet, for test/move_kill_forms_test.sh: MOVE_FLEET names a
+# fleet of test/fixtures/move_forms.sh, which test/move_kill_fleets.sh
+# builds over this one; it sets T, redefines tenant_rows and defines
+# fleet_checks, run before the summary.
+if [ -n "${MOVE_FLEET:-}" ]; then
+	source test/move_kill_fleets.sh
+fi
+
 ref=$(tenant_rows a)
 fleet_ref=$(q "SELECT count(*) || ':' || sum(amount_cents) FROM mk_orders")
-tenant_ref=$(q "SELECT count(*) FROM mk_orders WHERE tenant_id = 'mk'")
+tenant_ref=$(q "SELECT count(*) FROM mk_orders WHERE tenant_id = '$T'")
 
 # start_paused CALL POINT: run CALL with the move paused at POINT in the
 # background, and wait until it waits there; bg_backend is its backend.
@@ -243,7 +259,7 @@ after_kill()
 	check "killed at $1: a fan-out counts each row once" "$fleet_ref" \
 		"$(q "SELECT count(*) || ':' || sum(amount_cents) FROM mk_orders")"
 	check "killed at $1: the tenant's routed count" "$tenant_ref" \
-		"$(q "SELECT count(*) FROM mk_orders WHERE tenant_id = 'mk'")"
+		"$(q "SELECT count(*) FROM mk_orders WHERE tenant_id = '$T'")"
 }
 
 # finished FROM TO: after a move finished and was cleaned up.
@@ -268,12 +284,12 @@ from=a
 to=b
 i=0
 for point in start capture copy replay cutover fenced flipped; do
-	start_paused "SELECT tenant_move('mkill', 'mk', '$to')" "$point"
+	start_paused "SELECT tenant_move('mkill', '$T', '$to')" "$point"
 	if [ "$point" = copy ]; then
 		check "a second move of the tenant while one runs: 55006" 55006 \
-			"$(q_state "SELECT tenant_move('mkill', 'mk', '$to')")"
+			"$(q_state "SELECT tenant_move('mkill', '$T', '$to')")"
 		check "an abort while the move runs: 55006" 55006 \
-			"$(q_state "SELECT tenant_move_abort('mkill', 'mk')")"
+			"$(q_state "SELECT tenant_move_abort('mkill', '$T')")"
 	fi
 	if [ "$point" = cutover ]; then
 		check "under the cutover lock, a writer of shard $from waits" \
@@ -286,7 +302,7 @@ for point in start capture copy replay cutover fenced flipped; do
 	if [ "$point" = fenced ]; then
 		# before anything routes the tenant: the fence is there
 		check "killed after the fence: the tenant's writes to shard $from fail" \
-			"tenant \"mk\" has moved to shard \"$to\": write it there" \
+			"tenant \"$T\" has moved to shard \"$to\": write it there" \
 			"$(fenced_write "$from")"
 	fi
 	case $point in
@@ -304,10 +320,10 @@ for point in start capture copy replay cutover fenced flipped; do
 			check "killed after the fence, then routed: the fence is lifted" 0 \
 				"$(fence_objects "$from")"
 			check "killed after the fence, then routed: a write through PostgreSQL works" ok \
-				"$(q_state "UPDATE mk_orders SET status = 'routed' WHERE tenant_id = 'mk' AND order_id = 1")"
+				"$(q_state "UPDATE mk_orders SET status = 'routed' WHERE tenant_id = '$T' AND order_id = 1")"
 			check "killed after the fence, then routed: the application's writes work" "" \
 				"$(sqlite3 "$d/shards/$from.db" ".timeout 2000" \
-					"UPDATE orders SET status = 'app' WHERE tenant_id = 'mk' AND order_id = 2" 2>&1)"
+					"UPDATE orders SET status = 'app' WHERE tenant_id = '$T' AND order_id = 2" 2>&1)"
 			check "killed after the fence, then routed: the directory still says MIGRATING" \
 				"$from MIGRATING" "$(owner)"
 			check "killed after the fence, then routed: tenant_moves says so" "replay true" \
@@ -318,24 +334,24 @@ for point in start capture copy replay cutover fenced flipped; do
 	# alternately finish the move and abort it (one past the flip cannot)
 	if [ $((i % 2)) -eq 0 ] || [ "$point" = flipped ] || [ "$point" = fenced ]; then
 		check "killed at $point: tenant_move again finishes the move" ok \
-			"$(q_state "SELECT tenant_move('mkill', 'mk', '$to')")"
+			"$(q_state "SELECT tenant_move('mkill', '$T', '$to')")"
 		check "killed at $point: the tenant's rows through PostgreSQL" "$tenant_ref" \
-			"$(q "SELECT count(*) FROM mk_orders WHERE tenant_id = 'mk'")"
+			"$(q "SELECT count(*) FROM mk_orders WHERE tenant_id = '$T'")"
 		check "killed at $point: tenant_cleanup" ok \
-			"$(q_state "SELECT * FROM tenant_cleanup('mkill', 'mk')")"
+			"$(q_state "SELECT * FROM tenant_cleanup('mkill', '$T')")"
 		finished "$from" "$to" "killed at $point, finished"
 		if [ "$point" = fenced ]; then
 			check "killed after the fence: the writes made once the fence was lifted are on shard $to" \
 				"routed app" \
 				"$(sq "shards/$to.db" "SELECT group_concat(status, ' ') FROM (SELECT status
-				  FROM orders WHERE tenant_id = 'mk' AND order_id IN (1, 2) ORDER BY order_id)")"
+				  FROM orders WHERE tenant_id = '$T' AND order_id IN (1, 2) ORDER BY order_id)")"
 		fi
 		t=$from
 		from=$to
 		to=$t
 	else
 		check "killed at $point: tenant_move_abort" ok \
-			"$(q_state "SELECT tenant_move_abort('mkill', 'mk')")"
+			"$(q_state "SELECT tenant_move_abort('mkill', '$T')")"
 		aborted "$from" "$to" "killed at $point, aborted"
 	fi
 	check "killed at $point: a fan-out still counts each row once" "$fleet_ref" \
@@ -345,10 +361,10 @@ done
 
 # killed after the fence, then a move function runs before any statement
 # routes the tenant: tenant_cleanup() finishes the move, then cleans up
-start_paused "SELECT tenant_move('mkill', 'mk', '$to')" fenced
+start_paused "SELECT tenant_move('mkill', '$T', '$to')" fenced
 kill_paused
 check "killed after the fence (2): the tenant's writes to shard $from fail" \
-	"tenant \"mk\" has moved to shard \"$to\": write it there" \
+	"tenant \"$T\" has moved to shard \"$to\": write it there" \
 	"$(fenced_write "$from")"
 check "killed after the fence, then tenant_cleanup(): it finishes the move" ok \
 	"$(q_state "SELECT * FROM tenant_cleanup('mkill')")"
@@ -356,7 +372,7 @@ check "killed after the fence, then tenant_cleanup(): the move is cleaned up" \
 	cleaned "$(q "SELECT phase FROM tenant_moves('mkill') ORDER BY move_id DESC LIMIT 1")"
 finished "$from" "$to" "killed after the fence, then tenant_cleanup()"
 check "killed after the fence, then tenant_cleanup(): the tenant's routed count" \
-	"$tenant_ref" "$(q "SELECT count(*) FROM mk_orders WHERE tenant_id = 'mk'")"
+	"$tenant_ref" "$(q "SELECT count(*) FROM mk_orders WHERE tenant_id = '$T'")"
 t=$from
 from=$to
 to=$t
@@ -364,61 +380,65 @@ to=$t
 # killed after the fence, then tenant_moves() lists the moves: it lifts
 # the fence, as a routed statement does; then tenant_move of another
 # tenant leaves this one alone (nothing fenced to finish)
-start_paused "SELECT tenant_move('mkill', 'mk', '$to')" fenced
+start_paused "SELECT tenant_move('mkill', '$T', '$to')" fenced
 kill_paused
 check "killed after the fence, then tenant_moves(): it lifts the fence" \
 	"replay 0" \
 	"$(q "SELECT phase FROM tenant_moves('mkill') ORDER BY move_id DESC LIMIT 1") $(fence_objects "$from")"
 check "killed after the fence, then tenant_moves(): the application's writes work" "" \
 	"$(sqlite3 "$d/shards/$from.db" ".timeout 2000" \
-		"UPDATE orders SET status = 'listed' WHERE tenant_id = 'mk' AND order_id = 3" 2>&1)"
+		"UPDATE orders SET status = 'listed' WHERE tenant_id = '$T' AND order_id = 3" 2>&1)"
 after_kill "fenced, then tenant_moves()" "$from"
 check "killed after the fence, then tenant_moves(): tenant_move_abort" ok \
-	"$(q_state "SELECT tenant_move_abort('mkill', 'mk')")"
+	"$(q_state "SELECT tenant_move_abort('mkill', '$T')")"
 aborted "$from" "$to" "killed after the fence, then tenant_moves(), aborted"
 
 # killed after the fence, and the copy damaged by hand meanwhile: the move
 # function that finds it cannot finish it, warns, lifts the fence instead
 # and goes on
-start_paused "SELECT tenant_move('mkill', 'mk', '$to')" fenced
+start_paused "SELECT tenant_move('mkill', '$T', '$to')" fenced
 kill_paused
-sq "shards/$to.db" "DELETE FROM items WHERE tenant_id = 'mk' AND item_id = 1" >/dev/null
+sq "shards/$to.db" "DELETE FROM items WHERE tenant_id = '$T' AND item_id = 1" >/dev/null
 out=$(psql -X -q -At -c "SELECT count(*) FROM tenant_cleanup('mkill')" 2>&1)
 check "a move that cannot be finished: the move function still runs" 0 \
 	"$(echo "$out" | tail -n 1)"
 check "... and warns" \
-	"WARNING:  could not finish the move of tenant \"mk\", stopped between its fence and its flip" \
+	"WARNING:  could not finish the move of tenant \"$T\", stopped between its fence and its flip" \
 	"$(echo "$out" | grep -m 1 '^WARNING')"
 check "... the fence is lifted" 0 "$(fence_objects "$from")"
 check "... the move's error keeps why" "true true" \
 	"$(q "SELECT (error LIKE '%does not match%; its session ended%') || ' ' || (error LIKE '%fence was lifted%')
 	  FROM tenant_moves('mkill') ORDER BY move_id DESC LIMIT 1")"
 after_kill "fenced, copy damaged" "$from"
-check "... tenant_move_abort" ok "$(q_state "SELECT tenant_move_abort('mkill', 'mk')")"
+check "... tenant_move_abort" ok "$(q_state "SELECT tenant_move_abort('mkill', '$T')")"
 aborted "$from" "$to" "a move that could not be finished, aborted"
 
 # an abort killed half-way, then run again
-start_paused "SELECT tenant_move('mkill', 'mk', '$to')" replay
+start_paused "SELECT tenant_move('mkill', '$T', '$to')" replay
 kill_paused
-start_paused "SELECT tenant_move_abort('mkill', 'mk')" abort
+start_paused "SELECT tenant_move_abort('mkill', '$T')" abort
 kill_paused
 after_kill "abort" "$from"
 check "an abort killed half-way, run again" ok \
-	"$(q_state "SELECT tenant_move_abort('mkill', 'mk')")"
+	"$(q_state "SELECT tenant_move_abort('mkill', '$T')")"
 aborted "$from" "$to" "abort run again"
 
 # a cleanup killed half-way, then run again
 check "a move to clean up after" ok \
-	"$(q_state "SELECT tenant_move('mkill', 'mk', '$to')")"
-start_paused "SELECT * FROM tenant_cleanup('mkill', 'mk')" cleanup
+	"$(q_state "SELECT tenant_move('mkill', '$T', '$to')")"
+start_paused "SELECT * FROM tenant_cleanup('mkill', '$T')" cleanup
 kill_paused
 check "a cleanup killed half-way: the directory still names $to" "$to DONE" "$(owner)"
 check "a cleanup killed half-way: shard $to holds every row" "$ref" "$(tenant_rows "$to")"
 check "a cleanup killed half-way, run again" ok \
-	"$(q_state "SELECT * FROM tenant_cleanup('mkill', 'mk')")"
+	"$(q_state "SELECT * FROM tenant_cleanup('mkill', '$T')")"
 finished "$from" "$to" "cleanup run again"
 check "every move is recorded" "$(q "SELECT count(*) FROM tenant_moves('mkill')")" \
 	"$(q "SELECT count(*) FROM tenant_moves('mkill') WHERE phase IN ('cleaned', 'aborted')")"
+
+if [ -n "${MOVE_FLEET:-}" ]; then
+	fleet_checks
+fi
 
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -9,7 +9,7 @@
 #	target, otherwise shard_id).
 #
 # Usage:
-#	move_writer.py write DIRECTORY TENANT ROUTER BASE STOPFILE LOG
+#	move_writer.py write DIRECTORY TENANT ROUTER BASE STOPFILE LOG [FORMS]
 #		ROUTER is "fresh" (reads the directory before every write) or
 #		"stale" (reads it once, and again only after a write failed).
 #		Loops until STOPFILE exists: each transaction inserts an order
@@ -18,12 +18,17 @@
 #		move's fence ("has moved to shard") is retried on the shard the
 #		directory names then.  LOG gets one line per committed change
 #		("I id amount", "U id amount", "D id"), then a last line
-#		"DONE transactions fenced longest_wait_ms".
-#	move_writer.py check DIRECTORY TENANT INITIAL LOG...
+#		"DONE transactions fenced longest_wait_ms".  FORMS, SQL literals
+#		separated by commas ("'07',7"), are the stored forms of the
+#		tenant the inserts take in turn (a row is updated and deleted by
+#		the form it was inserted with); by default the tenant's id as text.
+#	move_writer.py check [--where ORDERS ITEMS] DIRECTORY TENANT INITIAL LOG...
 #		Compare the tenant's orders and items on the shard the directory
 #		names with INITIAL ("order_id amount" lines: the rows before the
 #		writers started) changed by the LOGs; print "lost N duplicated N
-#		changed N extra N" and exit non-zero unless all are 0.
+#		changed N extra N" and exit non-zero unless all are 0.  The
+#		tenant's rows are those stored as its id, or those the SQLite
+#		conditions ORDERS and ITEMS keep.
 #
 # When run as root it becomes the user postgres, whose files the shards
 # are (a WAL database's -wal and -shm files are shared with the server).
@@ -60,9 +65,16 @@ def locate(directory, tenant):
     return path
 
 
-def write(directory, tenant, router, base, stopfile, logfile):
+def write(directory, tenant, router, base, stopfile, logfile, forms=None):
     """The writer loop (see the head of the file)."""
     conns = {}
+    form_of = {}
+
+    def tenant_sql(oid):
+        """The tenant as the row oid stores it: SQL text and parameters."""
+        if forms:
+            return form_of[oid], ()
+        return "?", (tenant,)
 
     def conn(path):
         if path not in conns:
@@ -84,6 +96,8 @@ def write(directory, tenant, router, base, stopfile, logfile):
             n += 1
             oid = base + n
             amount = n % 1000
+            if forms:
+                form_of[oid] = forms[n % len(forms)]
         elif kind == "U":
             oid = live[(step * 7) % len(live)]
             amount = step % 1000 + 1000
@@ -93,24 +107,25 @@ def write(directory, tenant, router, base, stopfile, logfile):
             if router == "fresh":
                 path = locate(directory, tenant)
             c = conn(path)
+            t, tp = tenant_sql(oid)
             start = time.monotonic()
             try:
                 c.execute("BEGIN IMMEDIATE")
                 if kind == "I":
                     c.execute("INSERT INTO orders(tenant_id, order_id, "
-                              "amount_cents, status) VALUES (?, ?, ?, 'new')",
-                              (tenant, oid, amount))
+                              "amount_cents, status) VALUES (%s, ?, ?, 'new')"
+                              % t, tp + (oid, amount))
                     c.execute("INSERT INTO items(tenant_id, order_id, sku) "
-                              "VALUES (?, ?, ?)", (tenant, oid, "w-%d" % oid))
+                              "VALUES (%s, ?, ?)" % t, tp + (oid, "w-%d" % oid))
                 elif kind == "U":
                     c.execute("UPDATE orders SET amount_cents = ? "
-                              "WHERE tenant_id = ? AND order_id = ?",
-                              (amount, tenant, oid))
+                              "WHERE tenant_id = %s AND order_id = ?" % t,
+                              (amount,) + tp + (oid,))
                 else:
-                    c.execute("DELETE FROM items WHERE tenant_id = ? "
-                              "AND order_id = ?", (tenant, oid))
-                    c.execute("DELETE FROM orders WHERE tenant_id = ? "
-                              "AND order_id = ?", (tenant, oid))
+                    c.execute("DELETE FROM items WHERE tenant_id = %s "
+                              "AND order_id = ?" % t, tp + (oid,))
+                    c.execute("DELETE FROM orders WHERE tenant_id = %s "
+                              "AND order_id = ?" % t, tp + (oid,))
                 c.execute("COMMIT")
             except sqlite3.Error as e:
                 if c.in_transaction:
@@ -135,8 +150,14 @@ def write(directory, tenant, router, base, stopfile, logfile):
     log.close()
 
 
-def check(directory, tenant, initial, logs):
+def check(directory, tenant, initial, logs, where=None):
     """Compare the owner's rows with the expected ones (see the head)."""
+    if where:
+        orders_where, items_where = where
+        tp = ()
+    else:
+        orders_where = items_where = "tenant_id = ?"
+        tp = (tenant,)
     expect = {}
     for line in open(initial):
         oid, amount = line.split()
@@ -150,10 +171,10 @@ def check(directory, tenant, initial, logs):
                 expect.pop(int(f[1]), None)
     con = sqlite3.connect(locate(directory, tenant), timeout=30)
     rows = con.execute("SELECT order_id, amount_cents FROM orders "
-                       "WHERE tenant_id = ?", (tenant,)).fetchall()
+                       "WHERE (%s)" % orders_where, tp).fetchall()
     items = con.execute("SELECT order_id, count(*) FROM items "
-                        "WHERE tenant_id = ? AND sku LIKE 'w-%' "
-                        "GROUP BY order_id", (tenant,)).fetchall()
+                        "WHERE (%s) AND sku LIKE 'w-%%' "
+                        "GROUP BY order_id" % items_where, tp).fetchall()
     con.close()
     seen = {}
     dup = 0
@@ -178,6 +199,10 @@ def check(directory, tenant, initial, logs):
 if __name__ == "__main__":
     if sys.argv[1] == "write":
         write(sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5]),
-              sys.argv[6], sys.argv[7])
+              sys.argv[6], sys.argv[7],
+              sys.argv[8].split(",") if len(sys.argv) > 8 else None)
+    elif sys.argv[2] == "--where":
+        sys.exit(check(sys.argv[5], sys.argv[6], sys.argv[7], sys.argv[8:],
+                       (sys.argv[3], sys.argv[4])))
     else:
         sys.exit(check(sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5:]))

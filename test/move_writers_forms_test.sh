@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+#
+# test/move_writers_forms_test.sh
+#	The writers test (test/move_writers_test.sh) again, on each fleet of
+#	test/fixtures/move_forms.sh, whose tenant column SQLite compares
+#	otherwise than the tenant rule (nocase: TEXT COLLATE NOCASE, with
+#	decoy tenants MK, Mk and mK; ints: a bigint tenant stored as '7',
+#	'07', ' 7', '+7', 7 and 7.0, with decoys '070' and ' 17'): the
+#	tenant moved while its writers write it in each of its stored forms in
+#	turn and a decoy's writer writes the source shard, then moved back
+#	with fan-outs sampled.  No write the writers saw committed is lost or
+#	duplicated, every row keeps its stored form, the decoy's writes stay
+#	on its shard unfenced, and the decoys' rows are untouched, counted
+#	once and routed after each move and cleanup.
+#
+# Run by test/run_suites.sh inside a throw-away cluster, with PGDATABASE
+# set to a fresh database; each fleet runs in a database of its own
+# (PGDATABASE_nocase, PGDATABASE_ints, dropped at the end) and a fixture
+# folder of its own.  Takes about 10 seconds per fleet.  Prints the
+# writers test's lines prefixed with the fleet's name, then "N passed, M
+# failed" over both; exits non-zero if anything failed.
+
+set -euo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+export LC_ALL=C.UTF-8
+source test/fixtures/move_forms.sh
+
+mf_run_fleets test/move_writers_test.sh
