@@ -120,8 +120,8 @@ extern void shard_directory_require_columns(sqlite3 *db, const char *path,
 extern const char *shard_directory_owner_sql(ShardDirectory *dir);
 extern List *shard_directory_tenants(ShardDirectory *dir,
 									 const char *shard_id);
-extern char *shard_tenant_register(ShardServerOptions *opts, const char *tenant,
-								   const char *shard_id, bool existing_ok);
+extern void shard_tenant_auto_register(ShardServerOptions *opts,
+									   const char *tenant);
 extern char *shard_resolve_path(ShardServerOptions *opts, const char *path);
 extern char *shard_resolve_checked_path(ShardServerOptions *opts,
 										const char *shard_id,
@@ -213,6 +213,9 @@ extern void shard_write_error(int rc, const char *shard_id,
 							  const char *msg, const char *fmt,...)
 			pg_attribute_printf(6, 7);
 extern int	shard_sqlite_sqlstate(int rc);
+extern int	shard_errhint_write_access(const char *path, int rc);
+extern int	shard_write_access_sqlstate(const char *path, int rc,
+										int otherwise);
 extern char *shard_format_message(const char *fmt, va_list args)
 			pg_attribute_printf(1, 0);
 extern void shard_sqlite_error(int elevel, int rc, const char *shard_id,
@@ -719,6 +722,7 @@ extern void shardAddForeignUpdateTargets(PlannerInfo *root, Index rtindex,
 										 Relation target_relation);
 
 /* in modify.c */
+extern bool shard_auto_register;
 extern const char *shard_write_failure(CmdType operation, bool prepare);
 
 extern TupleTableSlot *shardExecForeignUpdate(EState *estate,

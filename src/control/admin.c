@@ -633,12 +633,13 @@ place_tenant(ShardServerOptions *opts, ShardLoad *loads, int n,
  *		NULL, inside the transaction's write transaction on the
  *		directory; returns the shard that answers for it.  A tenant already
  *		registered is an error, unless existing_ok (an INSERT under
- *		auto_register that another session's tenant was placed before).
- *		The caller has checked privileges.
+ *		auto_register that another session's tenant was placed before),
+ *		which sets *added false.  The caller has checked privileges.
  */
 static char *
 register_tenant(ShardServerOptions *opts, const char *tenant,
-				const char *shard_id, bool existing_ok, int64 expected)
+				const char *shard_id, bool existing_ok, int64 expected,
+				bool *added)
 {
 	ShardConn  *conn;
 	ShardDirectory *dir;
@@ -684,6 +685,7 @@ register_tenant(ShardServerOptions *opts, const char *tenant,
 					 errmsg("tenant \"%s\" already exists on shard \"%s\"",
 							tenant, existing)));
 		shard_conn_release(conn);
+		*added = false;
 		return shard_directory_locate(dir, tenant)->owner;
 	}
 	sqlite3_finalize(stmt);
@@ -722,19 +724,29 @@ register_tenant(ShardServerOptions *opts, const char *tenant,
 	}
 	shard_directory_changed(dir);
 	shard_conn_release(conn);
+	*added = true;
 	return pstrdup(shard_id);
 }
 
 /*
- * shard_tenant_register
- *		Register tenant on shard_id, or on the shard placement picks when
- *		that is NULL (a tenant of unknown size), as register_tenant does.
+ * shard_tenant_auto_register
+ *		auto_register: register the tenant of a row that an INSERT or COPY
+ *		writes and the directory does not know, on the shard
+ *		placement picks for a tenant of unknown size, and say so: a
+ *		mistyped tenant id would otherwise become a tenant unseen.  Another
+ *		session may have registered it meanwhile; then nothing is said.
  */
-char *
-shard_tenant_register(ShardServerOptions *opts, const char *tenant,
-					  const char *shard_id, bool existing_ok)
+void
+shard_tenant_auto_register(ShardServerOptions *opts, const char *tenant)
 {
-	return register_tenant(opts, tenant, shard_id, existing_ok, 0);
+	bool		added;
+	char	   *shard_id = register_tenant(opts, tenant, NULL, true, 0, &added);
+
+	if (added)
+		ereport(NOTICE,
+				(errmsg("registered tenant \"%s\" on shard \"%s\" of server \"%s\"",
+						tenant, shard_id, opts->servername),
+				 errhint("To refuse rows of tenants the directory does not know instead, SET sqlite_shard_fdw.auto_register = off.")));
 }
 
 /*
@@ -772,7 +784,12 @@ shard_tenant_add(PG_FUNCTION_ARGS)
 	}
 	shard_require_file_privilege(true, gettext_noop("permission denied to add a tenant"),
 								 gettext_noop("Only roles with privileges of the \"%s\" role may add a tenant."));
-	shard_id = register_tenant(opts, tenant, shard_id, false, expected);
+	{
+		bool		added;
+
+		shard_id = register_tenant(opts, tenant, shard_id, false, expected,
+								   &added);
+	}
 	PG_RETURN_TEXT_P(cstring_to_text(shard_id));
 }
 
