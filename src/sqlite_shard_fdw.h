@@ -120,8 +120,6 @@ extern void shard_directory_require_columns(sqlite3 *db, const char *path,
 extern const char *shard_directory_owner_sql(ShardDirectory *dir);
 extern List *shard_directory_tenants(ShardDirectory *dir,
 									 const char *shard_id);
-extern void shard_tenant_auto_register(ShardServerOptions *opts,
-									   const char *tenant);
 extern char *shard_resolve_path(ShardServerOptions *opts, const char *path);
 extern char *shard_resolve_checked_path(ShardServerOptions *opts,
 										const char *shard_id,
@@ -844,6 +842,15 @@ extern const char *shard_tenant_spec_table(ShardTenantSpec *spec,
 
 /* in admin.c */
 
+extern void shard_tenant_auto_register(ShardServerOptions *opts,
+									   const char *tenant);
+extern char *shard_register_tenant(ShardServerOptions *opts,
+								   const char *tenant, const char *shard_id,
+								   bool existing_ok, int64 expected,
+								   bool *added);
+extern bool shard_register_shard(ShardServerOptions *opts,
+								 const char *shard_id, const char *path,
+								 bool existing_ok);
 extern ShardServerOptions *shard_admin_server(Name servername);
 extern ShardServerOptions *shard_admin_server_arg(FunctionCallInfo fcinfo);
 extern void shard_require_admin(const char *message, const char *detail);

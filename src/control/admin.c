@@ -275,17 +275,18 @@ file_bytes(const char *path)
 }
 
 /*
- * shard_add
- *		shard_add(server, shard_id, path): register a shard file.  The file
- *		must already be an SQLite database; a relative path is taken from
- *		the directory file's folder.
+ * shard_register_shard
+ *		Register the file at path (relative paths are taken from the
+ *		directory file's folder) as shard shard_id, inside the transaction's
+ *		write transaction on the directory.  The file must already be an
+ *		SQLite database.  A file some shard names already (under any
+ *		spelling) is an error, unless existing_ok: then nothing changes and
+ *		the result is false.  The caller has checked privileges.
  */
-Datum
-shard_add(PG_FUNCTION_ARGS)
+bool
+shard_register_shard(ShardServerOptions *opts, const char *shard_id,
+					 const char *path, bool existing_ok)
 {
-	ShardServerOptions *opts;
-	char	   *shard_id;
-	char	   *path;
 	char	   *resolved;
 	char	   *real;
 	ShardConn  *conn;
@@ -293,16 +294,6 @@ shard_add(PG_FUNCTION_ARGS)
 	sqlite3    *probe;
 	char		errbuf[SHARDIO_ERRLEN];
 
-	if (PG_ARGISNULL(0) || PG_ARGISNULL(1) || PG_ARGISNULL(2))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("server, shard id and path must not be null")));
-	opts = shard_admin_server(PG_GETARG_NAME(0));
-	shard_id = text_to_cstring(PG_GETARG_TEXT_PP(1));
-	path = text_to_cstring(PG_GETARG_TEXT_PP(2));
-	/* the file is written through the directory, then read */
-	shard_require_admin(gettext_noop("permission denied to add a shard"),
-						gettext_noop("Only roles with privileges of the \"%s\" role may add a shard."));
 	if (shard_id[0] == '\0')
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -360,6 +351,11 @@ shard_add(PG_FUNCTION_ARGS)
 						(errcode(ERRCODE_UNIQUE_VIOLATION),
 						 errmsg("shard \"%s\" already exists in directory \"%s\"",
 								shard_id, opts->directory)));
+			if (existing_ok)
+			{
+				shard_conn_release(conn);
+				return false;
+			}
 			ereport(ERROR,
 					(errcode(ERRCODE_UNIQUE_VIOLATION),
 					 errmsg("file \"%s\" is already a shard of directory \"%s\"",
@@ -400,6 +396,11 @@ shard_add(PG_FUNCTION_ARGS)
 				char	   *other_id = pstrdup((const char *) sqlite3_column_text(stmt, 0));
 
 				sqlite3_finalize(stmt);
+				if (existing_ok)
+				{
+					shard_conn_release(conn);
+					return false;
+				}
 				ereport(ERROR,
 						(errcode(ERRCODE_UNIQUE_VIOLATION),
 						 errmsg("file \"%s\" is already a shard of directory \"%s\"",
@@ -414,7 +415,32 @@ shard_add(PG_FUNCTION_ARGS)
 			shard_admin_write_failed(opts, db,
 									 gettext_noop("could not add a shard in directory \"%s\""));
 	}
+	shard_directory_changed(shard_directory_get(opts));
 	shard_conn_release(conn);
+	return true;
+}
+
+/*
+ * shard_add
+ *		shard_add(server, shard_id, path): register a shard file.  The file
+ *		must already be an SQLite database; a relative path is taken from
+ *		the directory file's folder.
+ */
+Datum
+shard_add(PG_FUNCTION_ARGS)
+{
+	ShardServerOptions *opts;
+
+	if (PG_ARGISNULL(0) || PG_ARGISNULL(1) || PG_ARGISNULL(2))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("server, shard id and path must not be null")));
+	opts = shard_admin_server(PG_GETARG_NAME(0));
+	/* the file is written through the directory, then read */
+	shard_require_admin(gettext_noop("permission denied to add a shard"),
+						gettext_noop("Only roles with privileges of the \"%s\" role may add a shard."));
+	(void) shard_register_shard(opts, text_to_cstring(PG_GETARG_TEXT_PP(1)),
+								text_to_cstring(PG_GETARG_TEXT_PP(2)), false);
 	PG_RETURN_VOID();
 }
 
@@ -627,7 +653,7 @@ place_tenant(ShardServerOptions *opts, ShardLoad *loads, int n,
 }
 
 /*
- * register_tenant
+ * shard_register_tenant
  *		Register tenant on shard_id, or on the shard placement picks for a
  *		tenant expected to take expected bytes (0: not known) when that is
  *		NULL, inside the transaction's write transaction on the
@@ -636,10 +662,10 @@ place_tenant(ShardServerOptions *opts, ShardLoad *loads, int n,
  *		auto_register that another session's tenant was placed before),
  *		which sets *added false.  The caller has checked privileges.
  */
-static char *
-register_tenant(ShardServerOptions *opts, const char *tenant,
-				const char *shard_id, bool existing_ok, int64 expected,
-				bool *added)
+char *
+shard_register_tenant(ShardServerOptions *opts, const char *tenant,
+					  const char *shard_id, bool existing_ok, int64 expected,
+					  bool *added)
 {
 	ShardConn  *conn;
 	ShardDirectory *dir;
@@ -740,7 +766,7 @@ void
 shard_tenant_auto_register(ShardServerOptions *opts, const char *tenant)
 {
 	bool		added;
-	char	   *shard_id = register_tenant(opts, tenant, NULL, true, 0, &added);
+	char	   *shard_id = shard_register_tenant(opts, tenant, NULL, true, 0, &added);
 
 	if (added)
 		ereport(NOTICE,
@@ -787,7 +813,7 @@ shard_tenant_add(PG_FUNCTION_ARGS)
 	{
 		bool		added;
 
-		shard_id = register_tenant(opts, tenant, shard_id, false, expected,
+		shard_id = shard_register_tenant(opts, tenant, shard_id, false, expected,
 								   &added);
 	}
 	PG_RETURN_TEXT_P(cstring_to_text(shard_id));
