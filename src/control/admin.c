@@ -338,14 +338,31 @@ shard_register_shard(ShardServerOptions *opts, const char *shard_id,
 		const char *vals[2] = {shard_id, path};
 		int			rc;
 
-		rc = run_stmt(db, "SELECT shard_id FROM shards WHERE shard_id = ? OR path = ?",
+		rc = run_stmt(db, "SELECT shard_id, path FROM shards WHERE shard_id = ? OR path = ?",
 					  vals, 2, &stmt);
 		if (rc == SQLITE_ROW)
 		{
 			bool		same_id = strcmp((const char *) sqlite3_column_text(stmt, 0),
 										 shard_id) == 0;
+			bool		same_file = false;
 
+			/* the same shard again, under the same id and file */
+			if (same_id && existing_ok && real != NULL &&
+				sqlite3_column_text(stmt, 1) != NULL)
+			{
+				char	   *other_real;
+
+				other_real = realpath(shard_resolve_path(opts, (const char *) sqlite3_column_text(stmt, 1)),
+									  NULL);
+				same_file = other_real && strcmp(other_real, real) == 0;
+				free(other_real);
+			}
 			sqlite3_finalize(stmt);
+			if (same_file)
+			{
+				shard_conn_release(conn);
+				return false;
+			}
 			if (same_id)
 				ereport(ERROR,
 						(errcode(ERRCODE_UNIQUE_VIOLATION),

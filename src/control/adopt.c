@@ -98,12 +98,20 @@ static List *
 add_folder_shards(ShardServerOptions *opts, const char *folder)
 {
 	char	   *resolved = shard_resolve_path(opts, folder);
-	DIR		   *dir = AllocateDir(resolved);
+	DIR		   *dir;
 	struct dirent *de;
 	List	   *names = NIL;
 	List	   *added = NIL;
 	ListCell   *lc;
+	struct stat st;
 
+	if (stat(resolved, &st) != 0 || !S_ISDIR(st.st_mode))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_FILE),
+				 errmsg("folder \"%s\" does not exist", resolved),
+				 errdetail("A relative folder is taken from the folder of directory \"%s\".",
+						   opts->directory)));
+	dir = AllocateDir(resolved);
 	while ((de = ReadDir(dir, resolved)) != NULL)
 		if (sqlite_file_name(de->d_name) != NULL)
 			names = lappend(names, pstrdup(de->d_name));
@@ -116,7 +124,6 @@ add_folder_shards(ShardServerOptions *opts, const char *folder)
 		char	   *path = psprintf("%s/%s", folder, name);
 		char	   *full = psprintf("%s/%s", resolved, name);
 		char	   *shard_id = sqlite_file_name(name);
-		struct stat st;
 
 		if (stat(full, &st) != 0 || !S_ISREG(st.st_mode))
 			continue;
