@@ -15,7 +15,8 @@ CREATE FOREIGN TABLE adopt_orders (tenant_id text, order_id bigint,
   amount_cents bigint) SERVER adopt_srv OPTIONS (table 'orders');
 \set VERBOSITY default
 
--- before: the directory knows nothing; a routed read finds nothing
+-- before: the directory knows nothing; a routed read finds nothing, and
+-- warns of the rows a shard holds (no shard is listed yet: no warning)
 SELECT count(*) FROM adopt_orders WHERE tenant_id = 'acme';
 
 -- a folder that does not exist, an empty one: errors naming them
@@ -34,6 +35,28 @@ SELECT tenant_id, count(*), sum(amount_cents) FROM adopt_orders
   WHERE tenant_id IN ('acme', 'bolt', 'core', 'dup') GROUP BY 1 ORDER BY 1;
 SELECT shard_id, table_name, tenant_id, rows, reason
   FROM shard_orphans('adopt_srv') ORDER BY 1, 2, 3;
+
+-- dup is on two shards: a routed read warns of both, or fails with
+-- sqlite_shard_fdw.unknown_tenants = error, or says nothing with off
+SELECT count(*) FROM adopt_orders WHERE tenant_id = 'dup';
+SET sqlite_shard_fdw.unknown_tenants = error;
+SELECT count(*) FROM adopt_orders WHERE tenant_id = 'dup';
+SET sqlite_shard_fdw.unknown_tenants = off;
+SELECT count(*) FROM adopt_orders WHERE tenant_id = 'dup';
+RESET sqlite_shard_fdw.unknown_tenants;
+-- a tenant no shard holds: nothing to say
+SELECT count(*) FROM adopt_orders WHERE tenant_id = 'nobody';
+-- a role scoped to acme asks for dup: it reads nothing, and learns nothing
+CREATE ROLE regress_adopt_acme;
+CREATE USER MAPPING FOR regress_adopt_acme SERVER adopt_srv
+  OPTIONS (tenants 'acme');
+GRANT SELECT ON adopt_orders TO regress_adopt_acme;
+SET ROLE regress_adopt_acme;
+SELECT count(*) FROM adopt_orders WHERE tenant_id = 'dup';
+RESET ROLE;
+DROP USER MAPPING FOR regress_adopt_acme SERVER adopt_srv;
+REVOKE SELECT ON adopt_orders FROM regress_adopt_acme;
+DROP ROLE regress_adopt_acme;
 
 -- a second run finds nothing more to do
 SELECT * FROM directory_adopt('adopt_srv', 'shards');

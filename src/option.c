@@ -80,6 +80,14 @@ static const ShardOption shard_options[] = {
 #define DEFAULT_MAX_SHARD_BYTES (INT64CONST(10) * 1000 * 1000 * 1000)
 
 /* GUC: how many shard handles a backend keeps open when idle. */
+/* Values of sqlite_shard_fdw.unknown_tenants. */
+static const struct config_enum_entry unknown_tenants_options[] = {
+	{"off", UNKNOWN_TENANTS_OFF, false},
+	{"warning", UNKNOWN_TENANTS_WARNING, false},
+	{"error", UNKNOWN_TENANTS_ERROR, false},
+	{NULL, 0, false}
+};
+
 int			shard_max_open_shards = 64;
 
 /*
@@ -191,6 +199,15 @@ _PG_init(void)
 							 "Off refuses such rows in this session, whatever the options say.",
 							 &shard_auto_register,
 							 true,
+							 PGC_USERSET, 0,
+							 NULL, NULL, NULL);
+
+	DefineCustomEnumVariable("sqlite_shard_fdw.unknown_tenants",
+							 "What a routed read does for a tenant the directory does not know.",
+							 "off reads nothing; warning and error look for the tenant's rows in the read table on every shard, and warn or fail when a shard holds some.",
+							 &shard_unknown_tenants,
+							 UNKNOWN_TENANTS_WARNING,
+							 unknown_tenants_options,
 							 PGC_USERSET, 0,
 							 NULL, NULL, NULL);
 

@@ -769,6 +769,16 @@ extern char *shard_tenant_id_text(const char *text);
 extern void shard_tenant_id_init(ShardTenantIdConv *conv, Oid typid);
 extern char *shard_tenant_id_of(ShardTenantIdConv *conv, Datum value);
 extern char *shard_tenant_id(Oid typid, Datum value);
+
+/* sqlite_shard_fdw.unknown_tenants */
+#define UNKNOWN_TENANTS_OFF		0	/* read nothing, say nothing */
+#define UNKNOWN_TENANTS_WARNING	1	/* warn of rows the shards hold */
+#define UNKNOWN_TENANTS_ERROR	2	/* refuse the read then */
+extern int	shard_unknown_tenants;
+extern void shard_check_unknown_tenant(ShardServerOptions *opts,
+									   ShardDirectory *dir,
+									   ShardTableOptions *topts, int kind,
+									   const char *tenant);
 extern bool shard_tenant_value_type_ok(Oid typid);
 extern void shard_tenant_store_id(ShardValue *v, const char *id);
 extern Datum shard_tenant_id_datum(const char *id);
