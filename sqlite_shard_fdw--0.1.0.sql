@@ -49,6 +49,17 @@ RETURNS text
 AS 'MODULE_PATHNAME', 'shard_tenant_add'
 LANGUAGE C;
 
+-- directory_adopt(server [, folder]) adds the folder's SQLite files as
+-- shards, then registers every tenant the shards hold that the directory
+-- does not know on the shard holding it; a tenant on several shards is
+-- reported, not registered.
+CREATE FUNCTION directory_adopt(server name, folder text DEFAULT NULL,
+                                OUT tenant_id text, OUT shard_id text,
+                                OUT rows bigint, OUT status text)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'shard_directory_adopt'
+LANGUAGE C;
+
 CREATE FUNCTION tenant_locate(server name, tenant text,
                               OUT shard_id text, OUT status text,
                               OUT source_shard_id text,
@@ -77,7 +88,8 @@ AS 'MODULE_PATHNAME', 'shard_reference_check'
 LANGUAGE C STRICT;
 
 REVOKE ALL ON FUNCTION directory_init(name), directory_init(name, text),
-  shard_add(name, text, text), tenant_add(name, text, text, bigint) FROM PUBLIC;
+  shard_add(name, text, text), tenant_add(name, text, text, bigint),
+  directory_adopt(name, text) FROM PUBLIC;
 
 -- Moving a tenant between shards (src/control/move.c, movecleanup.c).
 -- Every step commits in the shards and the directory at once, outside the

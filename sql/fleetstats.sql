@@ -47,6 +47,15 @@ SELECT shard_id, tenants, freelist_count,
 -- percent is used_bytes against max_shard_bytes
 SELECT shard_id, percent = round(100.0 * used_bytes / max_shard_bytes, 1) AS percent_ok
   FROM shard_stats('stats_srv') WHERE bytes IS NOT NULL ORDER BY 1;
+-- max_shard_bytes takes PostgreSQL's units, 1024-based, in any case
+ALTER SERVER stats_srv OPTIONS (SET max_shard_bytes '3MB');
+SELECT DISTINCT max_shard_bytes FROM shard_stats('stats_srv');
+ALTER SERVER stats_srv OPTIONS (SET max_shard_bytes '1.5 kb');
+SELECT DISTINCT max_shard_bytes FROM shard_stats('stats_srv');
+ALTER SERVER stats_srv OPTIONS (SET max_shard_bytes '2 GB');
+SELECT DISTINCT max_shard_bytes FROM shard_stats('stats_srv');
+ALTER SERVER stats_srv OPTIONS (SET max_shard_bytes '1000000 B');
+SELECT DISTINCT max_shard_bytes FROM shard_stats('stats_srv');
 
 -- ===================================================================
 -- tenant_stats: rows per table; bytes about a page per doc; shares

@@ -176,6 +176,15 @@ ALTER FOREIGN TABLE orders OPTIONS (ADD auto_register 'false');
 INSERT INTO orders VALUES ('auto_off', 71, 1);
 ALTER FOREIGN TABLE orders OPTIONS (DROP auto_register);
 SELECT shard_id IS NOT NULL AS auto_srv_known FROM tenant_locate('reg_srv', 'auto_srv');
+-- a session that turns sqlite_shard_fdw.auto_register off refuses unknown
+-- tenants (23503) whatever the options say; a known tenant still writes,
+-- and a tenant registered before says nothing more
+SET sqlite_shard_fdw.auto_register = off;
+INSERT INTO orders VALUES ('nobdy', 72, 1);
+SELECT tenant_locate('reg_srv', 'nobdy') IS NULL AS nobdy_unknown;
+INSERT INTO orders VALUES ('auto_srv', 73, 1);
+RESET sqlite_shard_fdw.auto_register;
+INSERT INTO orders VALUES ('auto_srv', 74, 1);
 -- bad values
 ALTER FOREIGN TABLE orders OPTIONS (ADD auto_register 'maybe');
 ALTER SERVER reg_srv OPTIONS (SET auto_register '');

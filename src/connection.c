@@ -462,13 +462,16 @@ open_shard_file(ShardServerOptions *opts, ShardInfo *shard, bool missing_ok)
 					 errmsg("could not open shard \"%s\": the server cannot write its \"-wal\" or \"-shm\" file",
 							shard->shard_id),
 					 errdetail_internal("File \"%s\": %s", shard->path, errbuf),
-					 errhint("Give the server's operating system user write permission on the shard's folder and on the \"-wal\" and \"-shm\" files next to it.")));
+					 errhint("Give the server's operating system user write permission on the shard's folder and on the \"-wal\" and \"-shm\" files next to it."),
+					 shard_errhint_write_access(shard->path, rc)));
 		/* A cancel, timeout or termination in the lock wait; a lock held. */
 		shard_check_lock_wait(rc, false, shard->shard_id);
 		ereport(ERROR,
-				(errcode(shard_sqlite_sqlstate(rc)),
+				(errcode(shard_write_access_sqlstate(shard->path, rc,
+													 shard_sqlite_sqlstate(rc))),
 				 errmsg("could not open shard \"%s\"", shard->shard_id),
-				 errdetail_internal("File \"%s\": %s", shard->path, errbuf)));
+				 errdetail_internal("File \"%s\": %s", shard->path, errbuf),
+				 shard_errhint_write_access(shard->path, rc)));
 	}
 	return db;
 }
@@ -505,14 +508,17 @@ open_directory_file(ShardServerOptions *opts, bool create)
 				 errmsg("could not open directory \"%s\" of server \"%s\" for writing: the server may not write the file",
 						opts->directory, opts->servername),
 				 errdetail_internal("%s", errbuf),
-				 errhint("Give the server's operating system user write permission on the file, its folder and its \"-wal\" and \"-shm\" files.")));
+				 errhint("Give the server's operating system user write permission on the file, its folder and its \"-wal\" and \"-shm\" files."),
+				 shard_errhint_write_access(opts->directory, rc)));
 	/* a cancel, timeout or termination in the lock wait; a lock held */
 	shard_check_lock_wait(rc, true, opts->directory);
 	ereport(ERROR,
-			(errcode(ERRCODE_FDW_UNABLE_TO_ESTABLISH_CONNECTION),
+			(errcode(shard_write_access_sqlstate(opts->directory, rc,
+												 ERRCODE_FDW_UNABLE_TO_ESTABLISH_CONNECTION)),
 			 errmsg("could not open directory \"%s\" of server \"%s\" for writing",
 					opts->directory, opts->servername),
-			 errdetail_internal("%s", errbuf)));
+			 errdetail_internal("%s", errbuf),
+			 shard_errhint_write_access(opts->directory, rc)));
 	return NULL;				/* keep compiler quiet */
 }
 
@@ -831,6 +837,29 @@ conn_step(ShardConn *conn, sqlite3_stmt *stmt, ConnExecOp op)
 }
 
 /*
+ * check_write_access
+ *		Raise a write on a shard's handle that failed with rc because the
+ *		server may not write the shard's file or folder, naming them and
+ *		the operating system user (shard_write_access_sqlstate); return
+ *		otherwise.
+ */
+static void
+check_write_access(ShardConn *conn, int rc)
+{
+	int			sqlstate = shard_write_access_sqlstate(conn->path, rc, 0);
+
+	if (sqlstate != 0)
+		ereport(ERROR,
+				(errcode(sqlstate),
+				 errmsg("could not write to shard \"%s\": the server may not write its files",
+						conn->shard_id),
+				 errdetail_internal("File \"%s\": %s", conn->path,
+									conn->db != NULL ? sqlite3_errmsg(conn->db) :
+									sqlite3_errstr(rc)),
+				 shard_errhint_write_access(conn->path, rc)));
+}
+
+/*
  * conn_failed
  *		Report that one of a handle's own statements (op) failed with
  *		extended result code rc (errbuf: SQLite's message), with the
@@ -843,10 +872,13 @@ conn_failed(ShardConn *conn, int rc, const char *errbuf, ConnExecOp op)
 	{
 		shard_check_lock_wait(rc, true, conn->path);
 		ereport(ERROR,
-				(errcode(shard_sqlite_sqlstate(rc)),
+				(errcode(shard_write_access_sqlstate(conn->path, rc,
+													 shard_sqlite_sqlstate(rc))),
 				 errmsg(conn_exec_failures[op][1], conn->path),
-				 errdetail_internal("%s", errbuf)));
+				 errdetail_internal("%s", errbuf),
+				 shard_errhint_write_access(conn->path, rc)));
 	}
+	check_write_access(conn, rc);
 	shard_write_error(rc, conn->shard_id, NULL, NULL, errbuf,
 					  conn_exec_failures[op][0], conn->shard_id);
 }
@@ -925,6 +957,11 @@ report_write_lost(ShardConn *conn)
  * write is a serialization failure, not a lock timeout: SQLite does not
  * wait there (another writer could not commit while the snapshot is held,
  * or has committed past it), and a retry of the transaction succeeds.
+ *
+ * A write the file's permissions refused (SQLite could not create the
+ * journal in the shard's folder, or write the file) is raised here, as
+ * only the handle knows the file: naming the folder or file and the
+ * operating system user that may not write it.
  */
 int
 shard_conn_write_failed(ShardConn *conn, int rc)
@@ -932,6 +969,7 @@ shard_conn_write_failed(ShardConn *conn, int rc)
 	if (conn->write_xact && conn->db != NULL &&
 		sqlite3_get_autocommit(conn->db))
 		conn->write_lost = true;
+	check_write_access(conn, rc);
 	if ((rc & 0xff) == SQLITE_BUSY && conn->db != NULL &&
 		sqlite3_txn_state(conn->db, "main") == SQLITE_TXN_READ)
 		return SQLITE_BUSY_SNAPSHOT;

@@ -80,6 +80,14 @@ static const ShardOption shard_options[] = {
 #define DEFAULT_MAX_SHARD_BYTES (INT64CONST(10) * 1000 * 1000 * 1000)
 
 /* GUC: how many shard handles a backend keeps open when idle. */
+/* Values of sqlite_shard_fdw.unknown_tenants. */
+static const struct config_enum_entry unknown_tenants_options[] = {
+	{"off", UNKNOWN_TENANTS_OFF, false},
+	{"warning", UNKNOWN_TENANTS_WARNING, false},
+	{"error", UNKNOWN_TENANTS_ERROR, false},
+	{NULL, 0, false}
+};
+
 int			shard_max_open_shards = 64;
 
 /*
@@ -186,6 +194,23 @@ _PG_init(void)
 							 PGC_USERSET, 0,
 							 NULL, NULL, NULL);
 
+	DefineCustomBoolVariable("sqlite_shard_fdw.auto_register",
+							 "Lets an INSERT or COPY register the tenants the directory does not know where the option \"auto_register\" is set.",
+							 "Off refuses such rows in this session, whatever the options say.",
+							 &shard_auto_register,
+							 true,
+							 PGC_USERSET, 0,
+							 NULL, NULL, NULL);
+
+	DefineCustomEnumVariable("sqlite_shard_fdw.unknown_tenants",
+							 "What a routed read does for a tenant the directory does not know.",
+							 "off reads nothing; warning and error look for the tenant's rows in the read table on every shard, and warn or fail when a shard holds some.",
+							 &shard_unknown_tenants,
+							 UNKNOWN_TENANTS_WARNING,
+							 unknown_tenants_options,
+							 PGC_USERSET, 0,
+							 NULL, NULL, NULL);
+
 	DefineCustomBoolVariable("sqlite_shard_fdw.thread_aggregation",
 							 "Groups the shards' rows on the threads that read them, instead of by SQLite's GROUP BY.",
 							 "Shards with many groups fall back to SQLite's GROUP BY.",
@@ -253,8 +278,9 @@ report_invalid_option(const char *name, Oid context)
 
 /*
  * parse_size_option
- *		Parse a byte count, with an optional unit (kB, MB, GB, TB), as the
- *		max_shard_bytes option accepts it.
+ *		Parse a byte count, with an optional unit (B, kB, MB, GB, TB, in
+ *		any case, 1024-based as PostgreSQL's memory settings read them), as
+ *		the max_shard_bytes option accepts it.
  */
 static int64
 parse_size_option(const char *name, const char *value)
@@ -269,14 +295,16 @@ parse_size_option(const char *name, const char *value)
 		end++;
 	if (*end != '\0')
 	{
-		if (pg_strcasecmp(end, "kB") == 0)
-			mult = 1000;
+		if (pg_strcasecmp(end, "B") == 0)
+			mult = 1;
+		else if (pg_strcasecmp(end, "kB") == 0)
+			mult = 1024;
 		else if (pg_strcasecmp(end, "MB") == 0)
-			mult = 1000 * 1000;
+			mult = 1024 * 1024;
 		else if (pg_strcasecmp(end, "GB") == 0)
-			mult = INT64CONST(1000) * 1000 * 1000;
+			mult = INT64CONST(1024) * 1024 * 1024;
 		else if (pg_strcasecmp(end, "TB") == 0)
-			mult = INT64CONST(1000) * 1000 * 1000 * 1000;
+			mult = INT64CONST(1024) * 1024 * 1024 * 1024;
 		else
 			mult = -1;
 	}
@@ -285,7 +313,7 @@ parse_size_option(const char *name, const char *value)
 		ereport(ERROR,
 				(errcode(ERRCODE_FDW_INVALID_ATTRIBUTE_VALUE),
 				 errmsg("invalid value for option \"%s\": \"%s\"", name, value),
-				 errhint("Give a positive number of bytes, optionally followed by kB, MB, GB or TB.")));
+				 errhint("Give a positive number of bytes, optionally followed by B, kB, MB, GB or TB (1 kB is 1024 bytes).")));
 	return (int64) (num * mult);
 }
 

@@ -120,8 +120,6 @@ extern void shard_directory_require_columns(sqlite3 *db, const char *path,
 extern const char *shard_directory_owner_sql(ShardDirectory *dir);
 extern List *shard_directory_tenants(ShardDirectory *dir,
 									 const char *shard_id);
-extern char *shard_tenant_register(ShardServerOptions *opts, const char *tenant,
-								   const char *shard_id, bool existing_ok);
 extern char *shard_resolve_path(ShardServerOptions *opts, const char *path);
 extern char *shard_resolve_checked_path(ShardServerOptions *opts,
 										const char *shard_id,
@@ -213,6 +211,9 @@ extern void shard_write_error(int rc, const char *shard_id,
 							  const char *msg, const char *fmt,...)
 			pg_attribute_printf(6, 7);
 extern int	shard_sqlite_sqlstate(int rc);
+extern int	shard_errhint_write_access(const char *path, int rc);
+extern int	shard_write_access_sqlstate(const char *path, int rc,
+										int otherwise);
 extern char *shard_format_message(const char *fmt, va_list args)
 			pg_attribute_printf(1, 0);
 extern void shard_sqlite_error(int elevel, int rc, const char *shard_id,
@@ -719,6 +720,7 @@ extern void shardAddForeignUpdateTargets(PlannerInfo *root, Index rtindex,
 										 Relation target_relation);
 
 /* in modify.c */
+extern bool shard_auto_register;
 extern const char *shard_write_failure(CmdType operation, bool prepare);
 
 extern TupleTableSlot *shardExecForeignUpdate(EState *estate,
@@ -767,6 +769,16 @@ extern char *shard_tenant_id_text(const char *text);
 extern void shard_tenant_id_init(ShardTenantIdConv *conv, Oid typid);
 extern char *shard_tenant_id_of(ShardTenantIdConv *conv, Datum value);
 extern char *shard_tenant_id(Oid typid, Datum value);
+
+/* sqlite_shard_fdw.unknown_tenants */
+#define UNKNOWN_TENANTS_OFF		0	/* read nothing, say nothing */
+#define UNKNOWN_TENANTS_WARNING	1	/* warn of rows the shards hold */
+#define UNKNOWN_TENANTS_ERROR	2	/* refuse the read then */
+extern int	shard_unknown_tenants;
+extern void shard_check_unknown_tenant(ShardServerOptions *opts,
+									   ShardDirectory *dir,
+									   ShardTableOptions *topts, int kind,
+									   const char *tenant);
 extern bool shard_tenant_value_type_ok(Oid typid);
 extern void shard_tenant_store_id(ShardValue *v, const char *id);
 extern Datum shard_tenant_id_datum(const char *id);
@@ -840,6 +852,15 @@ extern const char *shard_tenant_spec_table(ShardTenantSpec *spec,
 
 /* in admin.c */
 
+extern void shard_tenant_auto_register(ShardServerOptions *opts,
+									   const char *tenant);
+extern char *shard_register_tenant(ShardServerOptions *opts,
+								   const char *tenant, const char *shard_id,
+								   bool existing_ok, int64 expected,
+								   bool *added);
+extern bool shard_register_shard(ShardServerOptions *opts,
+								 const char *shard_id, const char *path,
+								 bool existing_ok);
 extern ShardServerOptions *shard_admin_server(Name servername);
 extern ShardServerOptions *shard_admin_server_arg(FunctionCallInfo fcinfo);
 extern void shard_require_admin(const char *message, const char *detail);

@@ -10,6 +10,12 @@
  * the same values), with a primary message that names the shard or the
  * directory file and SQLite's message as the detail.
  *
+ * A file the server may not open or write (SQLite says only "unable to open
+ * database file" or "attempt to write a readonly database") gets a hint
+ * naming the folder or file and the operating system user that lacks the
+ * permission, with 42501 (shard_write_access_sqlstate and
+ * shard_errhint_write_access).
+ *
  * A lock wait is SQLite's busy handler (shardio.c), which gives up as soon
  * as a cancel, a statement timeout or a termination is pending.  Inside
  * SQLite it only reads the flags (shard_interrupts_pending); the failed
@@ -19,6 +25,9 @@
  *-------------------------------------------------------------------------
  */
 #include "sqlite_shard_fdw.h"
+
+#include <pwd.h>
+#include <unistd.h>
 
 #include "miscadmin.h"
 
@@ -161,6 +170,109 @@ shard_sqlite_sqlstate(int rc)
 }
 
 /*
+ * os_user_name
+ *		The name of the operating system user the server runs as, or its
+ *		number when it has no name.
+ */
+static const char *
+os_user_name(void)
+{
+	struct passwd *pw = getpwuid(geteuid());
+
+	return pw != NULL ? pstrdup(pw->pw_name) :
+		psprintf("%u", (unsigned int) geteuid());
+}
+
+/*
+ * unwritable
+ *		Does file path exist without write permission for the server?
+ */
+static bool
+unwritable(const char *path)
+{
+	return access(path, F_OK) == 0 && access(path, W_OK) != 0;
+}
+
+/*
+ * write_access_problem
+ *		For an SQLite file at path (a directory or a shard) that the server
+ *		could not open or write with result code rc: when rc says the file
+ *		could not be opened or written and the file system says why, the
+ *		SQLSTATE for it (58P01 for a folder that does not exist, 42501 for
+ *		a permission) and in *hint what to do, naming the folder (SQLite
+ *		creates the journal and the "-wal" and "-shm" files there) or the
+ *		file, and the operating system user the server runs as.  0 and
+ *		NULL otherwise.
+ */
+static int
+write_access_problem(const char *path, int rc, char **hint)
+{
+	char		folder[MAXPGPATH];
+	const char *suffixes[] = {"-journal", "-wal", "-shm"};
+	int			i;
+
+	*hint = NULL;
+	if ((rc & 0xff) != SQLITE_CANTOPEN && (rc & 0xff) != SQLITE_READONLY &&
+		(rc & 0xff) != SQLITE_PERM && (rc & 0xff) != SQLITE_IOERR)
+		return 0;
+	strlcpy(folder, path, sizeof(folder));
+	get_parent_directory(folder);
+	if (folder[0] == '\0')
+		strlcpy(folder, ".", sizeof(folder));
+	if (access(folder, F_OK) != 0)
+	{
+		*hint = psprintf(_("Folder \"%s\" does not exist: create it, writable by the operating system user \"%s\" that runs the server."),
+						 folder, os_user_name());
+		return ERRCODE_UNDEFINED_FILE;
+	}
+	if (access(folder, W_OK | X_OK) != 0)
+		*hint = psprintf(_("The operating system user \"%s\" that runs the server needs write permission on folder \"%s\", where SQLite creates the file's journal and its \"-wal\" and \"-shm\" files."),
+						 os_user_name(), folder);
+	else if (unwritable(path))
+		*hint = psprintf(_("The operating system user \"%s\" that runs the server needs write permission on file \"%s\"."),
+						 os_user_name(), path);
+	for (i = 0; *hint == NULL && i < lengthof(suffixes); i++)
+	{
+		char	   *side = psprintf("%s%s", path, suffixes[i]);
+
+		if (unwritable(side))
+			*hint = psprintf(_("The operating system user \"%s\" that runs the server needs write permission on file \"%s\"."),
+							 os_user_name(), side);
+	}
+	return *hint != NULL ? ERRCODE_INSUFFICIENT_PRIVILEGE : 0;
+}
+
+/*
+ * shard_write_access_sqlstate
+ *		The SQLSTATE of a failure with rc to open or write the SQLite file
+ *		at path: that of write_access_problem when the file system says
+ *		why, else otherwise.
+ */
+int
+shard_write_access_sqlstate(const char *path, int rc, int otherwise)
+{
+	char	   *hint;
+	int			sqlstate = write_access_problem(path, rc, &hint);
+
+	return sqlstate != 0 ? sqlstate : otherwise;
+}
+
+/*
+ * shard_errhint_write_access
+ *		The hint of write_access_problem for the error being raised: called
+ *		among an ereport's arguments; with nothing to name, it adds no
+ *		hint (and leaves any hint given before it).
+ */
+int
+shard_errhint_write_access(const char *path, int rc)
+{
+	char	   *hint;
+
+	(void) write_access_problem(path, rc, &hint);
+	return hint != NULL ? errhint("%s", hint) : 0;
+}
+
+/*
  * shard_directory_error
  *		Raise a failed SQLite call (result code rc, SQLite's message msg) on
  *		the directory file path: a lock waited for past the busy timeout or
@@ -180,9 +292,11 @@ shard_directory_error(int rc, const char *path, const char *msg,
 	message = shard_format_message(fmt, args);
 	va_end(args);
 	ereport(ERROR,
-			(errcode(shard_sqlite_sqlstate(rc)),
+			(errcode(shard_write_access_sqlstate(path, rc,
+												 shard_sqlite_sqlstate(rc))),
 			 errmsg_internal("%s", message),
-			 errdetail_internal("%s", msg)));
+			 errdetail_internal("%s", msg),
+			 shard_errhint_write_access(path, rc)));
 }
 
 /*

@@ -251,6 +251,19 @@ PGHOST=$socket PGPORT=$port PGUSER=$role PGDATABASE=$db \
 	bash test/demo.sh --inner "$fleet"
 kept=1
 
+# A login scoped to one tenant, to try as the README's "Tenant-scoped
+# logins" describes.  Peer authentication on the socket admits only an
+# operating system user of the role's name, so it logs in over TCP with a
+# password (Debian's pg_hba.conf: scram-sha-256 on 127.0.0.1).
+scoped=tenant_0042_reader
+runuser -u postgres -- psql -X -q -v ON_ERROR_STOP=1 -h "$socket" \
+	-p "$port" -d "$db" -v scoped="$scoped" <<'SQL'
+CREATE ROLE :"scoped" LOGIN PASSWORD 'demo';
+CREATE USER MAPPING FOR :"scoped" SERVER fleet OPTIONS (tenants 'tenant_0042');
+GRANT USAGE ON SCHEMA public TO :"scoped";
+GRANT SELECT, INSERT, UPDATE, DELETE ON orders, customers TO :"scoped";
+SQL
+
 connect="psql -h $socket -p $port -U $role -d $db"
 cat <<EOF
 
@@ -271,6 +284,18 @@ and try, for instance:
   SELECT count(*) FROM orders WHERE tenant_id IN ('tenant_0001', 'tenant_0002');
   CREATE SCHEMA imported;
   IMPORT FOREIGN SCHEMA main FROM SERVER fleet INTO imported;
+
+Log in as $scoped, a role that sees tenant_0042 only (its user mapping
+has OPTIONS (tenants 'tenant_0042'); the socket's peer authentication
+admits only an operating system user of that name, so it comes in over TCP
+with its password):
+
+  PGPASSWORD=demo psql -h 127.0.0.1 -p $port -U $scoped -d $db
+
+and try:
+
+  SELECT tenant_id, count(*) FROM orders GROUP BY 1;    -- tenant_0042 alone
+  SELECT count(*) FROM orders WHERE tenant_id = 'tenant_0001';   -- 0 rows
 
 Stop it, and start it again later (the files stay):
 

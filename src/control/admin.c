@@ -275,17 +275,18 @@ file_bytes(const char *path)
 }
 
 /*
- * shard_add
- *		shard_add(server, shard_id, path): register a shard file.  The file
- *		must already be an SQLite database; a relative path is taken from
- *		the directory file's folder.
+ * shard_register_shard
+ *		Register the file at path (relative paths are taken from the
+ *		directory file's folder) as shard shard_id, inside the transaction's
+ *		write transaction on the directory.  The file must already be an
+ *		SQLite database.  A file some shard names already (under any
+ *		spelling) is an error, unless existing_ok: then nothing changes and
+ *		the result is false.  The caller has checked privileges.
  */
-Datum
-shard_add(PG_FUNCTION_ARGS)
+bool
+shard_register_shard(ShardServerOptions *opts, const char *shard_id,
+					 const char *path, bool existing_ok)
 {
-	ShardServerOptions *opts;
-	char	   *shard_id;
-	char	   *path;
 	char	   *resolved;
 	char	   *real;
 	ShardConn  *conn;
@@ -293,16 +294,6 @@ shard_add(PG_FUNCTION_ARGS)
 	sqlite3    *probe;
 	char		errbuf[SHARDIO_ERRLEN];
 
-	if (PG_ARGISNULL(0) || PG_ARGISNULL(1) || PG_ARGISNULL(2))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("server, shard id and path must not be null")));
-	opts = shard_admin_server(PG_GETARG_NAME(0));
-	shard_id = text_to_cstring(PG_GETARG_TEXT_PP(1));
-	path = text_to_cstring(PG_GETARG_TEXT_PP(2));
-	/* the file is written through the directory, then read */
-	shard_require_admin(gettext_noop("permission denied to add a shard"),
-						gettext_noop("Only roles with privileges of the \"%s\" role may add a shard."));
 	if (shard_id[0] == '\0')
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -347,19 +338,41 @@ shard_add(PG_FUNCTION_ARGS)
 		const char *vals[2] = {shard_id, path};
 		int			rc;
 
-		rc = run_stmt(db, "SELECT shard_id FROM shards WHERE shard_id = ? OR path = ?",
+		rc = run_stmt(db, "SELECT shard_id, path FROM shards WHERE shard_id = ? OR path = ?",
 					  vals, 2, &stmt);
 		if (rc == SQLITE_ROW)
 		{
 			bool		same_id = strcmp((const char *) sqlite3_column_text(stmt, 0),
 										 shard_id) == 0;
+			bool		same_file = false;
 
+			/* the same shard again, under the same id and file */
+			if (same_id && existing_ok && real != NULL &&
+				sqlite3_column_text(stmt, 1) != NULL)
+			{
+				char	   *other_real;
+
+				other_real = realpath(shard_resolve_path(opts, (const char *) sqlite3_column_text(stmt, 1)),
+									  NULL);
+				same_file = other_real && strcmp(other_real, real) == 0;
+				free(other_real);
+			}
 			sqlite3_finalize(stmt);
+			if (same_file)
+			{
+				shard_conn_release(conn);
+				return false;
+			}
 			if (same_id)
 				ereport(ERROR,
 						(errcode(ERRCODE_UNIQUE_VIOLATION),
 						 errmsg("shard \"%s\" already exists in directory \"%s\"",
 								shard_id, opts->directory)));
+			if (existing_ok)
+			{
+				shard_conn_release(conn);
+				return false;
+			}
 			ereport(ERROR,
 					(errcode(ERRCODE_UNIQUE_VIOLATION),
 					 errmsg("file \"%s\" is already a shard of directory \"%s\"",
@@ -400,6 +413,11 @@ shard_add(PG_FUNCTION_ARGS)
 				char	   *other_id = pstrdup((const char *) sqlite3_column_text(stmt, 0));
 
 				sqlite3_finalize(stmt);
+				if (existing_ok)
+				{
+					shard_conn_release(conn);
+					return false;
+				}
 				ereport(ERROR,
 						(errcode(ERRCODE_UNIQUE_VIOLATION),
 						 errmsg("file \"%s\" is already a shard of directory \"%s\"",
@@ -414,7 +432,32 @@ shard_add(PG_FUNCTION_ARGS)
 			shard_admin_write_failed(opts, db,
 									 gettext_noop("could not add a shard in directory \"%s\""));
 	}
+	shard_directory_changed(shard_directory_get(opts));
 	shard_conn_release(conn);
+	return true;
+}
+
+/*
+ * shard_add
+ *		shard_add(server, shard_id, path): register a shard file.  The file
+ *		must already be an SQLite database; a relative path is taken from
+ *		the directory file's folder.
+ */
+Datum
+shard_add(PG_FUNCTION_ARGS)
+{
+	ShardServerOptions *opts;
+
+	if (PG_ARGISNULL(0) || PG_ARGISNULL(1) || PG_ARGISNULL(2))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("server, shard id and path must not be null")));
+	opts = shard_admin_server(PG_GETARG_NAME(0));
+	/* the file is written through the directory, then read */
+	shard_require_admin(gettext_noop("permission denied to add a shard"),
+						gettext_noop("Only roles with privileges of the \"%s\" role may add a shard."));
+	(void) shard_register_shard(opts, text_to_cstring(PG_GETARG_TEXT_PP(1)),
+								text_to_cstring(PG_GETARG_TEXT_PP(2)), false);
 	PG_RETURN_VOID();
 }
 
@@ -627,18 +670,19 @@ place_tenant(ShardServerOptions *opts, ShardLoad *loads, int n,
 }
 
 /*
- * register_tenant
+ * shard_register_tenant
  *		Register tenant on shard_id, or on the shard placement picks for a
  *		tenant expected to take expected bytes (0: not known) when that is
  *		NULL, inside the transaction's write transaction on the
  *		directory; returns the shard that answers for it.  A tenant already
  *		registered is an error, unless existing_ok (an INSERT under
- *		auto_register that another session's tenant was placed before).
- *		The caller has checked privileges.
+ *		auto_register that another session's tenant was placed before),
+ *		which sets *added false.  The caller has checked privileges.
  */
-static char *
-register_tenant(ShardServerOptions *opts, const char *tenant,
-				const char *shard_id, bool existing_ok, int64 expected)
+char *
+shard_register_tenant(ShardServerOptions *opts, const char *tenant,
+					  const char *shard_id, bool existing_ok, int64 expected,
+					  bool *added)
 {
 	ShardConn  *conn;
 	ShardDirectory *dir;
@@ -684,6 +728,7 @@ register_tenant(ShardServerOptions *opts, const char *tenant,
 					 errmsg("tenant \"%s\" already exists on shard \"%s\"",
 							tenant, existing)));
 		shard_conn_release(conn);
+		*added = false;
 		return shard_directory_locate(dir, tenant)->owner;
 	}
 	sqlite3_finalize(stmt);
@@ -722,19 +767,29 @@ register_tenant(ShardServerOptions *opts, const char *tenant,
 	}
 	shard_directory_changed(dir);
 	shard_conn_release(conn);
+	*added = true;
 	return pstrdup(shard_id);
 }
 
 /*
- * shard_tenant_register
- *		Register tenant on shard_id, or on the shard placement picks when
- *		that is NULL (a tenant of unknown size), as register_tenant does.
+ * shard_tenant_auto_register
+ *		auto_register: register the tenant of a row that an INSERT or COPY
+ *		writes and the directory does not know, on the shard
+ *		placement picks for a tenant of unknown size, and say so: a
+ *		mistyped tenant id would otherwise become a tenant unseen.  Another
+ *		session may have registered it meanwhile; then nothing is said.
  */
-char *
-shard_tenant_register(ShardServerOptions *opts, const char *tenant,
-					  const char *shard_id, bool existing_ok)
+void
+shard_tenant_auto_register(ShardServerOptions *opts, const char *tenant)
 {
-	return register_tenant(opts, tenant, shard_id, existing_ok, 0);
+	bool		added;
+	char	   *shard_id = shard_register_tenant(opts, tenant, NULL, true, 0, &added);
+
+	if (added)
+		ereport(NOTICE,
+				(errmsg("registered tenant \"%s\" on shard \"%s\" of server \"%s\"",
+						tenant, shard_id, opts->servername),
+				 errhint("To refuse rows of tenants the directory does not know instead, SET sqlite_shard_fdw.auto_register = off.")));
 }
 
 /*
@@ -772,7 +827,12 @@ shard_tenant_add(PG_FUNCTION_ARGS)
 	}
 	shard_require_file_privilege(true, gettext_noop("permission denied to add a tenant"),
 								 gettext_noop("Only roles with privileges of the \"%s\" role may add a tenant."));
-	shard_id = register_tenant(opts, tenant, shard_id, false, expected);
+	{
+		bool		added;
+
+		shard_id = shard_register_tenant(opts, tenant, shard_id, false, expected,
+								   &added);
+	}
 	PG_RETURN_TEXT_P(cstring_to_text(shard_id));
 }
 

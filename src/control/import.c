@@ -50,7 +50,16 @@ typedef struct ImportOptions
 	bool		import_not_null;	/* copy NOT NULL constraints */
 	bool		reference_tables;	/* import tables without the tenant
 									 * column as reference tables */
+	bool		infer_times;	/* TEXT columns of ISO times as times */
+	bool		infer_unix_seconds; /* INTEGER columns of Unix seconds */
 } ImportOptions;
+
+/* Values read to tell a column of times from one of text or numbers. */
+#define INFER_SAMPLE_ROWS 1000
+
+/* Unix seconds taken for times: 2001-09-09 to 2100-01-01. */
+#define INFER_UNIX_MIN INT64CONST(1000000000)
+#define INFER_UNIX_MAX INT64CONST(4102444800)
 
 /* The default of the "tenant_column" import and table options. */
 #define DEFAULT_TENANT_COLUMN "tenant_id"
@@ -232,6 +241,8 @@ parse_import_options(ImportForeignSchemaStmt *stmt, ImportOptions *iopts)
 	iopts->tenant_column = DEFAULT_TENANT_COLUMN;
 	iopts->import_not_null = true;
 	iopts->reference_tables = true;
+	iopts->infer_times = true;
+	iopts->infer_unix_seconds = false;
 
 	foreach(lc, stmt->options)
 	{
@@ -252,11 +263,15 @@ parse_import_options(ImportForeignSchemaStmt *stmt, ImportOptions *iopts)
 			iopts->import_not_null = defGetBoolean(def);
 		else if (strcmp(def->defname, "reference_tables") == 0)
 			iopts->reference_tables = defGetBoolean(def);
+		else if (strcmp(def->defname, "infer_times") == 0)
+			iopts->infer_times = defGetBoolean(def);
+		else if (strcmp(def->defname, "infer_unix_seconds") == 0)
+			iopts->infer_unix_seconds = defGetBoolean(def);
 		else
 			ereport(ERROR,
 					(errcode(ERRCODE_FDW_INVALID_OPTION_NAME),
 					 errmsg("invalid option \"%s\"", def->defname),
-					 errhint("Valid options in this context are: shard, tenant_column, import_not_null, reference_tables.")));
+					 errhint("Valid options in this context are: shard, tenant_column, import_not_null, reference_tables, infer_times, infer_unix_seconds.")));
 	}
 }
 
@@ -520,6 +535,92 @@ map_sqlite_type(const char *decltype, StringInfo buf)
 }
 
 /*
+ * infer_time_type
+ *		The time type of a column that SQLite declares as text (or without
+ *		a type) or, with infer_unix_seconds, as an integer, when the first
+ *		INFER_SAMPLE_ROWS of its non-NULL values on the shard are all times
+ *		in the forms the wrapper reads (shardio_parse_datetime, the one
+ *		reader): "date" when none has a time of day, "timestamp with time
+ *		zone" when every one has 'Z' or an offset, "timestamp without time
+ *		zone" when none has; for integers, all Unix seconds between 2001
+ *		and 2100, "timestamp with time zone".  NULL when the values say
+ *		anything else (a text, a number, a blob, offsets on some values
+ *		only, no value at all): the column keeps its type.
+ */
+static const char *
+infer_time_type(sqlite3 *db, ShardInfo *shard, const char *tabname,
+				const char *colname, bool integers)
+{
+	StringInfoData sql;
+	sqlite3_stmt *stmt;
+	char		errbuf[SHARDIO_ERRLEN];
+	int			rc;
+	int			nvalues = 0;
+	int			ndates = 0;
+	int			noffsets = 0;
+	bool		times = true;
+
+	initStringInfo(&sql);
+	appendStringInfoString(&sql, "SELECT ");
+	shard_quote_identifier(&sql, colname);
+	appendStringInfoString(&sql, " FROM main.");
+	shard_quote_identifier(&sql, tabname);
+	appendStringInfoString(&sql, " WHERE ");
+	shard_quote_identifier(&sql, colname);
+	appendStringInfo(&sql, " IS NOT NULL LIMIT %d", INFER_SAMPLE_ROWS);
+	rc = shardio_prepare(db, sql.data, 0, &stmt, errbuf);
+	if (rc != SQLITE_OK)
+		shard_sqlite_error(ERROR, rc, shard->shard_id, errbuf,
+						   "could not read column \"%s\" of table \"%s\" on shard \"%s\"",
+						   colname, tabname, shard->shard_id);
+	while (times && (rc = sqlite3_step(stmt)) == SQLITE_ROW)
+	{
+		nvalues++;
+		if (integers)
+		{
+			sqlite3_int64 v = sqlite3_column_int64(stmt, 0);
+
+			times = sqlite3_column_type(stmt, 0) == SQLITE_INTEGER &&
+				v >= INFER_UNIX_MIN && v <= INFER_UNIX_MAX;
+		}
+		else
+		{
+			ShardDatetime dt;
+
+			times = sqlite3_column_type(stmt, 0) == SQLITE_TEXT &&
+				shardio_parse_datetime((const char *) sqlite3_column_text(stmt, 0),
+									   sqlite3_column_bytes(stmt, 0),
+									   &dt) == SHARDIO_DT_OK;
+			ndates += times && !dt.has_time;
+			noffsets += times && dt.has_offset;
+		}
+	}
+	if (times && rc != SQLITE_DONE)
+	{
+		char	   *msg = pstrdup(sqlite3_errmsg(db));
+
+		sqlite3_finalize(stmt);
+		shard_sqlite_error(ERROR, rc, shard->shard_id, msg,
+						   "could not read column \"%s\" of table \"%s\" on shard \"%s\"",
+						   colname, tabname, shard->shard_id);
+	}
+	sqlite3_finalize(stmt);
+	pfree(sql.data);
+
+	if (!times || nvalues == 0)
+		return NULL;
+	if (integers)
+		return "timestamp with time zone";
+	if (ndates == nvalues)
+		return "date";
+	if (noffsets == nvalues)
+		return "timestamp with time zone";
+	if (noffsets == 0)
+		return "timestamp without time zone";
+	return NULL;
+}
+
+/*
  * deparse_table
  *		The CREATE FOREIGN TABLE command for one SQLite table or view, or
  *		NULL when it is skipped: its columns cannot be read (a warning says
@@ -567,6 +668,8 @@ deparse_table(sqlite3 *db, sqlite3_stmt *colstmt, ShardInfo *shard,
 			sqlite3_column_int(colstmt, 3) != 0;
 		char	   *pgcol;
 		char	   *fullcol;
+		const char *pgtype;
+		const char *inferred;
 
 		if (colname == NULL)
 			continue;
@@ -575,8 +678,32 @@ deparse_table(sqlite3 *db, sqlite3_stmt *colstmt, ShardInfo *shard,
 
 		if (ncols++ > 0)
 			appendStringInfoString(&cmd, ",\n");
-		appendStringInfo(&cmd, "  %s %s", quote_identifier(pgcol),
-						 map_sqlite_type(decltype ? decltype : "", &typebuf));
+		pgtype = map_sqlite_type(decltype ? decltype : "", &typebuf);
+
+		/* times stored as text or Unix seconds, told by their values */
+		inferred = NULL;
+		if (iopts->infer_times && strcmp(pgtype, "text") == 0)
+			inferred = infer_time_type(db, shard, tabname, colname, false);
+		else if (iopts->infer_unix_seconds && strcmp(pgtype, "bigint") == 0)
+			inferred = infer_time_type(db, shard, tabname, colname, true);
+		if (inferred != NULL)
+		{
+			ereport(NOTICE,
+					(errmsg("importing column \"%s\" of table \"%s\" as %s",
+							pgcol, pgname, inferred),
+					 errdetail("Shard \"%s\" declares it %s, and its values there are %s.",
+							   shard->shard_id,
+							   decltype && decltype[0] ? decltype : "without a type",
+							   strcmp(pgtype, "bigint") == 0 ?
+							   "Unix seconds" :
+							   strcmp(inferred, "date") == 0 ? "ISO dates" :
+							   "ISO times"),
+					 errhint("Import with OPTIONS (%s 'false') to keep its type.",
+							 strcmp(pgtype, "bigint") == 0 ?
+							 "infer_unix_seconds" : "infer_times")));
+			pgtype = inferred;
+		}
+		appendStringInfo(&cmd, "  %s %s", quote_identifier(pgcol), pgtype);
 
 		/* A name PostgreSQL had to cut keeps its full SQLite spelling. */
 		if (strcmp(pgcol, fullcol) != 0)

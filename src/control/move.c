@@ -269,10 +269,12 @@ move_dir_open(MoveDir *md, ShardServerOptions *opts)
 			shard_directory_report_missing(opts);
 		shard_check_lock_wait(rc, true, opts->directory);
 		ereport(ERROR,
-				(errcode(shard_sqlite_sqlstate(rc)),
+				(errcode(shard_write_access_sqlstate(opts->directory, rc,
+												 shard_sqlite_sqlstate(rc))),
 				 errmsg("could not open directory \"%s\" of server \"%s\" for writing",
 						opts->directory, opts->servername),
-				 errdetail_internal("%s", errbuf)));
+				 errdetail_internal("%s", errbuf),
+				 shard_errhint_write_access(opts->directory, rc)));
 	}
 	PG_TRY();
 	{

@@ -118,10 +118,12 @@ open_one(MoveShards *ms, ShardInfo *shard)
 		}
 		shard_check_lock_wait(rc, false, shard->shard_id);
 		ereport(ERROR,
-				(errcode(shard_sqlite_sqlstate(rc)),
+				(errcode(shard_write_access_sqlstate(shard->path, rc,
+												 shard_sqlite_sqlstate(rc))),
 				 errmsg("could not open shard \"%s\" to move tenant \"%s\"",
 						shard->shard_id, ms->tenant),
-				 errdetail_internal("File \"%s\": %s", shard->path, errbuf)));
+				 errdetail_internal("File \"%s\": %s", shard->path, errbuf),
+				 shard_errhint_write_access(shard->path, rc)));
 	}
 	return db;
 }

@@ -62,6 +62,12 @@
 
 #include "compat.h"
 
+/*
+ * sqlite_shard_fdw.auto_register: off keeps this session from registering
+ * tenants, whatever the tables' option auto_register says.
+ */
+bool		shard_auto_register = true;
+
 /* The statement of one shard, prepared at its first row. */
 typedef struct ModifyTarget
 {
@@ -643,11 +649,11 @@ route_row(ShardModifyState *ms, TupleTableSlot *slot, AttrNumber tenant_att)
 	 * COPY's).  A row an UPDATE or DELETE read lives on a shard already,
 	 * and its rowid or key names a row of that shard only.
 	 */
-	if (loc == NULL && ms->topts->auto_register &&
+	if (loc == NULL && ms->topts->auto_register && shard_auto_register &&
 		ms->operation == CMD_INSERT)
 	{
 		/* placed inside this transaction; ms->dir now reads through it */
-		(void) shard_tenant_register(ms->opts, tenant, NULL, true);
+		shard_tenant_auto_register(ms->opts, tenant);
 		loc = shard_directory_locate(ms->dir, tenant);
 	}
 	if (loc == NULL)

@@ -1001,8 +1001,14 @@ shard_scan_resolve(ForeignScanState *node)
 		{
 			ShardLocation *loc = shard_directory_locate(s->dir, lfirst(lc));
 
-			/* An unknown tenant has no rows anywhere: read nothing. */
-			if (loc != NULL)
+			/*
+			 * An unknown tenant has no shard: read nothing, but say so
+			 * when a shard holds rows of it.
+			 */
+			if (loc == NULL)
+				shard_check_unknown_tenant(s->opts, s->dir, s->topts,
+										   s->tenant_kind, lfirst(lc));
+			else
 				s->targets = add_target(s->targets,
 										shard_directory_shard(s->dir, loc->owner),
 										lfirst(lc));

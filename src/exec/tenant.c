@@ -161,3 +161,64 @@ shard_tenant_ids_text(List *ids)
 		result = lappend(result, shard_tenant_id_text(lfirst(lc)));
 	return result;
 }
+
+/*
+ * sqlite_shard_fdw.unknown_tenants: what a routed read does for a tenant
+ * the directory does not know (UNKNOWN_TENANTS_*).
+ */
+int			shard_unknown_tenants = UNKNOWN_TENANTS_WARNING;
+
+/*
+ * shard_check_unknown_tenant
+ *		A routed read named tenant, which the directory does not know, so
+ *		it reads no shard for it.  Unless sqlite_shard_fdw.unknown_tenants
+ *		is off, count the tenant's rows in the read's table on every shard
+ *		(by the one tenant rule, as shard_orphans counts them), and where a
+ *		shard holds some, say so: the read returns nothing while a fan-out
+ *		counts them, until the tenant is registered.  A warning, or with
+ *		"error" an error (55000).  Only for a tenant the statement may read:
+ *		the caller has kept a scoped role to its own.
+ */
+void
+shard_check_unknown_tenant(ShardServerOptions *opts, ShardDirectory *dir,
+						   ShardTableOptions *topts, int kind,
+						   const char *tenant)
+{
+	ListCell   *lc;
+
+	if (shard_unknown_tenants == UNKNOWN_TENANTS_OFF || topts->reference)
+		return;
+	foreach(lc, shard_directory_shards(dir))
+	{
+		ShardInfo  *info = lfirst(lc);
+		ShardConn  *conn = shard_conn_get_brief(opts, info, true);
+		ShardTenantTable tt;
+		int64		rows = 0;
+
+		if (conn == NULL)
+			continue;
+		/* a shard without the table or its tenant column has no rows */
+		if (shard_conn_column_affinity(conn, topts->table,
+									   topts->tenant_column) != 0)
+		{
+			tt.table = topts->table;
+			tt.column = topts->tenant_column;
+			shard_tenant_rule_lookup(&tt.rule, shard_conn_db(conn),
+									 tt.table, tt.column, kind);
+			rows = shard_tenant_table_rows(conn, info->shard_id, &tt, tenant,
+										   false);
+		}
+		shard_conn_release(conn);
+		if (rows > 0)
+			ereport(shard_unknown_tenants == UNKNOWN_TENANTS_ERROR ?
+					ERROR : WARNING,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("tenant \"%s\" is not in the directory of server \"%s\", but shard \"%s\" holds " INT64_FORMAT " of its rows in table \"%s\"",
+							tenant, opts->servername, info->shard_id, rows,
+							topts->table),
+					 errdetail("A routed statement reads no shard for a tenant the directory does not know, while a statement over every shard counts its rows."),
+					 errhint("Register the tenant with tenant_add('%s', '%s', '%s'), or every tenant the shards hold with directory_adopt('%s').",
+							 opts->servername, tenant, info->shard_id,
+							 opts->servername)));
+	}
+}

@@ -172,6 +172,8 @@ typedef struct ShardDatetime
 				second;
 	long		fraction;		/* microseconds, rounded */
 	int			offset;			/* seconds east of UTC */
+	int			has_time;		/* a time of day was given */
+	int			has_offset;		/* so was 'Z' or an offset */
 } ShardDatetime;
 
 #define SHARDIO_DT_OK			0

@@ -98,6 +98,7 @@ shardio_parse_datetime(const char *str, int len, ShardDatetime *dt)
 		if (*p != ' ' && *p != 'T')
 			return SHARDIO_DT_BAD_FORMAT;
 		p++;
+		dt->has_time = 1;
 		if (!parse_digits(&p, end, 2, &dt->hour) ||
 			p >= end || *p++ != ':' ||
 			!parse_digits(&p, end, 2, &dt->minute))
@@ -130,7 +131,10 @@ shardio_parse_datetime(const char *str, int len, ShardDatetime *dt)
 		}
 
 		if (p < end && *p == 'Z')
+		{
 			p++;
+			dt->has_offset = 1;
+		}
 		else if (p < end && (*p == '+' || *p == '-'))
 		{
 			int			sign = (*p == '-') ? -1 : 1;
@@ -138,6 +142,7 @@ shardio_parse_datetime(const char *str, int len, ShardDatetime *dt)
 						off_minute;
 
 			p++;
+			dt->has_offset = 1;
 			if (!parse_digits(&p, end, 2, &off_hour) ||
 				p >= end || *p++ != ':' ||
 				!parse_digits(&p, end, 2, &off_minute))
