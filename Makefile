@@ -4,7 +4,7 @@
 #                (KEEP=1: leave the cluster and the fleet running, and say how
 #                to connect; KEEP reaches test/demo.sh through the environment)
 #   make test    install what is missing, build with -Werror, run every suite
-#   make bench   the benchmark (see README)
+#   make bench   the benchmark (see docs/performance.md)
 
 EXTENSION = sqlite_shard_fdw
 MODULE_big = sqlite_shard_fdw

@@ -139,7 +139,7 @@ COMMIT;
 SELECT count(*) FROM t WHERE tenant_id = 'k2';
 -- a cursor reads from its own snapshot; while it holds the shard open,
 -- later statements of the transaction read that shard at the cursor's
--- state too (one SQLite read transaction per shard handle, as the README
+-- state too (one SQLite read transaction per shard handle, as docs/reference/transactions.md
 -- says), and see new rows once it is closed
 BEGIN;
 DECLARE c CURSOR FOR SELECT n FROM t WHERE tenant_id = 'k4';

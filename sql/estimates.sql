@@ -1,7 +1,7 @@
 --
 -- Row estimates of foreign tables ANALYZE never saw: rows from each
 -- shard's B-tree (or sqlite_stat1), routed tenants from the directory.
--- The README states the factor: within 2 of the true count.
+-- docs/reference/statistics-and-import.md states the factor: within 2 of the true count.
 --
 \! bash test/fixtures/estimates.sh
 SET client_min_messages = warning;

@@ -1717,7 +1717,7 @@ commit_failed(List *written, int failed, int rc, const char *errbuf,
  *		Commit every file the transaction wrote, in a fixed order (the
  *		directory first, then shards by id), before PostgreSQL commits.
  *
- * The order of the work is what a COMMIT promises (README, "What a COMMIT
+ * The order of the work is what a COMMIT promises (docs/reference/writes.md, "What a COMMIT
  * promises"):
  *
  * 1. Under SERIALIZABLE, PostgreSQL's own check for serialization failures

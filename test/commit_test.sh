@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 #
 # test/commit_test.sh
-#	What a COMMIT promises (README, "What a COMMIT promises"), with real
+#	What a COMMIT promises (docs/reference/writes.md, "What a COMMIT promises"), with real
 #	second processes:
 #
 #	1. A lock not had (55P03) on one shard, caught by a PL/pgSQL exception

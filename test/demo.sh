@@ -251,8 +251,8 @@ PGHOST=$socket PGPORT=$port PGUSER=$role PGDATABASE=$db \
 	bash test/demo.sh --inner "$fleet"
 kept=1
 
-# A login scoped to one tenant, to try as the README's "Tenant-scoped
-# logins" describes.  Peer authentication on the socket admits only an
+# A login scoped to one tenant, to try as docs/reference/scoped-logins.md
+# describes.  Peer authentication on the socket admits only an
 # operating system user of the role's name, so it logs in over TCP with a
 # password (Debian's pg_hba.conf: scram-sha-256 on 127.0.0.1).
 scoped=tenant_0042_reader

@@ -6,7 +6,7 @@
 #	TEXT column under NOCASE and RTRIM, an untyped column holding integers
 #	and text, integers in INTEGER and TEXT columns, uuids in every stored
 #	form, char(n)), a shard holds a corpus of stored values, each marked
-#	with whether it is tenant T's by the rule the README gives.  Then:
+#	with whether it is tenant T's by the rule docs/reference/directory.md gives.  Then:
 #
 #	1. a routed read of T returns exactly the marked rows;
 #	2. tenant_move(T) copies exactly them to the target;

@@ -2,8 +2,8 @@
 #
 # test/update_concurrency_test.sh
 #	Single UPDATE and DELETE statements in autocommit against a shard that
-#	another process writes all the time (README, "Writes and
-#	transactions"): none may fail with a serialization failure (40001).
+#	another process writes all the time (docs/reference/writes.md):
+#	none may fail with a serialization failure (40001).
 #
 #	An application process (python3's sqlite3 module) inserts and updates
 #	its own rows of the shard in short write transactions without pause,

@@ -88,7 +88,7 @@
 # Prints the failures, then "N passed, M failed" (per seed, one check for
 # the statements and one for the stored rows); exits 1 if anything failed.
 #
-# Values avoid what the README says the wrapper does not write the same
+# Values avoid what docs/reference/writes.md says the wrapper does not write the same
 # way: infinite dates and times and times outside the years 1 to 9999
 # (refused, 22008), and -0 in s1's REAL column (SQLite's REAL affinity
 # turns the text '-0' the wrapper stores into 0).  RETURNING of INSERT ...
