@@ -1119,6 +1119,24 @@ EXPLAIN (VERBOSE, COSTS OFF)
 SELECT status, count(*), sum(amount), min(created_at) FROM sales GROUP BY 1;
 
 -- ===================================================================
+-- SELECT DISTINCT: a grouping by every output column, without aggregates,
+-- computed in the shards as GROUP BY (each shard returns each value once)
+-- ===================================================================
+EXPLAIN (VERBOSE, COSTS OFF) SELECT DISTINCT status FROM sales;
+SELECT * FROM regress_agg('SELECT DISTINCT status FROM {t}');
+SELECT * FROM regress_agg('SELECT DISTINCT tenant_id, status FROM {t}');
+SELECT * FROM regress_agg('SELECT DISTINCT status FROM {t} WHERE amount > 100');
+SELECT * FROM regress_agg('SELECT DISTINCT date_trunc(''month'', created_at) FROM {t}');
+SELECT * FROM regress_agg('SELECT DISTINCT name FROM {t} ORDER BY name LIMIT 3', true);
+SELECT * FROM regress_agg('SELECT DISTINCT qty FROM {t} WHERE tenant_id = ''acme'' ORDER BY 1', true);
+SELECT * FROM regress_agg('SELECT DISTINCT f FROM {t}');
+-- not pushed: a key the shards do not group exactly (a boolean), DISTINCT
+-- ON; DISTINCT over groups pushes the grouping, not the DISTINCT
+SELECT * FROM regress_agg('SELECT DISTINCT status, flag FROM {t}');
+SELECT * FROM regress_agg('SELECT DISTINCT ON (status) status, id FROM {t} ORDER BY status, id', true);
+SELECT * FROM regress_agg('SELECT DISTINCT count(*) FROM {t} GROUP BY status');
+
+-- ===================================================================
 -- Clean up
 -- ===================================================================
 DROP FUNCTION regress_agg(text, boolean, text);

@@ -110,6 +110,9 @@ typedef struct ShardUpperInfo
 	List	   *ops;			/* ShardAggOp per tlist entry */
 	List	   *having;			/* conditions PostgreSQL applies after */
 	Aggref	   *distinct;		/* the count(DISTINCT x), or NULL */
+	PathTarget *target;			/* the grouping's output */
+	List	   *group_clause;	/* its keys' SortGroupClauses: GROUP BY's,
+								 * or those of SELECT DISTINCT */
 	bool		by_tenant;		/* each group whole in one shard: grouped by
 								 * the tenant column, or one tenant read */
 
@@ -875,7 +878,8 @@ shardGetForeignUpperPaths(PlannerInfo *root, UpperRelationKind stage,
 	 * query levels arrive as executor parameters instead, which the pushed
 	 * query binds each time the scan restarts.
 	 */
-	if (stage != UPPERREL_GROUP_AGG || !shard_aggregate_pushdown ||
+	if ((stage != UPPERREL_GROUP_AGG && stage != UPPERREL_DISTINCT) ||
+		!shard_aggregate_pushdown ||
 		output_rel->fdw_private != NULL ||
 		!(input_rel->reloptkind == RELOPT_BASEREL ||
 		  shard_join_rel_pushed(input_rel)) ||
@@ -883,8 +887,25 @@ shardGetForeignUpperPaths(PlannerInfo *root, UpperRelationKind stage,
 		!bms_is_empty(input_rel->lateral_relids))
 		return;
 	if (parse->groupingSets || parse->hasTargetSRFs || parse->hasWindowFuncs ||
-		gextra->patype != PARTITIONWISE_AGGREGATE_NONE ||
 		(!IS_JOIN_REL(input_rel) && !shard_rel_all_pushed(input_rel)))
+		return;
+
+	/*
+	 * SELECT DISTINCT of the scan's own rows (no grouping below it, no
+	 * DISTINCT ON) is a grouping by every output column without
+	 * aggregates, which the shards compute as GROUP BY: a shard returns
+	 * each value once, not every row (a BI tool's list of a column's
+	 * values).
+	 */
+	if (stage == UPPERREL_DISTINCT)
+	{
+		if (parse->hasAggs || parse->groupClause != NIL ||
+			parse->havingQual != NULL || parse->hasDistinctOn ||
+			parse->distinctClause == NIL)
+			return;
+		gextra = NULL;
+	}
+	else if (gextra->patype != PARTITIONWISE_AGGREGATE_NONE)
 		return;
 
 	/*
@@ -897,7 +918,10 @@ shardGetForeignUpperPaths(PlannerInfo *root, UpperRelationKind stage,
 	info->baserel = input_rel;
 	info->join = IS_JOIN_REL(input_rel);
 	tenant_attnum = info->join ? 0 : shard_rel_tenant_attnum(input_rel);
-	target = root->upper_targets[UPPERREL_GROUP_AGG];
+	target = root->upper_targets[stage];
+	info->target = target;
+	info->group_clause = stage == UPPERREL_DISTINCT ?
+		parse->distinctClause : parse->groupClause;
 
 	/* Keys first, in the order of the grouping target. */
 	i = 0;
@@ -908,7 +932,7 @@ shardGetForeignUpperPaths(PlannerInfo *root, UpperRelationKind stage,
 
 		i++;
 		if (sgref == 0 ||
-			get_sortgroupref_clause_noerr(sgref, parse->groupClause) == NULL)
+			get_sortgroupref_clause_noerr(sgref, info->group_clause) == NULL)
 			continue;
 		if (!group_key_ok(root, expr, input_rel))
 			return;
@@ -922,7 +946,7 @@ shardGetForeignUpperPaths(PlannerInfo *root, UpperRelationKind stage,
 			shard_own_column(expr, input_rel)->varattno == tenant_attnum)
 			info->by_tenant = true;
 	}
-	if (list_length(keys) != list_length(parse->groupClause))
+	if (list_length(keys) != list_length(info->group_clause))
 		return;
 	/* one tenant's rows are on one shard: its groups are whole there */
 	if (info->join ? shard_join_one_tenant(root, input_rel) :
@@ -937,12 +961,12 @@ shardGetForeignUpperPaths(PlannerInfo *root, UpperRelationKind stage,
 
 		i++;
 		if (sgref != 0 &&
-			get_sortgroupref_clause_noerr(sgref, parse->groupClause) != NULL)
+			get_sortgroupref_clause_noerr(sgref, info->group_clause) != NULL)
 			continue;
 		if (!add_aggregates_of(info, (Expr *) lfirst(lc)))
 			return;
 	}
-	if (gextra->havingQual)
+	if (gextra != NULL && gextra->havingQual)
 	{
 		if (!add_aggregates_of(info, (Expr *) gextra->havingQual))
 			return;
@@ -1489,7 +1513,7 @@ shard_upper_plan(PlannerInfo *root, RelOptInfo *upperrel, List *tlist,
 {
 	ShardUpperInfo *info = (ShardUpperInfo *) upperrel->fdw_private;
 	RelOptInfo *baserel = info->baserel;
-	PathTarget *target = root->upper_targets[UPPERREL_GROUP_AGG];
+	PathTarget *target = info->target;
 	SelectList	sl = {NIL, NIL, NIL, NIL, NIL, NIL};
 	StringInfoData raw_sql;
 	StringInfoData select_sql;
@@ -1611,7 +1635,7 @@ shard_upper_plan(PlannerInfo *root, RelOptInfo *upperrel, List *tlist,
 
 				if (sgref && equal(lfirst(lc2), tle->expr))
 					sgc = get_sortgroupref_clause_noerr(sgref,
-														root->parse->groupClause);
+														info->group_clause);
 				i++;
 			}
 			if (sgc == NULL)
