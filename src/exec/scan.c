@@ -1103,49 +1103,39 @@ ties_key(ShardScanState *s)
 }
 
 /*
- * append_ties_cut_sql
- *		", ssfdw_cut AS (...)": of a shard's first rows (ssfdw_top), whether
- *		they fill the bound (ssfdw_full) and the first key of the last of
- *		them (ssfdw_v, NULL included): with NULLS FIRST the last non-NULL
- *		value if any, with NULLS LAST NULL if any, else the extreme value
- *		in the order's direction.
- */
-static void
-append_ties_cut_sql(StringInfo sql, ShardScanState *s)
-{
-	char	   *key = ties_key(s);
-	const char *agg = intVal(lthird(s->ties)) ? "min" : "max";
-
-	appendStringInfo(sql,
-					 ", ssfdw_cut AS (SELECT count(*) >= " INT64_FORMAT " AS ssfdw_full, ",
-					 s->shard_bound);
-	if (intVal(lfourth(s->ties)))
-		appendStringInfo(sql, "%s(%s)", agg, key);
-	else
-		appendStringInfo(sql,
-						 "CASE WHEN count(%s) < count(*) THEN NULL ELSE %s(%s) END",
-						 key, agg, key);
-	appendStringInfoString(sql, " AS ssfdw_v FROM ssfdw_top)");
-}
-
-/*
  * append_ties_arms_sql
- *		The rows of a shard's first rows (ssfdw_top) but those tied with
- *		the last on the first key, and, when they fill the bound, every row
- *		so tied (an index range, NULL or not): SQLite's LIMIT has no WITH
- *		TIES, and a tie cut off at one shard's bound may rank within the
- *		whole order's limit by the keys after the first.
+ *		After "WITH ssfdw_top AS (a shard's first rows)": those rows but the
+ *		ones tied with the last of them on the first key, and, when they
+ *		fill the bound, every row so tied (an index range, NULL or not):
+ *		SQLite's LIMIT has no WITH TIES, and a tie cut off at one shard's
+ *		bound may rank within the whole order's limit by the keys after the
+ *		first.  The first key of the last row is, with NULLS FIRST, the
+ *		last non-NULL value if any, with NULLS LAST NULL if any, else the
+ *		extreme value in the order's direction.  Each is a scalar subquery
+ *		over the few first rows, computed once; a second table of them
+ *		would cost SQLite more.
  */
 static void
 append_ties_arms_sql(StringInfo sql, ShardScanState *s, const char *select,
 					 const char *where)
 {
 	char	   *key = ties_key(s);
+	const char *agg = intVal(lthird(s->ties)) ? "min" : "max";
+	char	   *full;
+	char	   *last;
 
+	full = psprintf("(SELECT count(*) >= " INT64_FORMAT " FROM ssfdw_top)",
+					s->shard_bound);
+	if (intVal(lfourth(s->ties)))
+		last = psprintf("(SELECT %s(%s) FROM ssfdw_top)", agg, key);
+	else
+		last = psprintf("(SELECT CASE WHEN count(%s) < count(*) THEN NULL ELSE %s(%s) END FROM ssfdw_top)",
+						key, agg, key);
 	appendStringInfo(sql,
-					 " SELECT * FROM ssfdw_top WHERE NOT (SELECT ssfdw_full FROM ssfdw_cut) OR %s IS NOT (SELECT ssfdw_v FROM ssfdw_cut)"
-					 " UNION ALL %s WHERE %s%s(SELECT ssfdw_full FROM ssfdw_cut) AND %s IS (SELECT ssfdw_v FROM ssfdw_cut)",
-					 key, select, where, where[0] ? " AND " : "", key);
+					 " SELECT * FROM ssfdw_top WHERE NOT %s OR %s IS NOT %s"
+					 " UNION ALL %s WHERE %s%s%s AND %s IS %s",
+					 full, key, last,
+					 select, where, where[0] ? " AND " : "", full, key, last);
 }
 
 /*
@@ -1162,7 +1152,6 @@ append_ties_sql(StringInfo sql, ShardScanState *s, const char *select,
 	appendStringInfo(sql, "WITH ssfdw_top AS (%s%s%s ORDER BY %s LIMIT " INT64_FORMAT ")",
 					 select, where[0] ? " WHERE " : "", where, s->order_sql,
 					 s->shard_bound);
-	append_ties_cut_sql(sql, s);
 	append_ties_arms_sql(sql, s, select, where);
 }
 
@@ -1228,10 +1217,7 @@ append_window_sql(StringInfo sql, ShardScanState *s, const char *select,
 	 * form is among the rows that follow.
 	 */
 	if (s->ties != NIL)
-	{
-		append_ties_cut_sql(sql, s);
 		append_ties_arms_sql(sql, s, select, where);
-	}
 	else
 		appendStringInfoString(sql, " SELECT * FROM ssfdw_top");
 
