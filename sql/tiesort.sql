@@ -161,6 +161,16 @@ SELECT order_id, created_at FROM orders_native
   WHERE tenant_id = 'tc' ORDER BY created_at DESC, note, order_id
   LIMIT 3 OFFSET 2;
 DEALLOCATE latest;
+-- a subquery run again for each outer row, another tenant each time
+SELECT * FROM regress_pushed($$SELECT t, (SELECT order_id FROM orders o
+  WHERE o.tenant_id = t ORDER BY created_at DESC, note, order_id LIMIT 1)
+  FROM unnest(ARRAY['ta', 'tc', 'td', 'tz']) t$$);
+SELECT * FROM regress_same($$SELECT t, (SELECT order_id FROM {T} o
+  WHERE o.tenant_id = t ORDER BY created_at DESC, note, order_id LIMIT 1),
+  (SELECT array_agg(order_id) FROM (SELECT order_id FROM {T} o
+     WHERE o.tenant_id = t ORDER BY created_at, note DESC, order_id
+     LIMIT 3 OFFSET 1) s)
+  FROM unnest(ARRAY['ta', 'tc', 'td', 'tz']) t$$);
 
 -- ===================================================================
 -- Every limit up to past the table, both directions, against native
