@@ -2801,7 +2801,7 @@ shardExplainForeignScan(ForeignScanState *node, ExplainState *es)
 
 	if (es->verbose && s->ties != NIL && s->shard_bound >= 0)
 	{
-		/* with ties: the query of a shard whose times are all canonical */
+		/* with ties: a shard's query, without a time key's other forms */
 		StringInfoData sql;
 		StringInfoData where;
 

@@ -371,7 +371,12 @@ shard_order_prefix_path(PlannerInfo *root, RelOptInfo *baserel)
 	 */
 	if (shard_find_tenant_condition(baserel, shard_rel_tenant_attnum(baserel),
 									&kind) == NULL || kind != PRUNE_EQ)
-		nshards = Max(list_length(shard_directory_shards(shard_directory_get(shard_server_options(baserel->serverid)))), 1);
+	{
+		ShardDirectory *dir;
+
+		dir = shard_directory_get(shard_server_options(baserel->serverid));
+		nshards = Max(list_length(shard_directory_shards(dir)), 1);
+	}
 	rows = baserel->rows;
 	if (root->limit_tuples > 0 && root->limit_tuples * nshards < rows)
 		rows = root->limit_tuples * nshards;
