@@ -206,6 +206,21 @@ BEGIN
   END LOOP;
 END$$;
 SELECT * FROM regress_sweep();
+-- a text first key under the "C" collation, then a numeric
+CREATE FOREIGN TABLE orders_c (tenant_id text, order_id bigint,
+  amount numeric, created_at timestamp, note text COLLATE "C")
+  SERVER tiesort_srv OPTIONS (table 'orders');
+CREATE VIEW orders_c_native AS
+  SELECT tenant_id, order_id, amount::numeric AS amount, created_at,
+         note COLLATE "C" AS note FROM orders_native;
+SELECT * FROM regress_pushed($$SELECT * FROM orders_c
+  ORDER BY note DESC, amount LIMIT 5$$);
+SELECT count(*) AS queries,
+       count(*) FILTER (WHERE NOT (regress_same(q, 'orders_c')).same) AS different
+  FROM (SELECT format('SELECT tenant_id, order_id, note FROM {T} ORDER BY note%s, amount, tenant_id, order_id LIMIT %s',
+                      dir, n) AS q
+          FROM unnest(ARRAY['', ' DESC', ' NULLS FIRST', ' DESC NULLS LAST']) dir,
+               generate_series(1, 30) n) s;
 
 -- ===================================================================
 -- Not this path
@@ -227,7 +242,7 @@ SELECT * FROM regress_same($$SELECT order_id, created_at FROM {T}
   WHERE note ILIKE 'a%' ORDER BY created_at DESC, tenant_id, order_id LIMIT 3$$);
 
 DROP SERVER tiesort_srv CASCADE;
-DROP VIEW orders_tz_native;
+DROP VIEW orders_tz_native, orders_c_native;
 DROP TABLE orders_native;
 DROP FUNCTION regress_same(text, text), regress_pushed(text),
   regress_analyzed(text), regress_sweep();
