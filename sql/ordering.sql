@@ -158,7 +158,8 @@ SET TimeZone = 'America/New_York';
 SELECT * FROM regress_same($$SELECT id, ts FROM {T}
   ORDER BY ts, id LIMIT 6$$, 'times_tz');
 SET TimeZone = 'UTC';
--- a time key after another key is sorted by PostgreSQL
+-- a time key after another key is sorted by PostgreSQL, the keys before
+-- it by the shards, with ties (sql/tiesort.sql)
 SELECT * FROM regress_pushed('SELECT * FROM times ORDER BY tenant_id, ts LIMIT 3');
 
 -- ... and over a join the shards run, a time column of any of its tables,

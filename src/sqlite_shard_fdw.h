@@ -425,6 +425,12 @@ enum FdwScanOrderIndex
 								 * type: column SQL, "canonical form"
 								 * predicate, descending, date, its name
 								 * among the selected columns; else NIL */
+	FdwScanOrderTies,			/* List: a row scan sorted by a prefix of
+								 * the query's order (order.c), whose shards
+								 * return their first rows and every row
+								 * tied with the last on the first key: its
+								 * column SQL, " COLLATE BINARY" or "",
+								 * descending, nulls_first; else NIL */
 	FdwScanOrderCount
 };
 
@@ -573,6 +579,9 @@ extern void shard_order_final_paths(PlannerInfo *root, RelOptInfo *input_rel,
 									RelOptInfo *output_rel,
 									FinalPathExtraData *extra);
 extern bool shard_order_is_final(ForeignPath *best_path);
+extern bool shard_order_is_prefix(ForeignPath *best_path);
+extern List *shard_order_prefix_private(PlannerInfo *root,
+										RelOptInfo *baserel, List *pathkeys);
 extern RelOptInfo *shard_order_base_rel(PlannerInfo *root);
 extern List *shard_order_scan_tlist(PlannerInfo *root, RelOptInfo *baserel,
 									Relation rel);

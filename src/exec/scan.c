@@ -278,6 +278,7 @@ init_order(ForeignScanState *node, List *order, List *limit_exprs)
 		/* The scan's own sort, by the scan tuple's columns. */
 		s->row_order = true;
 		s->window = list_nth(order, FdwScanOrderWindow);
+		s->ties = list_nth(order, FdwScanOrderTies);
 		s->nsort = list_length(linitial(keys));
 		s->sort_attnos = palloc(sizeof(AttrNumber) * (s->nsort + 1));
 		s->sort_ops = palloc(sizeof(Oid) * (s->nsort + 1));
@@ -1033,9 +1034,10 @@ shard_scan_resolve(ForeignScanState *node)
 	s->params_ready = false;
 
 	/* One shard can sort and limit for the scan, unless shard_scan_plan_shard finds
-	 * that it cannot be trusted to (or a time key needs the scan's sort). */
+	 * that it cannot be trusted to (or a time key, or ties, need the scan's
+	 * sort). */
 	s->row_direct = (s->row_order && list_length(s->targets) == 1 &&
-					 s->window == NIL);
+					 s->window == NIL && s->ties == NIL);
 }
 
 /*
@@ -1095,6 +1097,71 @@ append_row_order_sql(StringInfo sql, ShardScanState *s, ShardTarget *t)
 }
 
 /*
+ * ties_key
+ *		The first key of a scan whose shards return ties, as its shard
+ *		query compares it: the column, with COLLATE BINARY for text.
+ */
+static char *
+ties_key(ShardScanState *s)
+{
+	return psprintf("%s%s", strVal(linitial(s->ties)),
+					strVal(lsecond(s->ties)));
+}
+
+/*
+ * append_ties_arms_sql
+ *		After "WITH ssfdw_top AS (a shard's first rows)": those rows but the
+ *		ones tied with the last of them on the first key, and, when they
+ *		fill the bound, every row so tied (an index range, NULL or not):
+ *		SQLite's LIMIT has no WITH TIES, and a tie cut off at one shard's
+ *		bound may rank within the whole order's limit by the keys after the
+ *		first.  The first key of the last row is, with NULLS FIRST, the
+ *		last non-NULL value if any, with NULLS LAST NULL if any, else the
+ *		extreme value in the order's direction.  Each is a scalar subquery
+ *		over the few first rows, computed once; a second table of them
+ *		would cost SQLite more.
+ */
+static void
+append_ties_arms_sql(StringInfo sql, ShardScanState *s, const char *select,
+					 const char *where)
+{
+	char	   *key = ties_key(s);
+	const char *agg = intVal(lthird(s->ties)) ? "min" : "max";
+	char	   *full;
+	char	   *last;
+
+	full = psprintf("(SELECT count(*) >= " INT64_FORMAT " FROM ssfdw_top)",
+					s->shard_bound);
+	if (intVal(lfourth(s->ties)))
+		last = psprintf("(SELECT %s(%s) FROM ssfdw_top)", agg, key);
+	else
+		last = psprintf("(SELECT CASE WHEN count(%s) < count(*) THEN NULL ELSE %s(%s) END FROM ssfdw_top)",
+						key, agg, key);
+	appendStringInfo(sql,
+					 " SELECT * FROM ssfdw_top WHERE NOT %s OR %s IS NOT %s"
+					 " UNION ALL %s WHERE %s%s%s AND %s IS %s",
+					 full, key, last,
+					 select, where, where[0] ? " AND " : "", full, key, last);
+}
+
+/*
+ * append_ties_sql
+ *		The query of a shard of a scan sorted by a prefix of the query's
+ *		order (order.c): its first OFFSET + LIMIT rows by the prefix, and
+ *		every row tied with the last of them on the first key.  The scan
+ *		sorts what comes back.
+ */
+static void
+append_ties_sql(StringInfo sql, ShardScanState *s, const char *select,
+				const char *where)
+{
+	appendStringInfo(sql, "WITH ssfdw_top AS (%s%s%s ORDER BY %s LIMIT " INT64_FORMAT ")",
+					 select, where[0] ? " WHERE " : "", where, s->order_sql,
+					 s->shard_bound);
+	append_ties_arms_sql(sql, s, select, where);
+}
+
+/*
  * window_may_hold_numbers
  *		May the time key of a shard's windowed query hold numbers there?
  *		Not when the shard declares the column of one table TEXT, which
@@ -1147,9 +1214,18 @@ append_window_sql(StringInfo sql, ShardScanState *s, const char *select,
 		"strftime('%%Y-%%m-%%d %%H:%%M', min(%s), '-15 hours', '-1 minute')";
 
 	appendStringInfo(sql,
-					 "WITH ssfdw_top AS (%s WHERE %s%s(%s IS NULL OR %s) ORDER BY %s LIMIT " INT64_FORMAT ")"
-					 " SELECT * FROM ssfdw_top",
+					 "WITH ssfdw_top AS (%s WHERE %s%s(%s IS NULL OR %s) ORDER BY %s LIMIT " INT64_FORMAT ")",
 					 select, where, and, col, canon, s->order_sql, s->shard_bound);
+
+	/*
+	 * With ties (a prefix of the order, order.c): those of the canonical
+	 * values or NULL, whose text equals the last's; a tie stored in another
+	 * form is among the rows that follow.
+	 */
+	if (s->ties != NIL)
+		append_ties_arms_sql(sql, s, select, where);
+	else
+		appendStringInfoString(sql, " SELECT * FROM ssfdw_top");
 
 	/*
 	 * Each arm one index range whose rows the canonical test skips before
@@ -1259,7 +1335,8 @@ build_shard_sql(ShardScanState *s, ShardTarget *t, bool raw, List **extra)
 		appendStringInfoString(&sql, s->modify_returning_sql);
 		return sql.data;
 	}
-	if (s->window != NIL && s->shard_bound >= 0 && row_shard_sorts(s, t))
+	if ((s->window != NIL || s->ties != NIL) && s->shard_bound >= 0 &&
+		row_shard_sorts(s, t))
 	{
 		StringInfoData select;
 
@@ -1277,8 +1354,11 @@ build_shard_sql(ShardScanState *s, ShardTarget *t, bool raw, List **extra)
 			shard_join_append_from(&select, s->join, t->conn, s->tenant_kind,
 								   s->restricted ? t->tenants : NIL,
 								   t->excluded, s->nparams, extra);
-		append_window_sql(&sql, s, select.data, where.data,
-						  window_may_hold_numbers(s, t));
+		if (s->window != NIL)
+			append_window_sql(&sql, s, select.data, where.data,
+							  window_may_hold_numbers(s, t));
+		else
+			append_ties_sql(&sql, s, select.data, where.data);
 		return sql.data;
 	}
 	if (raw)
@@ -2301,7 +2381,7 @@ next_row(ForeignScanState *node, TupleTableSlot *slot)
 /*
  * sort_rows
  *		Put every row the shards return into the scan's sort, bounded by
- *		OFFSET + LIMIT.
+ *		OFFSET + LIMIT unless the shards return ties.
  */
 static void
 sort_rows(ForeignScanState *node, TupleTableSlot *slot)
@@ -2317,7 +2397,8 @@ sort_rows(ForeignScanState *node, TupleTableSlot *slot)
 										  s->sort_attnos, s->sort_ops,
 										  s->sort_colls, s->sort_nulls,
 										  work_mem);
-	if (s->shard_bound >= 0)
+	/* with ties, every row read is kept: PostgreSQL limits above */
+	if (s->shard_bound >= 0 && s->ties == NIL)
 		tuplesort_set_bound(s->sort, s->shard_bound);
 	MemoryContextSwitchTo(oldcxt);
 	if (s->pending_first)
@@ -2333,7 +2414,9 @@ sort_rows(ForeignScanState *node, TupleTableSlot *slot)
  * next_ordered_row
  *		The next row of a scan that sorts and limits the shards' rows
  *		itself: from its sort, or as they come when only limited; OFFSET
- *		skipped, nothing after LIMIT (no shard is read further).
+ *		skipped, nothing after LIMIT (no shard is read further).  A scan
+ *		whose shards return ties returns every row, sorted by the prefix,
+ *		for PostgreSQL to finish the sort and apply OFFSET and LIMIT.
  */
 static bool
 next_ordered_row(ForeignScanState *node, TupleTableSlot *slot)
@@ -2366,7 +2449,8 @@ next_ordered_row(ForeignScanState *node, TupleTableSlot *slot)
 
 	for (;;)
 	{
-		if (s->limit_count >= 0 && s->returned >= s->limit_count)
+		if (s->limit_count >= 0 && s->returned >= s->limit_count &&
+			s->ties == NIL)
 		{
 			ExecClearTuple(slot);
 			return false;
@@ -2387,7 +2471,7 @@ next_ordered_row(ForeignScanState *node, TupleTableSlot *slot)
 			s->pending_first = false;
 		else if (!next_row(node, slot))
 			return false;
-		if (s->skipped < s->limit_offset)
+		if (s->skipped < s->limit_offset && s->ties == NIL)
 		{
 			s->skipped++;
 			continue;
@@ -2686,6 +2770,7 @@ shardExplainForeignScan(ForeignScanState *node, ExplainState *es)
 	ExplainPropertyText("Pushdown",
 						s->row_order ?
 						(s->limit_exprs == NIL ? "rows, sorted" :
+						 s->ties != NIL ? "rows, sorted by a prefix and limited with ties" :
 						 s->nsort > 0 ? "rows, sorted and limited" :
 						 "rows, limited") :
 						s->order != NIL ? "whole groups per shard, sorted and limited" :
@@ -2720,7 +2805,19 @@ shardExplainForeignScan(ForeignScanState *node, ExplainState *es)
 								   s->quick_reads, es);
 	}
 
-	if (es->verbose)
+	if (es->verbose && s->ties != NIL && s->shard_bound >= 0)
+	{
+		/* with ties: a shard's query, without a time key's other forms */
+		StringInfoData sql;
+		StringInfoData where;
+
+		initStringInfo(&sql);
+		initStringInfo(&where);
+		shard_join_conditions(&where, s->where_sqls);
+		append_ties_sql(&sql, s, s->select_sql, where.data);
+		ExplainPropertyText("SQLite query", sql.data, es);
+	}
+	else if (es->verbose)
 	{
 		StringInfoData sql;
 

@@ -207,6 +207,9 @@ typedef struct ShardScanState
 	bool		row_direct;		/* one shard runs ORDER BY, OFFSET and
 								 * LIMIT; its rows pass through */
 	List	   *window;			/* FdwScanOrderWindow, or NIL */
+	List	   *ties;			/* FdwScanOrderTies, or NIL: the shards
+								 * sort by a prefix and keep ties, the scan
+								 * merges, PostgreSQL sorts and limits */
 	int			nsort;			/* sort keys */
 	AttrNumber *sort_attnos;
 	Oid		   *sort_ops;

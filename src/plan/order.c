@@ -73,6 +73,9 @@
 /* Marks a final path (fdw_private) as this file's. */
 #define ORDER_FINAL_MARK "ordered rows"
 
+/* Marks a path sorted by a prefix of the query's order, with ties. */
+#define ORDER_PREFIX_MARK "rows ordered by a prefix, with ties"
+
 /* One sort key of a row scan, as found in a pathkey. */
 typedef struct OrderKey
 {
@@ -83,6 +86,7 @@ typedef struct OrderKey
 	bool		nulls_first;
 } OrderKey;
 
+static void shard_order_prefix_path(PlannerInfo *root, RelOptInfo *baserel);
 static bool join_keys_ok(PlannerInfo *root, RelOptInfo *joinrel,
 						 List *pathkeys);
 static bool join_key_needs(PlannerInfo *root, RelOptInfo *joinrel,
@@ -228,7 +232,9 @@ key_need(PlannerInfo *root, Var *var)
  *		Offer a path of a routed scan (one tenant, so one shard) that
  *		returns its rows in the query's order, sorted by SQLite: no Sort is
  *		needed above it.  Paths of other scans are not ordered: their
- *		shards' rows would need a merge.
+ *		shards' rows would need a merge; but that of a limited query whose
+ *		order the shards can sort only a prefix of is (see
+ *		shard_order_prefix_path).
  */
 void
 shard_order_add_paths(PlannerInfo *root, RelOptInfo *baserel, double rows,
@@ -241,6 +247,7 @@ shard_order_add_paths(PlannerInfo *root, RelOptInfo *baserel, double rows,
 	if (root->query_pathkeys == NIL || !bms_is_empty(baserel->lateral_relids) ||
 		!shard_rel_all_pushed(baserel))
 		return;
+	shard_order_prefix_path(root, baserel);
 	if (shard_find_tenant_condition(baserel, shard_rel_tenant_attnum(baserel),
 									&kind) == NULL || kind != PRUNE_EQ)
 		return;
@@ -259,6 +266,140 @@ shard_order_add_paths(PlannerInfo *root, RelOptInfo *baserel, double rows,
 											total, total,
 											root->query_pathkeys, NULL, NULL,
 											NIL));
+}
+
+/*
+ * prefix_query_ok
+ *		Is the query nothing but one foreign table's rows (baserel's),
+ *		conditions all in the shards, plain columns out, an ORDER BY and a
+ *		LIMIT the scan can evaluate when it starts?  Then the Limit node is
+ *		the plan's top, and any path of the table ends below it, sorted to
+ *		the whole order: a scan that returns only its shards' first rows
+ *		(with ties) by a prefix of the order loses no row the limit keeps.
+ */
+static bool
+prefix_query_ok(PlannerInfo *root, RelOptInfo *baserel)
+{
+	Query	   *parse = root->parse;
+	ListCell   *lc;
+
+	if (parse->commandType != CMD_SELECT || parse->limitCount == NULL ||
+		parse->limitOption != LIMIT_OPTION_COUNT ||
+		parse->sortClause == NIL || root->sort_pathkeys == NIL ||
+		!equal(root->query_pathkeys, root->sort_pathkeys) ||
+		parse->hasAggs || parse->groupClause || parse->groupingSets ||
+		parse->havingQual || parse->hasWindowFuncs || parse->distinctClause ||
+		parse->hasTargetSRFs || parse->rowMarks || parse->setOperations ||
+		!shard_limit_value_ok(parse->limitOffset) ||
+		!shard_limit_value_ok(parse->limitCount))
+		return false;
+	if (baserel->reloptkind != RELOPT_BASEREL ||
+		!bms_equal(root->all_baserels, baserel->relids) ||
+		!bms_is_empty(baserel->lateral_relids) ||
+		!shard_rel_all_pushed(baserel))
+		return false;
+	foreach(lc, baserel->baserestrictinfo)
+		if (((RestrictInfo *) lfirst(lc))->pseudoconstant)
+			return false;
+
+	/*
+	 * Outputs that compute would be computed only for the rows the shards
+	 * return (see final_target_plain); the final target is not made yet,
+	 * the processed target list is.
+	 */
+	foreach(lc, root->processed_tlist)
+	{
+		Expr	   *expr = shard_strip_relabel(((TargetEntry *) lfirst(lc))->expr);
+		Var		   *var = shard_own_column(expr, baserel);
+
+		if (IsA(expr, Const))
+			continue;
+		if (var == NULL || var->varattno <= 0)
+			return false;
+	}
+	return true;
+}
+
+/*
+ * shard_order_prefix_path
+ *		Offer a path that returns the table's rows sorted by the longest
+ *		prefix of the query's ORDER BY that the shards can sort, when the
+ *		rest of it cannot be (text under another collation, numeric, an
+ *		expression, a time after the first key): each shard returns its
+ *		first OFFSET + LIMIT rows by that prefix and every row tied with
+ *		the last of them on the first key (SQLite has no WITH TIES), the
+ *		scan merges them in the prefix's order, and PostgreSQL finishes the
+ *		sort with an Incremental Sort and applies the limit above it.  An
+ *		order the shards sort whole is a final path's
+ *		(shard_order_final_paths) instead.
+ *
+ * A row among the first n of the whole order is among the first n by the
+ * first key, so its first key is at or before the n-th smallest of the
+ * fleet, which is at or before the n-th of its own shard: every shard's
+ * rows up to and tied with its n-th hold every row the limit keeps.
+ */
+static void
+shard_order_prefix_path(PlannerInfo *root, RelOptInfo *baserel)
+{
+	List	   *prefix = NIL;
+	ListCell   *lc;
+	ShardPruneKind kind;
+	int			nshards = 1;
+	double		rows;
+	Cost		startup;
+	Cost		total;
+
+	if (!prefix_query_ok(root, baserel))
+		return;
+	foreach(lc, root->query_pathkeys)
+	{
+		OrderKey	key;
+
+		if (!pathkey_key(root, baserel, lfirst(lc), prefix == NIL, &key))
+			break;
+		prefix = lappend(prefix, lfirst(lc));
+	}
+	if (prefix == NIL ||
+		list_length(prefix) == list_length(root->query_pathkeys))
+		return;
+
+	/*
+	 * The first rows of each shard come back (of one shard for one
+	 * tenant), ordered by the prefix: PostgreSQL's Incremental Sort above
+	 * sorts only the first groups, which the limit needs.  The shards read
+	 * them by an index, as a final path's.
+	 */
+	if (shard_find_tenant_condition(baserel, shard_rel_tenant_attnum(baserel),
+									&kind) == NULL || kind != PRUNE_EQ)
+	{
+		ShardDirectory *dir;
+
+		dir = shard_directory_get(shard_server_options(baserel->serverid));
+		nshards = Max(list_length(shard_directory_shards(dir)), 1);
+	}
+	rows = baserel->rows;
+	if (root->limit_tuples > 0 && root->limit_tuples * nshards < rows)
+		rows = root->limit_tuples * nshards;
+	startup = 25.0 + baserel->rows * cpu_operator_cost * 0.1;
+	total = startup + rows * cpu_tuple_cost;
+	add_path(baserel, (Path *)
+			 create_foreignscan_path_compat(root, baserel, NULL, rows,
+											startup, total, prefix, NULL,
+											NULL,
+											list_make1(makeString(ORDER_PREFIX_MARK))));
+}
+
+/*
+ * shard_order_is_prefix
+ *		Is best_path a path of shard_order_prefix_path?
+ */
+bool
+shard_order_is_prefix(ForeignPath *best_path)
+{
+	List	   *p = best_path->fdw_private;
+
+	return list_length(p) == 1 && IsA(linitial(p), String) &&
+		strcmp(strVal(linitial(p)), ORDER_PREFIX_MARK) == 0;
 }
 
 /*
@@ -636,11 +777,38 @@ shard_order_private(PlannerInfo *root, RelOptInfo *baserel, List *pathkeys,
 						 key->nulls_first != key->desc ?
 						 (key->nulls_first ? " NULLS FIRST" : " NULLS LAST") : "");
 	}
-	return lappend(lappend(lappend(list_make4(list_make4(attnos, sortops, colls, nulls),
-											  makeString(sql.data),
-											  NIL,
-											  makeString(text.data)),
-								   needs),
-						   makeInteger(-1)),
-				   window);
+	return lappend(lappend(lappend(lappend(list_make4(list_make4(attnos, sortops, colls, nulls),
+													  makeString(sql.data),
+													  NIL,
+													  makeString(text.data)),
+										   needs),
+								   makeInteger(-1)),
+						   window),
+				   NIL);
+}
+
+/*
+ * shard_order_prefix_private
+ *		The FdwScanOrder* list of a path of shard_order_prefix_path: that of
+ *		its pathkeys, with the FdwScanOrderTies entry of its first key.
+ */
+List *
+shard_order_prefix_private(PlannerInfo *root, RelOptInfo *baserel,
+						   List *pathkeys)
+{
+	List	   *order = shard_order_private(root, baserel, pathkeys, NIL);
+	OrderKey	key;
+	StringInfoData col;
+
+	if (!pathkey_key(root, baserel, linitial(pathkeys), true, &key))
+		elog(ERROR, "ordered foreign path has a key the shards cannot sort");
+	initStringInfo(&col);
+	shard_deparse_column_ref(&col, root, key.var);
+	llast(order) = list_make4(makeString(col.data),
+							  makeString((key.var->vartype == TEXTOID ||
+										  key.var->vartype == VARCHAROID) ?
+										 " COLLATE BINARY" : ""),
+							  makeInteger(key.desc),
+							  makeInteger(key.nulls_first));
+	return order;
 }

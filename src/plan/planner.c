@@ -1017,15 +1017,19 @@ shardGetForeignPlan(PlannerInfo *root, RelOptInfo *baserel,
 	shard_scan_private_init(&priv);
 
 	/*
-	 * An ordered path's shards sort (and a final path's limit); OFFSET and
-	 * LIMIT go between the values to bind and the tenant value.
+	 * An ordered path's shards sort (and a final path's limit, or a prefix
+	 * path's with ties: order.c); OFFSET and LIMIT go between the values to
+	 * bind and the tenant value.
 	 */
-	if (final || best_path->path.pathkeys != NIL)
+	if (shard_order_is_prefix(best_path))
+		priv.order = shard_order_prefix_private(root, baserel,
+												best_path->path.pathkeys);
+	else if (final || best_path->path.pathkeys != NIL)
 		priv.order = shard_order_private(root, baserel,
 										 final ? (root->parse->sortClause ?
 												  root->sort_pathkeys : NIL) :
 										 best_path->path.pathkeys, NIL);
-	if (final)
+	if (final || shard_order_is_prefix(best_path))
 	{
 		priv.nlimit_exprs = 2;
 		params = lappend(params, root->parse->limitOffset);

@@ -1433,13 +1433,14 @@ final_order(ShardUpperInfo *info, SelectList *sl, List *cols, int guard_col,
 						 (sgc->nulls_first ? " NULLS FIRST" : " NULLS LAST") : "");
 	}
 
-	return lappend(lappend(lappend(list_make4(list_make4(attnos, sortops, colls, nulls),
-											  makeString(sql.data),
-											  ta_sorts,
-											  makeString(text.data)),
-								   info->bound_needs),
-						   makeInteger(keycheck_col)),
-				   NIL);		/* no time window: groups sort exactly */
+	return lappend(lappend(lappend(lappend(list_make4(list_make4(attnos, sortops, colls, nulls),
+													  makeString(sql.data),
+													  ta_sorts,
+													  makeString(text.data)),
+										   info->bound_needs),
+								   makeInteger(keycheck_col)),
+						   NIL),	/* no time window: groups sort exactly */
+				   NIL);		/* no ties: the whole order is sorted */
 }
 
 /*
