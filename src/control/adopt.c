@@ -180,7 +180,8 @@ unknown_tenants(ShardServerOptions *opts, ShardDirectory *dir)
 					continue;
 				f = palloc(sizeof(FoundTenant));
 				f->tenant = tr->tenant;
-				f->shard_id = info->shard_id;
+				/* the directory's cache goes with its next change */
+				f->shard_id = pstrdup(info->shard_id);
 				f->rows = tr->rows;
 				found = lappend(found, f);
 			}
