@@ -2785,7 +2785,10 @@ explain_time_index(ForeignScanState *node, ExplainState *es, char **shards)
 	if (!s->resolved || !s->restricted || s->join != NULL ||
 		s->topts->reference)
 		return NULL;
-	if (!es->analyze)
+	/* a shard is opened only where there is a time range to weigh */
+	if (!es->analyze && !s->row_order && s->modify_sql == NULL &&
+		!s->tenant_only &&
+		shard_time_range_seconds(s->where_sqls, NULL, 0) != NIL)
 	{
 		if (!s->params_ready)
 		{
