@@ -307,6 +307,17 @@ extern List *shard_time_range_append(List *safe, List *marks);
 extern List *shard_time_merge_checks(List *sqls);
 extern List *shard_time_ranges_for_shard(List *conds, ShardConn *conn,
 										 const char *table);
+
+/* A time range of a shard's conditions, in Unix seconds. */
+typedef struct ShardTimeRange
+{
+	char	   *column;			/* the stored column (SQLite's name) */
+	double		lo;				/* from, or -inf */
+	double		hi;				/* to, or +inf */
+} ShardTimeRange;
+
+extern List *shard_time_range_seconds(List *conds, const ShardValue *binds,
+									  int nbinds);
 extern bool shard_time_bind(int kind, Datum value, ShardValue *out,
 							int64 grid[3]);
 
@@ -403,6 +414,10 @@ enum FdwScanPrivateIndex
 								 * the tenant column */
 	FdwScanPrivateJoin,			/* List (FdwScanJoinIndex) of a join the
 								 * shards run, or NIL */
+	FdwScanPrivateTenantRows,	/* Float: the routed tenants' estimated
+								 * rows, or -1 (timeindex.c) */
+	FdwScanPrivateTenantSqls,	/* List of String: the pushed SQL of the
+								 * condition the scan is routed by, or NIL */
 	FdwScanPrivateCount
 };
 
@@ -523,6 +538,11 @@ extern List *shard_rel_remote_conds(RelOptInfo *baserel);
 extern const char *shard_rel_table(RelOptInfo *baserel);
 extern bool shard_rel_all_pushed(RelOptInfo *baserel);
 extern bool shard_rel_tenant_only(RelOptInfo *baserel);
+extern double shard_rel_tenant_rows(RelOptInfo *baserel);
+extern List *shard_rel_deparse_conditions(PlannerInfo *root,
+										  RelOptInfo *baserel, List **params,
+										  List **param_kinds,
+										  List **tenant_sqls);
 extern double shard_rel_scanned(RelOptInfo *baserel);
 extern ShardTableOptions *shard_rel_options(RelOptInfo *baserel);
 
@@ -565,6 +585,7 @@ extern void shard_join_append_from(StringInfo sql, ShardJoinScan *j,
 
 /* in estimate.c */
 
+extern double shard_btree_rows(sqlite3 *db, const char *table);
 extern double shard_estimate_rows(Relation rel, ShardTableOptions *topts,
 								  bool read_all);
 extern double shard_estimate_tenant_rows(PlannerInfo *root, Relation rel,
@@ -627,6 +648,8 @@ typedef struct ShardScanPrivate
 	bool		materialize;
 	bool		tenant_only;
 	List	   *join;
+	double		tenant_rows;
+	List	   *tenant_sqls;
 } ShardScanPrivate;
 
 extern void shard_scan_private_init(ShardScanPrivate *p);
@@ -816,6 +839,9 @@ typedef struct ShardTenantRule
 	bool		binary;			/* declared collation BINARY */
 } ShardTenantRule;
 
+/* Flags of shard_tenant_condition. */
+#define SHARD_TENANT_NO_INDEX	0x01	/* a form no tenant index serves */
+
 /* A table that a foreign table of a server reads. */
 typedef struct ShardSpecTable
 {
@@ -845,9 +871,11 @@ extern void shard_tenant_key(StringInfo buf, const char *qual,
 extern void shard_tenant_match(StringInfo buf, const char *qual,
 							   const char *column, const ShardTenantRule *rule,
 							   const char *param);
+extern bool shard_tenant_indexed(const ShardTenantRule *rule);
 extern ShardValue shard_tenant_condition(StringInfo buf, const char *column,
 										 const ShardTenantRule *rule,
-										 List *ids, bool negate, int paramno);
+										 List *ids, bool negate, int paramno,
+										 int flags);
 extern void shard_tenant_trigger_match(StringInfo buf, const char *row,
 									   const char *column,
 									   const ShardTenantRule *rule,
@@ -858,6 +886,14 @@ extern ShardTenantSpec *shard_tenant_spec(Oid serverid);
 extern const char *shard_tenant_spec_table(ShardTenantSpec *spec,
 										   const char *table, List *columns,
 										   int *kind);
+
+/* in timeindex.c */
+extern const char *shard_time_index_choose(ShardConn *conn, const char *table,
+										   const char *tenant_column,
+										   const ShardTenantRule *rule,
+										   List *tenants, List *conds,
+										   const ShardValue *binds,
+										   int nbinds, double tenant_rows);
 
 /* in admin.c */
 

@@ -180,7 +180,7 @@ shard_tenant_table_rows(ShardConn *conn, const char *shard_id,
 	shard_quote_identifier(&sql, tt->table);
 	appendStringInfoString(&sql, " WHERE ");
 	bind = shard_tenant_condition(&sql, tt->column, &tt->rule,
-								  list_make1((char *) tenant), false, 1);
+								  list_make1((char *) tenant), false, 1, 0);
 	rc = shardio_prepare(db, sql.data, 0, &stmt, errbuf);
 	if (rc == SQLITE_OK)
 		rc = shardio_bind(stmt, 1, &bind, 1, errbuf);

@@ -190,6 +190,80 @@ shard_tenant_key(StringInfo buf, const char *qual, const char *column,
 }
 
 /*
+ * shard_tenant_indexed
+ *		Can an index on the tenant column serve the rule's condition?  Only
+ *		where it compares the column itself (text in a TEXT column, integers
+ *		outside one); ssfdw_tenant's value no index holds.
+ */
+bool
+shard_tenant_indexed(const ShardTenantRule *rule)
+{
+	return text_compared(rule) ||
+		(rule->kind != SHARDIO_TENANT_TEXT &&
+		 rule->kind != SHARDIO_TENANT_UUID &&
+		 rule->affinity != 0 && rule->affinity != 'T');
+}
+
+/*
+ * append_indexed_column
+ *		Append the column as a condition of the rule compares it: with
+ *		SHARD_TENANT_NO_INDEX in flags, behind a unary "+", which keeps its
+ *		value and collation but makes it an expression no index serves, so
+ *		that SQLite finds the rows through another condition's index.  The
+ *		"+" also takes the column's affinity away, which changes nothing
+ *		here: the values compared with it are already of the storage class
+ *		that affinity would give them.
+ */
+static void
+append_indexed_column(StringInfo buf, const char *qual, const char *column,
+					  int flags)
+{
+	if (flags & SHARD_TENANT_NO_INDEX)
+		appendStringInfoChar(buf, '+');
+	append_column(buf, qual, column);
+}
+
+/*
+ * append_match
+ *		shard_tenant_match, with flags (SHARD_TENANT_NO_INDEX).
+ */
+static void
+append_match(StringInfo buf, const char *qual, const char *column,
+			 const ShardTenantRule *rule, const char *param, int flags)
+{
+	if (text_compared(rule))
+	{
+		/* the collation's comparison is there only for its index */
+		if (!rule->binary && !(flags & SHARD_TENANT_NO_INDEX))
+		{
+			appendStringInfoChar(buf, '(');
+			append_column(buf, qual, column);
+			appendStringInfo(buf, " = %s AND ", param);
+		}
+		append_indexed_column(buf, qual, column, flags);
+		appendStringInfo(buf, " COLLATE BINARY = %s", param);
+		if (!rule->binary && !(flags & SHARD_TENANT_NO_INDEX))
+			appendStringInfoChar(buf, ')');
+	}
+	else if (shard_tenant_indexed(rule))
+	{
+		/* "+ 0": a number of no affinity, so no text reads as it */
+		appendStringInfoChar(buf, '(');
+		append_indexed_column(buf, qual, column, flags);
+		appendStringInfo(buf, " = CAST(%s AS INTEGER) + 0 OR ", param);
+		append_indexed_column(buf, qual, column, flags);
+		appendStringInfoString(buf, " >= '' AND ");
+		shard_tenant_key(buf, qual, column, rule);
+		appendStringInfo(buf, " = %s)", param);
+	}
+	else
+	{
+		shard_tenant_key(buf, qual, column, rule);
+		appendStringInfo(buf, " = %s", param);
+	}
+}
+
+/*
  * shard_tenant_match
  *		Append "the row's tenant is the id in param" (an SQLite parameter:
  *		"?3", ":tenant"), a condition SQLite can answer from an index on the
@@ -209,37 +283,7 @@ void
 shard_tenant_match(StringInfo buf, const char *qual, const char *column,
 				   const ShardTenantRule *rule, const char *param)
 {
-	if (text_compared(rule))
-	{
-		if (!rule->binary)
-		{
-			appendStringInfoChar(buf, '(');
-			append_column(buf, qual, column);
-			appendStringInfo(buf, " = %s AND ", param);
-		}
-		append_column(buf, qual, column);
-		appendStringInfo(buf, " COLLATE BINARY = %s", param);
-		if (!rule->binary)
-			appendStringInfoChar(buf, ')');
-	}
-	else if (rule->kind != SHARDIO_TENANT_TEXT &&
-			 rule->kind != SHARDIO_TENANT_UUID &&
-			 rule->affinity != 0 && rule->affinity != 'T')
-	{
-		/* "+ 0": a number of no affinity, so no text reads as it */
-		appendStringInfoChar(buf, '(');
-		append_column(buf, qual, column);
-		appendStringInfo(buf, " = CAST(%s AS INTEGER) + 0 OR ", param);
-		append_column(buf, qual, column);
-		appendStringInfoString(buf, " >= '' AND ");
-		shard_tenant_key(buf, qual, column, rule);
-		appendStringInfo(buf, " = %s)", param);
-	}
-	else
-	{
-		shard_tenant_key(buf, qual, column, rule);
-		appendStringInfo(buf, " = %s", param);
-	}
+	append_match(buf, qual, column, rule, param, 0);
 }
 
 /*
@@ -251,11 +295,16 @@ shard_tenant_match(StringInfo buf, const char *qual, const char *column,
  * one JSON array read by json_each.  A row of no tenant (a NULL, or a
  * value ssfdw_tenant reads as no tenant's) is in no list, and not
  * excluded by a negated one.
+ *
+ * flags: SHARD_TENANT_NO_INDEX asks for the same condition in a form that
+ * no index on the tenant column serves (the column behind a unary "+"), for
+ * a read that another index finds fewer rows by (a short time range of a
+ * large tenant: timeindex.c).  It keeps exactly the same rows.
  */
 ShardValue
 shard_tenant_condition(StringInfo buf, const char *column,
 					   const ShardTenantRule *rule, List *ids, bool negate,
-					   int paramno)
+					   int paramno, int flags)
 {
 	StringInfoData key;
 	ShardValue	bind;
@@ -267,7 +316,7 @@ shard_tenant_condition(StringInfo buf, const char *column,
 	bind.type = SQLITE_TEXT;
 	if (list_length(ids) == 1 && !negate)
 	{
-		shard_tenant_match(buf, "", column, rule, param);
+		append_match(buf, "", column, rule, param, flags);
 		bind.u.p = linitial(ids);
 	}
 	else
@@ -278,7 +327,7 @@ shard_tenant_condition(StringInfo buf, const char *column,
 		initStringInfo(&key);
 		if (text_compared(rule))
 		{
-			shard_quote_identifier(&key, column);
+			append_indexed_column(&key, "", column, flags);
 			appendStringInfoString(&key, " COLLATE BINARY");
 		}
 		else

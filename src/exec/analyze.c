@@ -474,7 +474,7 @@ shard_query(ShardAnalyzeState *astate, ShardConn *conn, const char *base,
 		binds[*nbinds] = shard_tenant_condition(&sql, astate->tenant_column,
 												&rule,
 												astate->allowed, false,
-												*nbinds + 1);
+												*nbinds + 1, 0);
 		(*nbinds)++;
 	}
 	if (astate->excluded != NIL)
@@ -484,7 +484,7 @@ shard_query(ShardAnalyzeState *astate, ShardConn *conn, const char *base,
 		binds[*nbinds] = shard_tenant_condition(&sql, astate->tenant_column,
 												&rule,
 												astate->excluded, true,
-												*nbinds + 1);
+												*nbinds + 1, 0);
 		(*nbinds)++;
 	}
 	return sql.data;

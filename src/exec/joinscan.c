@@ -174,7 +174,7 @@ tenant_filter(List *conds, ShardJoinTable *t, ShardConn *conn,
 	shard_tenant_rule_lookup(&rule, shard_conn_db(conn), t->table,
 							 t->tenant_column, tenant_kind);
 	bind = shard_tenant_condition(&sql, t->tenant_column, &rule, ids, negate,
-								  *paramno);
+								  *paramno, 0);
 	if (first)
 	{
 		ShardValue *v = palloc(sizeof(ShardValue));

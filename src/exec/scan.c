@@ -581,6 +581,8 @@ shardBeginForeignScan(ForeignScanState *node, int eflags)
 	s->materialize = priv.materialize;
 
 	s->tenant_only = priv.tenant_only;
+	s->tenant_rows = priv.tenant_rows;
+	s->tenant_sqls = priv.tenant_sqls;
 	s->counts_only = (s->mode != SCAN_ROWS);
 	foreach(lc, priv.agg_ops)
 		if (lfirst_int(lc) != AGGOP_COUNT_STAR && lfirst_int(lc) != AGGOP_KEY)
@@ -1043,7 +1045,9 @@ shard_scan_resolve(ForeignScanState *node)
 /*
  * add_tenant_condition
  *		Add "the row's tenant is [not] one of ids" to a shard's conditions,
- *		its value bound after the planned parameters and those before it.
+ *		its value bound after the planned parameters and those before it;
+ *		in the form no tenant index serves where the shard reads a time
+ *		range's index instead (time_index).
  */
 static List *
 add_tenant_condition(ShardScanState *s, ShardTarget *t, List *conds,
@@ -1051,13 +1055,31 @@ add_tenant_condition(ShardScanState *s, ShardTarget *t, List *conds,
 {
 	StringInfoData sql;
 	ShardValue *bind = palloc(sizeof(ShardValue));
+	List	   *out = NIL;
+	ListCell   *lc;
 
 	initStringInfo(&sql);
 	*bind = shard_tenant_condition(&sql, s->topts->tenant_column,
 								   &t->tenant_rule, ids, negate,
-								   s->nparams + list_length(*extra) + 1);
+								   s->nparams + list_length(*extra) + 1,
+								   t->time_index != NULL && !negate ?
+								   SHARD_TENANT_NO_INDEX : 0);
 	*extra = lappend(*extra, bind);
-	return lappend(list_copy(conds), makeString(sql.data));
+
+	/*
+	 * The pushed condition the scan is routed by keeps the same rows as
+	 * the filter of the tenants this shard is read for, and an index on
+	 * the tenant column serves it: left out where the filter is written so
+	 * that no such index serves it.
+	 */
+	foreach(lc, conds)
+	{
+		if (t->time_index != NULL && !negate &&
+			list_member(s->tenant_sqls, lfirst(lc)))
+			continue;
+		out = lappend(out, lfirst(lc));
+	}
+	return lappend(out, makeString(sql.data));
 }
 
 /*
@@ -1297,17 +1319,15 @@ append_key_columns(StringInfo sql, ShardTarget *t)
 }
 
 /*
- * build_shard_sql
- *		The statement for one shard: the planned query plus the run-time
- *		tenant filters; with raw, thread aggregation's input query in place
- *		of the GROUP BY query.  *extra receives the tenant ids to bind after
- *		the planned parameters.
+ * build_where_sql
+ *		The WHERE clause of one shard's statement: the planned conditions
+ *		and the run-time tenant filters.  *extra receives the tenant ids to
+ *		bind after the planned parameters.
  */
-static char *
-build_shard_sql(ShardScanState *s, ShardTarget *t, bool raw, List **extra)
+static void
+build_where_sql(StringInfo where, ShardScanState *s, ShardTarget *t,
+				List **extra)
 {
-	StringInfoData sql;
-	StringInfoData where;
 	List	   *conds = t->degraded ? s->safe_where_sqls : s->where_sqls;
 
 	/*
@@ -1323,8 +1343,26 @@ build_shard_sql(ShardScanState *s, ShardTarget *t, bool raw, List **extra)
 		conds = add_tenant_condition(s, t, conds, t->excluded, true, extra);
 	if (s->join == NULL)
 		conds = shard_time_ranges_for_shard(conds, t->conn, s->topts->table);
+	shard_join_conditions(where, conds);
+}
+
+/*
+ * build_shard_sql
+ *		The statement for one shard: the planned query plus the run-time
+ *		tenant filters; with raw, thread aggregation's input query in place
+ *		of the GROUP BY query.  *extra receives the tenant ids to bind after
+ *		the planned parameters.
+ */
+static char *
+build_shard_sql(ShardScanState *s, ShardTarget *t, bool raw, List **extra)
+{
+	StringInfoData sql;
+	StringInfoData where;
+
 	initStringInfo(&where);
-	shard_join_conditions(&where, conds);
+	build_where_sql(&where, s, t, extra);
+	if (t->time_index != NULL)
+		t->time_where = where.data;
 
 	initStringInfo(&sql);
 	if (s->modify_sql)
@@ -1534,7 +1572,7 @@ large_tenant_without_stats(ShardScanState *s, ShardTarget *t)
 	shard_quote_identifier(&sql, table);
 	appendStringInfoString(&sql, " WHERE ");
 	bind = shard_tenant_condition(&sql, s->topts->tenant_column,
-								  &t->tenant_rule, t->tenants, false, 1);
+								  &t->tenant_rule, t->tenants, false, 1, 0);
 	appendStringInfo(&sql, " LIMIT %lld)", (long long) (rows / 16));
 	if (sqlite3_prepare_v2(db, sql.data, -1, &stmt, NULL) != SQLITE_OK)
 		return false;
@@ -1544,6 +1582,39 @@ large_tenant_without_stats(ShardScanState *s, ShardTarget *t)
 	sqlite3_finalize(stmt);
 	return found >= rows / 16;
 }
+/*
+ * choose_time_index
+ *		The time column whose index a routed read of a time range should
+ *		find this shard's rows by, rather than the tenant's index, or NULL
+ *		(timeindex.c).  Not for a sorted read (its order picks an index) or
+ *		a direct modification.  The tenants' estimated rows are shared among
+ *		the shards in proportion to the tenants each is read for.
+ */
+static const char *
+choose_time_index(ShardScanState *s, ShardTarget *t)
+{
+	double		tenant_rows = s->tenant_rows;
+	int			ntenants = 0;
+	ListCell   *lc;
+
+	if (!s->restricted || t->tenants == NIL || s->join != NULL ||
+		s->topts->reference || !t->tenant_is_text || t->degraded ||
+		t->tenant_noindex ||
+		s->row_order || s->modify_sql != NULL || s->tenant_only)
+		return NULL;
+	if (tenant_rows >= 0)
+	{
+		foreach(lc, s->targets)
+			ntenants += list_length(((ShardTarget *) lfirst(lc))->tenants);
+		if (ntenants > 0)
+			tenant_rows = tenant_rows * list_length(t->tenants) / ntenants;
+	}
+	return shard_time_index_choose(t->conn, s->topts->table,
+								   s->topts->tenant_column, &t->tenant_rule,
+								   t->tenants, s->where_sqls, s->param_values,
+								   s->nparams, tenant_rows);
+}
+
 /*
  * shard_scan_plan_shard
  *		Decide how one shard is read (what its declarations allow to push)
@@ -1627,6 +1698,7 @@ shard_scan_plan_shard(ShardScanState *s, ShardTarget *t)
 						 t->tenant_is_text && s->tenant_only && !s->counts_only &&
 						 !s->row_order && s->modify_sql == NULL &&
 						 large_tenant_without_stats(s, t));
+	t->time_index = choose_time_index(s, t);
 	/* The row's key, first: its rowid, or its primary key (shard_row_key_shard) */
 	t->keyed = NULL;
 	t->nkeys = 0;
@@ -2741,6 +2813,129 @@ explain_flagged_shards(ShardScanState *s, ExplainState *es, const char *label,
 }
 
 /*
+ * run_time_value_walker
+ *		Does an expression read a value computed while the query runs: a
+ *		subquery's (an executor parameter, a SubPlan)?
+ */
+static bool
+run_time_value_walker(Node *node, void *context)
+{
+	if (node == NULL)
+		return false;
+	if (IsA(node, Param) && ((Param *) node)->paramkind != PARAM_EXTERN)
+		return true;
+	if (IsA(node, SubPlan) || IsA(node, AlternativeSubPlan))
+		return true;
+	return expression_tree_walker(node, run_time_value_walker, context);
+}
+
+/*
+ * params_known
+ *		Can the values the scan binds be computed for a plain EXPLAIN
+ *		without running anything that could fail or differ at run time:
+ *		constants, and parameters of EXPLAIN EXECUTE?
+ */
+static bool
+params_known(ForeignScanState *node)
+{
+	ForeignScan *fscan = (ForeignScan *) node->ss.ps.plan;
+	bool		have_params = (node->ss.ps.state->es_param_list_info != NULL);
+	ListCell   *lc;
+
+	foreach(lc, fscan->fdw_exprs)
+	{
+		Node	   *expr = lfirst(lc);
+
+		if (expr != NULL && !IsA(expr, Const) &&
+			(!have_params || contain_mutable_functions(expr) ||
+			 run_time_value_walker(expr, NULL)))
+			return false;
+	}
+	return true;
+}
+
+/*
+ * explain_time_index
+ *		EXPLAIN VERBOSE: the first shard of a routed scan that reads a time
+ *		index instead of the tenant's (choose_time_index), with its WHERE
+ *		clause in time_where, and in *shards the names of every such shard;
+ *		NULL when none does.  A plain
+ *		EXPLAIN decides for each shard as its scan would, reading each
+ *		briefly (as planning's estimates do), when the values to bind are
+ *		known; with ANALYZE the shards read decided.
+ */
+static ShardTarget *
+explain_time_index(ForeignScanState *node, ExplainState *es, char **shards)
+{
+	ShardScanState *s = (ShardScanState *) node->fdw_state;
+	ShardTarget *first = NULL;
+	StringInfoData names;
+	ListCell   *lc;
+
+	if (!s->resolved || !s->restricted || s->join != NULL ||
+		s->topts->reference)
+		return NULL;
+	/* a shard is opened only where there is a time range to weigh */
+	if (!es->analyze && !s->row_order && s->modify_sql == NULL &&
+		!s->tenant_only &&
+		shard_time_range_seconds(s->where_sqls, NULL, 0) != NIL)
+	{
+		if (!s->params_ready)
+		{
+			if (!params_known(node))
+				return NULL;
+			shard_scan_eval_params(s, node->ss.ps.ps_ExprContext);
+			s->params_ready = true;
+		}
+		foreach(lc, s->targets)
+		{
+			ShardTarget *t = lfirst(lc);
+			MemoryContext oldcxt;
+
+			if (t->sql != NULL || t->tenants == NIL)
+				continue;
+			t->conn = shard_conn_get_brief(s->opts, &t->info, true);
+			if (t->conn == NULL)
+				continue;
+			oldcxt = MemoryContextSwitchTo(s->resolve_cxt);
+			shard_tenant_rule_lookup(&t->tenant_rule, shard_conn_db(t->conn),
+									 s->topts->table, s->topts->tenant_column,
+									 s->tenant_kind);
+			t->tenant_is_text = t->tenant_rule.kind == SHARDIO_TENANT_TEXT &&
+				t->tenant_rule.affinity == 'T';
+			t->time_index = choose_time_index(s, t);
+			if (t->time_index != NULL)
+			{
+				StringInfoData where;
+				List	   *extra;
+
+				initStringInfo(&where);
+				build_where_sql(&where, s, t, &extra);
+				t->time_where = where.data;
+			}
+			MemoryContextSwitchTo(oldcxt);
+			shard_conn_release(t->conn);
+			t->conn = NULL;
+		}
+	}
+
+	initStringInfo(&names);
+	foreach(lc, s->targets)
+	{
+		ShardTarget *t = lfirst(lc);
+
+		if (t->time_index == NULL)
+			continue;
+		if (first == NULL)
+			first = t;
+		appendStringInfo(&names, "%s%s", names.len > 0 ? ", " : "",
+						 t->info.shard_id);
+	}
+	*shards = names.data;
+	return first;
+}
+
+/*
  * shardExplainForeignScan
  *		Show which shards the scan reads and, with VERBOSE, the SQLite
  *		query.  A plain EXPLAIN routes without opening a shard.
@@ -2820,6 +3015,8 @@ shardExplainForeignScan(ForeignScanState *node, ExplainState *es)
 	else if (es->verbose)
 	{
 		StringInfoData sql;
+		ShardTarget *chosen;
+		char	   *shards;
 
 		initStringInfo(&sql);
 		appendStringInfoString(&sql, s->agg_spec ? s->raw_sql : s->select_sql);
@@ -2830,7 +3027,14 @@ shardExplainForeignScan(ForeignScanState *node, ExplainState *es)
 			shard_join_append_from(&sql, s->join, NULL, s->tenant_kind, NIL,
 								   NIL, s->nparams, &extra);
 		}
-		if (s->where_sqls != NIL)
+		/*
+		 * A shard that reads a time index: its conditions as that shard runs
+		 * them, its tenant filter among them.
+		 */
+		chosen = explain_time_index(node, es, &shards);
+		if (chosen != NULL)
+			appendStringInfo(&sql, " WHERE %s", chosen->time_where);
+		else if (s->where_sqls != NIL)
 		{
 			appendStringInfoString(&sql, " WHERE ");
 			shard_join_conditions(&sql, s->where_sqls);
@@ -2838,6 +3042,10 @@ shardExplainForeignScan(ForeignScanState *node, ExplainState *es)
 		if (s->agg_spec == NULL)
 			append_group_sql(&sql, s, NULL);
 		ExplainPropertyText("SQLite query", sql.data, es);
+		if (chosen != NULL)
+			ExplainPropertyText("Time Index",
+								psprintf("%s (%s)", chosen->time_index, shards),
+								es);
 	}
 
 	if (es->analyze && s->resolved)

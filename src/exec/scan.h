@@ -48,6 +48,11 @@ typedef struct ShardTarget
 	bool		tenant_is_text; /* filters compare the column itself */
 	bool		tenant_noindex; /* read the table NOT INDEXED (a large
 								 * tenant of a shard without statistics) */
+	const char *time_index;		/* the time column whose index finds its
+								 * rows instead of the tenant's index, or
+								 * NULL (timeindex.c) */
+	char	   *time_where;		/* ... and then the WHERE clause it runs,
+								 * for EXPLAIN */
 
 	/* While the shard is read. */
 	ShardConn  *conn;
@@ -127,6 +132,10 @@ typedef struct ShardScanState
 								 * DELETE: the keys of its keyed rows */
 	bool		tenant_only;	/* the pushed conditions read only the
 								 * tenant column */
+	double		tenant_rows;	/* the routed tenants' estimated rows, or
+								 * -1 */
+	List	   *tenant_sqls;	/* the pushed SQL of the condition the scan
+								 * is routed by */
 	bool		counts_only;	/* an aggregate scan of counts alone, which
 								 * the tenant's index covers */
 	Tuplestorestate *mat_store; /* the rows read whole, converted, each

@@ -251,7 +251,7 @@ truncate_shard(ShardServerOptions *opts, ShardInfo *shard, Relation rel,
 																 topts->tenant_attnum - 1)->atttypid));
 		appendStringInfoString(&sql, " WHERE ");
 		bind = shard_tenant_condition(&sql, topts->tenant_column, &rule,
-									  excluded, true, 1);
+									  excluded, true, 1, 0);
 		nbinds = 1;
 	}
 	run_statement(conn, sql.data, &bind, nbinds, shard->shard_id, rel,

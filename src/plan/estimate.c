@@ -167,7 +167,7 @@ stat1_rows(sqlite3 *db, const char *table)
 }
 
 /*
- * btree_rows
+ * shard_btree_rows
  *		The rows of the table's B-tree, from its left edge: dbstat lists
  *		the pages depth first, so its first rows are the root, the first
  *		interior page of each level and the first leaves.  The fan-outs of
@@ -175,8 +175,8 @@ stat1_rows(sqlite3 *db, const char *table)
  *		first leaf, estimate the leaves' cells: the rows.  -1 when dbstat
  *		is missing or the table is not there.
  */
-static double
-btree_rows(sqlite3 *db, const char *table)
+double
+shard_btree_rows(sqlite3 *db, const char *table)
 {
 	sqlite3_stmt *stmt;
 	char		errbuf[SHARDIO_ERRLEN];
@@ -320,7 +320,7 @@ shard_rows(ShardServerOptions *opts, ShardInfo *shard, Relation rel,
 	{
 		rows = stat1_rows(db, name);
 		if (rows < 0)
-			rows = btree_rows(db, name);
+			rows = shard_btree_rows(db, name);
 		if (rows < 0)
 			rows = size_rows(db, rel);
 	}

@@ -45,6 +45,7 @@ typedef struct ShardRelInfo
 	AttrNumber	tenant_attnum;
 	double		scanned;		/* rows the shards look at: the table's, or
 								 * the routed tenants' (estimate.c) */
+	double		tenant_rows;	/* the routed tenants' rows, or -1 */
 } ShardRelInfo;
 
 /* Marks a path of add_tenant_list_paths (its fdw_private). */
@@ -301,6 +302,62 @@ shardGetForeignRelSize(PlannerInfo *root, RelOptInfo *baserel,
 	baserel->tuples = analyzed ? tuples : Max(tuples, MIN_SCANNED_ROWS);
 	fpinfo->scanned = analyzed ? tuples :
 		Max(tenant_rows >= 0 ? tenant_rows : tuples, MIN_SCANNED_ROWS);
+
+	/*
+	 * The routed tenants' rows by ANALYZE's statistics of the tenant column,
+	 * which a shard weighs against a time range's (timeindex.c); without
+	 * them (the directory's average tenant) the shard counts.
+	 */
+	fpinfo->tenant_rows = -1;
+	if (tenant_rows < 0 && tenant_ri != NULL && analyzed)
+		fpinfo->tenant_rows = tuples *
+			clause_selectivity(root, (Node *) tenant_ri, 0, JOIN_INNER, NULL);
+}
+
+/*
+ * shard_rel_deparse_conditions
+ *		The SQL of the conditions a scan's shards evaluate, sharing one
+ *		numbering of parameters, and in *tenant_sqls that of the condition
+ *		the scan is routed by (which the shards' tenant filters enforce
+ *		too: timeindex.c).
+ */
+List *
+shard_rel_deparse_conditions(PlannerInfo *root, RelOptInfo *baserel,
+							 List **params, List **param_kinds,
+							 List **tenant_sqls)
+{
+	ShardRelInfo *fpinfo = (ShardRelInfo *) baserel->fdw_private;
+	RestrictInfo *tenant_ri = NULL;
+	ShardPruneKind kind;
+	List	   *sqls = NIL;
+	ListCell   *lc;
+
+	*tenant_sqls = NIL;
+	shard_find_tenant_clause(baserel, fpinfo->tenant_attnum, &tenant_ri,
+							 &kind);
+	foreach(lc, fpinfo->remote_conds)
+	{
+		RestrictInfo *ri = lfirst_node(RestrictInfo, lc);
+		List	   *one = shard_deparse_conditions(root, baserel,
+												   list_make1(ri),
+												   params, param_kinds);
+
+		sqls = list_concat(sqls, one);
+		if (ri == tenant_ri)
+			*tenant_sqls = one;
+	}
+	return sqls;
+}
+
+/*
+ * shard_rel_tenant_rows
+ *		The rows of the tenants a scan is routed to by ANALYZE's
+ *		statistics, or -1.
+ */
+double
+shard_rel_tenant_rows(RelOptInfo *baserel)
+{
+	return ((ShardRelInfo *) baserel->fdw_private)->tenant_rows;
 }
 
 /*
@@ -921,6 +978,8 @@ shardGetForeignPlan(PlannerInfo *root, RelOptInfo *baserel,
 	StringInfoData select_sql;
 	List	   *all_sqls = NIL;
 	List	   *safe_sqls = NIL;
+	List	   *tenant_sqls = NIL;
+	RestrictInfo *tenant_ri = NULL;
 	Relation	rel;
 	ShardPruneKind prune_kind;
 	Expr	   *prune_expr;
@@ -975,6 +1034,8 @@ shardGetForeignPlan(PlannerInfo *root, RelOptInfo *baserel,
 	 * conditions that compare no text column also make up the query for a
 	 * shard whose text columns SQLite would compare differently (scan.c).
 	 */
+	shard_find_tenant_clause(baserel, fpinfo->tenant_attnum, &tenant_ri,
+							 &prune_kind);
 	foreach(lc, fpinfo->remote_conds)
 	{
 		RestrictInfo *ri = lfirst_node(RestrictInfo, lc);
@@ -985,6 +1046,8 @@ shardGetForeignPlan(PlannerInfo *root, RelOptInfo *baserel,
 		all_sqls = list_concat(all_sqls, one);
 		if (shard_text_columns(root, list_make1(ri->clause), NIL) == NIL)
 			safe_sqls = list_concat(safe_sqls, one);
+		if (ri == tenant_ri)
+			tenant_sqls = one;
 	}
 
 	/*
@@ -1049,6 +1112,8 @@ shardGetForeignPlan(PlannerInfo *root, RelOptInfo *baserel,
 									NIL);
 	priv.safe_where_sqls = safe_sqls;
 	priv.tenant_only = shard_rel_tenant_only(baserel);
+	priv.tenant_rows = shard_rel_tenant_rows(baserel);
+	priv.tenant_sqls = tenant_sqls;
 
 	/*
 	 * The pushed conditions double as recheck conditions: a shard that

@@ -32,6 +32,7 @@ shard_scan_private_init(ShardScanPrivate *p)
 	p->guard_col = -1;
 	p->raw_sql = "";
 	p->modify_sql = "";
+	p->tenant_rows = -1;
 }
 
 /*
@@ -73,6 +74,8 @@ shard_scan_private_list(const ShardScanPrivate *p)
 	l = lappend(l, makeInteger(p->materialize));
 	l = lappend(l, makeInteger(p->tenant_only));
 	l = lappend(l, p->join);
+	l = lappend(l, makeFloat(psprintf("%.17g", p->tenant_rows)));
+	l = lappend(l, p->tenant_sqls);
 	Assert(list_length(l) == FdwScanPrivateCount);
 	return l;
 }
@@ -119,6 +122,8 @@ shard_scan_private_read(List *l, ShardScanPrivate *p)
 	p->materialize = intVal(list_nth(l, FdwScanPrivateMaterialize));
 	p->tenant_only = intVal(list_nth(l, FdwScanPrivateTenantOnly));
 	p->join = list_nth(l, FdwScanPrivateJoin);
+	p->tenant_rows = floatVal(list_nth(l, FdwScanPrivateTenantRows));
+	p->tenant_sqls = list_nth(l, FdwScanPrivateTenantSqls);
 	if (p->order != NIL && list_length(p->order) != FdwScanOrderCount)
 		elog(ERROR, "foreign scan has %d order items, expected %d",
 			 list_length(p->order), (int) FdwScanOrderCount);

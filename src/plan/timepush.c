@@ -68,6 +68,7 @@
 #include "utils/datetime.h"
 #include "utils/fmgroids.h"
 #include "utils/formatting.h"
+#include "utils/float.h"
 #include "utils/fmgrprotos.h"
 #include "utils/lsyscache.h"
 #include "utils/selfuncs.h"
@@ -1028,6 +1029,87 @@ shard_time_ranges_for_shard(List *conds, ShardConn *conn, const char *table)
 		out = lappend(out, lfirst(lc));
 	}
 	return out;
+}
+
+/*
+ * bound_seconds
+ *		The value of a range bound's parameter ("?n", the Unix seconds of
+ *		a numeric bound) among binds, into *secs; false when it has none.
+ */
+static bool
+bound_seconds(const char *param, const ShardValue *binds, int nbinds,
+			  double *secs)
+{
+	int			n;
+
+	if (param[0] != '?')
+		return false;
+	n = atoi(param + 1);
+	if (n < 1 || n > nbinds || binds[n - 1].type != SQLITE_INTEGER)
+		return false;
+	*secs = (double) binds[n - 1].u.i;
+	return true;
+}
+
+/*
+ * shard_time_range_seconds
+ *		The time ranges that the range markers among a shard's conditions
+ *		give, once their values are bound (binds, nbinds): one
+ *		ShardTimeRange per column, its bounds the Unix seconds of the
+ *		numeric arms (a little wider than the condition), -inf or +inf
+ *		where it has none.  What a time index would read (timeindex.c).
+ */
+List *
+shard_time_range_seconds(List *conds, const ShardValue *binds, int nbinds)
+{
+	List	   *ranges = NIL;
+	ListCell   *lc;
+
+	foreach(lc, conds)
+	{
+		const char *c = strVal(lfirst(lc));
+		char	   *m;
+		char	   *parts[5];
+		ShardTimeRange *r = NULL;
+		const char *end;
+		char	   *name;
+		ListCell   *lc2;
+		double		secs;
+		int			i;
+
+		if (c[0] != SHARD_TIME_RANGE_MARK && c[0] != SHARD_TIME_TEXT_RANGE_MARK)
+			continue;
+		/* marker: mark col mark numlo mark textlo mark numhi mark texthi */
+		m = pstrdup(c + 1);
+		parts[0] = m;
+		for (i = 1; i < 5; i++)
+		{
+			parts[i] = strchr(parts[i - 1], SHARD_TIME_RANGE_MARK);
+			if (parts[i] == NULL)
+				break;
+			*parts[i]++ = '\0';
+		}
+		name = shard_unquote_identifier(parts[0], &end);
+		if (i < 5 || name == NULL || *end != '\0')
+			continue;
+		foreach(lc2, ranges)
+			if (strcmp(((ShardTimeRange *) lfirst(lc2))->column, name) == 0)
+				r = lfirst(lc2);
+		if (r == NULL)
+		{
+			r = palloc(sizeof(ShardTimeRange));
+			r->column = name;
+			r->lo = -get_float8_infinity();
+			r->hi = get_float8_infinity();
+			ranges = lappend(ranges, r);
+		}
+		/* several conditions on one column: the narrowest */
+		if (bound_seconds(parts[1], binds, nbinds, &secs))
+			r->lo = Max(r->lo, secs);
+		if (bound_seconds(parts[3], binds, nbinds, &secs))
+			r->hi = Min(r->hi, secs);
+	}
+	return ranges;
 }
 
 /*

@@ -1519,6 +1519,7 @@ shard_upper_plan(PlannerInfo *root, RelOptInfo *upperrel, List *tlist,
 	StringInfoData raw_sql;
 	StringInfoData select_sql;
 	List	   *where_sqls;
+	List	   *tenant_sqls = NIL;
 	StringInfoData group_sql;
 	List	   *params = NIL;
 	List	   *param_kinds = NIL;
@@ -1552,9 +1553,8 @@ shard_upper_plan(PlannerInfo *root, RelOptInfo *upperrel, List *tlist,
 								  info->need_relids, &params, &param_kinds,
 								  &where_sqls, &prune_expr, &prune_kind);
 	else
-		where_sqls = shard_deparse_conditions(root, baserel,
-											  shard_rel_remote_conds(baserel),
-											  &params, &param_kinds);
+		where_sqls = shard_rel_deparse_conditions(root, baserel, &params,
+												  &param_kinds, &tenant_sqls);
 	qualified = shard_deparse_set_qualified(info->join);
 
 	forboth(lc, info->tlist, lc_op, info->ops)
@@ -1731,6 +1731,8 @@ shard_upper_plan(PlannerInfo *root, RelOptInfo *upperrel, List *tlist,
 	priv.thread_guards = sl.ta_guards;
 	priv.key_truncs = key_truncs;
 	priv.tenant_only = !info->join && shard_rel_tenant_only(baserel);
+	priv.tenant_rows = info->join ? -1 : shard_rel_tenant_rows(baserel);
+	priv.tenant_sqls = tenant_sqls;
 	if (info->final)
 	{
 		priv.order = final_order(info, &sl, cols, guard_col, keycheck_col);

@@ -1,0 +1,448 @@
+/*-------------------------------------------------------------------------
+ *
+ * timeindex.c
+ *		  Which index a routed read of a time range finds its rows by
+ *
+ * A BI tool asks for one tenant over a time range: "tenant_id = 'big' AND
+ * created_at >= '2025-06-01' AND created_at < '2025-06-02'".  A shard with
+ * an index on the tenant column and another on the time column can find
+ * the rows through either, and SQLite, which knows neither how big that
+ * tenant is nor how narrow the range, takes the tenant's: for a large
+ * tenant it then reads every row of the tenant to keep one day's.  The
+ * wrapper knows more:
+ *
+ * - the tenant's rows: the planner's estimate from ANALYZE's statistics of
+ *   the tenant column (its most common values); without them (the
+ *   directory knows only the average tenant of a shard) they are counted
+ *   in the tenant's index, as far as the comparison needs: at most twice
+ *   the range's rows, index entries only;
+ * - the table's rows on the shard: sqlite_stat1, else its largest rowid;
+ * - the range, once its values are bound, against the time span the
+ *   shard holds: the least and greatest stored values of the column,
+ *   which its index gives in two seeks.
+ *
+ * The rows of the range (the table's rows times the share of the span the
+ * range covers) are what the time index reads, each then checked for its
+ * tenant; the tenant's rows are what the tenant index reads.  Where the
+ * range's rows are fewer than half the tenant's, the tenant filter is
+ * written in the form no index serves (shard_tenant_condition with
+ * SHARD_TENANT_NO_INDEX, the column behind a unary "+"), and SQLite, left
+ * one index to use, reads the range.  Elsewhere (a small tenant, a wide
+ * range, nothing known) the filter keeps its usual form and SQLite its
+ * choice.
+ *
+ * The choice is per shard, when its statement is built: a shard without an
+ * index led by the time column (a file made at an older migration) keeps
+ * the tenant's index, and so does one with an index on the tenant column
+ * then the time column, which serves both conditions at once, or one
+ * without an index led by the tenant column, where SQLite has only the time
+ * index to choose.  The condition the scan is routed by, which an index on
+ * the tenant column would serve too, is left out of such a shard's
+ * statement (scan.c): the tenant filter keeps the same rows.  The "+"
+ * changes no row the filter keeps, so no choice can fail a query or
+ * change its answer; a wrong one only costs time.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "sqlite_shard_fdw.h"
+
+#include <math.h>
+
+#include "utils/memutils.h"
+#include "utils/timestamp.h"
+
+/*
+ * A range's rows must be this many times fewer than the tenant's for the
+ * time index: both read an index entry and a table row per row, and the
+ * estimates are rough.
+ */
+#define TIME_INDEX_ADVANTAGE 2.0
+
+/* The indexes of a table that lead with a column, or with two. */
+#define INDEX_SQL \
+	"SELECT l.name, i.seqno, i.name FROM pragma_index_list(?1) l, " \
+	"pragma_index_info(l.name) i WHERE NOT l.partial AND i.seqno < 2 " \
+	"ORDER BY l.name, i.seqno"
+
+/*
+ * step_stmt
+ *		Prepare sql on the shard (a kept statement if there is one), bind
+ *		text to ?1 when not NULL, and return it after its first step in
+ *		*stmt; false when it cannot be prepared.  The caller gives it back
+ *		with shard_conn_unprepare.
+ */
+static bool
+step_stmt(ShardConn *conn, const char *sql, const char *text,
+		  sqlite3_stmt **stmt, int *rc)
+{
+	char		errbuf[SHARDIO_ERRLEN];
+
+	if (shard_conn_prepare(conn, sql, stmt, errbuf) != SQLITE_OK)
+		return false;
+	if (text != NULL)
+		sqlite3_bind_text(*stmt, 1, text, -1, SQLITE_STATIC);
+	*rc = sqlite3_step(*stmt);
+	return true;
+}
+
+/*
+ * table_indexes
+ *		The first two columns of each index of the table that covers every
+ *		row (not partial): a List of Lists of one or two names, the index's
+ *		name first.
+ */
+static List *
+table_indexes(ShardConn *conn, const char *table)
+{
+	sqlite3_stmt *stmt;
+	List	   *indexes = NIL;
+	List	   *cur = NIL;
+	int			rc;
+
+	if (!step_stmt(conn, INDEX_SQL, table, &stmt, &rc))
+		return NIL;
+	for (; rc == SQLITE_ROW; rc = sqlite3_step(stmt))
+	{
+		const char *idx = (const char *) sqlite3_column_text(stmt, 0);
+		const char *col = (const char *) sqlite3_column_text(stmt, 2);
+
+		if (idx == NULL)
+			continue;
+		if (cur == NIL || strcmp(linitial(cur), idx) != 0)
+		{
+			if (cur != NIL)
+				indexes = lappend(indexes, cur);
+			cur = list_make1(pstrdup(idx));
+		}
+		/* an expression has no name: it ends what the index leads with */
+		if (col != NULL && list_length(cur) == sqlite3_column_int(stmt, 1) + 1)
+			cur = lappend(cur, pstrdup(col));
+	}
+	if (cur != NIL)
+		indexes = lappend(indexes, cur);
+	shard_conn_unprepare(conn, stmt);
+	return indexes;
+}
+
+/*
+ * index_leads
+ *		Does an index (table_indexes) begin with col, or with col then
+ *		second (not NULL)?  SQLite's names ignore ASCII case.
+ */
+static bool
+index_leads(List *index, const char *col, const char *second)
+{
+	if (list_length(index) < 2 || pg_strcasecmp(lsecond(index), col) != 0)
+		return false;
+	return second == NULL ||
+		(list_length(index) >= 3 && pg_strcasecmp(lthird(index), second) == 0);
+}
+
+/*
+ * stat_number
+ *		The first number of an sqlite_stat1 stat text (the table's rows),
+ *		or -1.
+ */
+static double
+stat_number(const char *stat)
+{
+	if (*stat < '0' || *stat > '9')
+		return -1;
+	return strtod(stat, NULL);
+}
+
+/*
+ * table_rows
+ *		The table's rows on the shard: the count sqlite_stat1 keeps, else
+ *		its largest rowid, else a walk down its B-tree (estimate.c); -1
+ *		when none is known.
+ */
+static double
+table_rows(ShardConn *conn, const char *table)
+{
+	sqlite3_stmt *stmt;
+	StringInfoData sql;
+	double		rows = -1;
+	int			rc;
+
+	if (step_stmt(conn, "SELECT stat FROM sqlite_stat1 WHERE tbl = ?1 COLLATE NOCASE",
+				  table, &stmt, &rc))
+	{
+		for (; rc == SQLITE_ROW; rc = sqlite3_step(stmt))
+		{
+			const char *stat = (const char *) sqlite3_column_text(stmt, 0);
+
+			if (stat != NULL)
+				rows = Max(rows, stat_number(stat));
+		}
+		shard_conn_unprepare(conn, stmt);
+	}
+	if (rows >= 0)
+		return rows;
+
+	initStringInfo(&sql);
+	appendStringInfoString(&sql, "SELECT max(rowid) FROM ");
+	shard_quote_identifier(&sql, table);
+	if (step_stmt(conn, sql.data, NULL, &stmt, &rc))
+	{
+		if (rc == SQLITE_ROW && sqlite3_column_type(stmt, 0) != SQLITE_NULL)
+			rows = sqlite3_column_double(stmt, 0);
+		shard_conn_unprepare(conn, stmt);
+	}
+	if (rows < 0)
+		rows = shard_btree_rows(shard_conn_db(conn), table);	/* WITHOUT ROWID */
+	return rows;
+}
+
+/*
+ * What counting a shard's tenants has shown, kept for REACH_CACHE_SECS
+ * seconds (a dashboard asks again and again): they have at least "reached"
+ * rows, fewer than "missed" (0: not known).
+ */
+typedef struct ReachEntry
+{
+	char	   *key;			/* shard file, table and tenants */
+	double		reached;
+	double		missed;
+	TimestampTz at;
+} ReachEntry;
+
+#define REACH_CACHE_SECS	60
+#define REACH_CACHE_SIZE	256
+
+static List *reach_cache = NIL;
+
+/*
+ * reach_entry
+ *		The cache entry of key, made (and the oldest dropped) when there is
+ *		none or it is too old.
+ */
+static ReachEntry *
+reach_entry(const char *key)
+{
+	TimestampTz now = GetCurrentTimestamp();
+	MemoryContext oldcxt;
+	ReachEntry *e;
+	ListCell   *lc;
+
+	foreach(lc, reach_cache)
+	{
+		e = lfirst(lc);
+		if (strcmp(e->key, key) != 0)
+			continue;
+		if (!TimestampDifferenceExceeds(e->at, now, REACH_CACHE_SECS * 1000))
+			return e;
+		e->reached = 0;
+		e->missed = 0;
+		e->at = now;
+		return e;
+	}
+	oldcxt = MemoryContextSwitchTo(TopMemoryContext);
+	if (list_length(reach_cache) >= REACH_CACHE_SIZE)
+	{
+		e = linitial(reach_cache);
+		pfree(e->key);
+		pfree(e);
+		reach_cache = list_delete_first(reach_cache);
+	}
+	e = palloc0(sizeof(ReachEntry));
+	e->key = pstrdup(key);
+	e->at = now;
+	reach_cache = lappend(reach_cache, e);
+	MemoryContextSwitchTo(oldcxt);
+	return e;
+}
+
+/*
+ * tenant_rows_reach
+ *		Do the tenants have at least limit rows on the shard?  Counted in
+ *		the tenant's index (the filter as the tenant rule writes it), up to
+ *		limit: a read of at most limit index entries; what a count showed
+ *		is kept for a minute.
+ */
+static bool
+tenant_rows_reach(ShardConn *conn, const char *table,
+				  const char *tenant_column, const ShardTenantRule *rule,
+				  List *tenants, double limit)
+{
+	StringInfoData sql;
+	StringInfoData key;
+	ShardValue	bind;
+	sqlite3_stmt *stmt;
+	char		errbuf[SHARDIO_ERRLEN];
+	bool		reached = false;
+	ReachEntry *e;
+	ListCell   *lc;
+
+	initStringInfo(&key);
+	appendStringInfo(&key, "%s|%s", sqlite3_db_filename(shard_conn_db(conn), "main"),
+					 table);
+	foreach(lc, tenants)
+		appendStringInfo(&key, "|%s", (char *) lfirst(lc));
+	e = reach_entry(key.data);
+	if (e->reached >= limit)
+		return true;
+	if (e->missed > 0 && e->missed <= limit)
+		return false;
+
+	initStringInfo(&sql);
+	appendStringInfoString(&sql, "SELECT count(*) FROM (SELECT 1 FROM ");
+	shard_quote_identifier(&sql, table);
+	appendStringInfoString(&sql, " WHERE ");
+	bind = shard_tenant_condition(&sql, tenant_column, rule, tenants, false,
+								  1, 0);
+	appendStringInfoString(&sql, " LIMIT ?2)");
+	if (shard_conn_prepare(conn, sql.data, &stmt, errbuf) != SQLITE_OK)
+		return false;
+	if (shardio_bind(stmt, 1, &bind, 1, errbuf) == SQLITE_OK &&
+		sqlite3_bind_int64(stmt, 2, (sqlite3_int64) limit) == SQLITE_OK &&
+		sqlite3_step(stmt) == SQLITE_ROW)
+		reached = sqlite3_column_int64(stmt, 0) >= (sqlite3_int64) limit;
+	shard_conn_unprepare(conn, stmt);
+	if (reached)
+		e->reached = Max(e->reached, limit);
+	else
+		e->missed = e->missed > 0 ? Min(e->missed, limit) : limit;
+	return reached;
+}
+
+/*
+ * time_span
+ *		The Unix seconds of the least and the greatest value stored in a
+ *		time column, each found by one seek of its index: a number as it
+ *		is (Unix seconds), text as SQLite's julianday reads it.  False when
+ *		the column holds no value, or an extreme that is no time (a blob,
+ *		text of another form).
+ */
+static bool
+time_span(ShardConn *conn, const char *table, const char *column,
+		  double *lo, double *hi)
+{
+	StringInfoData sql;
+	StringInfoData col;
+	StringInfoData tbl;
+	sqlite3_stmt *stmt;
+	bool		found = false;
+	int			rc;
+
+	initStringInfo(&col);
+	shard_quote_identifier(&col, column);
+	initStringInfo(&tbl);
+	shard_quote_identifier(&tbl, table);
+	initStringInfo(&sql);
+	appendStringInfo(&sql,
+					 "SELECT CASE typeof(lo) WHEN 'text' THEN (julianday(lo) - 2440587.5) * 86400.0 "
+					 "WHEN 'integer' THEN lo WHEN 'real' THEN lo END, "
+					 "CASE typeof(hi) WHEN 'text' THEN (julianday(hi) - 2440587.5) * 86400.0 "
+					 "WHEN 'integer' THEN hi WHEN 'real' THEN hi END "
+					 "FROM (SELECT (SELECT min(%s) FROM %s) AS lo, (SELECT max(%s) FROM %s) AS hi)",
+					 col.data, tbl.data, col.data, tbl.data);
+	if (!step_stmt(conn, sql.data, NULL, &stmt, &rc))
+		return false;
+	if (rc == SQLITE_ROW &&
+		sqlite3_column_type(stmt, 0) != SQLITE_NULL &&
+		sqlite3_column_type(stmt, 1) != SQLITE_NULL)
+	{
+		*lo = sqlite3_column_double(stmt, 0);
+		*hi = sqlite3_column_double(stmt, 1);
+		found = (*lo <= *hi);
+	}
+	shard_conn_unprepare(conn, stmt);
+	return found;
+}
+
+/*
+ * range_share
+ *		The share of the span [lo, hi] that the range r covers.
+ */
+static double
+range_share(const ShardTimeRange *r, double lo, double hi)
+{
+	double		from = Max(r->lo, lo);
+	double		to = Min(r->hi, hi);
+
+	if (to < from)
+		return 0;
+	if (hi <= lo)
+		return 1;
+	return Min(1.0, (to - from) / (hi - lo));
+}
+
+/*
+ * shard_time_index_choose
+ *		Should this shard read the rows of the routed tenants (tenant_rows
+ *		of them by ANALYZE's statistics, -1 unknown) through an index on a
+ *		time column that conds ranges over, whose values binds holds,
+ *		rather than through the tenant's index?  The time column, or NULL
+ *		(see the file header).  The caller has opened the shard's read
+ *		transaction.
+ */
+const char *
+shard_time_index_choose(ShardConn *conn, const char *table,
+						const char *tenant_column, const ShardTenantRule *rule,
+						List *tenants, List *conds, const ShardValue *binds,
+						int nbinds, double tenant_rows)
+{
+	List	   *ranges;
+	List	   *indexes;
+	ListCell   *lc;
+	const char *best = NULL;
+	double		best_rows = 0;
+	double		rows;
+	bool		tenant_led = false;
+
+	/* a filter no index serves has nothing to give way */
+	if (!shard_tenant_indexed(rule))
+		return NULL;
+	ranges = shard_time_range_seconds(conds, binds, nbinds);
+	if (ranges == NIL)
+		return NULL;
+	indexes = table_indexes(conn, table);
+	foreach(lc, indexes)
+		tenant_led |= index_leads(lfirst(lc), tenant_column, NULL);
+	/* without an index on the tenant, SQLite takes the time index anyway */
+	if (!tenant_led || (rows = table_rows(conn, table)) < 0)
+		return NULL;
+
+	foreach(lc, ranges)
+	{
+		ShardTimeRange *r = lfirst(lc);
+		bool		time_led = false;
+		bool		both_led = false;
+		ListCell   *li;
+		double		lo,
+					hi,
+					range_rows;
+
+		if (isinf(r->lo) && isinf(r->hi))
+			continue;
+		foreach(li, indexes)
+		{
+			time_led |= index_leads(lfirst(li), r->column, NULL);
+			both_led |= index_leads(lfirst(li), tenant_column, r->column);
+		}
+		/* no time index; or one index serves both conditions */
+		if (!time_led || both_led)
+			continue;
+		if (!time_span(conn, table, r->column, &lo, &hi))
+			continue;
+		range_rows = rows * range_share(r, lo, hi);
+		if (best == NULL || range_rows < best_rows)
+		{
+			best = r->column;
+			best_rows = range_rows;
+		}
+	}
+	if (best == NULL)
+		return NULL;
+
+	/*
+	 * The tenants' rows against the range's: from ANALYZE's statistics,
+	 * else counted in the tenant's index as far as they need to reach.
+	 */
+	if (tenant_rows >= 0)
+		return best_rows * TIME_INDEX_ADVANTAGE < tenant_rows ? best : NULL;
+	return tenant_rows_reach(conn, table, tenant_column, rule, tenants,
+							 floor(best_rows * TIME_INDEX_ADVANTAGE) + 1) ?
+		best : NULL;
+}
