@@ -1242,6 +1242,11 @@ LIMIT_QUERIES = [
             "ORDER BY order_id DESC LIMIT 10", "routed": True},
     {"key": "l_fleet", "name": "latest 10 orders of the fleet",
      "sql": "SELECT * FROM orders ORDER BY created_at DESC LIMIT 10"},
+    # a BI table's order: tie-breakers after the time, which the shards
+    # sort by its first key and PostgreSQL finishes (Incremental Sort)
+    {"key": "l_fleet_ties", "name": "latest 10, tie-breakers (BI table)",
+     "sql": "SELECT * FROM orders ORDER BY created_at DESC, tenant_id, "
+            "order_id LIMIT 10"},
     # no target: the fan-out's own cost, without the time key's window
     {"key": "l_fleet_id", "name": "fleet, ORDER BY order_id DESC LIMIT 10",
      "sql": "SELECT * FROM orders ORDER BY order_id DESC LIMIT 10",
