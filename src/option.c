@@ -166,7 +166,7 @@ _PG_init(void)
 	}
 
 	/*
-	 * The test hook of scan.c's reading in the backend: how long a shard
+	 * The test hook of scanread.c's reading in the backend: how long a shard
 	 * of a sorted, limited fan-out may take before the rest go to the
 	 * threads (0: after the first).
 	 */

@@ -675,8 +675,12 @@ extern void shardBeginForeignScan(ForeignScanState *node, int eflags);
 extern TupleTableSlot *shardIterateForeignScan(ForeignScanState *node);
 extern void shardReScanForeignScan(ForeignScanState *node);
 extern void shardEndForeignScan(ForeignScanState *node);
+
+/* in scanexplain.c */
 extern void shardExplainForeignScan(ForeignScanState *node,
 									struct ExplainState *es);
+
+/* in scanread.c */
 extern void shard_warn_skipped(const ShardInfo *shard, const char *analyzed);
 
 /* in directmodify.c */

@@ -2,9 +2,10 @@
  *
  * scan.h
  *		  The state of a foreign scan, shared by the files that run one: the
- *		  scan itself (scan.c), UPDATE and DELETE run inside the shards
- *		  (directmodify.c) and the identity of the rows a row-by-row UPDATE
- *		  or DELETE reads (rowidentity.c)
+ *		  scan itself (scan.c, shardsql.c, scanread.c, scanexplain.c),
+ *		  UPDATE and DELETE run inside the shards (directmodify.c) and the
+ *		  identity of the rows a row-by-row UPDATE or DELETE reads
+ *		  (rowidentity.c)
  *
  *-------------------------------------------------------------------------
  */
@@ -23,6 +24,12 @@
 
 /* Rows fetched from SQLite at a time. */
 #define SCAN_BATCH_ROWS 512
+
+/*
+ * Groups a shard may have before its thread aggregation gives up and lets
+ * SQLite group instead: bounds a worker's memory.
+ */
+#define THREAD_AGG_MAX_GROUPS 50000
 
 /*
  * A shard whose table is WITHOUT ROWID, as the scan below a row-by-row
@@ -238,16 +245,47 @@ typedef struct ShardScanState
 	sqlite3_int64 cur_rowid;
 } ShardScanState;
 
-/* in scan.c */
+/*
+ * in scan.c; EXPLAIN (scanexplain.c) also stops the reads and fixes
+ * OFFSET and LIMIT
+ */
 extern void shard_scan_resolve(ForeignScanState *node);
 extern void shard_scan_eval_params(ShardScanState *s, ExprContext *econtext);
+extern void shard_scan_stop_reading(ShardScanState *s, bool release);
+extern void shard_scan_eval_limit(ForeignScanState *node);
+
+/*
+ * in shardsql.c; EXPLAIN also builds the WHERE clause, ties and grouping
+ * and chooses the time index
+ */
 extern void shard_scan_plan_shard(ShardScanState *s, ShardTarget *t);
 extern void shard_scan_prepare_failed(ShardScanState *s, ShardTarget *t,
 									  int rc, const char *errbuf,
 									  Relation rel);
+extern void shard_scan_build_where_sql(StringInfo where, ShardScanState *s,
+									   ShardTarget *t, List **extra);
+extern void shard_scan_append_ties_sql(StringInfo sql, ShardScanState *s,
+									   const char *select, const char *where);
+extern void shard_scan_append_group_sql(StringInfo sql, ShardScanState *s,
+										ShardTarget *t);
+extern const char *shard_scan_choose_time_index(ShardScanState *s,
+												ShardTarget *t);
+
+/*
+ * in scanread.c; shardIterateForeignScan, shardReScanForeignScan and
+ * shardEndForeignScan (scan.c) drive the reads
+ */
 extern void shard_scan_finish_shard(ShardTarget *t);
 extern void shard_scan_next_event(ShardScanState *s, FanoutEvent *ev);
 extern bool shard_scan_use_fanout(ShardScanState *s);
+extern bool shard_scan_next_batch_serial(ForeignScanState *node);
+extern bool shard_scan_next_batch_parallel(ForeignScanState *node);
+extern bool shard_scan_next_row(ForeignScanState *node, TupleTableSlot *slot);
+extern bool shard_scan_next_ordered_row(ForeignScanState *node,
+										TupleTableSlot *slot);
+extern void shard_scan_end_row_sort(ShardScanState *s);
+
+/* in scanexplain.c */
 extern char *shard_scan_shard_names(ShardScanState *s);
 extern void shard_scan_explain_times(ShardScanState *s, ExplainState *es);
 

@@ -38,7 +38,7 @@
  * without an index led by the tenant column, where SQLite has only the time
  * index to choose.  The condition the scan is routed by, which an index on
  * the tenant column would serve too, is left out of such a shard's
- * statement (scan.c): the tenant filter keeps the same rows.  The "+"
+ * statement (shardsql.c): the tenant filter keeps the same rows.  The "+"
  * changes no row the filter keeps, so no choice can fail a query or
  * change its answer; a wrong one only costs time.
  *

@@ -22,7 +22,7 @@
  *   column side, not the value side, because SQLite's OR-to-IN rewrite
  *   ignores a collation on the value.  Text pushdown also needs a UTF-8
  *   database, since SQLite compares UTF-8 bytes, and a column of TEXT
- *   affinity in the shard: scan.c checks every shard and evaluates the
+ *   affinity in the shard: shardsql.c checks every shard and evaluates the
  *   conditions in PostgreSQL for a shard that declares the column otherwise.
  * - No arithmetic: SQLite turns integer overflow into floating point and
  *   division by zero into NULL, where PostgreSQL raises an error.  (A

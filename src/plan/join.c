@@ -1062,7 +1062,7 @@ shard_join_plan(PlannerInfo *root, RelOptInfo *joinrel,
 		if (foreach_current_index(lc) > 0)
 			appendStringInfoString(&select, ", ");
 		shard_deparse_column_ref(&select, root, var);
-		/* the time key's window finds it by this name (scan.c) */
+		/* the time key's window finds it by this name (shardsql.c) */
 		if (time_key != NULL && equal(var, time_key))
 			appendStringInfoString(&select, " AS " SHARD_TIME_KEY_ALIAS);
 		retrieved = lappend_int(retrieved, foreach_current_index(lc) + 1);

@@ -375,7 +375,7 @@ shardAddForeignUpdateTargets(PlannerInfo *root, Index rtindex,
  *		row (a correlated SET or WHERE).  PostgreSQL computes each row from
  *		the database as it was when the statement began; a shard read once
  *		the statement has written it would show what it wrote, so such a
- *		read is refused (scan.c), and reading first keeps the statement
+ *		read is refused (scanread.c), and reading first keeps the statement
  *		possible and its answer PostgreSQL's.  The sort keeps the rows
  *		within work_mem, spilling to disk, and puts the rows of one
  *		identity together, so that a row a join read twice is changed once

@@ -33,7 +33,7 @@
  *   for a date).  Each shard therefore returns its first rows among the
  *   canonical values, plus every row of another form (numbers, 'T', an
  *   offset, trailing zeros) that an offset or its form may move past the
- *   last of those (scan.c, append_window_sql; every such row when they do
+ *   last of those (shardsql.c, append_window_sql; every such row when they do
  *   not fill the limit), and the scan's sort, by the values read, keeps
  *   the right ones.  So also for a time column of any table of a join the
  *   shards run: the join's SELECT names it SHARD_TIME_KEY_ALIAS, for the
@@ -610,7 +610,7 @@ shard_order_key_vars(PlannerInfo *root, RelOptInfo *joinrel)
  *		The column of a final path over a join whose values are its first
  *		sort key when that is a date or time, else NULL: join.c names it
  *		SHARD_TIME_KEY_ALIAS in the shards' SELECT, for the window's
- *		queries over the first rows (scan.c) to find it among the join's
+ *		queries over the first rows (shardsql.c) to find it among the join's
  *		columns, whatever their names.
  */
 Var *

@@ -426,7 +426,7 @@ shard_rel_all_pushed(RelOptInfo *baserel)
  * shard_rel_tenant_only
  *		Do the conditions the shards evaluate read only the tenant column?
  *		Then SQLite chooses between reading the tenant's index and the whole
- *		table (scan.c, large_tenant_without_stats).
+ *		table (shardsql.c, large_tenant_without_stats).
  */
 bool
 shard_rel_tenant_only(RelOptInfo *baserel)
@@ -1032,7 +1032,7 @@ shardGetForeignPlan(PlannerInfo *root, RelOptInfo *baserel,
 	/*
 	 * Each condition separately, sharing one numbering of parameters: the
 	 * conditions that compare no text column also make up the query for a
-	 * shard whose text columns SQLite would compare differently (scan.c).
+	 * shard whose text columns SQLite would compare differently (shardsql.c).
 	 */
 	shard_find_tenant_clause(baserel, fpinfo->tenant_attnum, &tenant_ri,
 							 &prune_kind);
@@ -1118,7 +1118,7 @@ shardGetForeignPlan(PlannerInfo *root, RelOptInfo *baserel,
 	/*
 	 * The pushed conditions double as recheck conditions: a shard that
 	 * declares a compared text column without TEXT affinity is read without
-	 * them, and PostgreSQL evaluates them instead (scan.c).
+	 * them, and PostgreSQL evaluates them instead (shardsql.c).
 	 */
 	return make_foreignscan(tlist, local_exprs, scanrelid, params,
 							shard_scan_private_list(&priv), scan_tlist,

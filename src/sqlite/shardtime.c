@@ -561,7 +561,7 @@ shardtime_tz_grid_func(sqlite3_context *ctx, int argc, sqlite3_value **argv)
  *		canonical form, whose text order is its time order: YYYY-MM-DD
  *		HH:MM:SS, or that followed by '.' and digits whose last is not 0;
  *		with is_date, YYYY-MM-DD; else 0 (NULL too).  The shards' ORDER BY
- *		of a time key returns its first rows among these (order.c, scan.c):
+ *		of a time key returns its first rows among these (order.c, shardsql.c):
  *		one test of the bytes per row, where two GLOB patterns read the
  *		text character by character.
  */

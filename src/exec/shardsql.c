@@ -1,0 +1,663 @@
+/*-------------------------------------------------------------------------
+ *
+ * shardsql.c
+ *		  The SQL statement each shard of a foreign scan runs
+ *
+ * Planning builds one statement for the scan; when a shard is about to be
+ * read, this file decides how that shard is read (what its declarations
+ * allow to push down, which time index it may use) and builds its
+ * statement: the run-time tenant filters as conditions of the query
+ * (tenant.c), the order and bound of a sorted and limited scan, the ties
+ * a shard returns with, and the grouping of an aggregate scan.  A shard
+ * that rejects the statement is reported here by what it lacks.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "sqlite_shard_fdw.h"
+
+#include "scan.h"
+
+/*
+ * add_tenant_condition
+ *		Add "the row's tenant is [not] one of ids" to a shard's conditions,
+ *		its value bound after the planned parameters and those before it;
+ *		in the form no tenant index serves where the shard reads a time
+ *		range's index instead (time_index).
+ */
+static List *
+add_tenant_condition(ShardScanState *s, ShardTarget *t, List *conds,
+					 List *ids, bool negate, List **extra)
+{
+	StringInfoData sql;
+	ShardValue *bind = palloc(sizeof(ShardValue));
+	List	   *out = NIL;
+	ListCell   *lc;
+
+	initStringInfo(&sql);
+	*bind = shard_tenant_condition(&sql, s->topts->tenant_column,
+								   &t->tenant_rule, ids, negate,
+								   s->nparams + list_length(*extra) + 1,
+								   t->time_index != NULL && !negate ?
+								   SHARD_TENANT_NO_INDEX : 0);
+	*extra = lappend(*extra, bind);
+
+	/*
+	 * The pushed condition the scan is routed by keeps the same rows as
+	 * the filter of the tenants this shard is read for, and an index on
+	 * the tenant column serves it: left out where the filter is written so
+	 * that no such index serves it.
+	 */
+	foreach(lc, conds)
+	{
+		if (t->time_index != NULL && !negate &&
+			list_member(s->tenant_sqls, lfirst(lc)))
+			continue;
+		out = lappend(out, lfirst(lc));
+	}
+	return lappend(out, makeString(sql.data));
+}
+
+/*
+ * row_shard_sorts
+ *		Does a shard of an ordered row scan run its ORDER BY and limit (t:
+ *		unless its declarations or rechecked conditions forbid; NULL: as
+ *		EXPLAIN shows it)?
+ */
+static bool
+row_shard_sorts(ShardScanState *s, ShardTarget *t)
+{
+	return t == NULL || (!t->unbounded && !t->degraded);
+}
+
+/*
+ * append_row_order_sql
+ *		The ORDER BY and LIMIT of a shard of an ordered row scan: OFFSET and
+ *		LIMIT themselves when its rows pass through, else OFFSET + LIMIT
+ *		rows for the scan's sort; nothing for a shard whose order or limit
+ *		cannot be trusted.
+ */
+static void
+append_row_order_sql(StringInfo sql, ShardScanState *s, ShardTarget *t)
+{
+	if (!row_shard_sorts(s, t))
+		return;
+	if (s->order_sql[0] != '\0')
+		appendStringInfo(sql, " ORDER BY %s", s->order_sql);
+	if (s->row_direct && (s->limit_count >= 0 || s->limit_offset > 0))
+	{
+		appendStringInfo(sql, " LIMIT " INT64_FORMAT, s->limit_count);
+		if (s->limit_offset > 0)
+			appendStringInfo(sql, " OFFSET " INT64_FORMAT, s->limit_offset);
+	}
+	else if (!s->row_direct && s->shard_bound >= 0)
+		appendStringInfo(sql, " LIMIT " INT64_FORMAT, s->shard_bound);
+}
+
+/*
+ * ties_key
+ *		The first key of a scan whose shards return ties, as its shard
+ *		query compares it: the column, with COLLATE BINARY for text.
+ */
+static char *
+ties_key(ShardScanState *s)
+{
+	return psprintf("%s%s", strVal(linitial(s->ties)),
+					strVal(lsecond(s->ties)));
+}
+
+/*
+ * append_ties_arms_sql
+ *		After "WITH ssfdw_top AS (a shard's first rows)": those rows but the
+ *		ones tied with the last of them on the first key, and, when they
+ *		fill the bound, every row so tied (an index range, NULL or not):
+ *		SQLite's LIMIT has no WITH TIES, and a tie cut off at one shard's
+ *		bound may rank within the whole order's limit by the keys after the
+ *		first.  The first key of the last row is, with NULLS FIRST, the
+ *		last non-NULL value if any, with NULLS LAST NULL if any, else the
+ *		extreme value in the order's direction.  Each is a scalar subquery
+ *		over the few first rows, computed once; a second table of them
+ *		would cost SQLite more.
+ */
+static void
+append_ties_arms_sql(StringInfo sql, ShardScanState *s, const char *select,
+					 const char *where)
+{
+	char	   *key = ties_key(s);
+	const char *agg = intVal(lthird(s->ties)) ? "min" : "max";
+	char	   *full;
+	char	   *last;
+
+	full = psprintf("(SELECT count(*) >= " INT64_FORMAT " FROM ssfdw_top)",
+					s->shard_bound);
+	if (intVal(lfourth(s->ties)))
+		last = psprintf("(SELECT %s(%s) FROM ssfdw_top)", agg, key);
+	else
+		last = psprintf("(SELECT CASE WHEN count(%s) < count(*) THEN NULL ELSE %s(%s) END FROM ssfdw_top)",
+						key, agg, key);
+	appendStringInfo(sql,
+					 " SELECT * FROM ssfdw_top WHERE NOT %s OR %s IS NOT %s"
+					 " UNION ALL %s WHERE %s%s%s AND %s IS %s",
+					 full, key, last,
+					 select, where, where[0] ? " AND " : "", full, key, last);
+}
+
+/*
+ * shard_scan_append_ties_sql
+ *		The query of a shard of a scan sorted by a prefix of the query's
+ *		order (order.c): its first OFFSET + LIMIT rows by the prefix, and
+ *		every row tied with the last of them on the first key.  The scan
+ *		sorts what comes back.
+ */
+void
+shard_scan_append_ties_sql(StringInfo sql, ShardScanState *s,
+						   const char *select, const char *where)
+{
+	appendStringInfo(sql, "WITH ssfdw_top AS (%s%s%s ORDER BY %s LIMIT " INT64_FORMAT ")",
+					 select, where[0] ? " WHERE " : "", where, s->order_sql,
+					 s->shard_bound);
+	append_ties_arms_sql(sql, s, select, where);
+}
+
+/*
+ * window_may_hold_numbers
+ *		May the time key of a shard's windowed query hold numbers there?
+ *		Not when the shard declares the column of one table TEXT, which
+ *		turns every number stored into text.
+ */
+static bool
+window_may_hold_numbers(ShardScanState *s, ShardTarget *t)
+{
+	const char *end;
+	char	   *name;
+	char		aff;
+
+	if (s->join != NULL)
+		return true;
+	name = shard_unquote_identifier(strVal(linitial(s->window)), &end);
+	if (name == NULL || *end != '\0')
+		return true;
+	aff = shard_conn_column_affinity(t->conn, s->topts->table, name);
+	return !(aff == 'T' || aff == 'U');
+}
+
+/*
+ * append_window_sql
+ *		The query of a shard of a scan whose first key is a date or time
+ *		(order.c): its first OFFSET + LIMIT rows among the values stored in
+ *		the canonical form, whose text order is their time order, and every
+ *		row of another form that may rank among them: numbers (stored
+ *		before all text; numbers false: the shard declares the column TEXT,
+ *		which holds none), and text whose offset (up to 14:59) or form may
+ *		move it past the last of those: descending, text from 15 hours
+ *		before it, truncated to the minute (a 'T', a shorter or longer form
+ *		of the same minute sorts after that); ascending, text up to the
+ *		end of the day after it (a date, the day before); all such rows
+ *		when the first rows did not fill the limit.  The scan's sort ranks
+ *		them by the values read.
+ */
+static void
+append_window_sql(StringInfo sql, ShardScanState *s, const char *select,
+				  const char *where, bool numbers)
+{
+	const char *col = strVal(linitial(s->window));
+	const char *canon = strVal(lsecond(s->window));
+	bool		desc = intVal(lthird(s->window));
+	bool		is_date = intVal(lfourth(s->window));
+	/* the column among the first rows' columns (a join's: its alias) */
+	const char *top = strVal(list_nth(s->window, 4));
+	const char *and = where[0] ? " AND " : "";
+	/* where a descending time key's window starts (see above) */
+	const char *lo = is_date ? "date(min(%s), '-1 day')" :
+		"strftime('%%Y-%%m-%%d %%H:%%M', min(%s), '-15 hours', '-1 minute')";
+
+	appendStringInfo(sql,
+					 "WITH ssfdw_top AS (%s WHERE %s%s(%s IS NULL OR %s) ORDER BY %s LIMIT " INT64_FORMAT ")",
+					 select, where, and, col, canon, s->order_sql, s->shard_bound);
+
+	/*
+	 * With ties (a prefix of the order, order.c): those of the canonical
+	 * values or NULL, whose text equals the last's; a tie stored in another
+	 * form is among the rows that follow.
+	 */
+	if (s->ties != NIL)
+		append_ties_arms_sql(sql, s, select, where);
+	else
+		appendStringInfoString(sql, " SELECT * FROM ssfdw_top");
+
+	/*
+	 * Each arm one index range whose rows the canonical test skips before
+	 * their table rows are read: SQLite reads an OR of two ranges by
+	 * rowid, every row in them.
+	 */
+	if (desc)
+	{
+		if (numbers)
+			appendStringInfo(sql, " UNION ALL %s WHERE %s%s%s < ''",
+							 select, where, and, col);
+		appendStringInfo(sql,
+						 " UNION ALL %s WHERE %s%s%s >= (SELECT CASE WHEN count(*) < " INT64_FORMAT " OR count(%s) < count(*) THEN '' ELSE coalesce(",
+						 select, where, and, col, s->shard_bound, top);
+		appendStringInfo(sql, lo, top);
+		appendStringInfo(sql, ", '') END FROM ssfdw_top) AND NOT %s", canon);
+	}
+	else
+	{
+		appendStringInfo(sql, " UNION ALL %s WHERE %s%s%s >= x''",
+						 select, where, and, col);
+		appendStringInfo(sql,
+						 " UNION ALL %s WHERE %s%s%s < (SELECT CASE WHEN count(*) < " INT64_FORMAT " OR count(%s) < count(*) THEN x'' ELSE coalesce(date(max(%s), '+2 days'), x'') END FROM ssfdw_top) AND NOT %s",
+						 select, where, and, col, s->shard_bound, top, top, canon);
+	}
+}
+
+/*
+ * shard_scan_append_group_sql
+ *		The GROUP BY of an aggregate scan's shard query, and the ORDER BY
+ *		and LIMIT that bound each shard's groups when the scan limits (t:
+ *		unless that shard cannot be bounded; NULL: as EXPLAIN shows it).
+ */
+void
+shard_scan_append_group_sql(StringInfo sql, ShardScanState *s, ShardTarget *t)
+{
+	if (s->row_order)
+	{
+		append_row_order_sql(sql, s, t);
+		return;
+	}
+	appendStringInfoString(sql, s->group_sql);
+	if (s->shard_bound >= 0 && (t == NULL || !t->unbounded))
+		appendStringInfo(sql, "%s%s LIMIT " INT64_FORMAT,
+						 s->order_sql[0] ? " ORDER BY " : "",
+						 s->order_sql, s->shard_bound);
+}
+
+/*
+ * append_key_columns
+ *		"rowid, ", or a keyed shard's "k1", "k2", : the leading columns by
+ *		which a row-by-row UPDATE or DELETE finds a row again.
+ */
+static void
+append_key_columns(StringInfo sql, ShardTarget *t)
+{
+	ListCell   *lc;
+
+	if (t->keyed == NULL)
+	{
+		appendStringInfoString(sql, "rowid, ");
+		return;
+	}
+	foreach(lc, t->keyed->keys)
+	{
+		shard_quote_identifier(sql, (const char *) lfirst(lc));
+		appendStringInfoString(sql, ", ");
+	}
+}
+
+/*
+ * shard_scan_build_where_sql
+ *		The WHERE clause of one shard's statement: the planned conditions
+ *		and the run-time tenant filters.  *extra receives the tenant ids to
+ *		bind after the planned parameters.
+ */
+void
+shard_scan_build_where_sql(StringInfo where, ShardScanState *s, ShardTarget *t,
+						   List **extra)
+{
+	List	   *conds = t->degraded ? s->safe_where_sqls : s->where_sqls;
+
+	/*
+	 * The tenant filters join the conditions that cannot fail, so they run
+	 * before any condition that reads another column: on every shard, also
+	 * one whose other conditions PostgreSQL evaluates.  A join's are each
+	 * table's (joinscan.c).
+	 */
+	*extra = NIL;
+	if (s->restricted && s->join == NULL)
+		conds = add_tenant_condition(s, t, conds, t->tenants, false, extra);
+	if (t->excluded != NIL && s->join == NULL)
+		conds = add_tenant_condition(s, t, conds, t->excluded, true, extra);
+	if (s->join == NULL)
+		conds = shard_time_ranges_for_shard(conds, t->conn, s->topts->table);
+	shard_join_conditions(where, conds);
+}
+
+/*
+ * build_shard_sql
+ *		The statement for one shard: the planned query plus the run-time
+ *		tenant filters; with raw, thread aggregation's input query in place
+ *		of the GROUP BY query.  *extra receives the tenant ids to bind after
+ *		the planned parameters.
+ */
+static char *
+build_shard_sql(ShardScanState *s, ShardTarget *t, bool raw, List **extra)
+{
+	StringInfoData sql;
+	StringInfoData where;
+
+	initStringInfo(&where);
+	shard_scan_build_where_sql(&where, s, t, extra);
+	if (t->time_index != NULL)
+		t->time_where = where.data;
+
+	initStringInfo(&sql);
+	if (s->modify_sql)
+	{
+		appendStringInfoString(&sql, s->modify_sql);
+		if (where.len > 0)
+			appendStringInfo(&sql, " WHERE %s", where.data);
+		appendStringInfoString(&sql, s->modify_returning_sql);
+		return sql.data;
+	}
+	if ((s->window != NIL || s->ties != NIL) && s->shard_bound >= 0 &&
+		row_shard_sorts(s, t))
+	{
+		StringInfoData select;
+
+		initStringInfo(&select);
+		if (t->nkeys > 0)
+		{
+			appendStringInfoString(&select, "SELECT ");
+			append_key_columns(&select, t);
+			appendStringInfoString(&select, s->select_sql + strlen("SELECT "));
+		}
+		else
+			appendStringInfoString(&select, s->select_sql);
+		/* a join's FROM, its tenant values bound once for every arm */
+		if (s->join)
+			shard_join_append_from(&select, s->join, t->conn, s->tenant_kind,
+								   s->restricted ? t->tenants : NIL,
+								   t->excluded, s->nparams, extra);
+		if (s->window != NIL)
+			append_window_sql(&sql, s, select.data, where.data,
+							  window_may_hold_numbers(s, t));
+		else
+			shard_scan_append_ties_sql(&sql, s, select.data, where.data);
+		return sql.data;
+	}
+	if (raw)
+		appendStringInfoString(&sql, s->raw_sql);
+	else if (t->nkeys > 0)
+	{
+		/* "SELECT cols ..." becomes "SELECT rowid, cols ...". */
+		appendStringInfoString(&sql, "SELECT ");
+		append_key_columns(&sql, t);
+		appendStringInfoString(&sql, s->select_sql + strlen("SELECT "));
+	}
+	else
+		appendStringInfoString(&sql, s->select_sql);
+	/* a join's ends in "FROM ": its tables, filtered for this shard */
+	if (s->join)
+		shard_join_append_from(&sql, s->join, t->conn, s->tenant_kind,
+							   s->restricted ? t->tenants : NIL, t->excluded,
+							   s->nparams, extra);
+	/* both end "FROM table": read the whole table, not an index */
+	if (t->tenant_noindex)
+		appendStringInfoString(&sql, " NOT INDEXED");
+	if (where.len > 0)
+		appendStringInfo(&sql, " WHERE %s", where.data);
+	if (!raw)
+		shard_scan_append_group_sql(&sql, s, t);
+	return sql.data;
+}
+
+/*
+ * shard_scan_prepare_failed
+ *		Explain why a shard rejected the query: a missing table or column is
+ *		reported by name; anything else as SQLite put it.  Returns only when
+ *		the table lacks a rowid, so the caller can retry without it.
+ */
+void
+shard_scan_prepare_failed(ShardScanState *s, ShardTarget *t, int rc,
+						 const char *errbuf, Relation rel)
+{
+	TupleDesc	tupdesc = RelationGetDescr(rel);
+	char	  **colnames = palloc(sizeof(char *) * (tupdesc->natts + 1));
+	int			ncols = 0;
+	int			i;
+
+	if (s->join)
+	{
+		shard_join_check_tables(s->join, t->conn);
+		shard_sqlite_error(ERROR, rc, t->info.shard_id, errbuf,
+						   "could not prepare the join of table \"%s\" on shard \"%s\"",
+						   s->topts->table, t->info.shard_id);
+	}
+	for (i = 0; i < tupdesc->natts; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(tupdesc, i);
+
+		if (!att->attisdropped)
+			colnames[ncols++] = shard_column_name(RelationGetRelid(rel),
+												  att->attnum);
+	}
+	shard_conn_check_table(t->conn, s->table_name, s->topts->table,
+						   colnames, ncols);
+
+	if (t->nkeys > 0 && t->keyed == NULL && strstr(errbuf, "rowid") != NULL)
+		return;
+	shard_sqlite_error(ERROR, rc, t->info.shard_id, errbuf,
+					   "could not prepare the query of table \"%s\" on shard \"%s\"",
+					   s->topts->table, t->info.shard_id);
+}
+
+/* Shards and tables ("path|table") known to have SQLite statistics. */
+static List *tables_with_stats = NIL;
+
+/* Tables smaller than this many rows are never worth a probe. */
+#define PROBE_MIN_ROWS 16000
+
+/*
+ * large_tenant_without_stats
+ *		Would SQLite read the tenants of a routed scan through an index on
+ *		the tenant column, row by row, where reading the whole shard costs
+ *		less?  Without statistics (sqlite_stat1, see shard_analyze) SQLite
+ *		takes an equality on an indexed column for a few rows, and fetches
+ *		each row of a tenant that fills the shard from the table in index
+ *		order: many times the cost of reading the table.  So where the
+ *		table has no statistics, count the tenants' rows in the index, up to
+ *		a sixteenth of the table's rows (about its largest rowid); reaching
+ *		that, the scan reads the shard instead.  Any failure says no.
+ */
+static bool
+large_tenant_without_stats(ShardScanState *s, ShardTarget *t)
+{
+	sqlite3    *db = shard_conn_db(t->conn);
+	const char *table = s->topts->table;
+	char	   *key = psprintf("%s|%s", t->info.path, table);
+	sqlite3_stmt *stmt;
+	StringInfoData sql;
+	sqlite3_int64 rows = 0;
+	sqlite3_int64 found = 0;
+	ShardValue	bind;
+	char		errbuf[SHARDIO_ERRLEN];
+	ListCell   *lc;
+	bool		has_stats = false;
+
+	foreach(lc, tables_with_stats)
+		if (strcmp(lfirst(lc), key) == 0)
+			return false;
+	if (sqlite3_prepare_v2(db, "SELECT 1 FROM sqlite_stat1 WHERE tbl = ?1",
+						   -1, &stmt, NULL) == SQLITE_OK)
+	{
+		sqlite3_bind_text(stmt, 1, table, -1, SQLITE_STATIC);
+		has_stats = (sqlite3_step(stmt) == SQLITE_ROW);
+		sqlite3_finalize(stmt);
+	}
+	if (has_stats)
+	{
+		MemoryContext oldcxt = MemoryContextSwitchTo(TopMemoryContext);
+
+		tables_with_stats = lappend(tables_with_stats, pstrdup(key));
+		MemoryContextSwitchTo(oldcxt);
+		return false;
+	}
+
+	initStringInfo(&sql);
+	appendStringInfoString(&sql, "SELECT max(rowid) FROM ");
+	shard_quote_identifier(&sql, table);
+	if (sqlite3_prepare_v2(db, sql.data, -1, &stmt, NULL) != SQLITE_OK)
+		return false;			/* WITHOUT ROWID */
+	if (sqlite3_step(stmt) == SQLITE_ROW)
+		rows = sqlite3_column_int64(stmt, 0);
+	sqlite3_finalize(stmt);
+	if (rows < PROBE_MIN_ROWS)
+		return false;
+
+	resetStringInfo(&sql);
+	appendStringInfoString(&sql, "SELECT count(*) FROM (SELECT 1 FROM ");
+	shard_quote_identifier(&sql, table);
+	appendStringInfoString(&sql, " WHERE ");
+	bind = shard_tenant_condition(&sql, s->topts->tenant_column,
+								  &t->tenant_rule, t->tenants, false, 1, 0);
+	appendStringInfo(&sql, " LIMIT %lld)", (long long) (rows / 16));
+	if (sqlite3_prepare_v2(db, sql.data, -1, &stmt, NULL) != SQLITE_OK)
+		return false;
+	if (shardio_bind(stmt, 1, &bind, 1, errbuf) == SQLITE_OK &&
+		sqlite3_step(stmt) == SQLITE_ROW)
+		found = sqlite3_column_int64(stmt, 0);
+	sqlite3_finalize(stmt);
+	return found >= rows / 16;
+}
+/*
+ * shard_scan_choose_time_index
+ *		The time column whose index a routed read of a time range should
+ *		find this shard's rows by, rather than the tenant's index, or NULL
+ *		(timeindex.c).  Not for a sorted read (its order picks an index) or
+ *		a direct modification.  The tenants' estimated rows are shared among
+ *		the shards in proportion to the tenants each is read for.
+ */
+const char *
+shard_scan_choose_time_index(ShardScanState *s, ShardTarget *t)
+{
+	double		tenant_rows = s->tenant_rows;
+	int			ntenants = 0;
+	ListCell   *lc;
+
+	if (!s->restricted || t->tenants == NIL || s->join != NULL ||
+		s->topts->reference || !t->tenant_is_text || t->degraded ||
+		t->tenant_noindex ||
+		s->row_order || s->modify_sql != NULL || s->tenant_only)
+		return NULL;
+	if (tenant_rows >= 0)
+	{
+		foreach(lc, s->targets)
+			ntenants += list_length(((ShardTarget *) lfirst(lc))->tenants);
+		if (ntenants > 0)
+			tenant_rows = tenant_rows * list_length(t->tenants) / ntenants;
+	}
+	return shard_time_index_choose(t->conn, s->topts->table,
+								   s->topts->tenant_column, &t->tenant_rule,
+								   t->tenants, s->where_sqls, s->param_values,
+								   s->nparams, tenant_rows);
+}
+
+/*
+ * shard_scan_plan_shard
+ *		Decide how one shard is read (what its declarations allow to push)
+ *		and build its statement and values, in the scan's resolution
+ *		context: once per resolution, since a rescan with the same values
+ *		reads the shard the same way.
+ */
+void
+shard_scan_plan_shard(ShardScanState *s, ShardTarget *t)
+{
+	MemoryContext oldcxt = MemoryContextSwitchTo(s->resolve_cxt);
+	List	   *extra;
+	ListCell   *lc;
+	int			i;
+
+	/*
+	 * Pushed-down SQL is exact only where the shard declares columns as
+	 * planning assumed (text compared in TEXT columns, sums over numeric
+	 * ones).  A shard that declares a compared column otherwise is read
+	 * whole and PostgreSQL evaluates the conditions; an aggregation, planned
+	 * from the first shard's schema, cannot be redone that way.
+	 */
+	{
+		char	   *bad = shard_conn_affinity_mismatch(t->conn, s->topts->table,
+													   s->needs);
+
+		if (s->join)
+			shard_join_check_shard(s->join, t->conn, t->info.shard_id);
+
+		/*
+		 * Text extrema on a UTF-16 shard: the reading thread computes them
+		 * right (it reads text as UTF-8), as long as it never hands the
+		 * grouping to SQLite.
+		 */
+		t->no_sql_groups = false;
+		if (bad && bad[0] == 'U' && s->agg_spec != NULL)
+		{
+			bad = shard_conn_affinity_mismatch(t->conn, s->topts->table,
+											   s->needs_but_extrema);
+			t->no_sql_groups = (bad == NULL);
+		}
+		t->degraded = (bad != NULL);
+		if (bad && s->mode != SCAN_ROWS)
+			ereport(ERROR,
+					(errcode(ERRCODE_FDW_INVALID_DATA_TYPE),
+					 errmsg("cannot aggregate table \"%s\" inside shard \"%s\"",
+							s->topts->table, t->info.shard_id),
+					 bad[0] == 'U' ?
+					 errdetail("The shard's database is UTF-16, where SQLite orders text in column \"%s\" otherwise than PostgreSQL does.",
+							   bad + 1) :
+					 errdetail("The shard declares column \"%s\" with another type than the first shard, so SQLite would not compute the aggregate as PostgreSQL does.",
+							   bad + 1),
+					 bad[0] == 'U' ?
+					 errhint("Set \"sqlite_shard_fdw.aggregate_pushdown\" to off to aggregate in PostgreSQL.") :
+					 errhint("Declare the column alike in every shard, or set \"sqlite_shard_fdw.aggregate_pushdown\" to off.")));
+
+		/* A shard the bound cannot rely on returns all its groups. */
+		t->unbounded = (s->order != NIL &&
+						shard_conn_affinity_mismatch(t->conn, s->topts->table,
+													 list_nth(s->order,
+															  FdwScanOrderBoundNeeds)) != NULL);
+		if (!row_shard_sorts(s, t))
+			s->row_direct = false;
+	}
+
+	if (!s->topts->reference)
+		shard_tenant_rule_lookup(&t->tenant_rule, shard_conn_db(t->conn),
+								 s->topts->table, s->topts->tenant_column,
+								 s->tenant_kind);
+	t->tenant_is_text = !s->topts->reference &&
+		t->tenant_rule.kind == SHARDIO_TENANT_TEXT &&
+		t->tenant_rule.affinity == 'T';
+	/*
+	 * A routed read with no condition but the tenant's, whose rows SQLite would
+	 * otherwise fetch through the tenant's index: no index when the tenant
+	 * is large and the shard has no statistics.  (An ordered scan reads an
+	 * index for its order; other conditions may pick their own index; a
+	 * count(*) reads the tenant's index alone.)
+	 */
+	t->tenant_noindex = (s->restricted && t->tenants != NIL &&
+						 t->tenant_is_text && s->tenant_only && !s->counts_only &&
+						 !s->row_order && s->modify_sql == NULL &&
+						 large_tenant_without_stats(s, t));
+	t->time_index = shard_scan_choose_time_index(s, t);
+	/* The row's key, first: its rowid, or its primary key (shard_row_key_shard) */
+	t->keyed = NULL;
+	t->nkeys = 0;
+	if (s->with_rowid && !t->no_rowid)
+		t->nkeys = 1;
+	else if (s->row_keys != NULL)
+	{
+		t->keyed = shard_row_key_shard(s, t);
+		t->nkeys = list_length(t->keyed->keys);
+	}
+	t->sql = build_shard_sql(s, t, s->agg_spec != NULL, &extra);
+
+	/* Planned values, then the tenant lists. */
+	t->nbinds = s->nparams + list_length(extra);
+	t->binds = palloc0(sizeof(ShardValue) * (t->nbinds + 1));
+	if (s->nparams > 0)
+		memcpy(t->binds, s->param_values, sizeof(ShardValue) * s->nparams);
+	i = s->nparams;
+	foreach(lc, extra)
+		t->binds[i++] = *(ShardValue *) lfirst(lc);
+
+	t->fallback_sql = NULL;
+	if (s->agg_spec && !t->no_sql_groups)
+		t->fallback_sql = build_shard_sql(s, t, false, &extra);
+	MemoryContextSwitchTo(oldcxt);
+}
