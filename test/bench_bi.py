@@ -313,11 +313,18 @@ def plan_walk(node, out):
     return out
 
 
-def row_scans(node):
-    """The Foreign Scans under node (itself included) that return rows
-    rather than groups or sorted and limited rows."""
-    return [n for n in plan_walk(node, [])
-            if n["Node Type"] == "Foreign Scan" and n.get("Pushdown") == "rows"]
+def feeds_rows(node):
+    """Whether node's input holds a table's rows as a Foreign Scan returns
+    them, unbounded (not groups, nor rows sorted and limited in the
+    shards), through nodes that only pass them on or join them."""
+    for c in node.get("Plans", []):
+        t = c["Node Type"]
+        if t == "Foreign Scan":
+            if c.get("Pushdown") == "rows":
+                return True
+        elif (t in PASSING or t in JOINS) and feeds_rows(c):
+            return True
+    return False
 
 
 def push_state(plan):
@@ -346,11 +353,12 @@ def push_state(plan):
             local.append("filter")
         if t in JOINS:
             local.append("join")
-        elif t in ("Aggregate", "Group") or (t == "Unique" and row_scans(n)):
-            if row_scans(n):
+        elif t in ("Aggregate", "Group", "Unique", "SetOp"):
+            if feeds_rows(n):
                 local.append("aggregate")
-        elif t in ("Sort", "Incremental Sort", "WindowAgg") and row_scans(n):
-            local.append("sort" if t != "WindowAgg" else "window")
+        elif t in ("Sort", "Incremental Sort", "WindowAgg"):
+            if feeds_rows(n):
+                local.append("sort" if t != "WindowAgg" else "window")
         elif t not in PASSING:
             local.append(t.lower())
     local = sorted(set(local))
@@ -431,6 +439,8 @@ def run_bi_reads(b, explain, errors, notes, targets):
     for q in BI_SHAPES:
         t0 = time.time()
         sql = {e: q["sql"].format(s=e, big=b.pg_quote(big)) for e in ("native", "ext")}
+        with open(explain, "a") as f:
+            f.write("--- BI shape %s (%s: %s)\n" % (q["key"], q["tool"], q["what"]))
         b.explain_one(explain, sql["ext"], errors)
         try:
             state, work = push_state(explain_json(b, sql["ext"]))
