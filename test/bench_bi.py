@@ -431,6 +431,7 @@ def run_bi_reads(b, explain, errors, notes, targets):
     ratios and what was pushed, and how many shapes meet the targets.  b is
     bench_run, whose sessions, turns and table this uses."""
     big = b.largest_tenant()[0]
+    load_start = b.loadavg()
     b.log()
     b.log("BI tools: %d shapes as Metabase, Superset and Grafana render them, "
           "\"now\" = %s, one tenant = %s (the largest); %d runs, engines taking turns"
@@ -473,6 +474,7 @@ def run_bi_reads(b, explain, errors, notes, targets):
     cap = sum(1 for r in ratios if r is not None and r <= TARGET_MAX)
     b.log()
     b.log("BI shapes: %d of %d within %.1fx native, %d of %d within %.1fx; above %.1fx: %s; "
-          "results differing: %s"
+          "results differing: %s (load average %s at the start, %s at the end)"
           % (aim, n, TARGET_AIM, cap, n, TARGET_MAX, TARGET_MAX,
-             ", ".join(slow) if slow else "none", ", ".join(differ) if differ else "none"))
+             ", ".join(slow) if slow else "none", ", ".join(differ) if differ else "none",
+             load_start, b.loadavg()))
