@@ -39,7 +39,7 @@
 #	For every shape: EXPLAIN (VERBOSE) through the extension (appended to
 #	the plans file), read for what the shards do (see push_state); then the
 #	native table and the extension, a warm-up whose result is kept, then
-#	BENCH_RUNS runs taking turns (bench_run.run_fanout), medians; the
+#	BENCH_RUNS runs taking turns (run_pair), medians; the
 #	results compared, a difference being an error.  Target: within 1.0x of
 #	native aimed, none above 1.5x.
 #
