@@ -16,7 +16,8 @@
 #	native table, with the same durability on both sides; and the time
 #	ranges and buckets BI tools send (created_at as timestamp and as
 #	timestamptz, an index on created_at on both sides); and the joins
-#	(orders with customers, and with a local table of accounts).
+#	(orders with customers, and with a local table of accounts); and the
+#	SQL that Metabase, Superset and Grafana render (test/bench_bi.py).
 #	Prints medians and ratios, and a last line that says which targets were
 #	met.
 #
@@ -40,11 +41,12 @@
 #	BENCH_PARTS				what to measure: a list of "read", "time" (the time
 #							ranges and buckets), "limit" (the
 #							ORDER BY ... LIMIT queries), "join"
-#							(the joins), "write" and "move" (a
+#							(the joins), "bi" (the SQL of BI tools:
+#							test/bench_bi.py), "write" and "move" (a
 #							tenant moved under an external writer:
 #							test/bench_move.sh, on a fleet of its own in
 #							BENCH_DIR/move) (default
-#							"read,time,limit,join,write,move")
+#							"read,time,limit,join,bi,write,move")
 #
 # Missed targets are numbers, not failures: the exit status is non-zero only
 # when something fails (a query error, a build error).
@@ -310,9 +312,9 @@ case $big in
 esac
 
 COPY_ROWS=${BENCH_COPY_ROWS:-$([ "$big" = 1 ] && echo 1000000 || echo 200000)}
-parts=${BENCH_PARTS:-read,time,limit,join,write,move}
-if ! [[ "$COPY_ROWS" =~ ^[1-9][0-9]*$ ]] || ! [[ ",$parts," =~ ^(,(read|time|limit|join|write|move))+,$ ]]; then
-	echo "bench.sh: BENCH_COPY_ROWS must be a positive integer, BENCH_PARTS a list of read, time, limit, join, write and move" >&2
+parts=${BENCH_PARTS:-read,time,limit,join,bi,write,move}
+if ! [[ "$COPY_ROWS" =~ ^[1-9][0-9]*$ ]] || ! [[ ",$parts," =~ ^(,(read|time|limit|join|bi|write|move))+,$ ]]; then
+	echo "bench.sh: BENCH_COPY_ROWS must be a positive integer, BENCH_PARTS a list of read, time, limit, join, bi, write and move" >&2
 	exit 2
 fi
 

@@ -5,7 +5,7 @@
 #	(the native table, the foreign tables, the key tables) and runs this
 #	inside it, with the PG* variables set.
 #
-# Usage: python3 test/bench_run.py --bench-dir DIR [--big] [--parts read,join,write]
+# Usage: python3 test/bench_run.py --bench-dir DIR [--big] [--parts read,bi,write]
 #			[--copy-first-id N]
 #
 # Three engines, side by side, on the same rows:
@@ -1463,6 +1463,12 @@ def main():
             run_join_reads(fleet, explain, errors, notes, targets)
         except BenchError as e:
             errors.append("join queries: %s" % e)
+    if "bi" in parts:
+        import bench_bi		# the BI tools' shapes: test/bench_bi.py
+        try:
+            bench_bi.run_bi_reads(sys.modules[__name__], explain, errors, notes, targets)
+        except BenchError as e:
+            errors.append("BI shapes: %s" % e)
     if "write" in parts:
         try:
             run_writes(args, fleet, explain, errors, notes, targets)
