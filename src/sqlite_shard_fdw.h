@@ -291,6 +291,18 @@ extern bool shard_time_deparse_bucket(StringInfo buf, PlannerInfo *root,
 									  int tz_param);
 extern double shard_time_bucket_groups(PlannerInfo *root, Expr *expr,
 									   RelOptInfo *baserel, double input_rows);
+extern bool shard_time_key_form(PlannerInfo *root, Expr *expr,
+								RelOptInfo *baserel, int *grid, char **zone);
+extern void shard_time_deparse_key_form(StringInfo buf, PlannerInfo *root,
+										Expr *expr, RelOptInfo *baserel,
+										bool for_group_by, int tz_param);
+extern List *shard_time_key_form_merge(PlannerInfo *root, Expr *expr,
+									   RelOptInfo *baserel);
+extern void *shard_time_key_form_start(Expr *expr);
+extern Datum shard_time_key_form_value(void *form, Datum value, bool *isnull);
+extern double shard_time_key_form_groups(PlannerInfo *root, Expr *expr,
+										 RelOptInfo *baserel,
+										 double input_rows);
 extern bool shard_time_deparse_column_value(StringInfo buf,
 											PlannerInfo *root, Var *var);
 extern bool shard_time_comparable(Expr *col, Oid valtype);
