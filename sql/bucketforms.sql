@@ -132,6 +132,14 @@ SELECT col, k FROM regress_forms
     format('SELECT %s AS key, count(*), sum(n), min(id), max(id) FROM {t} GROUP BY 1',
            replace(k, '{c}', col))))
   ORDER BY 1, 2;
+-- grouped by SQLite instead of the reading threads
+SET sqlite_shard_fdw.thread_aggregation = off;
+SELECT col, k FROM regress_forms
+  WHERE NOT (SELECT bool_and(same) FROM regress_same(
+    format('SELECT %s AS key, count(*), sum(n), min(id), max(id) FROM {t} GROUP BY 1',
+           replace(k, '{c}', col))))
+  ORDER BY 1, 2;
+RESET sqlite_shard_fdw.thread_aggregation;
 -- with a time range (Grafana's $__timeFilter), and an empty one
 SELECT col, k FROM regress_forms
   WHERE NOT (SELECT bool_and(same) FROM regress_same(
@@ -152,6 +160,67 @@ SELECT * FROM regress_same('SELECT CAST(extract(hour FROM tz) AS integer) AS h, 
 SELECT * FROM regress_same('SELECT floor(extract(epoch from ts)/3600)*3600 AS "time", count(*) FROM {t} GROUP BY 1');
 SELECT * FROM regress_same('SELECT floor((n / 5.0)) * 5.0 AS bin, count(*) FROM {t} GROUP BY 1');
 RESET TimeZone;
+
+-- ===================================================================
+-- Grafana's filters: a time range, and epoch seconds of a time
+-- ===================================================================
+-- $__timeFilter: a time range as any
+EXPLAIN (VERBOSE, COSTS OFF)
+SELECT floor(extract(epoch from ts)/300)*300 AS "time", count(*) FROM items
+  WHERE ts BETWEEN '2024-03-10T05:00:00Z' AND '2024-03-11T06:00:00Z' GROUP BY 1;
+-- CAST(extract(epoch FROM x) AS bigint) compared with integers: the time
+-- compared with the first and last times of each integer (PostgreSQL's
+-- cast rounds half away from zero), with its index range
+EXPLAIN (VERBOSE, COSTS OFF)
+SELECT id FROM items
+  WHERE extract(epoch from ts)::bigint BETWEEN 1710054000 AND 1710115200;
+EXPLAIN (VERBOSE, COSTS OFF)
+SELECT id FROM items WHERE extract(epoch from tz)::bigint >= $$1710054000$$::int;
+CREATE TABLE regress_epoch_conds (cond text);
+INSERT INTO regress_epoch_conds
+  SELECT format('extract(epoch from %s)::bigint %s %s', c, op, v)
+  FROM unnest(ARRAY['ts', 'tz', 'tt']) c,
+       unnest(ARRAY['=', '<>', '<', '<=', '>', '>=']) op,
+       unnest(ARRAY['1710054000', '1710054001', '1710115200', '-86400',
+                    '0', '-1', '1', '253402300799', '9223372036854775807',
+                    '(-9223372036854775807)', '(-3000)::smallint',
+                    '32767::smallint', '1710115199::int']) v
+  WHERE v NOT LIKE '%smallint' OR op = '<';
+INSERT INTO regress_epoch_conds VALUES
+  ('extract(epoch from ts)::bigint BETWEEN 1710054000 AND 1710115200'),
+  ('CAST(extract(epoch FROM tz) AS bigint) BETWEEN -86401 AND 0'),
+  ('extract(epoch from tt)::bigint >= 1710054000 AND extract(epoch from tt)::bigint <= 1710054000'),
+  ('extract(epoch from ts)::bigint BETWEEN 1 AND 0');
+-- pushed (no Filter in the plan), and the rows of the native table, in
+-- UTC and in New York
+CREATE FUNCTION regress_filtered(cond text) RETURNS boolean
+LANGUAGE plpgsql AS $$
+DECLARE
+  line text;
+BEGIN
+  FOR line IN EXECUTE 'EXPLAIN (VERBOSE, COSTS OFF) SELECT id FROM items WHERE ' || cond
+  LOOP
+    IF line LIKE '%Filter:%' THEN
+      RETURN true;
+    END IF;
+  END LOOP;
+  RETURN false;
+END
+$$;
+SELECT cond FROM regress_epoch_conds
+  WHERE regress_filtered(cond)
+     OR NOT (SELECT bool_and(same) FROM regress_same(
+               format('SELECT id FROM {t} WHERE %s', cond)))
+  ORDER BY 1;
+SET TimeZone = 'America/New_York';
+SELECT cond FROM regress_epoch_conds
+  WHERE NOT (SELECT bool_and(same) FROM regress_same(
+               format('SELECT id FROM {t} WHERE %s', cond)))
+  ORDER BY 1;
+RESET TimeZone;
+SELECT * FROM regress_same('SELECT id FROM {t} WHERE extract(epoch from ts)::bigint BETWEEN 1710054000 AND 1710115200');
+DROP TABLE regress_epoch_conds;
+DROP FUNCTION regress_filtered(text);
 
 -- ===================================================================
 -- Not pushed: keys the stand-ins do not decide

@@ -283,6 +283,7 @@ extern char *shard_like_to_glob(const char *pattern, int len);
 
 extern char *shard_const_text(Expr *expr);
 extern Var *shard_time_date_of_timestamp(Expr *expr, RelOptInfo *baserel);
+extern Var *shard_time_epoch_of(Expr *expr, RelOptInfo *baserel);
 extern Var *shard_time_bucket_column(FuncExpr *func, RelOptInfo *baserel);
 extern char *shard_time_key_unit(FuncExpr *func, RelOptInfo *baserel,
 								 int *grid, char **zone);

@@ -88,6 +88,16 @@ enum
 	TIME_NFORMS
 };
 
+/*
+ * The type of a value compared (the "valtype" of SHARD_TIME_KIND): a time
+ * (time_code), or the integer compared with CAST(extract(epoch FROM col) AS
+ * bigint) (epoch_code).
+ */
+#define TIME_VAL_EPOCH_INT2	3
+#define TIME_VAL_EPOCH_INT4	4
+#define TIME_VAL_EPOCH_INT8	5
+#define TIME_NVALTYPES		6
+
 /* Which bound of a value (the "which" of SHARD_TIME_KIND). */
 #define TIME_FIRST	0			/* the first column value >= the value */
 #define TIME_LAST	1			/* the last column value <= the value */
@@ -98,7 +108,8 @@ enum
  */
 #define SHARD_TIME_KIND(array, form, coltype, valtype, which) \
 	(SHARD_PARAM_TIME + \
-	 (((((array) * TIME_NFORMS + (form)) * 3 + (coltype)) * 3 + (valtype)) * 2 + \
+	 (((((array) * TIME_NFORMS + (form)) * 3 + (coltype)) * TIME_NVALTYPES + \
+	   (valtype)) * 2 + \
 	  (which)))
 
 /* Slack of the ranges: more than rounding and the largest offset move. */
@@ -131,6 +142,27 @@ time_code(Oid typid)
 			return 1;
 		case DATEOID:
 			return 2;
+		default:
+			return -1;
+	}
+}
+
+/*
+ * epoch_code
+ *		The valtype of an integer compared with a time's epoch seconds, or
+ *		-1 for other types.
+ */
+static int
+epoch_code(Oid typid)
+{
+	switch (typid)
+	{
+		case INT2OID:
+			return TIME_VAL_EPOCH_INT2;
+		case INT4OID:
+			return TIME_VAL_EPOCH_INT4;
+		case INT8OID:
+			return TIME_VAL_EPOCH_INT8;
 		default:
 			return -1;
 	}
@@ -195,8 +227,46 @@ shard_time_deparse_column_value(StringInfo buf, PlannerInfo *root, Var *var)
 bool
 shard_time_comparable(Expr *col, Oid valtype)
 {
+	if (shard_time_epoch_of(col, NULL) != NULL)
+		return epoch_code(valtype) >= 0;
 	return time_code(exprType((Node *) shard_strip_relabel(col))) >= 0 &&
 		time_code(valtype) >= 0;
+}
+
+/*
+ * shard_time_epoch_of
+ *		The timestamp or timestamptz column of this table (of any table
+ *		with baserel NULL) whose epoch expr is: CAST(extract(epoch FROM
+ *		col) AS bigint), which a filter in Unix seconds such as Grafana's
+ *		$__unixEpochFilter compares with integers; or NULL.  It is compared
+ *		as its column, with the integer's first and last times.
+ */
+Var *
+shard_time_epoch_of(Expr *expr, RelOptInfo *baserel)
+{
+	FuncExpr   *f = (FuncExpr *) shard_strip_relabel(expr);
+	FuncExpr   *ex;
+	char	   *field;
+	Var		   *var;
+
+	if (f == NULL || !IsA(f, FuncExpr) || f->funcid != F_INT8_NUMERIC ||
+		list_length(f->args) != 1)
+		return NULL;
+	ex = (FuncExpr *) shard_strip_relabel(linitial(f->args));
+	if (!IsA(ex, FuncExpr) || list_length(ex->args) != 2 ||
+		(ex->funcid != F_EXTRACT_TEXT_TIMESTAMP &&
+		 ex->funcid != F_EXTRACT_TEXT_TIMESTAMPTZ) ||
+		(field = shard_const_text(linitial(ex->args))) == NULL ||
+		pg_strcasecmp(field, "epoch") != 0)
+		return NULL;
+	var = (Var *) shard_strip_relabel(lsecond(ex->args));
+	if (baserel != NULL)
+		var = shard_own_column((Expr *) var, baserel);
+	if (var == NULL || !IsA(var, Var) || var->varlevelsup != 0 ||
+		var->varattno <= 0 ||
+		(var->vartype != TIMESTAMPOID && var->vartype != TIMESTAMPTZOID))
+		return NULL;
+	return var;
 }
 
 /*
@@ -691,7 +761,8 @@ shard_time_deparse_comparison(StringInfo buf, StringInfo range,
 {
 	Oid			valtypid = exprType((Node *) shard_strip_relabel(val));
 	int			coltype = time_code(coltypid);
-	int			valtype = time_code(valtypid);
+	int			valtype = time_code(valtypid) >= 0 ? time_code(valtypid) :
+		epoch_code(valtypid);
 	bool		same = (coltype == valtype);
 	int			lower = -1;
 	int			upper = -1;
@@ -1131,6 +1202,19 @@ cross_time_cmp(int coltype, int valtype, int64 c, Datum val)
 	Datum		cd = (coltype == 2) ? DateADTGetDatum((DateADT) c) :
 		TimestampGetDatum((Timestamp) c);
 
+	/* CAST(extract(epoch FROM c) AS bigint), as PostgreSQL computes it */
+	if (valtype >= TIME_VAL_EPOCH_INT2)
+	{
+		Datum		epoch = DirectFunctionCall2(coltype == 0 ? extract_timestamp :
+												extract_timestamptz,
+												CStringGetTextDatum("epoch"), cd);
+		int64		e = DatumGetInt64(DirectFunctionCall1(numeric_int8, epoch));
+		int64		v = (valtype == TIME_VAL_EPOCH_INT2) ? DatumGetInt16(val) :
+			(valtype == TIME_VAL_EPOCH_INT4) ? DatumGetInt32(val) :
+			DatumGetInt64(val);
+
+		return (e > v) - (e < v);
+	}
 	return DatumGetInt32(DirectFunctionCall2(cmps[coltype][valtype], cd, val));
 }
 
@@ -1151,9 +1235,12 @@ time_bound(int coltype, int valtype, Datum val, int which)
 		(int64) DATETIME_MIN_JULIAN - POSTGRES_EPOCH_JDATE : MIN_TIMESTAMP;
 	int64		hi = (coltype == 2) ?
 		(int64) DATE_END_JULIAN - POSTGRES_EPOCH_JDATE - 1 : END_TIMESTAMP - 1;
-	bool		noend = (valtype == 2) ? DATE_IS_NOEND(DatumGetDateADT(val)) :
+	bool		epoch = (valtype >= TIME_VAL_EPOCH_INT2);
+	bool		noend = epoch ? false : (valtype == 2) ?
+		DATE_IS_NOEND(DatumGetDateADT(val)) :
 		TIMESTAMP_IS_NOEND(DatumGetTimestamp(val));
-	bool		nobegin = (valtype == 2) ? DATE_IS_NOBEGIN(DatumGetDateADT(val)) :
+	bool		nobegin = epoch ? false : (valtype == 2) ?
+		DATE_IS_NOBEGIN(DatumGetDateADT(val)) :
 		TIMESTAMP_IS_NOBEGIN(DatumGetTimestamp(val));
 
 	if (noend)
@@ -1508,10 +1595,10 @@ shard_time_bind(int kind, Datum value, ShardValue *out, int64 grid[3])
 	{
 		int			code = kind - SHARD_PARAM_TIME;
 		int			which = code % 2;
-		int			valtype = (code / 2) % 3;
-		int			coltype = (code / 6) % 3;
-		int			form = (code / 18) % TIME_NFORMS;
-		bool		array = (code / (18 * TIME_NFORMS)) != 0;
+		int			valtype = (code / 2) % TIME_NVALTYPES;
+		int			coltype = (code / (2 * TIME_NVALTYPES)) % 3;
+		int			form = (code / (6 * TIME_NVALTYPES)) % TIME_NFORMS;
+		bool		array = (code / (6 * TIME_NVALTYPES * TIME_NFORMS)) != 0;
 		int64		b;
 
 		if (array)
@@ -2099,13 +2186,24 @@ shard_time_deparse_key_form(StringInfo buf, PlannerInfo *root, Expr *expr,
 			{
 				char	   *v = psprintf("(%s - " INT64_FORMAT ")", col.data,
 										 f.bin_offset);
+				int64		lo = -FORM_BIN_SAFE;
+
+				/*
+				 * A bin's first integer is at most width - 1 below the value:
+				 * near the least value of the column's type it could be out
+				 * of the type's range, so there the stored value stands in.
+				 */
+				if (f.var->vartype == INT2OID)
+					lo = Max(lo, (int64) PG_INT16_MIN + f.bin_width - 1);
+				else if (f.var->vartype == INT4OID)
+					lo = Max(lo, (int64) PG_INT32_MIN + f.bin_width - 1);
 
 				appendStringInfo(buf,
 								 "CASE WHEN typeof(%s) = 'integer' AND %s BETWEEN "
 								 INT64_FORMAT " AND " INT64_FORMAT
 								 " THEN %s - ((%s %% " INT64_FORMAT ") + "
 								 INT64_FORMAT ") %% " INT64_FORMAT " ELSE %s%s END",
-								 col.data, col.data, -FORM_BIN_SAFE, FORM_BIN_SAFE,
+								 col.data, col.data, lo, FORM_BIN_SAFE,
 								 col.data, v, f.bin_width, f.bin_width,
 								 f.bin_width, col.data,
 								 for_group_by ? " COLLATE BINARY" : "");
