@@ -49,7 +49,13 @@
  * start in Unix seconds, or the field), ssfdw_tz_grid for those of a
  * timestamptz column in a time zone, whose grid shard_time_bind computes
  * when the scan starts (bind_tz_grid); the merge computes PostgreSQL's
- * function of each group's time.
+ * function of each group's time.  The keys BI tools build around these
+ * (casts, Sunday weeks, epoch grids, minute grains, report time zones,
+ * numeric bins) are bucket forms: the shards group by a stand-in of the
+ * column and the merge computes the whole key of it (see "Bucket forms"
+ * below).  CAST(extract(epoch FROM col) AS bigint) compared with an
+ * integer is compared as its column, with the first and last times of the
+ * integer (shard_time_epoch_of, cross_time_cmp).
  *
  *-------------------------------------------------------------------------
  */
