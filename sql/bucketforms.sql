@@ -161,6 +161,30 @@ SELECT * FROM regress_same('SELECT floor(extract(epoch from ts)/3600)*3600 AS "t
 SELECT * FROM regress_same('SELECT floor((n / 5.0)) * 5.0 AS bin, count(*) FROM {t} GROUP BY 1');
 RESET TimeZone;
 
+-- over a join the shards run
+SELECT * FROM regress_same('SELECT CAST(extract(hour FROM a.tz) AS integer) AS h, count(*), sum(b.n) FROM {t} a JOIN {t} b ON a.tenant_id = b.tenant_id AND a.id = b.id GROUP BY 1');
+SELECT regress_pushed('SELECT CAST(extract(hour FROM a.tz) AS integer) AS h, count(*), sum(b.n) FROM {t} a JOIN {t} b ON a.tenant_id = b.tenant_id AND a.id = b.id GROUP BY 1');
+-- a generic plan: the grid is bound, and the key computed, in the
+-- TimeZone of each execution (the native answers after the foreign ones)
+SET plan_cache_mode = force_generic_plan;
+PREPARE regress_week(int) AS
+  SELECT (date_trunc('week', (tz + INTERVAL '1 day')) + INTERVAL '-1 day') AS w,
+         count(*) FROM items WHERE n > $1 GROUP BY 1 ORDER BY 1;
+PREPARE regress_week_native(int) AS
+  SELECT (date_trunc('week', (tz + INTERVAL '1 day')) + INTERVAL '-1 day') AS w,
+         count(*) FROM items_native WHERE n > $1 GROUP BY 1 ORDER BY 1;
+SET TimeZone = 'Pacific/Kiritimati';
+EXECUTE regress_week(4);
+EXECUTE regress_week_native(4);
+SET TimeZone = 'Pacific/Pago_Pago';
+EXECUTE regress_week(4);
+EXECUTE regress_week_native(4);
+EXPLAIN (COSTS OFF) EXECUTE regress_week(4);
+DEALLOCATE regress_week;
+DEALLOCATE regress_week_native;
+RESET plan_cache_mode;
+RESET TimeZone;
+
 -- ===================================================================
 -- Grafana's filters: a time range, and epoch seconds of a time
 -- ===================================================================
