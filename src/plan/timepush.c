@@ -1451,9 +1451,10 @@ gcd64(int64 a, int64 b)
  * multiple less the offset in force, or the moment a transition skips it:
  * the step divides unit_secs, the differences between the offsets, and
  * the transitions' distances from the first.  Offsets of no whole quarter
- * hour (local mean time, before standard time) would bring it down to
- * seconds, so the grid starts after the last period with one, and after
- * 1800.  Transitions are followed to the end of the zone's table, or to
+ * hour (local mean time, before standard time), and transitions off the
+ * quarter hours (off the minutes for a unit of a minute), would bring it
+ * down to minutes or seconds, so the grid starts after the last of them,
+ * and after 1800.  Transitions are followed to the end of the zone's table, or to
  * 2300 for a zone whose rules go on; both repeat every 400 years.
  */
 static void
@@ -1507,7 +1508,19 @@ bind_tz_grid(int unit_secs, pg_tz *tz, int64 grid[3])
 			complete = true;
 		else
 		{
-			if (have_phase)
+			if (have_phase &&
+				gcd64(step, boundary - phase) < Min(unit_secs, 900))
+			{
+				/*
+				 * A transition off the quarter hours (Los Angeles at 2:01 in
+				 * 1948) would take the grid down to minutes or seconds for
+				 * every time: the grid starts after it instead.
+				 */
+				cut = boundary;
+				step = unit_secs;
+				have_phase = false;
+			}
+			else if (have_phase)
 				step = gcd64(step, boundary - phase);
 			complete = (boundary > TZ_GRID_END);
 			t = boundary;
@@ -1942,6 +1955,30 @@ form_floor_core(KeyForm *f, FuncExpr *fe)
 			t.shift_usecs != 0)
 			return false;
 		form_need(f, d, t.is_tz ? "UTC" : t.zone, true);
+		return true;
+	}
+
+	/*
+	 * Superset's grains: floor(extract(minute FROM t) / N) with N dividing
+	 * an hour (floor of hours likewise, dividing a day), constant between
+	 * two local multiples of N minutes (hours); the quotient of an integer
+	 * field by at most 60 is never rounded across an integer.
+	 */
+	if (IsA(ex, FuncExpr) && list_length(ex->args) == 2 &&
+		(ex->funcid == F_EXTRACT_TEXT_TIMESTAMP ||
+		 ex->funcid == F_EXTRACT_TEXT_TIMESTAMPTZ) &&
+		shard_const_text(linitial(ex->args)) != NULL)
+	{
+		char	   *field = shard_const_text(linitial(ex->args));
+		int64		unit = (pg_strcasecmp(field, "minute") == 0) ? SECS_PER_MINUTE :
+			(pg_strcasecmp(field, "hour") == 0) ? SECS_PER_HOUR : 0;
+		int64		whole = (unit == SECS_PER_MINUTE) ? 60 : 24;
+
+		if (unit == 0 || whole % d != 0 ||
+			!form_time(f, lsecond(ex->args), &t) ||
+			t.shift_usecs % (d * unit * USECS_PER_SEC) != 0)
+			return false;
+		form_need(f, d * unit, t.is_tz ? NULL : t.zone, false);
 		return true;
 	}
 
