@@ -72,7 +72,7 @@ struct ShardMerge
 	Datum	   *key_zones;		/* the zone (text) it reads the time in, or
 								 * 0: the TimeZone */
 	void	  **key_forms;		/* a bucket form's key of its stand-in
-								 * (timepush.c), or NULL */
+								 * (bucketform.c), or NULL */
 	int			nkeys;
 	int		   *key_out;		/* output column of each key */
 
