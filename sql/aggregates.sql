@@ -313,7 +313,8 @@ SELECT * FROM regress_agg($$SELECT date_part('month', created_at), date_part('do
 SELECT * FROM regress_agg($$SELECT status, date_trunc('month', created_at) AS m, count(*), sum(amount) FROM {t} GROUP BY status, m$$);
 SELECT * FROM regress_agg($$SELECT tenant_id, date_trunc('year', created_at), count(*) FROM {t} GROUP BY 1, 2$$);
 SELECT * FROM regress_agg($$SELECT date_trunc('month', created_at), count(*) FROM {t} GROUP BY 1 ORDER BY 1 DESC NULLS LAST LIMIT 3$$, true);
--- units that are not pushed
+-- units that are not pushed (extract(week) is grouped by its day, a
+-- bucket form: sql/bucketforms.sql)
 SELECT * FROM regress_agg($$SELECT date_trunc('quarter', created_at), count(*) FROM {t} GROUP BY 1$$);
 SELECT * FROM regress_agg($$SELECT extract(epoch FROM created_at), count(*) FROM {t} GROUP BY 1$$);
 SELECT * FROM regress_agg($$SELECT extract(week FROM created_unix), count(*) FROM {t} GROUP BY 1$$);
@@ -529,9 +530,10 @@ SELECT date_trunc('day', created_at), count(*) FROM sales_tz0 GROUP BY 1;
 EXPLAIN (COSTS OFF)
 SELECT tenant_id, date_trunc('day', created_at), count(*) FROM sales_tz
   GROUP BY 1, 2 LIMIT 3;
--- not pushed: units below a day (extract(hour FROM date) is PostgreSQL's
--- error), and date_trunc of a date as timestamptz by a unit whose first
--- day SQLite does not compute
+-- units below a day (extract(hour FROM date) is PostgreSQL's error), and
+-- date_trunc of a date as timestamptz by a unit whose first day SQLite
+-- does not compute: grouped by the date, a bucket form
+-- (sql/bucketforms.sql), the merge computing each key (or its error)
 SELECT * FROM regress_agg($$SELECT date_trunc('hour', created_at::timestamp), date_part('hour', created_at), count(*) FROM {t} GROUP BY 1, 2$$, false, 'sales_days');
 SELECT * FROM regress_agg($$SELECT extract(hour FROM created_at), count(*) FROM {t} GROUP BY 1$$, false, 'sales_days');
 SELECT * FROM regress_agg($$SELECT date_trunc('quarter', created_at), count(*) FROM {t} GROUP BY 1$$, false, 'sales_days');

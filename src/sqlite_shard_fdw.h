@@ -283,6 +283,7 @@ extern char *shard_like_to_glob(const char *pattern, int len);
 
 extern char *shard_const_text(Expr *expr);
 extern Var *shard_time_date_of_timestamp(Expr *expr, RelOptInfo *baserel);
+extern Var *shard_time_epoch_of(Expr *expr, RelOptInfo *baserel);
 extern Var *shard_time_bucket_column(FuncExpr *func, RelOptInfo *baserel);
 extern char *shard_time_key_unit(FuncExpr *func, RelOptInfo *baserel,
 								 int *grid, char **zone);
@@ -291,6 +292,9 @@ extern bool shard_time_deparse_bucket(StringInfo buf, PlannerInfo *root,
 									  int tz_param);
 extern double shard_time_bucket_groups(PlannerInfo *root, Expr *expr,
 									   RelOptInfo *baserel, double input_rows);
+extern int64 shard_time_gcd(int64 a, int64 b);
+extern bool shard_time_column_span(PlannerInfo *root, Var *var, double *secs);
+
 extern bool shard_time_deparse_column_value(StringInfo buf,
 											PlannerInfo *root, Var *var);
 extern bool shard_time_comparable(Expr *col, Oid valtype);
@@ -320,6 +324,20 @@ extern List *shard_time_range_seconds(List *conds, const ShardValue *binds,
 									  int nbinds);
 extern bool shard_time_bind(int kind, Datum value, ShardValue *out,
 							int64 grid[3]);
+
+/* in bucketform.c */
+extern bool shard_time_key_form(PlannerInfo *root, Expr *expr,
+								RelOptInfo *baserel, int *grid, char **zone);
+extern void shard_time_deparse_key_form(StringInfo buf, PlannerInfo *root,
+										Expr *expr, RelOptInfo *baserel,
+										bool for_group_by, int tz_param);
+extern List *shard_time_key_form_merge(PlannerInfo *root, Expr *expr,
+									   RelOptInfo *baserel);
+extern void *shard_time_key_form_start(Expr *expr);
+extern Datum shard_time_key_form_value(void *form, Datum value, bool *isnull);
+extern double shard_time_key_form_groups(PlannerInfo *root, Expr *expr,
+										 RelOptInfo *baserel,
+										 double input_rows);
 
 /* in convert.c */
 

@@ -1112,10 +1112,50 @@ class Gen:
         "ts::date", "CAST(te AS date)", "date_trunc('month', d)",
         "date_trunc('week', d)", "d"]
 
+    # Bucket forms as BI tools write them (the shards group by a stand-in,
+    # the merge computes the key): Metabase's casts of extract, Sunday
+    # weeks and report time zones, Grafana's $__timeGroup, Superset's
+    # minute grains, numeric bins.
+    BUCKET_FORMS = [
+        "CAST(extract(%s FROM %s) AS integer)" % (u, c)
+        for u in ("day", "dow", "isodow", "doy", "week", "month", "quarter",
+                  "year")
+        for c in ("ts", "te", "tz", "d")
+    ] + [
+        f.replace("{c}", c)
+        for f in ("CAST(extract(hour FROM {c}) AS integer)",
+                  "CAST(extract(minute FROM {c}) AS integer)",
+                  "(CAST(extract(dow FROM {c}) AS integer) + 1)",
+                  "(date_trunc('week', ({c} + INTERVAL '1 day')) + "
+                  "INTERVAL '-1 day')",
+                  "CAST((date_trunc('week', ({c} + INTERVAL '1 day')) + "
+                  "INTERVAL '-1 day') AS date)",
+                  "date_trunc('day', timezone('America/New_York', "
+                  "timezone('UTC', {c})))",
+                  "date_trunc('hour', timezone('Asia/Kathmandu', "
+                  "timezone('UTC', {c})))",
+                  "timezone('Europe/Berlin', timezone('UTC', {c}))",
+                  "floor(extract(epoch from {c})/300)*300",
+                  "floor(extract(epoch from {c})/86400)*86400",
+                  "floor(extract(epoch from {c})/604800)*604800",
+                  "date_trunc('hour', {c}) + INTERVAL '5 minute' * "
+                  "floor(extract(minute FROM {c}) / 5)",
+                  "date_trunc('hour', {c}) + INTERVAL '15 minute' * "
+                  "floor(extract(minute FROM {c}) / 15)")
+        for c in ("ts", "te", "tz")
+    ] + [
+        "date_trunc('day', timezone('Asia/Kolkata', tz))",
+        "CAST((CAST(date_trunc('week', CAST((d + INTERVAL '1 day') AS date)) "
+        "AS date) + INTERVAL '-1 day') AS date)",
+        "floor((j / 5000.0)) * 5000.0", "floor((i / 50.0)) * 50.0",
+        "floor(((k - 3.0) / 7)) * 7 + 3.0", "floor((j / 1)) * 1"]
+
     def time_bucket_case(self):
         """Time buckets of every unit and field, with min/max of times,
         grouped in the shards (by the reading threads or by SQLite)."""
         keys = self.rng.sample(self.TIME_BUCKETS, self.rng.randrange(1, 3))
+        if self.chance(0.5):
+            keys[0] = self.pick(self.BUCKET_FORMS)
         if self.chance(0.2):
             keys.append("tenant_id")
         aggs = ", ".join(self.rng.sample(

@@ -71,6 +71,8 @@ struct ShardMerge
 	bool	   *key_dates;		/* the stand-in is a date */
 	Datum	   *key_zones;		/* the zone (text) it reads the time in, or
 								 * 0: the TimeZone */
+	void	  **key_forms;		/* a bucket form's key of its stand-in
+								 * (bucketform.c), or NULL */
 	int			nkeys;
 	int		   *key_out;		/* output column of each key */
 
@@ -164,6 +166,7 @@ shard_merge_create(PlanState *ps, List *ops, List *cols, List *types,
 	m->key_funcs = palloc0(sizeof(FmgrInfo) * m->nout);
 	m->key_units = palloc0(sizeof(Datum) * m->nout);
 	m->key_dates = palloc0(sizeof(bool) * m->nout);
+	m->key_forms = palloc0(sizeof(void *) * m->nout);
 	m->key_zones = palloc0(sizeof(Datum) * m->nout);
 	m->key_out = palloc(sizeof(int) * (m->nout + 1));
 	m->guard_col = guard_col;
@@ -187,7 +190,13 @@ shard_merge_create(PlanState *ps, List *ops, List *cols, List *types,
 			List	   *kt = list_nth(key_truncs, i);
 			Oid			read_as = m->types[i];
 
-			if (kt != NIL)
+			if (kt != NIL && intVal(linitial(kt)) == InvalidOid)
+			{
+				/* a bucket form: its expression of the stand-in */
+				m->key_forms[i] = shard_time_key_form_start(llast(kt));
+				read_as = intVal(lthird(kt));
+			}
+			else if (kt != NIL)
 			{
 				fmgr_info(intVal(linitial(kt)), &m->key_funcs[i]);
 				if (strVal(lsecond(kt))[0] != '\0')
@@ -545,8 +554,13 @@ store_keys(ShardMerge *m, TupleTableSlot *slot, const ShardValue *row,
 		slot->tts_values[k] = shard_value_to_datum(&m->convs[out],
 												   &row[m->cols[out][0]],
 												   &slot->tts_isnull[k]);
+		if (m->key_forms[out] != NULL)
+			slot->tts_values[k] =
+				shard_time_key_form_value(m->key_forms[out],
+										  slot->tts_values[k],
+										  &slot->tts_isnull[k]);
 		/* the key's function of the date or time standing for its bucket */
-		if (OidIsValid(m->key_funcs[out].fn_oid) && !slot->tts_isnull[k])
+		else if (OidIsValid(m->key_funcs[out].fn_oid) && !slot->tts_isnull[k])
 		{
 			Datum		t = slot->tts_values[k];
 

@@ -286,7 +286,8 @@ static bool
 column_side(Expr *expr, RelOptInfo *baserel)
 {
 	return is_own_column(expr, baserel) ||
-		shard_time_date_of_timestamp(expr, baserel) != NULL;
+		shard_time_date_of_timestamp(expr, baserel) != NULL ||
+		shard_time_epoch_of(expr, baserel) != NULL;
 }
 
 /*
@@ -329,6 +330,9 @@ column_vs_value(List *args, RelOptInfo *baserel, Expr **col, Expr **val,
 static PushCategory
 column_category(Expr *col)
 {
+	/* the epoch seconds of a time: compared as the time (timepush.c) */
+	if (shard_time_epoch_of(col, NULL) != NULL)
+		return PUSH_TIME;
 	return type_category(exprType((Node *) shard_strip_relabel(col)));
 }
 
@@ -479,7 +483,9 @@ pushable(PlannerInfo *root, RelOptInfo *baserel, Expr *expr, bool computed_ok)
 						like_pattern_ok(val);
 
 				name = comparison_name(op->opno);
-				if (name == NULL || !is_value(val, cat, computed_ok))
+				if (name == NULL ||
+					!is_value(val, shard_time_epoch_of(col, NULL) ? PUSH_INT : cat,
+							  computed_ok))
 					return false;
 				/*
 				 * Times of any two types: a value of another type than the
@@ -734,7 +740,14 @@ static void
 deparse_column(Expr *expr, DeparseContext *ctx)
 {
 	Var		   *ts = shard_time_date_of_timestamp(expr, ctx->baserel);
+	Var		   *ep = shard_time_epoch_of(expr, ctx->baserel);
 
+	/* the epoch seconds of a time: the time, with the integer's bounds */
+	if (ep)
+	{
+		shard_time_deparse_column_value(ctx->buf, ctx->root, ep);
+		return;
+	}
 	/* the date of the time the wrapper reads: ssfdw_days */
 	if (ts)
 	{
@@ -917,6 +930,7 @@ deparse_expr(Expr *expr, DeparseContext *ctx)
 					StringInfoData colexpr;
 					Var		   *ts = shard_time_date_of_timestamp(col,
 																  ctx->baserel);
+					Var		   *ep = shard_time_epoch_of(col, ctx->baserel);
 
 					/* the column as the wrapper reads it, then the value */
 					initStringInfo(&colexpr);
@@ -925,7 +939,9 @@ deparse_expr(Expr *expr, DeparseContext *ctx)
 					ctx->buf = save;
 					shard_time_deparse_comparison(ctx->buf, range, ctx->root,
 												  colexpr.data,
-												  ts ? ts : shard_own_column(col, ctx->baserel),
+												  ts ? ts : ep ? ep :
+												  shard_own_column(col, ctx->baserel),
+												  ep ? ep->vartype :
 												  exprType((Node *) shard_strip_relabel(col)),
 												  name, val, ctx->params,
 												  ctx->param_kinds);

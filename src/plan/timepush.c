@@ -49,7 +49,12 @@
  * start in Unix seconds, or the field), ssfdw_tz_grid for those of a
  * timestamptz column in a time zone, whose grid shard_time_bind computes
  * when the scan starts (bind_tz_grid); the merge computes PostgreSQL's
- * function of each group's time.
+ * function of each group's time.  The keys BI tools build around these
+ * (casts, Sunday weeks, epoch grids, minute grains, report time zones,
+ * numeric bins) are bucket forms: the shards group by a stand-in of the
+ * column and the merge computes the whole key of it (bucketform.c).  CAST(extract(epoch FROM col) AS bigint) compared with an
+ * integer is compared as its column, with the first and last times of the
+ * integer (shard_time_epoch_of, cross_time_cmp).
  *
  *-------------------------------------------------------------------------
  */
@@ -71,6 +76,7 @@
 #include "utils/float.h"
 #include "utils/fmgrprotos.h"
 #include "utils/lsyscache.h"
+#include "utils/numeric.h"
 #include "utils/selfuncs.h"
 #include "utils/timestamp.h"
 
@@ -85,6 +91,16 @@ enum
 	TIME_NFORMS
 };
 
+/*
+ * The type of a value compared (the "valtype" of SHARD_TIME_KIND): a time
+ * (time_code), or the integer compared with CAST(extract(epoch FROM col) AS
+ * bigint) (epoch_code).
+ */
+#define TIME_VAL_EPOCH_INT2	3
+#define TIME_VAL_EPOCH_INT4	4
+#define TIME_VAL_EPOCH_INT8	5
+#define TIME_NVALTYPES		6
+
 /* Which bound of a value (the "which" of SHARD_TIME_KIND). */
 #define TIME_FIRST	0			/* the first column value >= the value */
 #define TIME_LAST	1			/* the last column value <= the value */
@@ -95,7 +111,8 @@ enum
  */
 #define SHARD_TIME_KIND(array, form, coltype, valtype, which) \
 	(SHARD_PARAM_TIME + \
-	 (((((array) * TIME_NFORMS + (form)) * 3 + (coltype)) * 3 + (valtype)) * 2 + \
+	 (((((array) * TIME_NFORMS + (form)) * 3 + (coltype)) * TIME_NVALTYPES + \
+	   (valtype)) * 2 + \
 	  (which)))
 
 /* Slack of the ranges: more than rounding and the largest offset move. */
@@ -128,6 +145,27 @@ time_code(Oid typid)
 			return 1;
 		case DATEOID:
 			return 2;
+		default:
+			return -1;
+	}
+}
+
+/*
+ * epoch_code
+ *		The valtype of an integer compared with a time's epoch seconds, or
+ *		-1 for other types.
+ */
+static int
+epoch_code(Oid typid)
+{
+	switch (typid)
+	{
+		case INT2OID:
+			return TIME_VAL_EPOCH_INT2;
+		case INT4OID:
+			return TIME_VAL_EPOCH_INT4;
+		case INT8OID:
+			return TIME_VAL_EPOCH_INT8;
 		default:
 			return -1;
 	}
@@ -192,8 +230,46 @@ shard_time_deparse_column_value(StringInfo buf, PlannerInfo *root, Var *var)
 bool
 shard_time_comparable(Expr *col, Oid valtype)
 {
+	if (shard_time_epoch_of(col, NULL) != NULL)
+		return epoch_code(valtype) >= 0;
 	return time_code(exprType((Node *) shard_strip_relabel(col))) >= 0 &&
 		time_code(valtype) >= 0;
+}
+
+/*
+ * shard_time_epoch_of
+ *		The timestamp or timestamptz column of this table (of any table
+ *		with baserel NULL) whose epoch expr is: CAST(extract(epoch FROM
+ *		col) AS bigint), which a filter in Unix seconds such as Grafana's
+ *		$__unixEpochFilter compares with integers; or NULL.  It is compared
+ *		as its column, with the integer's first and last times.
+ */
+Var *
+shard_time_epoch_of(Expr *expr, RelOptInfo *baserel)
+{
+	FuncExpr   *f = (FuncExpr *) shard_strip_relabel(expr);
+	FuncExpr   *ex;
+	char	   *field;
+	Var		   *var;
+
+	if (f == NULL || !IsA(f, FuncExpr) || f->funcid != F_INT8_NUMERIC ||
+		list_length(f->args) != 1)
+		return NULL;
+	ex = (FuncExpr *) shard_strip_relabel(linitial(f->args));
+	if (!IsA(ex, FuncExpr) || list_length(ex->args) != 2 ||
+		(ex->funcid != F_EXTRACT_TEXT_TIMESTAMP &&
+		 ex->funcid != F_EXTRACT_TEXT_TIMESTAMPTZ) ||
+		(field = shard_const_text(linitial(ex->args))) == NULL ||
+		pg_strcasecmp(field, "epoch") != 0)
+		return NULL;
+	var = (Var *) shard_strip_relabel(lsecond(ex->args));
+	if (baserel != NULL)
+		var = shard_own_column((Expr *) var, baserel);
+	if (var == NULL || !IsA(var, Var) || var->varlevelsup != 0 ||
+		var->varattno <= 0 ||
+		(var->vartype != TIMESTAMPOID && var->vartype != TIMESTAMPTZOID))
+		return NULL;
+	return var;
 }
 
 /*
@@ -503,13 +579,13 @@ shard_time_deparse_bucket(StringInfo buf, PlannerInfo *root, FuncExpr *func,
 }
 
 /*
- * column_span
+ * shard_time_column_span
  *		The seconds between the least and the greatest value of a date or
  *		time column that its statistics know (histogram bounds and most
  *		common values); false without statistics.
  */
-static bool
-column_span(PlannerInfo *root, Var *var, double *secs)
+bool
+shard_time_column_span(PlannerInfo *root, Var *var, double *secs)
 {
 	static const int kinds[] = {STATISTIC_KIND_HISTOGRAM, STATISTIC_KIND_MCV};
 	VariableStatData vardata;
@@ -561,8 +637,8 @@ column_span(PlannerInfo *root, Var *var, double *secs)
 /*
  * shard_time_bucket_groups
  *		The number of groups a time bucket key (date_trunc, extract or
- *		date_part of a time, the date of a time) makes, or -1 for any other
- *		key.  PostgreSQL takes an expression's distinct values to be its
+ *		date_part of a time, the date of a time, a bucket form) makes, or
+ *		-1 for any other key.  PostgreSQL takes an expression's distinct values to be its
  *		column's, while a bucket holds many of them: a field has at most its
  *		range of values, a unit at most one per unit of the span of the
  *		column's values.
@@ -600,7 +676,7 @@ shard_time_bucket_groups(PlannerInfo *root, Expr *expr, RelOptInfo *baserel,
 
 	if (!IsA(expr, FuncExpr) ||
 		(var = shard_time_bucket_column(func, baserel)) == NULL)
-		return -1;
+		return shard_time_key_form_groups(root, expr, baserel, input_rows);
 	field = (func->funcid == F_EXTRACT_TEXT_TIMESTAMP ||
 			 func->funcid == F_EXTRACT_TEXT_TIMESTAMPTZ ||
 			 func->funcid == F_EXTRACT_TEXT_DATE ||
@@ -620,7 +696,7 @@ shard_time_bucket_groups(PlannerInfo *root, Expr *expr, RelOptInfo *baserel,
 			continue;
 		if (field && units[i].values > 0)
 			return Min(units[i].values, column_groups);
-		if (units[i].secs == 0 || !column_span(root, var, &span))
+		if (units[i].secs == 0 || !shard_time_column_span(root, var, &span))
 			break;
 		return Min(floor(span / units[i].secs) + 2, column_groups);
 	}
@@ -688,7 +764,8 @@ shard_time_deparse_comparison(StringInfo buf, StringInfo range,
 {
 	Oid			valtypid = exprType((Node *) shard_strip_relabel(val));
 	int			coltype = time_code(coltypid);
-	int			valtype = time_code(valtypid);
+	int			valtype = time_code(valtypid) >= 0 ? time_code(valtypid) :
+		epoch_code(valtypid);
 	bool		same = (coltype == valtype);
 	int			lower = -1;
 	int			upper = -1;
@@ -1128,6 +1205,19 @@ cross_time_cmp(int coltype, int valtype, int64 c, Datum val)
 	Datum		cd = (coltype == 2) ? DateADTGetDatum((DateADT) c) :
 		TimestampGetDatum((Timestamp) c);
 
+	/* CAST(extract(epoch FROM c) AS bigint), as PostgreSQL computes it */
+	if (valtype >= TIME_VAL_EPOCH_INT2)
+	{
+		Datum		epoch = DirectFunctionCall2(coltype == 0 ? extract_timestamp :
+												extract_timestamptz,
+												CStringGetTextDatum("epoch"), cd);
+		int64		e = DatumGetInt64(DirectFunctionCall1(numeric_int8, epoch));
+		int64		v = (valtype == TIME_VAL_EPOCH_INT2) ? DatumGetInt16(val) :
+			(valtype == TIME_VAL_EPOCH_INT4) ? DatumGetInt32(val) :
+			DatumGetInt64(val);
+
+		return (e > v) - (e < v);
+	}
 	return DatumGetInt32(DirectFunctionCall2(cmps[coltype][valtype], cd, val));
 }
 
@@ -1148,9 +1238,12 @@ time_bound(int coltype, int valtype, Datum val, int which)
 		(int64) DATETIME_MIN_JULIAN - POSTGRES_EPOCH_JDATE : MIN_TIMESTAMP;
 	int64		hi = (coltype == 2) ?
 		(int64) DATE_END_JULIAN - POSTGRES_EPOCH_JDATE - 1 : END_TIMESTAMP - 1;
-	bool		noend = (valtype == 2) ? DATE_IS_NOEND(DatumGetDateADT(val)) :
+	bool		epoch = (valtype >= TIME_VAL_EPOCH_INT2);
+	bool		noend = epoch ? false : (valtype == 2) ?
+		DATE_IS_NOEND(DatumGetDateADT(val)) :
 		TIMESTAMP_IS_NOEND(DatumGetTimestamp(val));
-	bool		nobegin = (valtype == 2) ? DATE_IS_NOBEGIN(DatumGetDateADT(val)) :
+	bool		nobegin = epoch ? false : (valtype == 2) ?
+		DATE_IS_NOBEGIN(DatumGetDateADT(val)) :
 		TIMESTAMP_IS_NOBEGIN(DatumGetTimestamp(val));
 
 	if (noend)
@@ -1323,11 +1416,11 @@ range_value(int form, int coltype, int64 b, ShardValue *out)
 	(((int64) 0 - UNIX_EPOCH_JDATE + 1) * SECS_PER_DAY)
 
 /*
- * gcd64
+ * shard_time_gcd
  *		The greatest common divisor of a and |b|, a > 0.
  */
-static int64
-gcd64(int64 a, int64 b)
+int64
+shard_time_gcd(int64 a, int64 b)
 {
 	if (b < 0)
 		b = -b;
@@ -1355,9 +1448,10 @@ gcd64(int64 a, int64 b)
  * multiple less the offset in force, or the moment a transition skips it:
  * the step divides unit_secs, the differences between the offsets, and
  * the transitions' distances from the first.  Offsets of no whole quarter
- * hour (local mean time, before standard time) would bring it down to
- * seconds, so the grid starts after the last period with one, and after
- * 1800.  Transitions are followed to the end of the zone's table, or to
+ * hour (local mean time, before standard time), and transitions off the
+ * quarter hours (off the minutes for a unit of a minute), would bring it
+ * down to minutes or seconds, so the grid starts after the last of them,
+ * and after 1800.  Transitions are followed to the end of the zone's table, or to
  * 2300 for a zone whose rules go on; both repeat every 400 years.
  */
 static void
@@ -1406,13 +1500,25 @@ bind_tz_grid(int unit_secs, pg_tz *tz, int64 grid[3])
 			have_phase = true;
 		}
 		else
-			step = gcd64(step, -(int64) before_off - phase);
+			step = shard_time_gcd(step, -(int64) before_off - phase);
 		if (rc == 0)
 			complete = true;
 		else
 		{
-			if (have_phase)
-				step = gcd64(step, boundary - phase);
+			if (have_phase &&
+				shard_time_gcd(step, boundary - phase) < Min(unit_secs, 900))
+			{
+				/*
+				 * A transition off the quarter hours (Los Angeles at 2:01 in
+				 * 1948) would take the grid down to minutes or seconds for
+				 * every time: the grid starts after it instead.
+				 */
+				cut = boundary;
+				step = unit_secs;
+				have_phase = false;
+			}
+			else if (have_phase)
+				step = shard_time_gcd(step, boundary - phase);
 			complete = (boundary > TZ_GRID_END);
 			t = boundary;
 		}
@@ -1505,10 +1611,10 @@ shard_time_bind(int kind, Datum value, ShardValue *out, int64 grid[3])
 	{
 		int			code = kind - SHARD_PARAM_TIME;
 		int			which = code % 2;
-		int			valtype = (code / 2) % 3;
-		int			coltype = (code / 6) % 3;
-		int			form = (code / 18) % TIME_NFORMS;
-		bool		array = (code / (18 * TIME_NFORMS)) != 0;
+		int			valtype = (code / 2) % TIME_NVALTYPES;
+		int			coltype = (code / (2 * TIME_NVALTYPES)) % 3;
+		int			form = (code / (6 * TIME_NVALTYPES)) % TIME_NFORMS;
+		bool		array = (code / (6 * TIME_NVALTYPES * TIME_NFORMS)) != 0;
 		int64		b;
 
 		if (array)

@@ -191,9 +191,10 @@ group_key_ok(PlannerInfo *root, Expr *expr, RelOptInfo *baserel)
 			(var->vartype == DATEOID ||
 			 groupable_type(var->vartype == VARCHAROID ? TEXTOID : var->vartype,
 							-1, exprCollation((Node *) expr)));
-	if (IsA(expr, FuncExpr))
-		return shard_time_deparse_bucket(NULL, root, (FuncExpr *) expr, baserel, 0);
-	return false;
+	if (IsA(expr, FuncExpr) &&
+		shard_time_deparse_bucket(NULL, root, (FuncExpr *) expr, baserel, 0))
+		return true;
+	return shard_time_key_form(root, expr, baserel, NULL, NULL);
 }
 
 /*
@@ -226,8 +227,11 @@ deparse_group_key(StringInfo buf, PlannerInfo *root, Expr *expr,
 							 var->vartype == VARCHAROID))
 			appendStringInfoString(buf, " COLLATE BINARY");
 	}
-	else
-		shard_time_deparse_bucket(buf, root, (FuncExpr *) expr, baserel, tz_param);
+	else if (!IsA(expr, FuncExpr) ||
+			 !shard_time_deparse_bucket(buf, root, (FuncExpr *) expr, baserel,
+										tz_param))
+		shard_time_deparse_key_form(buf, root, expr, baserel, for_group_by,
+									tz_param);
 }
 
 /*
@@ -763,6 +767,9 @@ add_final_path(PlannerInfo *root, RelOptInfo *input_rel,
 			continue;
 		if (IsA(expr, FuncExpr) &&
 			shard_time_key_unit((FuncExpr *) expr, info->baserel, NULL, NULL) != NULL)
+			return;
+		if (var == NULL &&
+			shard_time_key_form(root, expr, info->baserel, NULL, NULL))
 			return;
 		if (var == NULL || var->vartype == DATEOID)
 			continue;
@@ -1568,6 +1575,7 @@ shard_upper_plan(PlannerInfo *root, RelOptInfo *upperrel, List *tlist,
 			StringInfoData key;
 			char	   *unit = NULL;
 			char	   *zone = NULL;
+			List	   *form = NIL;
 			int			grid = 0;
 			int			tz_param = 0;
 			ListCell   *lc2;
@@ -1581,8 +1589,12 @@ shard_upper_plan(PlannerInfo *root, RelOptInfo *upperrel, List *tlist,
 			if (IsA(tle->expr, FuncExpr))
 				unit = shard_time_key_unit((FuncExpr *) tle->expr, baserel, &grid,
 									  &zone);
+			/* a bucket form: the merge computes it of a stand-in */
+			if (unit == NULL &&
+				shard_time_key_form(root, tle->expr, baserel, &grid, &zone))
+				form = shard_time_key_form_merge(root, tle->expr, baserel);
 			/* the merge may put several shard groups in one bucket */
-			if (unit != NULL)
+			if (unit != NULL || form != NIL)
 				split_keys = true;
 			if (grid > 0)
 			{
@@ -1606,7 +1618,7 @@ shard_upper_plan(PlannerInfo *root, RelOptInfo *upperrel, List *tlist,
 			initStringInfo(&key);
 			deparse_group_key(&key, root, tle->expr, baserel, false, tz_param);
 			/* time buckets read their column with its errors (timepush.c) */
-			if (!IsA(tle->expr, FuncExpr) && info->final)
+			if (shard_own_column(tle->expr, baserel) != NULL && info->final)
 			{
 				/* a shard's bound must not hide a key the merge rejects */
 				StringInfoData kc;
@@ -1618,7 +1630,7 @@ shard_upper_plan(PlannerInfo *root, RelOptInfo *upperrel, List *tlist,
 			cols = lappend(cols, list_make1_int(select_col(&sl, key.data,
 														   TA_KEY, key.data,
 														   NULL)));
-			key_truncs = lappend(key_truncs, unit == NULL ? NIL :
+			key_truncs = lappend(key_truncs, unit == NULL ? form :
 								 list_make4(makeInteger(((FuncExpr *) tle->expr)->funcid),
 											makeString(unit),
 											makeInteger(grid == 0),
