@@ -80,8 +80,8 @@ refuse_query(const char *source, const char *msg, const char *detail,
 	ereport(ERROR,
 			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 			 errmsg(msg, source),
-			 detail ? errdetail("%s", detail) : 0,
-			 hint ? errhint("%s", hint) : 0));
+			 detail ? errdetail("%s", _(detail)) : 0,
+			 hint ? errhint("%s", _(hint)) : 0));
 }
 
 /*
@@ -230,37 +230,37 @@ check_rollup_query(const char *sql, Oid *source, char **tenant_key,
 	table_close(rel, AccessShareLock);
 	if (topts->reference || topts->tenant_attnum == 0)
 		refuse_query(srcname,
-					 "cannot make a rollup of foreign table \"%s\": it has no tenant column",
-					 "A rollup keeps each tenant's groups apart; a reference table's rows are no tenant's.",
+					 gettext_noop("cannot make a rollup of foreign table \"%s\": it has no tenant column"),
+					 gettext_noop("A rollup keeps each tenant's groups apart; a reference table's rows are no tenant's."),
 					 NULL);
 
 	if (query->setOperations || query->cteList || query->hasWindowFuncs ||
 		query->hasTargetSRFs || query->hasSubLinks || query->hasRecursive ||
 		query->rowMarks || query->hasForUpdate)
 		refuse_query(srcname,
-					 "rollup query over \"%s\" must be a plain aggregate query",
-					 "Set operations, WITH, window functions, set-returning functions, subqueries and FOR UPDATE cannot be refreshed per tenant.",
+					 gettext_noop("rollup query over \"%s\" must be a plain aggregate query"),
+					 gettext_noop("Set operations, WITH, window functions, set-returning functions, subqueries and FOR UPDATE cannot be refreshed per tenant."),
 					 NULL);
 	if (query->groupClause == NIL || query->groupingSets != NIL)
 		refuse_query(srcname,
-					 "rollup query over \"%s\" must have a GROUP BY clause",
-					 "Group by the tenant column and any other keys, without GROUPING SETS, ROLLUP or CUBE.",
+					 gettext_noop("rollup query over \"%s\" must have a GROUP BY clause"),
+					 gettext_noop("Group by the tenant column and any other keys, without GROUPING SETS, ROLLUP or CUBE."),
 					 NULL);
 	if (query->havingQual != NULL)
 		refuse_query(srcname,
-					 "rollup query over \"%s\" must not have a HAVING clause",
-					 "A rollup keeps every group, so that coarser reports computed from it are exact; filter when reading it.",
+					 gettext_noop("rollup query over \"%s\" must not have a HAVING clause"),
+					 gettext_noop("A rollup keeps every group, so that coarser reports computed from it are exact; filter when reading it."),
 					 NULL);
 	if (query->distinctClause != NIL || query->sortClause != NIL ||
 		query->limitCount != NULL || query->limitOffset != NULL)
 		refuse_query(srcname,
-					 "rollup query over \"%s\" must not have DISTINCT, ORDER BY, LIMIT or OFFSET",
-					 "A rollup table holds every group, in no order; sort and limit when reading it.",
+					 gettext_noop("rollup query over \"%s\" must not have DISTINCT, ORDER BY, LIMIT or OFFSET"),
+					 gettext_noop("A rollup table holds every group, in no order; sort and limit when reading it."),
 					 NULL);
 	if (contain_mutable_functions(query->jointree->quals))
 		refuse_query(srcname,
-					 "WHERE clause of a rollup query over \"%s\" must not use mutable functions",
-					 "A refresh computes a tenant's groups again later: a condition on the time of day, or on a setting such as TimeZone, would keep other rows then.",
+					 gettext_noop("WHERE clause of a rollup query over \"%s\" must not use mutable functions"),
+					 gettext_noop("A refresh computes a tenant's groups again later: a condition on the time of day, or on a setting such as TimeZone, would keep other rows then."),
 					 NULL);
 
 	*keys = NIL;
@@ -277,8 +277,8 @@ check_rollup_query(const char *sql, Oid *source, char **tenant_key,
 		{
 			if (is_key)
 				refuse_query(srcname,
-							 "every grouping key of a rollup query over \"%s\" must be in its select list",
-							 "The rollup table stores each group's keys as columns.",
+							 gettext_noop("every grouping key of a rollup query over \"%s\" must be in its select list"),
+							 gettext_noop("The rollup table stores each group's keys as columns."),
 							 NULL);
 			continue;
 		}
@@ -603,17 +603,17 @@ rollup_load(Oid relid)
 
 /*
  * rollup_require_unscoped
- *		Refuse what (a refresh) to a role whose user mapping limits it to
- *		some tenants: through the foreign table it would read only theirs,
- *		and the rollup would lose every other tenant's groups.
+ *		Refuse a refresh to a role whose user mapping limits it to some
+ *		tenants: through the foreign table it would read only theirs, and
+ *		the rollup would lose every other tenant's groups.
  */
 void
-rollup_require_unscoped(Rollup *r, const char *what)
+rollup_require_unscoped(Rollup *r)
 {
 	if (shard_user_tenants(r->opts->serverid, GetUserId()) != NIL)
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-				 errmsg("permission denied to %s rollup \"%s\"", what,
+				 errmsg("permission denied to refresh rollup \"%s\"",
 						get_rel_name(r->relid)),
 				 errdetail("Your user mapping of server \"%s\" limits you to some tenants, and a rollup holds every tenant's groups.",
 						   r->opts->servername)));

@@ -48,7 +48,7 @@ typedef struct RollupShardLog
 
 /* in rollup.c */
 extern Rollup *rollup_load(Oid relid);
-extern void rollup_require_unscoped(Rollup *r, const char *what);
+extern void rollup_require_unscoped(Rollup *r);
 
 /* in rollupcapture.c */
 extern List *rollup_capture_read(Rollup *r, bool install);

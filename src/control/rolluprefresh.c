@@ -100,7 +100,7 @@ begin_refresh(Rollup *r)
 				 errdetail("A refresh reads the shards' change logs and then their rows, each with a snapshot of its own.")));
 	shard_require_file_privilege(true, gettext_noop("permission denied to refresh a rollup"),
 								 gettext_noop("A refresh installs the rollup's change capture in shards that lack it: only roles with privileges of the \"%s\" role may refresh one."));
-	rollup_require_unscoped(r, "refresh");
+	rollup_require_unscoped(r);
 	(void) DirectFunctionCall2(pg_advisory_xact_lock_int4,
 							   Int32GetDatum(ROLLUP_LOCK_CLASS),
 							   Int32GetDatum((int32) r->relid));
