@@ -291,6 +291,36 @@ SELECT pg_catalog.pg_extension_config_dump('ssfdw_rollup.rollups', '');
 SELECT pg_catalog.pg_extension_config_dump('ssfdw_rollup.shards', '');
 SELECT pg_catalog.pg_extension_config_dump('ssfdw_rollup.tenants', '');
 
+-- A rollup whose table, or whose foreign table, is dropped is forgotten.
+-- The function runs as the extension's owner: the role that drops a table
+-- may not write the catalog.
+CREATE FUNCTION ssfdw_rollup.forget_dropped()
+RETURNS event_trigger
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog
+AS $$
+DECLARE
+  gone oid[];
+BEGIN
+  SELECT array_agg(objid) INTO gone FROM pg_event_trigger_dropped_objects()
+   WHERE classid = 'pg_class'::regclass AND objsubid = 0;
+  IF gone IS NULL THEN
+    RETURN;
+  END IF;
+  SELECT array_agg(rollup::oid) INTO gone FROM ssfdw_rollup.rollups
+   WHERE rollup::oid = ANY (gone) OR source::oid = ANY (gone);
+  IF gone IS NULL THEN
+    RETURN;
+  END IF;
+  DELETE FROM ssfdw_rollup.shards WHERE rollup::oid = ANY (gone);
+  DELETE FROM ssfdw_rollup.tenants WHERE rollup::oid = ANY (gone);
+  DELETE FROM ssfdw_rollup.rollups WHERE rollup::oid = ANY (gone);
+END
+$$;
+REVOKE ALL ON FUNCTION ssfdw_rollup.forget_dropped() FROM PUBLIC;
+
+CREATE EVENT TRIGGER ssfdw_rollup_forget_dropped ON sql_drop
+  EXECUTE FUNCTION ssfdw_rollup.forget_dropped();
+
 -- rollup_create(name, query): create the table name holding query's
 -- result, an aggregate of one foreign table grouped by its tenant column.
 CREATE FUNCTION rollup_create(name text, query text)

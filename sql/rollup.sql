@@ -282,7 +282,19 @@ SELECT rollup_drop('ro_local');
 DROP USER MAPPING FOR regress_rollup_acme SERVER rollup_srv;
 DROP USER MAPPING FOR regress_rollup_all SERVER rollup_srv;
 DROP USER MAPPING FOR regress_rollup_none SERVER rollup_srv;
+-- a rollup table dropped as a table, a source foreign table dropped: the
+-- rollup is forgotten
+SELECT rollup_create('ro_nums_r', 'SELECT tenant_id, sum(v) FROM ro_nums GROUP BY 1');
+SELECT rollup_create('ro_nums_s', 'SELECT tenant_id, count(*) FROM ro_nums GROUP BY 1');
+DROP TABLE ro_nums_r;
+SELECT rollup::text FROM ssfdw_rollup.rollups ORDER BY 1;
+DROP FOREIGN TABLE ro_nums;
+SELECT rollup::text FROM ssfdw_rollup.rollups ORDER BY 1;
+SELECT (SELECT count(*) FROM ssfdw_rollup.shards) AS shards,
+       (SELECT count(DISTINCT rollup) FROM ssfdw_rollup.tenants) AS tenants;
+DROP TABLE ro_nums_s;
 SELECT rollup_drop('ro_daily');
+SELECT count(*) FROM ssfdw_rollup.rollups;
 DROP ROLE regress_rollup_acme, regress_rollup_all, regress_rollup_none;
 DROP VIEW ro_daily_scratch;
 DROP FUNCTION ro_same(regclass, text);

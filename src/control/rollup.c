@@ -565,6 +565,10 @@ rollup_load(Oid relid)
 	ShardTableOptions *topts;
 	bool		isnull;
 
+	if (get_rel_name(relid) == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_TABLE),
+				 errmsg("relation with OID %u does not exist", relid)));
 	SPI_connect();
 	if (SPI_execute_with_args("SELECT source, fill_query, tenant_key::text "
 							  "FROM ssfdw_rollup.rollups WHERE rollup = $1",
