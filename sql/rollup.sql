@@ -75,7 +75,15 @@ SELECT rollup::text, source::text, tenant_key, keys, fill_query
 SELECT shard_id, length(epoch), mark FROM ssfdw_rollup.shards ORDER BY 1;
 SELECT tenant_id FROM ssfdw_rollup.tenants ORDER BY 1;
 -- the capture in a shard: the triggers and the log
-\! bash test/fixtures/rollup_app.sh s0 "SELECT type, name FROM sqlite_schema WHERE name LIKE 'ssfdw%' ORDER BY 1, 2"
+\! bash test/fixtures/rollup_app.sh s0 "SELECT type, name FROM sqlite_schema WHERE name GLOB '_ssfdw_*' ORDER BY 1, 2"
+-- which IMPORT FOREIGN SCHEMA leaves out
+CREATE SCHEMA ro_import;
+SET client_min_messages = warning;
+IMPORT FOREIGN SCHEMA main FROM SERVER rollup_srv INTO ro_import;
+RESET client_min_messages;
+SELECT relname FROM pg_class WHERE relnamespace = 'ro_import'::regnamespace
+ ORDER BY 1;
+DROP SCHEMA ro_import CASCADE;
 -- coarser reports from the rollup: per day, averages exact
 SELECT day, sum(count) AS orders, sum(amount) AS amount,
        round(sum(avg_amount_sum) / sum(avg_amount_count), 2) AS avg_amount
@@ -191,18 +199,18 @@ SELECT tenants, groups FROM rollup_refresh_tenant('ro_nums_r', '007');
 -- Shards, moves and removals between refreshes
 -- ===================================================================
 -- a new shard, a move onto it, writes there by the application
-\! bash test/fixtures/rollup_app.sh s2 "SELECT count(*) FROM sqlite_schema WHERE name LIKE 'ssfdw%'"
+\! bash test/fixtures/rollup_app.sh s2 "SELECT count(*) FROM sqlite_schema WHERE name GLOB '_ssfdw_*'"
 SELECT tenant_move('rollup_srv', 'cme', 's2');
 SELECT * FROM tenant_cleanup('rollup_srv', 'cme');
 \! bash test/fixtures/rollup_app.sh s2 "INSERT INTO orders VALUES ('cme', 10, 'paid', 5, '2024-03-04 00:00:00')"
 SELECT tenants FROM rollup_refresh('ro_daily');
 SELECT ro_same('ro_daily', 'SELECT * FROM ro_daily_scratch');
 -- a shard whose capture was dropped: every tenant there is computed anew
-\! bash test/fixtures/rollup_app.sh s2 "DROP TRIGGER ssfdw_rollup_u_orders; UPDATE orders SET amount_cents = 6 WHERE order_id = 10"
+\! bash test/fixtures/rollup_app.sh s2 "DROP TRIGGER _ssfdw_rollup_u_orders; UPDATE orders SET amount_cents = 6 WHERE order_id = 10"
 SELECT tenant_id, changed_at FROM rollup_pending('ro_daily');
 SELECT tenants FROM rollup_refresh('ro_daily');
 SELECT ro_same('ro_daily', 'SELECT * FROM ro_daily_scratch');
-\! bash test/fixtures/rollup_app.sh s2 "SELECT count(*) FROM sqlite_schema WHERE name = 'ssfdw_rollup_u_orders'"
+\! bash test/fixtures/rollup_app.sh s2 "SELECT count(*) FROM sqlite_schema WHERE name = '_ssfdw_rollup_u_orders'"
 -- a new tenant; a tenant removed with its rows
 SELECT tenant_add('rollup_srv', 'dme', 's2');
 INSERT INTO ro_orders VALUES ('dme', 1, 'open', 70, '2024-03-05 00:00:00');

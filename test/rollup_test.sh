@@ -199,7 +199,7 @@ PY
 		5)
 			what="a capture trigger of shard s3 dropped, then application writes of t07 and of t27, a tenant new there"
 			q "SELECT tenant_add('rollup_fleet', 't27', 's3')" >/dev/null
-			fx_sqlite "$d/shards/s3.db" "DROP TRIGGER ssfdw_rollup_i_orders;
+			fx_sqlite "$d/shards/s3.db" "DROP TRIGGER _ssfdw_rollup_i_orders;
 			  INSERT INTO orders VALUES ('t07', 9999, 'void', 1, '2024-03-05 00:00:00');
 			  INSERT INTO orders VALUES ('t27', 1, 'void', 1, '2024-03-05 00:00:00');"
 			fx_done "$d"

@@ -7,7 +7,7 @@
  * Every write of a rollup's SQLite table, by any connection (the
  * application's, which knows nothing of rollups, included), fires a
  * trigger that notes the tenant value of the row written (OLD and NEW)
- * in the shard's table ssfdw_rollup_log, one row per table and stored
+ * in the shard's table _ssfdw_rollup_log, one row per table and stored
  * value, stamped with a change number one above the log's highest and the
  * time.  Writers of one SQLite file take turns, so a change committed
  * after a reader's snapshot always has a higher number than any the
@@ -48,8 +48,8 @@
 #include "control/rollup.h"
 
 /* The change log and the epochs, inside every shard. */
-#define ROLLUP_LOG "ssfdw_rollup_log"
-#define ROLLUP_EPOCH "ssfdw_rollup_epoch"
+#define ROLLUP_LOG "_ssfdw_rollup_log"
+#define ROLLUP_EPOCH "_ssfdw_rollup_epoch"
 
 /* A rollup's mark of one shard, from the catalog. */
 typedef struct RollupMark
@@ -83,7 +83,7 @@ capture_error(sqlite3 *db, const char *shard_id, const char *table,
 static char *
 trigger_name(const char *table, char kind)
 {
-	return psprintf("ssfdw_rollup_%c_%s", kind, table);
+	return psprintf("_ssfdw_rollup_%c_%s", kind, table);
 }
 
 /*
