@@ -277,6 +277,8 @@ CREATE USER MAPPING FOR regress_rollup_none SERVER rollup_srv
 SET ROLE regress_rollup_none;
 SELECT * FROM ro_nums_r;
 RESET ROLE;
+-- a server that is gone scopes every role to no tenant
+SELECT rollup_tenant_scope(0);
 
 -- ===================================================================
 -- rollup_drop

@@ -531,16 +531,23 @@ shard_rollup_drop(PG_FUNCTION_ARGS)
  *		rollup_tenant_scope(server): the tenants the current role's user
  *		mapping of server limits it to, in the rollup's canonical text, or
  *		NULL when it is not limited.  Every rollup table's policy asks it,
- *		so a scoped role reads only its tenants' groups.
+ *		so a scoped role reads only its tenants' groups.  A server that is
+ *		gone limits every role to no tenant: a server made again under the
+ *		same name has other mappings, which this table's policy does not
+ *		know.
  */
 Datum
 shard_rollup_tenant_scope(PG_FUNCTION_ARGS)
 {
-	List	   *ids = shard_user_tenants(PG_GETARG_OID(0), GetUserId());
+	Oid			serverid = PG_GETARG_OID(0);
+	List	   *ids;
 	Datum	   *datums;
 	ListCell   *lc;
 	int			i = 0;
 
+	if (GetForeignServerExtended(serverid, FSV_MISSING_OK) == NULL)
+		PG_RETURN_ARRAYTYPE_P(construct_empty_array(TEXTOID));
+	ids = shard_user_tenants(serverid, GetUserId());
 	if (ids == NIL)
 		PG_RETURN_NULL();
 	datums = palloc(sizeof(Datum) * list_length(ids));
