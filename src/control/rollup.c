@@ -68,6 +68,10 @@ typedef enum RollupAgg
 	ROLLUP_AGG_AVG				/* stored as sum and count */
 } RollupAgg;
 
+static void refuse_query(const char *source, const char *msg,
+						 const char *detail, const char *hint)
+			pg_attribute_noreturn();
+
 /*
  * refuse_query
  *		Refuse a rollup query that cannot be stored as one (0A000), saying
