@@ -39,7 +39,6 @@
 #include "foreign/foreign.h"
 #include "miscadmin.h"
 #include "nodes/makefuncs.h"
-#include "nodes/nodeFuncs.h"
 #include "optimizer/optimizer.h"
 #include "parser/analyze.h"
 #include "parser/parse_func.h"
@@ -51,7 +50,6 @@
 #include "utils/lsyscache.h"
 #include "utils/regproc.h"
 #include "utils/ruleutils.h"
-#include "utils/syscache.h"
 
 #include "compat.h"
 #include "control/rollup.h"
@@ -373,18 +371,21 @@ query_text(Query *query)
 }
 
 /*
- * spi_exec
- *		Run one SQL command through SPI (connected), with nargs text or
- *		other parameters, failing on any error status.
+ * rollup_spi_run
+ *		Run one SQL command through SPI (connected), with nargs
+ *		parameters, failing on any error status; returns the rows it
+ *		processed.
  */
-static void
-spi_exec(const char *sql, int nargs, Oid *types, Datum *values)
+uint64
+rollup_spi_run(const char *sql, int nargs, Oid *types, Datum *values)
 {
 	int			rc = SPI_execute_with_args(sql, nargs, types, values, NULL,
 										   false, 0);
 
 	if (rc < 0)
-		elog(ERROR, "SPI_execute_with_args failed: %s", SPI_result_code_string(rc));
+		elog(ERROR, "SPI_execute_with_args failed: %s",
+			 SPI_result_code_string(rc));
+	return SPI_processed;
 }
 
 /*
@@ -447,7 +448,7 @@ shard_rollup_create(PG_FUNCTION_ARGS)
 	SPI_connect();
 	initStringInfo(&buf);
 	appendStringInfo(&buf, "CREATE TABLE %s AS %s WITH NO DATA", relname, fill);
-	spi_exec(buf.data, 0, NULL, NULL);
+	rollup_spi_run(buf.data, 0, NULL, NULL);
 	relid = RangeVarGetRelid(rv, NoLock, false);
 
 	resetStringInfo(&buf);
@@ -456,12 +457,12 @@ shard_rollup_create(PG_FUNCTION_ARGS)
 		appendStringInfo(&buf, "%s%s", lc == list_head(keys) ? "" : ", ",
 						 quote_identifier(lfirst(lc)));
 	appendStringInfoChar(&buf, ')');
-	spi_exec(buf.data, 0, NULL, NULL);
+	rollup_spi_run(buf.data, 0, NULL, NULL);
 
 	/* a scoped role reads the groups of its own tenants only */
 	resetStringInfo(&buf);
 	appendStringInfo(&buf, "ALTER TABLE %s ENABLE ROW LEVEL SECURITY", relname);
-	spi_exec(buf.data, 0, NULL, NULL);
+	rollup_spi_run(buf.data, 0, NULL, NULL);
 	resetStringInfo(&buf);
 	appendStringInfo(&buf,
 					 "CREATE POLICY tenant_scope ON %s USING "
@@ -470,7 +471,7 @@ shard_rollup_create(PG_FUNCTION_ARGS)
 					 relname, extension_schema(fcinfo), serverid,
 					 quote_identifier(tenant_key), extension_schema(fcinfo),
 					 serverid);
-	spi_exec(buf.data, 0, NULL, NULL);
+	rollup_spi_run(buf.data, 0, NULL, NULL);
 
 	keydatums = palloc(sizeof(Datum) * list_length(keys));
 	i = 0;
@@ -493,9 +494,9 @@ shard_rollup_create(PG_FUNCTION_ARGS)
 													list_length(keys),
 													NAMEOID, NAMEDATALEN,
 													false, TYPALIGN_CHAR));
-		spi_exec("INSERT INTO ssfdw_rollup.rollups "
-				 "(rollup, source, server, query, fill_query, tenant_key, keys) "
-				 "VALUES ($1, $2, $3, $4, $5, $6, $7)", 7, types, values);
+		rollup_spi_run("INSERT INTO ssfdw_rollup.rollups "
+					   "(rollup, source, server, query, fill_query, tenant_key, keys) "
+					   "VALUES ($1, $2, $3, $4, $5, $6, $7)", 7, types, values);
 	}
 
 	r = rollup_load(relid);
@@ -519,13 +520,13 @@ shard_rollup_drop(PG_FUNCTION_ARGS)
 	Datum		values[1] = {ObjectIdGetDatum(relid)};
 
 	SPI_connect();
-	spi_exec(psprintf("DROP TABLE %s", r->relname), 0, NULL, NULL);
-	spi_exec("DELETE FROM ssfdw_rollup.shards WHERE rollup = $1", 1, types,
-			 values);
-	spi_exec("DELETE FROM ssfdw_rollup.tenants WHERE rollup = $1", 1, types,
-			 values);
-	spi_exec("DELETE FROM ssfdw_rollup.rollups WHERE rollup = $1", 1, types,
-			 values);
+	rollup_spi_run(psprintf("DROP TABLE %s", r->relname), 0, NULL, NULL);
+	rollup_spi_run("DELETE FROM ssfdw_rollup.shards WHERE rollup = $1", 1, types,
+				   values);
+	rollup_spi_run("DELETE FROM ssfdw_rollup.tenants WHERE rollup = $1", 1, types,
+				   values);
+	rollup_spi_run("DELETE FROM ssfdw_rollup.rollups WHERE rollup = $1", 1, types,
+				   values);
 	SPI_finish();
 	PG_RETURN_VOID();
 }

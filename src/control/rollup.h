@@ -49,6 +49,8 @@ typedef struct RollupShardLog
 /* in rollup.c */
 extern Rollup *rollup_load(Oid relid);
 extern void rollup_require_unscoped(Rollup *r);
+extern uint64 rollup_spi_run(const char *sql, int nargs, Oid *types,
+							 Datum *values);
 
 /* in rollupcapture.c */
 extern List *rollup_capture_read(Rollup *r, bool install);

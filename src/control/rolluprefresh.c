@@ -50,23 +50,6 @@ PG_FUNCTION_INFO_V1(shard_rollup_pending);
 #define ROLLUP_BATCH_TENANTS 1000
 
 /*
- * spi_run
- *		Run one SQL command (SPI connected) with parameters; returns the
- *		rows it processed.
- */
-static uint64
-spi_run(const char *sql, int nargs, Oid *types, Datum *values)
-{
-	int			rc = SPI_execute_with_args(sql, nargs, types, values, NULL,
-										   false, 0);
-
-	if (rc < 0)
-		elog(ERROR, "SPI_execute_with_args failed: %s",
-			 SPI_result_code_string(rc));
-	return SPI_processed;
-}
-
-/*
  * ids_array
  *		A text[] of tenant ids (UTF-8, as the directory keys them), from
  *		position first, at most n of them.
@@ -140,8 +123,8 @@ replace_tenants(Rollup *r, List *ids)
 		Datum		values[1];
 
 		values[0] = ids_array(ids, first, ROLLUP_BATCH_TENANTS);
-		spi_run(del, 1, types, values);
-		groups += spi_run(ins, 1, types, values);
+		rollup_spi_run(del, 1, types, values);
+		groups += rollup_spi_run(ins, 1, types, values);
 	}
 	return groups;
 }
@@ -161,10 +144,10 @@ record_tenants(Rollup *r, List *ids, TimestampTz as_of)
 	values[0] = ObjectIdGetDatum(r->relid);
 	values[1] = ids_array(ids, 0, list_length(ids));
 	values[2] = TimestampTzGetDatum(as_of);
-	spi_run("INSERT INTO ssfdw_rollup.tenants "
-			"SELECT $1, t, $3 FROM unnest($2) AS t "
-			"ON CONFLICT (rollup, tenant_id) DO UPDATE SET refreshed_at = excluded.refreshed_at",
-			3, types, values);
+	rollup_spi_run("INSERT INTO ssfdw_rollup.tenants "
+				   "SELECT $1, t, $3 FROM unnest($2) AS t "
+				   "ON CONFLICT (rollup, tenant_id) DO UPDATE SET refreshed_at = excluded.refreshed_at",
+				   3, types, values);
 }
 
 /*
@@ -191,22 +174,22 @@ record_marks(Rollup *r, List *logs, TimestampTz as_of, bool full)
 		values[1] = CStringGetTextDatum(log->shard_id);
 		values[2] = CStringGetTextDatum(log->epoch);
 		values[3] = Int64GetDatum(log->mark);
-		spi_run("INSERT INTO ssfdw_rollup.shards VALUES ($1, $2, $3, $4) "
-				"ON CONFLICT (rollup, shard_id) DO UPDATE "
-				"SET epoch = excluded.epoch, mark = excluded.mark",
-				4, types, values);
+		rollup_spi_run("INSERT INTO ssfdw_rollup.shards VALUES ($1, $2, $3, $4) "
+					   "ON CONFLICT (rollup, shard_id) DO UPDATE "
+					   "SET epoch = excluded.epoch, mark = excluded.mark",
+					   4, types, values);
 	}
 	types[1] = TEXTARRAYOID;
 	values[1] = ids_array(shard_ids, 0, list_length(shard_ids));
-	spi_run("DELETE FROM ssfdw_rollup.shards WHERE rollup = $1 AND shard_id <> ALL ($2)",
-			2, types, values);
+	rollup_spi_run("DELETE FROM ssfdw_rollup.shards WHERE rollup = $1 AND shard_id <> ALL ($2)",
+				   2, types, values);
 
 	types[1] = TIMESTAMPTZOID;
 	values[1] = TimestampTzGetDatum(as_of);
-	spi_run(full ?
-			"UPDATE ssfdw_rollup.rollups SET refreshed_at = $2, full_refreshed_at = $2 WHERE rollup = $1" :
-			"UPDATE ssfdw_rollup.rollups SET refreshed_at = $2 WHERE rollup = $1",
-			2, types, values);
+	rollup_spi_run(full ?
+				   "UPDATE ssfdw_rollup.rollups SET refreshed_at = $2, full_refreshed_at = $2 WHERE rollup = $1" :
+				   "UPDATE ssfdw_rollup.rollups SET refreshed_at = $2 WHERE rollup = $1",
+				   2, types, values);
 }
 
 /*
@@ -283,16 +266,16 @@ rollup_refresh_full(Rollup *r, int64 *tenants, int64 *groups,
 
 	*as_of = GetCurrentTimestamp();
 	logs = rollup_capture_read(r, true);
-	spi_run(psprintf("DELETE FROM %s", r->relname), 0, NULL, NULL);
-	*groups = spi_run(psprintf("INSERT INTO %s %s", r->relname, r->fill_query),
-					  0, NULL, NULL);
+	rollup_spi_run(psprintf("DELETE FROM %s", r->relname), 0, NULL, NULL);
+	*groups = rollup_spi_run(psprintf("INSERT INTO %s %s", r->relname, r->fill_query),
+							 0, NULL, NULL);
 
 	/* every tenant the directory knows, and any other with groups */
 	foreach(lc, shard_directory_tenants(shard_directory_get(r->opts), NULL))
 		ids = lappend(ids, ((ShardLocation *) lfirst(lc))->tenant);
-	spi_run(psprintf("SELECT DISTINCT %s::pg_catalog.text FROM %s",
-					 quote_identifier(r->tenant_key), r->relname),
-			0, NULL, NULL);
+	rollup_spi_run(psprintf("SELECT DISTINCT %s::pg_catalog.text FROM %s",
+							quote_identifier(r->tenant_key), r->relname),
+				   0, NULL, NULL);
 	{
 		uint64		i;
 		SPITupleTable *tt = SPI_tuptable;
@@ -306,8 +289,8 @@ rollup_refresh_full(Rollup *r, int64 *tenants, int64 *groups,
 		}
 	}
 	ids = unique_ids(ids);
-	spi_run("DELETE FROM ssfdw_rollup.tenants WHERE rollup = $1", 1, types,
-			values);
+	rollup_spi_run("DELETE FROM ssfdw_rollup.tenants WHERE rollup = $1", 1, types,
+				   values);
 	record_tenants(r, ids, *as_of);
 	record_marks(r, logs, *as_of, true);
 	*tenants = list_length(ids);
@@ -411,9 +394,9 @@ shard_rollup_refresh_tenant(PG_FUNCTION_ARGS)
 	as_of = GetCurrentTimestamp();
 
 	/* the tenant's id: its value of the tenant type, as text */
-	spi_run(psprintf("SELECT $1::%s::pg_catalog.text",
-					 format_type_be_qualified(r->tenant_type)),
-			1, types, values);
+	rollup_spi_run(psprintf("SELECT $1::%s::pg_catalog.text",
+				   format_type_be_qualified(r->tenant_type)),
+				   1, types, values);
 	id = shard_tenant_id_text(SPI_getvalue(SPI_tuptable->vals[0],
 										   SPI_tuptable->tupdesc, 1));
 	groups = replace_tenants(r, list_make1(id));
