@@ -241,3 +241,164 @@ LANGUAGE C STRICT;
 
 REVOKE ALL ON FUNCTION shard_commits(name), shard_commit_forget(name, bigint)
   FROM PUBLIC;
+
+-- Rollups (src/control/rollup*.c): a PostgreSQL table of per-tenant partial
+-- aggregates of one foreign table, refreshed for the tenants whose rows
+-- changed.  The catalog lives in a schema of its own; only its owners and
+-- the roles they grant may read it, as it names every tenant.
+
+CREATE SCHEMA ssfdw_rollup;
+
+-- One row per rollup: the rollup table, the foreign table it aggregates,
+-- the query as given and the one that fills the table (avg as sum and
+-- count), the rollup table's tenant column, and when it was last refreshed
+-- (as_of: every write committed before it is in the rollup).
+CREATE TABLE ssfdw_rollup.rollups (
+  rollup regclass PRIMARY KEY,
+  source regclass NOT NULL,
+  server oid NOT NULL,
+  query text NOT NULL,
+  fill_query text NOT NULL,
+  tenant_key name NOT NULL,
+  keys name[] NOT NULL,
+  created_at timestamptz NOT NULL DEFAULT now(),
+  refreshed_at timestamptz,
+  full_refreshed_at timestamptz
+);
+
+-- What each rollup has taken of each shard's change log: the log's epoch
+-- (a new one whenever the capture is installed afresh) and the last change
+-- taken ("mark").
+CREATE TABLE ssfdw_rollup.shards (
+  rollup regclass NOT NULL,
+  shard_id text NOT NULL,
+  epoch text NOT NULL,
+  mark bigint NOT NULL,
+  PRIMARY KEY (rollup, shard_id)
+);
+
+-- When each tenant's groups were last computed.
+CREATE TABLE ssfdw_rollup.tenants (
+  rollup regclass NOT NULL,
+  tenant_id text NOT NULL,
+  refreshed_at timestamptz NOT NULL,
+  PRIMARY KEY (rollup, tenant_id)
+);
+
+REVOKE ALL ON SCHEMA ssfdw_rollup FROM PUBLIC;
+REVOKE ALL ON ALL TABLES IN SCHEMA ssfdw_rollup FROM PUBLIC;
+SELECT pg_catalog.pg_extension_config_dump('ssfdw_rollup.rollups', '');
+SELECT pg_catalog.pg_extension_config_dump('ssfdw_rollup.shards', '');
+SELECT pg_catalog.pg_extension_config_dump('ssfdw_rollup.tenants', '');
+
+-- A rollup whose table, or whose foreign table, is dropped is forgotten.
+-- The function runs as the extension's owner: the role that drops a table
+-- may not write the catalog.
+CREATE FUNCTION ssfdw_rollup.forget_dropped()
+RETURNS event_trigger
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog
+AS $$
+DECLARE
+  gone oid[];
+BEGIN
+  SELECT array_agg(objid) INTO gone FROM pg_event_trigger_dropped_objects()
+   WHERE classid = 'pg_class'::regclass AND objsubid = 0;
+  IF gone IS NULL THEN
+    RETURN;
+  END IF;
+  SELECT array_agg(rollup::oid) INTO gone FROM ssfdw_rollup.rollups
+   WHERE rollup::oid = ANY (gone) OR source::oid = ANY (gone);
+  IF gone IS NULL THEN
+    RETURN;
+  END IF;
+  DELETE FROM ssfdw_rollup.shards WHERE rollup::oid = ANY (gone);
+  DELETE FROM ssfdw_rollup.tenants WHERE rollup::oid = ANY (gone);
+  DELETE FROM ssfdw_rollup.rollups WHERE rollup::oid = ANY (gone);
+END
+$$;
+REVOKE ALL ON FUNCTION ssfdw_rollup.forget_dropped() FROM PUBLIC;
+
+CREATE EVENT TRIGGER ssfdw_rollup_forget_dropped ON sql_drop
+  EXECUTE FUNCTION ssfdw_rollup.forget_dropped();
+
+-- rollup_create(name, query): create the table name holding query's
+-- result, an aggregate of one foreign table grouped by its tenant column.
+CREATE FUNCTION rollup_create(name text, query text)
+RETURNS regclass
+AS 'MODULE_PATHNAME', 'shard_rollup_create'
+LANGUAGE C STRICT;
+
+-- rollup_refresh(rollup [, full]): recompute the groups of the tenants
+-- whose rows changed since the last refresh (with full, every group).
+CREATE FUNCTION rollup_refresh(rollup regclass, full boolean DEFAULT false,
+                               OUT tenants bigint, OUT groups bigint,
+                               OUT as_of timestamptz)
+RETURNS record
+AS 'MODULE_PATHNAME', 'shard_rollup_refresh'
+LANGUAGE C STRICT;
+
+-- rollup_refresh_tenant(rollup, tenant): recompute one tenant's groups.
+CREATE FUNCTION rollup_refresh_tenant(rollup regclass, tenant text,
+                                      OUT tenants bigint, OUT groups bigint,
+                                      OUT as_of timestamptz)
+RETURNS record
+AS 'MODULE_PATHNAME', 'shard_rollup_refresh_tenant'
+LANGUAGE C STRICT;
+
+-- rollup_drop(rollup): drop the rollup table and forget the rollup.
+CREATE FUNCTION rollup_drop(rollup regclass)
+RETURNS void
+AS 'MODULE_PATHNAME', 'shard_rollup_drop'
+LANGUAGE C STRICT;
+
+-- rollup_tenant_scope(server): the tenants the current role's user mapping
+-- of server limits it to, or NULL: what a rollup table's row-level
+-- security policy shows it.
+CREATE FUNCTION rollup_tenant_scope(server oid)
+RETURNS text[]
+AS 'MODULE_PATHNAME', 'shard_rollup_tenant_scope'
+LANGUAGE C STABLE STRICT;
+
+-- rollup_pending(rollup): the tenants with changes in the shards that the
+-- rollup has not taken yet, with the time of the last (NULL: unknown, as
+-- when the shard's change capture was missing).
+CREATE FUNCTION rollup_pending(rollup regclass,
+                               OUT tenant_id text, OUT changed_at timestamptz)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'shard_rollup_pending'
+LANGUAGE C STRICT;
+
+-- rollup_staleness([rollup]): per rollup and tenant, when its groups were
+-- computed, whether changes wait, and for how long at most they have.
+CREATE FUNCTION rollup_staleness(rollup regclass DEFAULT NULL,
+                                 OUT rollup_table regclass, OUT tenant_id text,
+                                 OUT refreshed_at timestamptz,
+                                 OUT pending boolean,
+                                 OUT changed_at timestamptz,
+                                 OUT stale_for interval)
+RETURNS SETOF record
+LANGUAGE sql
+AS $$
+  SELECT r.rollup, x.tenant_id, x.refreshed_at, x.pending, x.changed_at,
+         CASE WHEN x.pending
+              THEN now() - greatest(r.refreshed_at, x.refreshed_at)
+              ELSE interval '0' END
+    FROM ssfdw_rollup.rollups r,
+    LATERAL (
+      SELECT coalesce(t.tenant_id, p.tenant_id) AS tenant_id,
+             t.refreshed_at, p.changed_at,
+             p.tenant_id IS NOT NULL
+               AND (t.refreshed_at IS NULL OR p.changed_at IS NULL
+                    OR p.changed_at > t.refreshed_at) AS pending
+        FROM (SELECT * FROM ssfdw_rollup.tenants t0
+               WHERE t0.rollup = r.rollup) t
+        FULL JOIN (SELECT * FROM @extschema@.rollup_pending(r.rollup)) p
+          ON p.tenant_id = t.tenant_id) x
+   WHERE $1 IS NULL OR r.rollup = $1
+   ORDER BY 1, 2
+$$;
+
+REVOKE ALL ON FUNCTION rollup_create(text, text),
+  rollup_refresh(regclass, boolean), rollup_refresh_tenant(regclass, text),
+  rollup_drop(regclass), rollup_pending(regclass),
+  rollup_staleness(regclass) FROM PUBLIC;

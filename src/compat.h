@@ -197,4 +197,22 @@
 #define int_input_decimal_only_compat true
 #endif
 
+/*
+ * Parse analysis of one statement without parameters, and the text of an
+ * analysed query (rollup.c): pg_get_querydef is exported from 15 on; 14
+ * has no way to print a Query, so rollups need 15.
+ */
+#if PG_VERSION_NUM >= 150000
+#define parse_analyze_compat(rawstmt, sql) \
+	parse_analyze_fixedparams((rawstmt), (sql), NULL, 0, NULL)
+#define pg_get_querydef_compat(query) pg_get_querydef((query), false)
+#else
+#define parse_analyze_compat(rawstmt, sql) \
+	parse_analyze((rawstmt), (sql), NULL, 0, NULL)
+#define pg_get_querydef_compat(query) \
+	(ereport(ERROR, \
+			 (errcode(ERRCODE_FEATURE_NOT_SUPPORTED), \
+			  errmsg("rollups need PostgreSQL 15 or later"))), (char *) NULL)
+#endif
+
 #endif							/* SQLITE_SHARD_FDW_COMPAT_H */

@@ -1,0 +1,535 @@
+/*-------------------------------------------------------------------------
+ *
+ * rollupcapture.c
+ *		  A rollup's change capture inside the shards: the triggers that log
+ *		  which tenants' rows changed, and what a refresh reads of the log
+ *
+ * Every write of a rollup's SQLite table, by any connection (the
+ * application's, which knows nothing of rollups, included), fires a
+ * trigger that notes the tenant value of the row written (OLD and NEW)
+ * in the shard's table _ssfdw_rollup_log, one row per table and stored
+ * value, stamped with a change number one above the log's highest and the
+ * time.  Writers of one SQLite file take turns, so a change committed
+ * after a reader's snapshot always has a higher number than any the
+ * reader saw: a refresh that reads the log's highest number first (its
+ * "mark"), then computes the tenants logged above its previous mark, has
+ * every change committed up to then, and whatever commits later is above
+ * the new mark, for the next refresh.  The log keeps a row per stored
+ * value, not per write, so it does not grow with the writes.
+ *
+ * The triggers store the value as the application wrote it; which tenant
+ * it is decided when the log is read, by the one tenant rule (tenantrule.c,
+ * shard_tenant_key), as for every other path.  Nothing read from a shard
+ * is ever run as SQL: the triggers are recognised by comparing their text
+ * with the text this file would create.
+ *
+ * Each shard's log has an epoch, a random id written when the capture is
+ * installed (first, or again after the triggers went missing: a move may
+ * have created the table on its target, someone may have dropped them, the
+ * file may have been replaced).  A rollup remembers the epoch and mark it
+ * took of each shard; another epoch means the rollup cannot know what
+ * changed there, and every tenant the shard answers for is computed anew.
+ *
+ * The capture misses what fires no trigger (an INSERT OR REPLACE that
+ * deletes through another unique index, an incremental blob write, a
+ * connection with triggers disabled), as a move's does; a full refresh
+ * recomputes everything.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "sqlite_shard_fdw.h"
+
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/timestamp.h"
+
+#include "control/rollup.h"
+
+/* The change log and the epochs, inside every shard. */
+#define ROLLUP_LOG "_ssfdw_rollup_log"
+#define ROLLUP_EPOCH "_ssfdw_rollup_epoch"
+
+/* A rollup's mark of one shard, from the catalog. */
+typedef struct RollupMark
+{
+	char	   *shard_id;
+	char	   *epoch;
+	int64		mark;
+} RollupMark;
+
+/*
+ * capture_error
+ *		Raise a failed SQLite call on a shard's handle during the capture.
+ */
+static void
+capture_error(sqlite3 *db, const char *shard_id, const char *table,
+			  const char *fmt)
+{
+	int			rc = sqlite3_extended_errcode(db);
+
+	shard_check_lock_wait(rc, false, shard_id);
+	ereport(ERROR,
+			(errcode(shard_sqlite_sqlstate(rc)),
+			 errmsg(fmt, table, shard_id),
+			 errdetail_internal("%s", sqlite3_errmsg(db))));
+}
+
+/*
+ * trigger_name
+ *		The name of the capture trigger of kind ('i', 'u', 'd') on table.
+ */
+static char *
+trigger_name(const char *table, char kind)
+{
+	return psprintf("_ssfdw_rollup_%c_%s", kind, table);
+}
+
+/*
+ * append_log_row
+ *		Append the statement that logs row's (NEW or OLD) tenant value of
+ *		table's column, when it is not NULL (and cond holds, if given).
+ */
+static void
+append_log_row(StringInfo buf, const char *table, const char *column,
+			   const char *row, const char *cond)
+{
+	appendStringInfoString(buf, "INSERT INTO " ROLLUP_LOG " (tbl, tenant, v, at) SELECT ");
+	shard_append_sql_literal(buf, table);
+	appendStringInfo(buf, ", %s.", row);
+	shard_quote_identifier(buf, column);
+	appendStringInfoString(buf, ", coalesce((SELECT max(v) FROM " ROLLUP_LOG "), 0) + 1, julianday('now') WHERE ");
+	appendStringInfo(buf, "%s.", row);
+	shard_quote_identifier(buf, column);
+	appendStringInfoString(buf, " IS NOT NULL");
+	if (cond)
+		appendStringInfo(buf, " AND %s", cond);
+	appendStringInfoString(buf, " ON CONFLICT (tbl, tenant) DO UPDATE SET v = excluded.v, at = excluded.at; ");
+}
+
+/*
+ * trigger_sql
+ *		The CREATE TRIGGER text of the capture trigger of kind on table,
+ *		exactly as sqlite_schema keeps it once created.
+ */
+static char *
+trigger_sql(const char *table, const char *column, char kind)
+{
+	StringInfoData buf;
+	StringInfoData cond;
+
+	initStringInfo(&buf);
+	appendStringInfoString(&buf, "CREATE TRIGGER ");
+	shard_quote_identifier(&buf, trigger_name(table, kind));
+	appendStringInfo(&buf, " AFTER %s ON ",
+					 kind == 'i' ? "INSERT" : kind == 'u' ? "UPDATE" : "DELETE");
+	shard_quote_identifier(&buf, table);
+	appendStringInfoString(&buf, " BEGIN ");
+	switch (kind)
+	{
+		case 'i':
+			append_log_row(&buf, table, column, "NEW", NULL);
+			break;
+		case 'd':
+			append_log_row(&buf, table, column, "OLD", NULL);
+			break;
+		default:
+			/* the old tenant always; the new one when the update moved it */
+			append_log_row(&buf, table, column, "OLD", NULL);
+			initStringInfo(&cond);
+			appendStringInfoString(&cond, "NEW.");
+			shard_quote_identifier(&cond, column);
+			appendStringInfoString(&cond, " IS NOT OLD.");
+			shard_quote_identifier(&cond, column);
+			append_log_row(&buf, table, column, "NEW", cond.data);
+			break;
+	}
+	appendStringInfoString(&buf, "END");
+	return buf.data;
+}
+
+/*
+ * shard_table_name
+ *		The shard's own spelling of table (SQLite's names ignore ASCII
+ *		case), or NULL when it has no such table.
+ */
+static char *
+shard_table_name(sqlite3 *db, const char *shard_id, const char *table)
+{
+	sqlite3_stmt *stmt;
+	char	   *result = NULL;
+	int			rc;
+
+	if (sqlite3_prepare_v2(db, "SELECT name FROM sqlite_schema WHERE type = 'table' "
+						   "AND name = ?1 COLLATE NOCASE", -1, &stmt,
+						   NULL) != SQLITE_OK)
+		capture_error(db, shard_id, table,
+					  gettext_noop("could not read the schema of table \"%s\" on shard \"%s\""));
+	sqlite3_bind_text(stmt, 1, table, -1, SQLITE_TRANSIENT);
+	rc = sqlite3_step(stmt);
+	if (rc == SQLITE_ROW)
+		result = pstrdup((const char *) sqlite3_column_text(stmt, 0));
+	sqlite3_finalize(stmt);
+	if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+		capture_error(db, shard_id, table,
+					  gettext_noop("could not read the schema of table \"%s\" on shard \"%s\""));
+	return result;
+}
+
+/*
+ * capture_present
+ *		Are the three capture triggers of table in place, each exactly as
+ *		this file creates it, and does the log have an epoch for it?
+ */
+static bool
+capture_present(sqlite3 *db, const char *shard_id, const char *table,
+				const char *column)
+{
+	static const char kinds[] = {'i', 'u', 'd'};
+	sqlite3_stmt *stmt;
+	int			found = 0;
+	int			i;
+
+	for (i = 0; i < lengthof(kinds); i++)
+	{
+		int			rc;
+
+		if (sqlite3_prepare_v2(db, "SELECT sql FROM sqlite_schema WHERE type = 'trigger' "
+							   "AND name = ?1 AND tbl_name = ?2", -1, &stmt,
+							   NULL) != SQLITE_OK)
+			capture_error(db, shard_id, table,
+						  gettext_noop("could not read the schema of table \"%s\" on shard \"%s\""));
+		sqlite3_bind_text(stmt, 1, trigger_name(table, kinds[i]), -1,
+						  SQLITE_TRANSIENT);
+		sqlite3_bind_text(stmt, 2, table, -1, SQLITE_TRANSIENT);
+		rc = sqlite3_step(stmt);
+		if (rc == SQLITE_ROW && sqlite3_column_text(stmt, 0) != NULL &&
+			strcmp((const char *) sqlite3_column_text(stmt, 0),
+				   trigger_sql(table, column, kinds[i])) == 0)
+			found++;
+		sqlite3_finalize(stmt);
+	}
+	if (found != lengthof(kinds))
+		return false;
+
+	/* a log without its epoch table is no log of ours */
+	if (sqlite3_prepare_v2(db, "SELECT 1 FROM " ROLLUP_EPOCH " WHERE tbl = ?1",
+						   -1, &stmt, NULL) != SQLITE_OK)
+		return false;
+	sqlite3_bind_text(stmt, 1, table, -1, SQLITE_TRANSIENT);
+	found = sqlite3_step(stmt) == SQLITE_ROW;
+	sqlite3_finalize(stmt);
+	return found;
+}
+
+/*
+ * exec_capture
+ *		Run one statement of the capture's installation.
+ */
+static void
+exec_capture(sqlite3 *db, const char *shard_id, const char *table,
+			 const char *sql)
+{
+	if (sqlite3_exec(db, sql, NULL, NULL, NULL) != SQLITE_OK)
+	{
+		char	   *msg = pstrdup(sqlite3_errmsg(db));
+		int			rc = sqlite3_extended_errcode(db);
+
+		if (!sqlite3_get_autocommit(db))
+			(void) sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+		shard_check_lock_wait(rc, false, shard_id);
+		ereport(ERROR,
+				(errcode(shard_sqlite_sqlstate(rc)),
+				 errmsg("could not install the rollup change capture of table \"%s\" on shard \"%s\"",
+						table, shard_id),
+				 errdetail_internal("%s", msg)));
+	}
+}
+
+/*
+ * install_capture
+ *		Create the log, the epoch table and table's triggers in one
+ *		transaction, under the shard's write lock, with a new epoch: from
+ *		its commit on every write of table, by any connection, is logged.
+ */
+static void
+install_capture(sqlite3 *db, const char *shard_id, const char *table,
+				const char *column)
+{
+	static const char kinds[] = {'i', 'u', 'd'};
+	StringInfoData buf;
+	uint8		bytes[8];
+	char		epoch[17];
+	int			i;
+
+	if (!pg_strong_random(bytes, sizeof(bytes)))
+		ereport(ERROR,
+				(errcode(ERRCODE_INTERNAL_ERROR),
+				 errmsg("could not generate a random epoch")));
+	for (i = 0; i < (int) sizeof(bytes); i++)
+		snprintf(epoch + 2 * i, 3, "%02x", bytes[i]);
+
+	exec_capture(db, shard_id, table, "BEGIN IMMEDIATE");
+	exec_capture(db, shard_id, table,
+				 "CREATE TABLE IF NOT EXISTS main." ROLLUP_LOG
+				 " (tbl TEXT NOT NULL, tenant NOT NULL, v INTEGER NOT NULL,"
+				 " at REAL NOT NULL, PRIMARY KEY (tbl, tenant)) WITHOUT ROWID");
+	exec_capture(db, shard_id, table,
+				 "CREATE INDEX IF NOT EXISTS main." ROLLUP_LOG "_v ON "
+				 ROLLUP_LOG " (v)");
+	exec_capture(db, shard_id, table,
+				 "CREATE TABLE IF NOT EXISTS main." ROLLUP_EPOCH
+				 " (tbl TEXT PRIMARY KEY, epoch TEXT NOT NULL)");
+	initStringInfo(&buf);
+	for (i = 0; i < lengthof(kinds); i++)
+	{
+		resetStringInfo(&buf);
+		appendStringInfoString(&buf, "DROP TRIGGER IF EXISTS main.");
+		shard_quote_identifier(&buf, trigger_name(table, kinds[i]));
+		exec_capture(db, shard_id, table, buf.data);
+		exec_capture(db, shard_id, table, trigger_sql(table, column, kinds[i]));
+	}
+	resetStringInfo(&buf);
+	appendStringInfoString(&buf, "INSERT OR REPLACE INTO main." ROLLUP_EPOCH " VALUES (");
+	shard_append_sql_literal(&buf, table);
+	appendStringInfoString(&buf, ", ");
+	shard_append_sql_literal(&buf, epoch);
+	appendStringInfoChar(&buf, ')');
+	exec_capture(db, shard_id, table, buf.data);
+	exec_capture(db, shard_id, table, "COMMIT");
+}
+
+/*
+ * julian_to_timestamptz
+ *		A time of SQLite's julianday() as a TimestampTz.
+ */
+static TimestampTz
+julian_to_timestamptz(double jd)
+{
+	double		secs = (jd - 2440587.5) * SECS_PER_DAY -
+		(double) (POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE) * SECS_PER_DAY;
+
+	return (TimestampTz) (secs * USECS_PER_SEC);
+}
+
+/*
+ * read_log
+ *		In one read transaction: the epoch of table's log and its highest
+ *		change number into log, and the tenants logged above since (with
+ *		the time of each one's last change).  A tenant is the id its
+ *		stored value reads as, by the tenant rule; values of no tenant are
+ *		left out.
+ */
+static void
+read_log(sqlite3 *db, Rollup *r, const char *table, int64 since,
+		 RollupShardLog *log)
+{
+	sqlite3_stmt *stmt;
+	StringInfoData sql;
+	ShardTenantRule rule;
+	const char *fmt = gettext_noop("could not read the rollup change log of table \"%s\" on shard \"%s\"");
+	int			rc;
+
+	if (sqlite3_exec(db, "BEGIN", NULL, NULL, NULL) != SQLITE_OK)
+		capture_error(db, log->shard_id, table, fmt);
+
+	if (sqlite3_prepare_v2(db, "SELECT (SELECT epoch FROM " ROLLUP_EPOCH
+						   " WHERE tbl = ?1), (SELECT coalesce(max(v), 0) FROM "
+						   ROLLUP_LOG ")", -1, &stmt, NULL) != SQLITE_OK)
+		capture_error(db, log->shard_id, table, fmt);
+	sqlite3_bind_text(stmt, 1, table, -1, SQLITE_TRANSIENT);
+	if (sqlite3_step(stmt) != SQLITE_ROW)
+	{
+		sqlite3_finalize(stmt);
+		capture_error(db, log->shard_id, table, fmt);
+	}
+	log->epoch = sqlite3_column_text(stmt, 0) ?
+		pstrdup((const char *) sqlite3_column_text(stmt, 0)) : pstrdup("?");
+	log->mark = sqlite3_column_int64(stmt, 1);
+	sqlite3_finalize(stmt);
+
+	/* the rule of the source's tenant type, whatever the shard declares */
+	shard_tenant_rule_init(&rule, r->kind, NULL, NULL);
+	initStringInfo(&sql);
+	appendStringInfoString(&sql, "SELECT ");
+	shard_tenant_key(&sql, "", "tenant", &rule);
+	appendStringInfoString(&sql, " AS t, max(at) FROM " ROLLUP_LOG
+						   " WHERE tbl = ?1 AND v > ?2 GROUP BY t ORDER BY t");
+	if (sqlite3_prepare_v2(db, sql.data, -1, &stmt, NULL) != SQLITE_OK)
+		capture_error(db, log->shard_id, table, fmt);
+	sqlite3_bind_text(stmt, 1, table, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_int64(stmt, 2, since);
+	while ((rc = sqlite3_step(stmt)) == SQLITE_ROW)
+	{
+		TimestampTz *at;
+
+		if (sqlite3_column_type(stmt, 0) == SQLITE_NULL)
+			continue;
+		at = palloc(sizeof(TimestampTz));
+		*at = julian_to_timestamptz(sqlite3_column_double(stmt, 1));
+		log->tenants = lappend(log->tenants,
+							   pstrdup((const char *) sqlite3_column_text(stmt, 0)));
+		log->changed_at = lappend(log->changed_at, at);
+	}
+	sqlite3_finalize(stmt);
+	if (rc != SQLITE_DONE)
+		capture_error(db, log->shard_id, table, fmt);
+	(void) sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
+}
+
+/*
+ * read_marks
+ *		The rollup's marks of its shards, from the catalog.
+ */
+static List *
+read_marks(Rollup *r)
+{
+	Oid			types[1] = {OIDOID};
+	Datum		values[1] = {ObjectIdGetDatum(r->relid)};
+	MemoryContext caller = CurrentMemoryContext;
+	List	   *result = NIL;
+	uint64		i;
+
+	SPI_connect();
+	if (SPI_execute_with_args("SELECT shard_id, epoch, mark::text FROM ssfdw_rollup.shards "
+							  "WHERE rollup = $1", 1, types, values, NULL,
+							  false, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not read the rollup catalog");
+	for (i = 0; i < SPI_processed; i++)
+	{
+		HeapTuple	tup = SPI_tuptable->vals[i];
+		TupleDesc	desc = SPI_tuptable->tupdesc;
+		MemoryContext old = MemoryContextSwitchTo(caller);
+		RollupMark *m = palloc(sizeof(RollupMark));
+
+		m->shard_id = pstrdup(SPI_getvalue(tup, desc, 1));
+		m->epoch = pstrdup(SPI_getvalue(tup, desc, 2));
+		m->mark = pg_strtoint64(SPI_getvalue(tup, desc, 3));
+		result = lappend(result, m);
+		MemoryContextSwitchTo(old);
+	}
+	SPI_finish();
+	return result;
+}
+
+/*
+ * capture_shard
+ *		What the rollup takes of one shard's log, on the open handle db;
+ *		with install, the capture is installed first where it is missing.
+ *		mark is the rollup's, or NULL for a shard it has not seen.
+ */
+static void
+capture_shard(sqlite3 *db, Rollup *r, RollupMark *mark, bool install,
+			  RollupShardLog *log)
+{
+	char	   *table = shard_table_name(db, log->shard_id, r->table);
+
+	if (table == NULL)
+	{
+		/* nothing to capture; once the table appears, all is new */
+		log->epoch = pstrdup("");
+		log->mark = 0;
+		log->reset = mark == NULL || strcmp(mark->epoch, "") != 0;
+		return;
+	}
+	if (!capture_present(db, log->shard_id, table, r->tenant_column))
+	{
+		if (!install)
+		{
+			log->epoch = pstrdup("?");
+			log->reset = true;
+			return;
+		}
+		install_capture(db, log->shard_id, table, r->tenant_column);
+	}
+	log->reset = mark == NULL;
+	if (mark != NULL)
+	{
+		read_log(db, r, table, mark->mark, log);
+		log->reset = strcmp(log->epoch, mark->epoch) != 0;
+	}
+	if (log->reset)
+	{
+		/* another history: every change logged there, from the start */
+		list_free_deep(log->tenants);
+		log->tenants = NIL;
+		log->changed_at = NIL;
+		read_log(db, r, table, 0, log);
+	}
+}
+
+/*
+ * rollup_capture_read
+ *		For every shard of the rollup's server, what the rollup has not
+ *		taken of its change log yet, as RollupShardLog: with install, the
+ *		capture is installed where it is missing (a new shard, a table a
+ *		move created, triggers dropped), committed before the log is read.
+ *		A shard whose file is missing is an error, or with the server's
+ *		on_missing_shard = skip a warning, and left out (epoch NULL).
+ */
+List *
+rollup_capture_read(Rollup *r, bool install)
+{
+	ShardDirectory *dir = shard_directory_get(r->opts);
+	List	   *marks = read_marks(r);
+	List	   *result = NIL;
+	ListCell   *lc;
+
+	foreach(lc, shard_directory_shards(dir))
+	{
+		ShardInfo  *info = lfirst(lc);
+		RollupShardLog *log = palloc0(sizeof(RollupShardLog));
+		RollupMark *mark = NULL;
+		ListCell   *lm;
+		sqlite3    *volatile db = NULL;
+		char		errbuf[SHARDIO_ERRLEN];
+		int			rc;
+
+		log->shard_id = info->shard_id;
+		result = lappend(result, log);
+		foreach(lm, marks)
+			if (strcmp(((RollupMark *) lfirst(lm))->shard_id, info->shard_id) == 0)
+				mark = lfirst(lm);
+
+		if (shardio_file_state(info->path) != SHARDIO_FILE_OK)
+		{
+			ereport(r->opts->skip_missing ? WARNING : ERROR,
+					(errcode(ERRCODE_FDW_UNABLE_TO_ESTABLISH_CONNECTION),
+					 errmsg("could not open shard \"%s\": file \"%s\" does not exist or cannot be read",
+							info->shard_id, info->path),
+					 r->opts->skip_missing ?
+					 errdetail("Rollup \"%s\" takes no changes from it until it is back.",
+							   get_rel_name(r->relid)) : 0));
+			continue;
+		}
+		if (install)
+			shard_check_wal_folder(info->shard_id, info->path);
+		rc = shardio_open(info->path,
+						  install ? SHARDIO_OPEN_READWRITE : 0,
+						  r->opts->busy_timeout_ms, (sqlite3 **) &db, errbuf);
+		if (rc != SQLITE_OK)
+		{
+			if (db != NULL)
+				shardio_close(db);
+			shard_check_lock_wait(rc, false, info->shard_id);
+			ereport(ERROR,
+					(errcode(shard_write_access_sqlstate(info->path, rc,
+														 shard_sqlite_sqlstate(rc))),
+					 errmsg("could not open shard \"%s\" for rollup \"%s\"",
+							info->shard_id, get_rel_name(r->relid)),
+					 errdetail_internal("File \"%s\": %s", info->path, errbuf),
+					 shard_errhint_write_access(info->path, rc)));
+		}
+		PG_TRY();
+		{
+			capture_shard(db, r, mark, install, log);
+		}
+		PG_FINALLY();
+		{
+			shardio_close(db);
+		}
+		PG_END_TRY();
+	}
+	return result;
+}
