@@ -439,7 +439,8 @@ enum FdwScanOrderIndex
 	FdwScanOrderWindow,			/* List: a row scan's first key of a time
 								 * type: column SQL, "canonical form"
 								 * predicate, descending, date, its name
-								 * among the selected columns; else NIL */
+								 * among the selected columns, the ORDER BY
+								 * of a merged scan's shards; else NIL */
 	FdwScanOrderTies,			/* List: a row scan sorted by a prefix of
 								 * the query's order (order.c), whose shards
 								 * return their first rows and every row
@@ -898,6 +899,15 @@ extern const char *shard_time_index_choose(ShardConn *conn, const char *table,
 										   List *tenants, List *conds,
 										   const ShardValue *binds,
 										   int nbinds, double tenant_rows);
+extern const char *shard_time_index_choose_order(ShardConn *conn,
+												 const char *table,
+												 const char *tenant_column,
+												 const ShardTenantRule *rule,
+												 List *tenants,
+												 const char *column,
+												 bool desc, bool is_date,
+												 double bound,
+												 double tenant_rows);
 
 /* in admin.c */
 

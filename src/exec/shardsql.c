@@ -251,6 +251,23 @@ append_window_sql(StringInfo sql, ShardScanState *s, const char *select,
 }
 
 /*
+ * append_stream_order_sql
+ *		Close the query of a shard of a merged scan (scanmerge.c) whose
+ *		first rows come with a time key's other forms or with ties: all of
+ *		them in the scan's order exactly, a time key by the time read in each
+ *		row (order.c), for the merge to take them as they come; without
+ *		ties, only the first OFFSET + LIMIT of them can be needed.
+ */
+static void
+append_stream_order_sql(StringInfo sql, ShardScanState *s)
+{
+	appendStringInfo(sql, ") ORDER BY %s",
+					 s->window != NIL ? strVal(llast(s->window)) : s->order_sql);
+	if (s->ties == NIL)
+		appendStringInfo(sql, " LIMIT " INT64_FORMAT, s->shard_bound);
+}
+
+/*
  * shard_scan_append_group_sql
  *		The GROUP BY of an aggregate scan's shard query, and the ORDER BY
  *		and LIMIT that bound each shard's groups when the scan limits (t:
@@ -367,11 +384,15 @@ build_shard_sql(ShardScanState *s, ShardTarget *t, bool raw, List **extra)
 			shard_join_append_from(&select, s->join, t->conn, s->tenant_kind,
 								   s->restricted ? t->tenants : NIL,
 								   t->excluded, s->nparams, extra);
+		if (s->stream)
+			appendStringInfoString(&sql, "SELECT * FROM (");
 		if (s->window != NIL)
 			append_window_sql(&sql, s, select.data, where.data,
 							  window_may_hold_numbers(s, t));
 		else
 			shard_scan_append_ties_sql(&sql, s, select.data, where.data);
+		if (s->stream)
+			append_stream_order_sql(&sql, s);
 		return sql.data;
 	}
 	if (raw)
@@ -520,11 +541,13 @@ large_tenant_without_stats(ShardScanState *s, ShardTarget *t)
 }
 /*
  * shard_scan_choose_time_index
- *		The time column whose index a routed read of a time range should
- *		find this shard's rows by, rather than the tenant's index, or NULL
- *		(timeindex.c).  Not for a sorted read (its order picks an index) or
- *		a direct modification.  The tenants' estimated rows are shared among
- *		the shards in proportion to the tenants each is read for.
+ *		The time column whose index a routed read of a time range, or of
+ *		the first rows in the order of a time key (a tenant's latest rows),
+ *		should find this shard's rows by, rather than the tenant's index, or
+ *		NULL (timeindex.c).  Not for another sorted read (its order picks
+ *		an index) or a direct modification.  The tenants' estimated rows
+ *		are shared among the shards in proportion to the tenants each is
+ *		read for.
  */
 const char *
 shard_scan_choose_time_index(ShardScanState *s, ShardTarget *t)
@@ -535,8 +558,11 @@ shard_scan_choose_time_index(ShardScanState *s, ShardTarget *t)
 
 	if (!s->restricted || t->tenants == NIL || s->join != NULL ||
 		s->topts->reference || !t->tenant_is_text || t->degraded ||
-		t->tenant_noindex ||
-		s->row_order || s->modify_sql != NULL || s->tenant_only)
+		t->tenant_noindex || s->modify_sql != NULL)
+		return NULL;
+	if (s->row_order ? (s->window == NIL || s->shard_bound <= 0 ||
+						t->unbounded) :
+		s->tenant_only)
 		return NULL;
 	if (tenant_rows >= 0)
 	{
@@ -544,6 +570,23 @@ shard_scan_choose_time_index(ShardScanState *s, ShardTarget *t)
 			ntenants += list_length(((ShardTarget *) lfirst(lc))->tenants);
 		if (ntenants > 0)
 			tenant_rows = tenant_rows * list_length(t->tenants) / ntenants;
+	}
+	if (s->row_order)
+	{
+		const char *end;
+		char	   *column = shard_unquote_identifier(strVal(linitial(s->window)),
+													  &end);
+
+		if (column == NULL || *end != '\0')
+			return NULL;
+		return shard_time_index_choose_order(t->conn, s->topts->table,
+											 s->topts->tenant_column,
+											 &t->tenant_rule, t->tenants,
+											 column,
+											 intVal(lthird(s->window)),
+											 intVal(lfourth(s->window)),
+											 (double) s->shard_bound,
+											 tenant_rows);
 	}
 	return shard_time_index_choose(t->conn, s->topts->table,
 								   s->topts->tenant_column, &t->tenant_rule,
