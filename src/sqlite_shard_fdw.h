@@ -439,8 +439,7 @@ enum FdwScanOrderIndex
 	FdwScanOrderWindow,			/* List: a row scan's first key of a time
 								 * type: column SQL, "canonical form"
 								 * predicate, descending, date, its name
-								 * among the selected columns, the ORDER BY
-								 * of a merged scan's shards; else NIL */
+								 * among the selected columns; else NIL */
 	FdwScanOrderTies,			/* List: a row scan sorted by a prefix of
 								 * the query's order (order.c), whose shards
 								 * return their first rows and every row

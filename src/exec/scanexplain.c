@@ -370,7 +370,10 @@ shardExplainForeignScan(ForeignScanState *node, ExplainState *es)
 								   s->quick_reads, es);
 	}
 
-	if (es->verbose && s->ties != NIL && s->shard_bound >= 0)
+	/* a merged scan's shards return ties as the merge reads on */
+	if (s->row_order && s->resolved && s->limit_ready && !es->analyze)
+		s->stream = shard_scan_stream_ok(s);
+	if (es->verbose && s->ties != NIL && s->shard_bound >= 0 && !s->stream)
 	{
 		/* with ties: a shard's query, without a time key's other forms */
 		StringInfoData sql;

@@ -11,18 +11,23 @@
  * returns its rows in the scan's order exactly, the scan merges them
  * instead, as PostgreSQL's MergeAppend does: a binary heap over each
  * shard's current row, the least on top; taking it converts that shard's
- * next row; the scan stops taking when LIMIT is reached (or, with ties,
- * when PostgreSQL's Limit above stops asking).  Only about LIMIT rows, and
- * one more per shard, are converted.
+ * next row; the scan stops taking when LIMIT is reached (with ties, after
+ * the rows that tie with the OFFSET + LIMIT'th on the first key, which
+ * hold every row PostgreSQL's sort and Limit above may keep).  Only about
+ * LIMIT rows, and one more per shard, are converted.
  *
  * A shard's order is exact when SQLite sorts its rows as PostgreSQL sorts
  * the values read (order.c): its query's ORDER BY and LIMIT, as for any
- * sorted scan.  A time key's query is exact once ordered, outside its
- * window of the other stored forms (shardsql.c), by the time the wrapper
- * reads in each row; one of a prefix with ties, once ordered outside the
- * arms of its ties.  A shard whose declarations or rechecked conditions
- * forbid its order (shardsql.c, row_shard_sorts) is read whole into a
- * sort here, which joins the merge as one more ordered source.
+ * sorted scan.  With ties (a prefix of the order) a shard's rows come in
+ * the prefix's order without LIMIT: the merge reads only as far as it
+ * returns, ties included.  A time key's rows in the canonical form
+ * come in their text's order, which is their time's; the rows of other
+ * forms that may rank among the first (its window, shardsql.c) come before
+ * them, marked in a last column, and are sorted here, with every other
+ * shard's, into one more ordered source of the merge.  So is every row of
+ * a shard whose declarations or rechecked conditions forbid its order
+ * (shardsql.c, row_shard_sorts), read whole.  A shard whose rows come out
+ * of order after all is an error, never a wrong answer.
  *
  * Each shard is read in small batches, its statement open between them:
  * the first of about its share of OFFSET + LIMIT rows (at least
@@ -42,6 +47,7 @@
 #include "executor/executor.h"
 #include "lib/binaryheap.h"
 #include "miscadmin.h"
+#include "utils/datum.h"
 #include "utils/memutils.h"
 #include "utils/sortsupport.h"
 #include "utils/tuplesort.h"
@@ -70,6 +76,9 @@ typedef struct MergeSource
 	ShardBatch *next;			/* the fan-out's next batch, arrived */
 	bool		requested;		/* a batch asked of the fan-out, to come */
 	bool		final;			/* its last batch has arrived */
+	bool		marked;			/* a time key's: its rows end with a mark,
+								 * 1 for a row of another form */
+	bool		has_row;		/* slot holds a row it returned */
 	bool		ended;			/* its statement returned its last rows */
 	int			want;			/* rows to ask for next */
 	TupleTableSlot *slot;		/* its current row */
@@ -85,7 +94,14 @@ struct ShardRowMerge
 	SortSupport ssup;			/* the scan's sort keys */
 	int			last;			/* source of the row returned last, or -1 */
 	Tuplesortstate *sorted;		/* rows of shards not read in order */
+	bool		draining;		/* the rows of other forms go to sorted */
+	int64		emitted;		/* rows returned */
+	bool		finished;		/* with ties: past the last one */
+	Datum		tie_key;		/* with ties: the first key of the
+								 * OFFSET + LIMIT'th row ... */
+	bool		tie_null;		/* ... or its NULL */
 	int			cap;			/* rows a batch holds */
+	int			ncols;			/* columns a batch holds */
 };
 
 /*
@@ -100,8 +116,7 @@ shard_scan_stream_ok(ShardScanState *s)
 {
 	return s->row_order && s->nsort > 0 && s->shard_bound >= 0 &&
 		!s->row_direct && s->join == NULL && !s->materialize &&
-		s->row_keys == NULL && s->targets != NIL &&
-		(s->window == NIL || strVal(llast(s->window))[0] != '\0');
+		s->row_keys == NULL && s->targets != NIL;
 }
 
 /*
@@ -119,18 +134,13 @@ shard_scan_merge_batch_rows(ShardScanState *s)
 }
 
 /*
- * heap_compare
- *		binaryheap's comparator: which of two sources' current rows comes
- *		first by the scan's keys (the heap keeps its greatest on top, so
- *		the order is turned round).
+ * slot_compare
+ *		Which of two rows comes first by the scan's keys: < 0, 0 or > 0.
  */
 static int
-heap_compare(Datum a, Datum b, void *arg)
+slot_compare(ShardRowMerge *m, TupleTableSlot *sa, TupleTableSlot *sb)
 {
-	ShardRowMerge *m = (ShardRowMerge *) arg;
 	ShardScanState *s = m->scan;
-	TupleTableSlot *sa = m->sources[DatumGetInt32(a)].slot;
-	TupleTableSlot *sb = m->sources[DatumGetInt32(b)].slot;
 	int			i;
 
 	for (i = 0; i < s->nsort; i++)
@@ -146,9 +156,47 @@ heap_compare(Datum a, Datum b, void *arg)
 		db = slot_getattr(sb, attno, &nb);
 		cmp = ApplySortComparator(da, na, db, nb, &m->ssup[i]);
 		if (cmp != 0)
-			return -cmp;
+			return cmp;
 	}
 	return 0;
+}
+
+/*
+ * heap_compare
+ *		binaryheap's comparator: which of two sources' current rows comes
+ *		first (the heap keeps its greatest on top, so the order is turned
+ *		round).
+ */
+static int
+heap_compare(Datum a, Datum b, void *arg)
+{
+	ShardRowMerge *m = (ShardRowMerge *) arg;
+
+	return -slot_compare(m, m->sources[DatumGetInt32(a)].slot,
+						 m->sources[DatumGetInt32(b)].slot);
+}
+
+/*
+ * start_sorted
+ *		Begin the sort of the rows not read in order, bounded by OFFSET +
+ *		LIMIT unless the shards return ties.
+ */
+static void
+start_sorted(ForeignScanState *node, ShardRowMerge *m)
+{
+	ShardScanState *s = (ShardScanState *) node->fdw_state;
+	MemoryContext oldcxt;
+
+	if (m->sorted != NULL)
+		return;
+	oldcxt = MemoryContextSwitchTo(m->cxt);
+	m->sorted = tuplesort_begin_heap_compat(node->ss.ss_ScanTupleSlot->tts_tupleDescriptor,
+											s->nsort, s->sort_attnos,
+											s->sort_ops, s->sort_colls,
+											s->sort_nulls, work_mem);
+	if (s->ties == NIL)
+		tuplesort_set_bound(m->sorted, s->shard_bound);
+	MemoryContextSwitchTo(oldcxt);
 }
 
 /*
@@ -180,7 +228,7 @@ read_serial(ShardScanState *s, ShardRowMerge *m, MergeSource *src)
 
 	if (src->batch == NULL)
 	{
-		src->batch = shardio_batch_create(s->batch_cols, m->cap);
+		src->batch = shardio_batch_create(m->ncols, m->cap);
 		if (src->batch == NULL)
 			ereport(ERROR,
 					(errcode(ERRCODE_OUT_OF_MEMORY),
@@ -296,8 +344,9 @@ source_advance(ForeignScanState *node, ShardRowMerge *m, MergeSource *src)
 		CHECK_FOR_INTERRUPTS();
 		if (src->batch && src->row < src->batch->nrows)
 		{
-			ShardValue *row = &src->batch->values[(size_t) src->row *
-												  src->batch->ncols];
+			int			ncols = src->batch->ncols;
+			ShardValue *row = &src->batch->values[(size_t) src->row * ncols];
+			bool		other_form;
 
 			src->row++;
 			src->t->rows++;
@@ -307,9 +356,24 @@ source_advance(ForeignScanState *node, ShardRowMerge *m, MergeSource *src)
 				src->row * 2 >= src->batch->nrows)
 				request_batch(s, m, src);
 			s->cur = src->t;
+			other_form = src->marked && row[ncols - 1].type == SQLITE_INTEGER &&
+				row[ncols - 1].u.i == 1;
+			if (other_form && (!m->draining || src->has_row))
+				elog(ERROR, "shard \"%s\" returned a row of another time form after its ordered rows",
+					 src->t->info.shard_id);
 			if (!shard_scan_convert_row(node, row, scanslot))
 				continue;
+			if (other_form)
+			{
+				tuplesort_puttupleslot(m->sorted, scanslot);
+				continue;
+			}
+			/* the rows of a source must come in order */
+			if (src->has_row && slot_compare(m, src->slot, scanslot) > 0)
+				elog(ERROR, "shard \"%s\" returned rows out of the order asked",
+					 src->t->info.shard_id);
 			ExecCopySlot(src->slot, scanslot);
+			src->has_row = true;
 			return true;
 		}
 
@@ -350,18 +414,7 @@ read_whole_sorted(ForeignScanState *node, ShardRowMerge *m,
 	ShardScanState *s = (ShardScanState *) node->fdw_state;
 	TupleTableSlot *scanslot = node->ss.ss_ScanTupleSlot;
 
-	if (m->sorted == NULL)
-	{
-		MemoryContext oldcxt = MemoryContextSwitchTo(m->cxt);
-
-		m->sorted = tuplesort_begin_heap_compat(scanslot->tts_tupleDescriptor,
-												s->nsort, s->sort_attnos,
-												s->sort_ops, s->sort_colls,
-												s->sort_nulls, work_mem);
-		if (s->ties == NIL)
-			tuplesort_set_bound(m->sorted, s->shard_bound);
-		MemoryContextSwitchTo(oldcxt);
-	}
+	start_sorted(node, m);
 	src->want = m->cap;
 	while (!src->ended)
 	{
@@ -410,6 +463,8 @@ merge_start(ForeignScanState *node)
 	m->cxt = cxt;
 	m->scan = s;
 	m->cap = SCAN_BATCH_ROWS;
+	/* a time key's rows end with the mark of another form */
+	m->ncols = s->batch_cols + (s->window != NIL ? 1 : 0);
 	m->last = -1;
 	m->nsources = ntargets + 1;
 	m->sources = palloc0(sizeof(MergeSource) * m->nsources);
@@ -460,6 +515,7 @@ merge_start(ForeignScanState *node)
 			read_whole_sorted(node, m, src);
 			continue;
 		}
+		src->marked = (s->window != NIL);
 		if (!parallel)
 		{
 			read_serial(s, m, src);
@@ -472,8 +528,7 @@ merge_start(ForeignScanState *node)
 		if (s->fanout == NULL)
 		{
 			s->fanout = fanout_create(Min(shard_fanout_parallelism, ntargets),
-									  s->batch_cols, m->cap,
-									  2 * ntargets + 1);
+									  m->ncols, m->cap, 2 * ntargets + 1);
 			if (s->fanout == NULL)
 				ereport(ERROR,
 						(errcode(ERRCODE_OUT_OF_MEMORY),
@@ -491,22 +546,24 @@ merge_start(ForeignScanState *node)
 		src->want = Min(src->want * 2, m->cap);
 	}
 
-	/* Every source's first row. */
+	/*
+	 * Every shard's first row in order, the rows of other forms before it
+	 * sorted; then the first of those.
+	 */
+	if (s->window != NIL)
+		start_sorted(node, m);
+	m->draining = true;
 	for (i = 0; i < ntargets; i++)
-	{
-		MergeSource *src = &m->sources[i];
-
-		while (src->requested && src->next == NULL)
-			wait_event(s, m);
-	}
+		if (source_advance(node, m, &m->sources[i]))
+			binaryheap_add_unordered(m->heap, Int32GetDatum(i));
+	m->draining = false;
 	if (m->sorted != NULL)
 	{
 		tuplesort_performsort(m->sorted);
 		m->sources[ntargets].task = ntargets;
+		if (source_advance(node, m, &m->sources[ntargets]))
+			binaryheap_add_unordered(m->heap, Int32GetDatum(ntargets));
 	}
-	for (i = 0; i < m->nsources; i++)
-		if (source_advance(node, m, &m->sources[i]))
-			binaryheap_add_unordered(m->heap, Int32GetDatum(i));
 	binaryheap_build(m->heap);
 }
 
@@ -536,13 +593,44 @@ shard_scan_merge_next(ForeignScanState *node, TupleTableSlot *slot)
 			(void) binaryheap_remove_first(m->heap);
 	}
 	m->last = -1;
-	if (binaryheap_empty(m->heap))
+	if (m->finished || binaryheap_empty(m->heap))
 	{
 		ExecClearTuple(slot);
 		return false;
 	}
 	m->last = DatumGetInt32(binaryheap_first(m->heap));
+
+	/*
+	 * With ties, the rows after the OFFSET + LIMIT'th that tie with it on
+	 * the first key, and no more: any other ranks after that many rows.
+	 */
+	if (s->ties != NIL && m->emitted >= s->shard_bound)
+	{
+		bool		isnull;
+		Datum		d = slot_getattr(m->sources[m->last].slot,
+									 s->sort_attnos[0], &isnull);
+
+		if (ApplySortComparator(d, isnull, m->tie_key, m->tie_null,
+								&m->ssup[0]) != 0)
+		{
+			m->finished = true;
+			ExecClearTuple(slot);
+			return false;
+		}
+	}
 	ExecCopySlot(slot, m->sources[m->last].slot);
+	if (++m->emitted == s->shard_bound && s->ties != NIL)
+	{
+		AttrNumber	attno = s->sort_attnos[0];
+		Form_pg_attribute att = TupleDescAttr(slot->tts_tupleDescriptor,
+											  attno - 1);
+		MemoryContext oldcxt = MemoryContextSwitchTo(m->cxt);
+		Datum		d = slot_getattr(slot, attno, &m->tie_null);
+
+		m->tie_key = m->tie_null ? (Datum) 0 :
+			datumCopy(d, att->attbyval, att->attlen);
+		MemoryContextSwitchTo(oldcxt);
+	}
 	return true;
 }
 

@@ -73,8 +73,9 @@ row_shard_sorts(ShardScanState *s, ShardTarget *t)
  * append_row_order_sql
  *		The ORDER BY and LIMIT of a shard of an ordered row scan: OFFSET and
  *		LIMIT themselves when its rows pass through, else OFFSET + LIMIT
- *		rows for the scan's sort; nothing for a shard whose order or limit
- *		cannot be trusted.
+ *		rows for the scan's sort or merge (a merge with ties: every row in
+ *		order, read only as far as it needs); nothing for a shard whose
+ *		order or limit cannot be trusted.
  */
 static void
 append_row_order_sql(StringInfo sql, ShardScanState *s, ShardTarget *t)
@@ -89,6 +90,8 @@ append_row_order_sql(StringInfo sql, ShardScanState *s, ShardTarget *t)
 		if (s->limit_offset > 0)
 			appendStringInfo(sql, " OFFSET " INT64_FORMAT, s->limit_offset);
 	}
+	else if (s->stream && s->ties != NIL)
+		;						/* read as far as the merge needs */
 	else if (!s->row_direct && s->shard_bound >= 0)
 		appendStringInfo(sql, " LIMIT " INT64_FORMAT, s->shard_bound);
 }
@@ -194,6 +197,14 @@ window_may_hold_numbers(ShardScanState *s, ShardTarget *t)
  *		end of the day after it (a date, the day before); all such rows
  *		when the first rows did not fill the limit.  The scan's sort ranks
  *		them by the values read.
+ *
+ * A merged scan's shard (s->stream, scanmerge.c) returns the rows of the
+ * other forms first, marked 1 in a last column, for the merge to sort;
+ * then its rows in the canonical form (or NULL), marked 0, in their text's
+ * order: read as the merge takes them, up to OFFSET + LIMIT of them unless
+ * with ties (the merge stops where PostgreSQL's Limit above stops asking).
+ * The first rows, which only bound the window there, are then the time
+ * column alone (key_select), which an index on it covers.
  */
 static void
 append_window_sql(StringInfo sql, ShardScanState *s, const char *select,
@@ -209,17 +220,30 @@ append_window_sql(StringInfo sql, ShardScanState *s, const char *select,
 	/* where a descending time key's window starts (see above) */
 	const char *lo = is_date ? "date(min(%s), '-1 day')" :
 		"strftime('%%Y-%%m-%%d %%H:%%M', min(%s), '-15 hours', '-1 minute')";
+	const char *first = select;
+	StringInfoData arms;
 
+	if (s->stream)
+	{
+		StringInfoData key;
+
+		initStringInfo(&key);
+		appendStringInfo(&key, "SELECT %s FROM ", col);
+		shard_quote_identifier(&key, s->topts->table);
+		first = key.data;
+	}
 	appendStringInfo(sql,
 					 "WITH ssfdw_top AS (%s WHERE %s%s(%s IS NULL OR %s) ORDER BY %s LIMIT " INT64_FORMAT ")",
-					 select, where, and, col, canon, s->order_sql, s->shard_bound);
+					 first, where, and, col, canon, s->order_sql, s->shard_bound);
 
 	/*
 	 * With ties (a prefix of the order, order.c): those of the canonical
 	 * values or NULL, whose text equals the last's; a tie stored in another
 	 * form is among the rows that follow.
 	 */
-	if (s->ties != NIL)
+	if (s->stream)
+		;
+	else if (s->ties != NIL)
 		append_ties_arms_sql(sql, s, select, where);
 	else
 		appendStringInfoString(sql, " SELECT * FROM ssfdw_top");
@@ -229,42 +253,39 @@ append_window_sql(StringInfo sql, ShardScanState *s, const char *select,
 	 * their table rows are read: SQLite reads an OR of two ranges by
 	 * rowid, every row in them.
 	 */
+	initStringInfo(&arms);
 	if (desc)
 	{
 		if (numbers)
-			appendStringInfo(sql, " UNION ALL %s WHERE %s%s%s < ''",
+			appendStringInfo(&arms, " UNION ALL %s WHERE %s%s%s < ''",
 							 select, where, and, col);
-		appendStringInfo(sql,
+		appendStringInfo(&arms,
 						 " UNION ALL %s WHERE %s%s%s >= (SELECT CASE WHEN count(*) < " INT64_FORMAT " OR count(%s) < count(*) THEN '' ELSE coalesce(",
 						 select, where, and, col, s->shard_bound, top);
-		appendStringInfo(sql, lo, top);
-		appendStringInfo(sql, ", '') END FROM ssfdw_top) AND NOT %s", canon);
+		appendStringInfo(&arms, lo, top);
+		appendStringInfo(&arms, ", '') END FROM ssfdw_top) AND NOT %s", canon);
 	}
 	else
 	{
-		appendStringInfo(sql, " UNION ALL %s WHERE %s%s%s >= x''",
+		appendStringInfo(&arms, " UNION ALL %s WHERE %s%s%s >= x''",
 						 select, where, and, col);
-		appendStringInfo(sql,
+		appendStringInfo(&arms,
 						 " UNION ALL %s WHERE %s%s%s < (SELECT CASE WHEN count(*) < " INT64_FORMAT " OR count(%s) < count(*) THEN x'' ELSE coalesce(date(max(%s), '+2 days'), x'') END FROM ssfdw_top) AND NOT %s",
 						 select, where, and, col, s->shard_bound, top, top, canon);
 	}
-}
-
-/*
- * append_stream_order_sql
- *		Close the query of a shard of a merged scan (scanmerge.c) whose
- *		first rows come with a time key's other forms or with ties: all of
- *		them in the scan's order exactly, a time key by the time read in each
- *		row (order.c), for the merge to take them as they come; without
- *		ties, only the first OFFSET + LIMIT of them can be needed.
- */
-static void
-append_stream_order_sql(StringInfo sql, ShardScanState *s)
-{
-	appendStringInfo(sql, ") ORDER BY %s",
-					 s->window != NIL ? strVal(llast(s->window)) : s->order_sql);
-	if (s->ties == NIL)
-		appendStringInfo(sql, " LIMIT " INT64_FORMAT, s->shard_bound);
+	if (!s->stream)
+	{
+		appendStringInfoString(sql, arms.data);
+		return;
+	}
+	appendStringInfo(sql, " SELECT *, 1 FROM (%s)",
+					 arms.data + strlen(" UNION ALL "));
+	appendStringInfo(sql,
+					 " UNION ALL SELECT *, 0 FROM (%s WHERE %s%s(%s IS NULL OR %s) ORDER BY %s",
+					 select, where, and, col, canon, s->order_sql);
+	/* a subquery's ORDER BY holds where it has a LIMIT */
+	appendStringInfo(sql, " LIMIT " INT64_FORMAT ")",
+					 s->ties == NIL ? s->shard_bound : -1);
 }
 
 /*
@@ -365,8 +386,9 @@ build_shard_sql(ShardScanState *s, ShardTarget *t, bool raw, List **extra)
 		appendStringInfoString(&sql, s->modify_returning_sql);
 		return sql.data;
 	}
-	if ((s->window != NIL || s->ties != NIL) && s->shard_bound >= 0 &&
-		row_shard_sorts(s, t))
+	/* a merged scan's ties come as the merge takes the shard's rows */
+	if ((s->window != NIL || (s->ties != NIL && !s->stream)) &&
+		s->shard_bound >= 0 && row_shard_sorts(s, t))
 	{
 		StringInfoData select;
 
@@ -384,15 +406,11 @@ build_shard_sql(ShardScanState *s, ShardTarget *t, bool raw, List **extra)
 			shard_join_append_from(&select, s->join, t->conn, s->tenant_kind,
 								   s->restricted ? t->tenants : NIL,
 								   t->excluded, s->nparams, extra);
-		if (s->stream)
-			appendStringInfoString(&sql, "SELECT * FROM (");
 		if (s->window != NIL)
 			append_window_sql(&sql, s, select.data, where.data,
 							  window_may_hold_numbers(s, t));
 		else
 			shard_scan_append_ties_sql(&sql, s, select.data, where.data);
-		if (s->stream)
-			append_stream_order_sql(&sql, s);
 		return sql.data;
 	}
 	if (raw)

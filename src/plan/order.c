@@ -39,12 +39,6 @@
  *   shards run: the join's SELECT names it SHARD_TIME_KEY_ALIAS, for the
  *   window's queries over the first rows to find it.
  *
- * Where the scan merges the shards' rows as they come (scanmerge.c), each
- * shard's rows must arrive in the order exactly: a time key's shard query
- * is then ordered, outside its window, by the time the wrapper reads in
- * each row (ssfdw_usecs or ssfdw_days, as conditions compare times), the
- * window's other forms among the canonical values.
- *
  * NULLS FIRST and LAST are written out.  A shard that does not declare a
  * key column as the order needs (checked when it is read) returns all its
  * matching rows, unsorted, and the scan sorts them; so does a shard whose
@@ -687,11 +681,8 @@ shard_order_scan_tlist(PlannerInfo *root, RelOptInfo *baserel, Relation rel)
  * time_window
  *		The FdwScanOrderWindow entry of a first key of a date or time type:
  *		the column, its predicate "stored in the canonical form", whether
- *		descending, whether a date, the column's name among the first
- *		rows' columns (of a join, its alias in the SELECT; join.c), and the
- *		ORDER BY term of the time read in each row, for a merged scan's
- *		shards (shard_order_private completes it with the other keys; ""
- *		of a join, whose shards' rows are sorted by the scan); NIL
+ *		descending, whether a date, and the column's name among the first
+ *		rows' columns (of a join, its alias in the SELECT; join.c); NIL
  *		otherwise.
  */
 static List *
@@ -699,7 +690,6 @@ time_window(PlannerInfo *root, OrderKey *key, bool join)
 {
 	StringInfoData col;
 	StringInfoData canon;
-	StringInfoData exact;
 	bool		old;
 
 	if (!is_time_key(key->var->vartype))
@@ -711,19 +701,10 @@ time_window(PlannerInfo *root, OrderKey *key, bool join)
 	initStringInfo(&canon);
 	appendStringInfo(&canon, "ssfdw_time_canon(%s, %d)", col.data,
 					 key->var->vartype == DATEOID);
-	initStringInfo(&exact);
-	if (!join)
-	{
-		shard_time_deparse_column_value(&exact, root, key->var);
-		appendStringInfo(&exact, "%s%s", key->desc ? " DESC" : "",
-						 key->nulls_first ? " NULLS FIRST" : " NULLS LAST");
-	}
-	return lappend(lappend(list_make4(makeString(col.data),
-									  makeString(canon.data),
-									  makeInteger(key->desc),
-									  makeInteger(key->var->vartype == DATEOID)),
-						   makeString(join ? SHARD_TIME_KEY_ALIAS : col.data)),
-				   makeString(exact.data));
+	return lappend(list_make4(makeString(col.data), makeString(canon.data),
+							  makeInteger(key->desc),
+							  makeInteger(key->var->vartype == DATEOID)),
+				   makeString(join ? SHARD_TIME_KEY_ALIAS : col.data));
 }
 
 /*
@@ -748,7 +729,6 @@ shard_order_private(PlannerInfo *root, RelOptInfo *baserel, List *pathkeys,
 	StringInfoData sql;
 	StringInfoData text;
 	ListCell   *lc;
-	int			first_end = 0;
 	bool		ok;
 
 	keys = order_keys(root, baserel, pathkeys, &ok);
@@ -787,8 +767,6 @@ shard_order_private(PlannerInfo *root, RelOptInfo *baserel, List *pathkeys,
 		if (key->var->vartype == TEXTOID || key->var->vartype == VARCHAROID)
 			appendStringInfoString(&sql, " COLLATE BINARY");
 		appendStringInfoString(&sql, dir);
-		if (foreach_current_index(lc) == 0)
-			first_end = sql.len;
 
 		/* As EXPLAIN shows a Sort node's keys. */
 		appendStringInfo(&text, "%s%s%s%s", text.len > 0 ? ", " : "",
@@ -799,10 +777,6 @@ shard_order_private(PlannerInfo *root, RelOptInfo *baserel, List *pathkeys,
 						 key->nulls_first != key->desc ?
 						 (key->nulls_first ? " NULLS FIRST" : " NULLS LAST") : "");
 	}
-	/* a merged scan's shards: the time read, then the other keys */
-	if (window != NIL && strVal(llast(window))[0] != '\0')
-		llast(window) = makeString(psprintf("%s%s", strVal(llast(window)),
-											sql.data + first_end));
 	return lappend(lappend(lappend(lappend(list_make4(list_make4(attnos, sortops, colls, nulls),
 													  makeString(sql.data),
 													  NIL,
