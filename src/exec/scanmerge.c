@@ -110,13 +110,17 @@ struct ShardRowMerge
  *		come?  Not one whose single shard passes its rows through (row_direct)
  *		or a join's; not one that reads each shard whole first (a statement
  *		that writes the table, the rows of a row-by-row UPDATE or DELETE).
+ *		Nor one shard's by a time key: its first rows, which bound the window
+ *		of other forms, would be found twice (sorted twice, where no index
+ *		serves the order), to spare the sort of only OFFSET + LIMIT rows.
  */
 bool
 shard_scan_stream_ok(ShardScanState *s)
 {
 	return s->row_order && s->nsort > 0 && s->shard_bound >= 0 &&
 		!s->row_direct && s->join == NULL && !s->materialize &&
-		s->row_keys == NULL && s->targets != NIL;
+		s->row_keys == NULL && s->targets != NIL &&
+		(s->window == NIL || list_length(s->targets) > 1);
 }
 
 /*

@@ -52,7 +52,7 @@
  * (ascending, two days) past the last of them besides, counted at a
  * quarter of a row each: the canonical test skips them before their table
  * rows are read.  The time index wins where the tenant's rows n exceed
- * TIME_INDEX_ADVANTAGE times what it reads, (LIMIT x rows) / n + window,
+ * TIME_ORDER_ADVANTAGE times what it reads, (LIMIT x rows) / n + window,
  * the root of that quadratic being what the tenant's rows are counted up
  * to when ANALYZE has no estimate.
  *
@@ -80,6 +80,17 @@
 #define TIME_WINDOW_ENTRY_COST 0.25
 #define TIME_WINDOW_DESC_SECS	(15 * 3600.0 + 60.0)
 #define TIME_WINDOW_ASC_SECS	(2 * 86400.0)
+
+/*
+ * For a tenant's first rows by time, the tenant's index also sorts what it
+ * reads, and reads its rows scattered over the table where the time index
+ * reads them about in the order they were written: no advantage is asked
+ * of the time index (measured: 2,000 rows of a tenant of 32,000 in a shard
+ * of 270,000, 27 ms through the tenant's index, 6 ms through the time
+ * index).  A tenant whose rows are not spread over time as the others'
+ * (none lately) makes the time index read more than estimated.
+ */
+#define TIME_ORDER_ADVANTAGE 1.0
 
 /* A table of fewer rows is read fast by either index. */
 #define TIME_ORDER_MIN_ROWS 2000
@@ -531,9 +542,9 @@ shard_time_index_choose_order(ShardConn *conn, const char *table,
 	 * window) < n, that is beyond the positive root of n^2 - ADV * window *
 	 * n - ADV * bound * rows.
 	 */
-	threshold = (TIME_INDEX_ADVANTAGE * window +
-				 sqrt(TIME_INDEX_ADVANTAGE * TIME_INDEX_ADVANTAGE * window * window +
-					  4.0 * TIME_INDEX_ADVANTAGE * bound * rows)) / 2.0;
+	threshold = (TIME_ORDER_ADVANTAGE * window +
+				 sqrt(TIME_ORDER_ADVANTAGE * TIME_ORDER_ADVANTAGE * window * window +
+					  4.0 * TIME_ORDER_ADVANTAGE * bound * rows)) / 2.0;
 	if (threshold >= rows)
 		return NULL;
 	if (tenant_rows >= 0)
