@@ -99,8 +99,10 @@ SELECT regress_same_rows($$SELECT * FROM {t}
 -- ===================================================================
 -- Ties: keys after the first the shards cannot sort
 -- ===================================================================
--- the shards read on without LIMIT; the merge stops after the rows that
--- tie with the last on the first key, which PostgreSQL then sorts
+-- a shard with an index on k (s1) is read on without LIMIT, as far as the
+-- merge needs; the others return their first rows and their ties, which
+-- the merge sorts (SQLite would sort every row before the first); the
+-- merge stops after the rows that tie with the last on the first key
 SELECT * FROM regress_pushed($$SELECT * FROM items
   ORDER BY k DESC, note, tenant_id, id LIMIT 10$$);
 SELECT * FROM regress_analyzed($$SELECT * FROM items

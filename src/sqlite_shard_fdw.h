@@ -907,6 +907,8 @@ extern const char *shard_time_index_choose_order(ShardConn *conn,
 												 bool desc, bool is_date,
 												 double bound,
 												 double tenant_rows);
+extern bool shard_index_orders(ShardConn *conn, const char *table,
+							   const char *column);
 
 /* in admin.c */
 

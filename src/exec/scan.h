@@ -78,6 +78,9 @@ typedef struct ShardTarget
 								 * declare columns as the bound needs */
 	bool		no_sql_groups;	/* thread aggregation may not fall back to
 								 * SQLite's GROUP BY (UTF-16 text extrema) */
+	bool		merge_sorted;	/* a merged scan with ties reads it whole
+								 * into the merge's sort: no index gives
+								 * its first key's order (scanmerge.c) */
 	FanoutJob	job;			/* what the reader runs */
 	char	   *sql;			/* its statement, built once per resolution
 								 * (a rescan with the same values reuses it) */

@@ -26,8 +26,11 @@
  * them, marked in a last column, and are sorted here, with every other
  * shard's, into one more ordered source of the merge.  So is every row of
  * a shard whose declarations or rechecked conditions forbid its order
- * (shardsql.c, row_shard_sorts), read whole.  A shard whose rows come out
- * of order after all is an error, never a wrong answer.
+ * (shardsql.c, row_shard_sorts), read whole, and of a shard with ties
+ * where no index gives the first key's order (it returns its first rows
+ * and their ties: read without LIMIT, SQLite would sort every row before
+ * the first).  A shard whose rows come out of order after all is an error,
+ * never a wrong answer.
  *
  * Each shard is read in small batches, its statement open between them:
  * the first of about its share of OFFSET + LIMIT rows (at least
@@ -514,7 +517,7 @@ merge_start(ForeignScanState *node)
 			src->ended = true;
 			continue;
 		}
-		if (src->t->unbounded || src->t->degraded)
+		if (src->t->unbounded || src->t->degraded || src->t->merge_sorted)
 		{
 			read_whole_sorted(node, m, src);
 			continue;

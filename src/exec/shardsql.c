@@ -90,7 +90,7 @@ append_row_order_sql(StringInfo sql, ShardScanState *s, ShardTarget *t)
 		if (s->limit_offset > 0)
 			appendStringInfo(sql, " OFFSET " INT64_FORMAT, s->limit_offset);
 	}
-	else if (s->stream && s->ties != NIL)
+	else if (s->stream && s->ties != NIL && (t == NULL || !t->merge_sorted))
 		;						/* read as far as the merge needs */
 	else if (!s->row_direct && s->shard_bound >= 0)
 		appendStringInfo(sql, " LIMIT " INT64_FORMAT, s->shard_bound);
@@ -198,7 +198,7 @@ window_may_hold_numbers(ShardScanState *s, ShardTarget *t)
  *		when the first rows did not fill the limit.  The scan's sort ranks
  *		them by the values read.
  *
- * A merged scan's shard (s->stream, scanmerge.c) returns the rows of the
+ * A merged scan's shard (stream, scanmerge.c) returns the rows of the
  * other forms first, marked 1 in a last column, for the merge to sort;
  * then its rows in the canonical form (or NULL), marked 0, in their text's
  * order: read as the merge takes them, up to OFFSET + LIMIT of them unless
@@ -208,7 +208,7 @@ window_may_hold_numbers(ShardScanState *s, ShardTarget *t)
  */
 static void
 append_window_sql(StringInfo sql, ShardScanState *s, const char *select,
-				  const char *where, bool numbers)
+				  const char *where, bool numbers, bool stream)
 {
 	const char *col = strVal(linitial(s->window));
 	const char *canon = strVal(lsecond(s->window));
@@ -223,7 +223,7 @@ append_window_sql(StringInfo sql, ShardScanState *s, const char *select,
 	const char *first = select;
 	StringInfoData arms;
 
-	if (s->stream)
+	if (stream)
 	{
 		StringInfoData key;
 
@@ -241,7 +241,7 @@ append_window_sql(StringInfo sql, ShardScanState *s, const char *select,
 	 * values or NULL, whose text equals the last's; a tie stored in another
 	 * form is among the rows that follow.
 	 */
-	if (s->stream)
+	if (stream)
 		;
 	else if (s->ties != NIL)
 		append_ties_arms_sql(sql, s, select, where);
@@ -273,7 +273,7 @@ append_window_sql(StringInfo sql, ShardScanState *s, const char *select,
 						 " UNION ALL %s WHERE %s%s%s < (SELECT CASE WHEN count(*) < " INT64_FORMAT " OR count(%s) < count(*) THEN x'' ELSE coalesce(date(max(%s), '+2 days'), x'') END FROM ssfdw_top) AND NOT %s",
 						 select, where, and, col, s->shard_bound, top, top, canon);
 	}
-	if (!s->stream)
+	if (!stream)
 	{
 		appendStringInfoString(sql, arms.data);
 		return;
@@ -371,6 +371,8 @@ build_shard_sql(ShardScanState *s, ShardTarget *t, bool raw, List **extra)
 {
 	StringInfoData sql;
 	StringInfoData where;
+	/* read in order by a merge, not whole into its sort */
+	bool		stream = s->stream && !t->merge_sorted;
 
 	initStringInfo(&where);
 	shard_scan_build_where_sql(&where, s, t, extra);
@@ -387,7 +389,7 @@ build_shard_sql(ShardScanState *s, ShardTarget *t, bool raw, List **extra)
 		return sql.data;
 	}
 	/* a merged scan's ties come as the merge takes the shard's rows */
-	if ((s->window != NIL || (s->ties != NIL && !s->stream)) &&
+	if ((s->window != NIL || (s->ties != NIL && !stream)) &&
 		s->shard_bound >= 0 && row_shard_sorts(s, t))
 	{
 		StringInfoData select;
@@ -408,7 +410,7 @@ build_shard_sql(ShardScanState *s, ShardTarget *t, bool raw, List **extra)
 								   t->excluded, s->nparams, extra);
 		if (s->window != NIL)
 			append_window_sql(&sql, s, select.data, where.data,
-							  window_may_hold_numbers(s, t));
+							  window_may_hold_numbers(s, t), stream);
 		else
 			shard_scan_append_ties_sql(&sql, s, select.data, where.data);
 		return sql.data;
@@ -675,6 +677,26 @@ shard_scan_plan_shard(ShardScanState *s, ShardTarget *t)
 															  FdwScanOrderBoundNeeds)) != NULL);
 		if (!row_shard_sorts(s, t))
 			s->row_direct = false;
+
+		/*
+		 * A merge with ties reads a shard without LIMIT only where SQLite
+		 * reads its rows in order; elsewhere it would sort every row before
+		 * the first, and the shard returns its first rows and their ties,
+		 * which the merge sorts.
+		 */
+		t->merge_sorted = false;
+		if (s->stream && s->ties != NIL && row_shard_sorts(s, t))
+		{
+			const char *end;
+			char	   *column = shard_unquote_identifier(strVal(linitial(s->window != NIL ?
+																		 s->window :
+																		 s->ties)),
+														  &end);
+
+			t->merge_sorted = (column == NULL || *end != '\0' ||
+							   !shard_index_orders(t->conn, s->topts->table,
+												   column));
+		}
 	}
 
 	if (!s->topts->reference)

@@ -552,3 +552,81 @@ shard_time_index_choose_order(ShardConn *conn, const char *table,
 	return tenant_rows_reach(conn, table, tenant_column, rule, tenants,
 							 floor(threshold) + 1) ? column : NULL;
 }
+
+/*
+ * What shard_index_orders found, kept for REACH_CACHE_SECS seconds: each
+ * merged scan with ties asks it of every shard.
+ */
+typedef struct OrderedEntry
+{
+	char	   *key;			/* shard file, table and column */
+	bool		ordered;
+	TimestampTz at;
+} OrderedEntry;
+
+static List *ordered_cache = NIL;
+
+/*
+ * shard_index_orders
+ *		Can SQLite read the table's rows in the order of a column without
+ *		sorting them: an index that leads with it (not partial), or the
+ *		column is the table's only key, declared INTEGER (the rowid, or the
+ *		order of a WITHOUT ROWID table)?  A merged scan with ties reads a
+ *		shard's rows without LIMIT only then (scanmerge.c); elsewhere SQLite
+ *		would sort every row before the first.
+ */
+bool
+shard_index_orders(ShardConn *conn, const char *table, const char *column)
+{
+	TimestampTz now = GetCurrentTimestamp();
+	StringInfoData key;
+	MemoryContext oldcxt;
+	OrderedEntry *e = NULL;
+	sqlite3_stmt *stmt;
+	char		errbuf[SHARDIO_ERRLEN];
+	bool		ordered = false;
+	ListCell   *lc;
+
+	initStringInfo(&key);
+	appendStringInfo(&key, "%s|%s|%s",
+					 sqlite3_db_filename(shard_conn_db(conn), "main"),
+					 table, column);
+	foreach(lc, ordered_cache)
+	{
+		e = lfirst(lc);
+		if (strcmp(e->key, key.data) == 0 &&
+			!TimestampDifferenceExceeds(e->at, now, REACH_CACHE_SECS * 1000))
+			return e->ordered;
+	}
+
+	foreach(lc, table_indexes(conn, table))
+		ordered |= index_leads(lfirst(lc), column, NULL);
+	if (!ordered &&
+		shard_conn_prepare(conn,
+						   "SELECT count(*) = 1 AND max(pk = 1 AND name = ?2 COLLATE NOCASE "
+						   "AND upper(type) = 'INTEGER') FROM pragma_table_info(?1) "
+						   "WHERE pk > 0", &stmt, errbuf) == SQLITE_OK)
+	{
+		sqlite3_bind_text(stmt, 1, table, -1, SQLITE_STATIC);
+		sqlite3_bind_text(stmt, 2, column, -1, SQLITE_STATIC);
+		if (sqlite3_step(stmt) == SQLITE_ROW)
+			ordered = sqlite3_column_int(stmt, 0) != 0;
+		shard_conn_unprepare(conn, stmt);
+	}
+
+	oldcxt = MemoryContextSwitchTo(TopMemoryContext);
+	if (list_length(ordered_cache) >= REACH_CACHE_SIZE)
+	{
+		e = linitial(ordered_cache);
+		pfree(e->key);
+		pfree(e);
+		ordered_cache = list_delete_first(ordered_cache);
+	}
+	e = palloc0(sizeof(OrderedEntry));
+	e->key = pstrdup(key.data);
+	e->ordered = ordered;
+	e->at = now;
+	ordered_cache = lappend(ordered_cache, e);
+	MemoryContextSwitchTo(oldcxt);
+	return ordered;
+}
