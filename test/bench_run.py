@@ -1233,7 +1233,8 @@ def run_time_reads(fleet, explain, errors, notes):
 # orders of the largest tenant (routed: its shard's primary key
 # (tenant_id, order_id) serves the order) and the fleet's latest orders
 # (each shard's index on created_at, then the scan's merge of the
-# shards' rows as they come), for 10 rows and for a BI tool's 2,000.  Target: within 3x of the native table with the same indexes.
+# shards' rows as they come), for 10 rows and for a BI tool's 2,000.
+# Target: within 3x of the native table with the same indexes.
 # No sqlite3 floor: its timer does not resolve a millisecond.
 
 LIMIT_QUERIES = [
