@@ -916,6 +916,17 @@ extern const char *shard_time_index_choose(ShardConn *conn, const char *table,
 										   List *tenants, List *conds,
 										   const ShardValue *binds,
 										   int nbinds, double tenant_rows);
+extern const char *shard_time_index_choose_order(ShardConn *conn,
+												 const char *table,
+												 const char *tenant_column,
+												 const ShardTenantRule *rule,
+												 List *tenants,
+												 const char *column,
+												 bool desc, bool is_date,
+												 double bound,
+												 double tenant_rows);
+extern bool shard_index_orders(ShardConn *conn, const char *table,
+							   const char *column);
 
 /* in admin.c */
 

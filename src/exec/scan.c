@@ -82,6 +82,8 @@ shard_scan_stop_reading(ShardScanState *s, bool release)
 	/* A batch being converted belongs to the pool: give it back first. */
 	if (s->fanout && s->batch && s->batch != s->own_batch)
 		fanout_release_batch(s->fanout, s->batch);
+	/* so do a merge's */
+	shard_scan_merge_end(s, release);
 
 	/*
 	 * The rows read whole.  After an error the resource owner closes the

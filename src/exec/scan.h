@@ -2,7 +2,8 @@
  *
  * scan.h
  *		  The state of a foreign scan, shared by the files that run one: the
- *		  scan itself (scan.c, shardsql.c, scanread.c, scanexplain.c),
+ *		  scan itself (scan.c, shardsql.c, scanread.c, scanmerge.c,
+ *		  scanexplain.c),
  *		  UPDATE and DELETE run inside the shards (directmodify.c) and the
  *		  identity of the rows a row-by-row UPDATE or DELETE reads
  *		  (rowidentity.c)
@@ -24,6 +25,9 @@
 
 /* Rows fetched from SQLite at a time. */
 #define SCAN_BATCH_ROWS 512
+
+/* The in-order merge of the shards' rows (scanmerge.c). */
+typedef struct ShardRowMerge ShardRowMerge;
 
 /*
  * Groups a shard may have before its thread aggregation gives up and lets
@@ -74,6 +78,9 @@ typedef struct ShardTarget
 								 * declare columns as the bound needs */
 	bool		no_sql_groups;	/* thread aggregation may not fall back to
 								 * SQLite's GROUP BY (UTF-16 text extrema) */
+	bool		merge_sorted;	/* a merged scan with ties reads it whole
+								 * into the merge's sort: no index gives
+								 * its first key's order (scanmerge.c) */
 	FanoutJob	job;			/* what the reader runs */
 	char	   *sql;			/* its statement, built once per resolution
 								 * (a rescan with the same values reuses it) */
@@ -236,6 +243,9 @@ typedef struct ShardScanState
 	bool		sorted;			/* every shard's rows are in the sort */
 	bool		order_started;	/* the first row was read */
 	bool		pending_first;	/* ... and is still in the slot */
+	bool		stream;			/* the shards' rows arrive in order and are
+								 * merged as they come (scanmerge.c) */
+	ShardRowMerge *rmerge;		/* ... the merge, once started */
 	int64		skipped;		/* rows skipped for OFFSET */
 	int64		returned;		/* rows returned for LIMIT */
 
@@ -275,6 +285,12 @@ extern const char *shard_scan_choose_time_index(ShardScanState *s,
  * in scanread.c; shardIterateForeignScan, shardReScanForeignScan and
  * shardEndForeignScan (scan.c) drive the reads
  */
+extern bool shard_scan_start_shard(ForeignScanState *node, ShardTarget *t);
+extern bool shard_scan_convert_row(ForeignScanState *node,
+								   const ShardValue *row,
+								   TupleTableSlot *slot);
+extern void shard_scan_report_read_error(ShardScanState *s, ShardTarget *t,
+										 int rc, const char *errbuf);
 extern void shard_scan_finish_shard(ShardTarget *t);
 extern void shard_scan_next_event(ShardScanState *s, FanoutEvent *ev);
 extern bool shard_scan_use_fanout(ShardScanState *s);
@@ -284,6 +300,13 @@ extern bool shard_scan_next_row(ForeignScanState *node, TupleTableSlot *slot);
 extern bool shard_scan_next_ordered_row(ForeignScanState *node,
 										TupleTableSlot *slot);
 extern void shard_scan_end_row_sort(ShardScanState *s);
+
+/* in scanmerge.c */
+extern bool shard_scan_stream_ok(ShardScanState *s);
+extern bool shard_scan_merge_next(ForeignScanState *node,
+								  TupleTableSlot *slot);
+extern void shard_scan_merge_end(ShardScanState *s, bool release);
+extern int	shard_scan_merge_batch_rows(ShardScanState *s);
 
 /* in scanexplain.c */
 extern char *shard_scan_shard_names(ShardScanState *s);

@@ -235,10 +235,14 @@ explain_time_index(ForeignScanState *node, ExplainState *es, char **shards)
 	if (!s->resolved || !s->restricted || s->join != NULL ||
 		s->topts->reference)
 		return NULL;
-	/* a shard is opened only where there is a time range to weigh */
-	if (!es->analyze && !s->row_order && s->modify_sql == NULL &&
-		!s->tenant_only &&
-		shard_time_range_seconds(s->where_sqls, NULL, 0) != NIL)
+	/*
+	 * A shard is opened only where there is a time range, or the first
+	 * rows by a time key, to weigh.
+	 */
+	if (!es->analyze && s->modify_sql == NULL &&
+		(s->row_order ? (s->window != NIL && s->shard_bound > 0) :
+		 (!s->tenant_only &&
+		  shard_time_range_seconds(s->where_sqls, NULL, 0) != NIL)))
 	{
 		if (!s->params_ready)
 		{
@@ -355,12 +359,21 @@ shardExplainForeignScan(ForeignScanState *node, ExplainState *es)
 			ExplainPropertyText(per, "chosen at run time", es);
 		if (es->analyze && s->shard_bound >= 0)
 			explain_flagged_shards(s, es, "Unbounded Shards", false);
+		if (s->row_order && s->resolved && s->limit_ready &&
+			(es->analyze ? s->stream : shard_scan_stream_ok(s)))
+			ExplainPropertyText("Shard Merge",
+								psprintf("rows merged in order as they come, at first %d of each shard",
+										 shard_scan_merge_batch_rows(s)),
+								es);
 		if (es->analyze && s->quick_reads > 0)
 			ExplainPropertyInteger("Shards Read In Backend", NULL,
 								   s->quick_reads, es);
 	}
 
-	if (es->verbose && s->ties != NIL && s->shard_bound >= 0)
+	/* a merged scan's shards return ties as the merge reads on */
+	if (s->row_order && s->resolved && s->limit_ready && !es->analyze)
+		s->stream = shard_scan_stream_ok(s);
+	if (es->verbose && s->ties != NIL && s->shard_bound >= 0 && !s->stream)
 	{
 		/* with ties: a shard's query, without a time key's other forms */
 		StringInfoData sql;

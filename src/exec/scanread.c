@@ -10,10 +10,12 @@
  * (fanout.c), and are converted to the foreign table's types here.
  *
  * A scan of rows that also sorts and limits (order.c) asks each shard for
- * its first OFFSET + LIMIT rows in the query's order and sorts what comes
- * back with a bounded sort; one shard whose order is exact (no time key,
- * conditions all in SQLite, columns declared as the order needs) instead
- * runs OFFSET and LIMIT itself and its rows pass through as they come.
+ * its first OFFSET + LIMIT rows in the query's order and merges them as
+ * they come (scanmerge.c), or, where it cannot (a join's rows), sorts what
+ * comes back with a bounded sort; one shard whose order is exact (no time
+ * key, conditions all in SQLite, columns declared as the order needs)
+ * instead runs OFFSET and LIMIT itself and its rows pass through as they
+ * come.
  *
  * A scan that reads each shard to its end before it returns the shard's
  * rows (scan.c, check_statement_writes) keeps them converted in a
@@ -76,12 +78,12 @@ static int	target_end(ShardScanState *s);
 static void start_quick_split(ForeignScanState *node, double first_ms);
 
 /*
- * report_read_error
+ * shard_scan_report_read_error
  *		Raise the error a shard's read ended with.
  */
-static void
-report_read_error(ShardScanState *s, ShardTarget *t, int rc,
-				  const char *errbuf)
+void
+shard_scan_report_read_error(ShardScanState *s, ShardTarget *t, int rc,
+							 const char *errbuf)
 {
 	if (rc == SQLITE_FULL && t->no_sql_groups)
 		ereport(ERROR,
@@ -115,12 +117,12 @@ shard_warn_skipped(const ShardInfo *shard, const char *analyzed)
 }
 
 /*
- * start_shard
+ * shard_scan_start_shard
  *		Open a shard and prepare and bind its statement.  Returns false when
  *		the shard is missing and the server skips missing shards.
  */
-static bool
-start_shard(ForeignScanState *node, ShardTarget *t)
+bool
+shard_scan_start_shard(ForeignScanState *node, ShardTarget *t)
 {
 	ShardScanState *s = (ShardScanState *) node->fdw_state;
 	MemoryContext oldcxt;
@@ -290,7 +292,7 @@ shard_scan_next_batch_serial(ForeignScanState *node)
 			else
 			{
 				t = list_nth(s->targets, s->next_target++);
-				if (!start_shard(node, t))
+				if (!shard_scan_start_shard(node, t))
 					continue;
 			}
 			s->serial = t;
@@ -334,7 +336,7 @@ shard_scan_next_batch_serial(ForeignScanState *node)
 		}
 		rc = shard_reader_next(t->reader, s->own_batch, errbuf);
 		if (rc != SQLITE_ROW && rc != SQLITE_DONE)
-			report_read_error(s, t, rc, errbuf);
+			shard_scan_report_read_error(s, t, rc, errbuf);
 		t->done = (rc == SQLITE_DONE);
 		t->elapsed_ms += s->own_batch->fill_ms;
 		s->batch = s->own_batch;
@@ -412,7 +414,7 @@ start_quick_split(ForeignScanState *node, double first_ms)
 		ShardTarget *t = list_nth(s->targets, task);
 
 		s->end_target = task;
-		if (start_shard(node, t))
+		if (shard_scan_start_shard(node, t))
 			submit_shard(s, t, task);
 	}
 }
@@ -474,7 +476,7 @@ shard_scan_next_batch_parallel(ForeignScanState *node)
 			int			task = s->next_target++;
 
 			t = list_nth(s->targets, task);
-			if (start_shard(node, t))
+			if (shard_scan_start_shard(node, t))
 				submit_shard(s, t, task);
 		}
 
@@ -504,7 +506,7 @@ shard_scan_next_batch_parallel(ForeignScanState *node)
 			case FANOUT_FAILED:
 				t = list_nth(s->targets, ev.task);
 				s->cur = NULL;
-				report_read_error(s, t, ev.rc, ev.errmsg);
+				shard_scan_report_read_error(s, t, ev.rc, ev.errmsg);
 				break;
 			case FANOUT_NOMEM:
 				ereport(ERROR,
@@ -531,15 +533,15 @@ shard_scan_use_fanout(ShardScanState *s)
 }
 
 /*
- * convert_row
+ * shard_scan_convert_row
  *		Convert row, which shard s->cur returned, into slot, with its
  *		identity for a row-by-row UPDATE or DELETE in the slot's ctid.
  *		False when the conditions PostgreSQL rechecks for a degraded shard
  *		reject it.
  */
-static bool
-convert_row(ForeignScanState *node, const ShardValue *row,
-			TupleTableSlot *slot)
+bool
+shard_scan_convert_row(ForeignScanState *node, const ShardValue *row,
+					   TupleTableSlot *slot)
 {
 	ShardScanState *s = (ShardScanState *) node->fdw_state;
 	int			off = s->cur->nkeys;
@@ -676,7 +678,7 @@ read_shard_whole(ForeignScanState *node, ShardTarget *t, TupleTableSlot *slot)
 
 		rc = shard_reader_next(t->reader, b, errbuf);
 		if (rc != SQLITE_ROW && rc != SQLITE_DONE)
-			report_read_error(s, t, rc, errbuf);
+			shard_scan_report_read_error(s, t, rc, errbuf);
 		t->elapsed_ms += b->fill_ms;
 		for (r = 0; r < b->nrows; r++)
 		{
@@ -684,7 +686,7 @@ read_shard_whole(ForeignScanState *node, ShardTarget *t, TupleTableSlot *slot)
 
 			CHECK_FOR_INTERRUPTS();
 			t->rows++;
-			if (!convert_row(node, &b->values[(size_t) r * b->ncols], slot))
+			if (!shard_scan_convert_row(node, &b->values[(size_t) r * b->ncols], slot))
 				continue;
 			memcpy(s->mat_values, slot->tts_values, sizeof(Datum) * natts);
 			memcpy(s->mat_isnull, slot->tts_isnull, sizeof(bool) * natts);
@@ -732,7 +734,7 @@ fill_store(ForeignScanState *node, TupleTableSlot *slot)
 	{
 		ShardTarget *t = list_nth(s->targets, s->next_target++);
 
-		if (start_shard(node, t))
+		if (shard_scan_start_shard(node, t))
 			read_shard_whole(node, t, slot);
 	} while (s->read_all_first &&
 			 s->next_target < list_length(s->targets));
@@ -819,7 +821,7 @@ shard_scan_next_row(ForeignScanState *node, TupleTableSlot *slot)
 
 			s->batch_row++;
 			s->cur->rows++;
-			if (convert_row(node, row, slot))
+			if (shard_scan_convert_row(node, row, slot))
 				return true;
 			continue;
 		}
@@ -883,6 +885,13 @@ shard_scan_next_ordered_row(ForeignScanState *node, TupleTableSlot *slot)
 {
 	ShardScanState *s = (ShardScanState *) node->fdw_state;
 
+	/* shards whose rows arrive in order: merged as they come */
+	if (!s->order_started && shard_scan_stream_ok(s))
+	{
+		s->stream = true;
+		s->order_started = true;
+	}
+
 	/*
 	 * Whether one shard's rows may pass through is known once its query is
 	 * planned (shard_scan_plan_shard), which reading its first row does.
@@ -915,7 +924,12 @@ shard_scan_next_ordered_row(ForeignScanState *node, TupleTableSlot *slot)
 			ExecClearTuple(slot);
 			return false;
 		}
-		if (s->nsort > 0)
+		if (s->stream)
+		{
+			if (!shard_scan_merge_next(node, slot))
+				return false;
+		}
+		else if (s->nsort > 0)
 		{
 			if (!s->sorted)
 				sort_rows(node, slot);
@@ -953,6 +967,7 @@ shard_scan_end_row_sort(ShardScanState *s)
 	s->sort = NULL;
 	s->sorted = false;
 	s->order_started = false;
+	s->stream = false;
 	s->quick = false;
 	s->pending_first = false;
 	s->skipped = 0;

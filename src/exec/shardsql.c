@@ -73,8 +73,9 @@ row_shard_sorts(ShardScanState *s, ShardTarget *t)
  * append_row_order_sql
  *		The ORDER BY and LIMIT of a shard of an ordered row scan: OFFSET and
  *		LIMIT themselves when its rows pass through, else OFFSET + LIMIT
- *		rows for the scan's sort; nothing for a shard whose order or limit
- *		cannot be trusted.
+ *		rows for the scan's sort or merge (a merge with ties: every row in
+ *		order, read only as far as it needs); nothing for a shard whose
+ *		order or limit cannot be trusted.
  */
 static void
 append_row_order_sql(StringInfo sql, ShardScanState *s, ShardTarget *t)
@@ -89,6 +90,8 @@ append_row_order_sql(StringInfo sql, ShardScanState *s, ShardTarget *t)
 		if (s->limit_offset > 0)
 			appendStringInfo(sql, " OFFSET " INT64_FORMAT, s->limit_offset);
 	}
+	else if (s->stream && s->ties != NIL && (t == NULL || !t->merge_sorted))
+		;						/* read as far as the merge needs */
 	else if (!s->row_direct && s->shard_bound >= 0)
 		appendStringInfo(sql, " LIMIT " INT64_FORMAT, s->shard_bound);
 }
@@ -194,10 +197,18 @@ window_may_hold_numbers(ShardScanState *s, ShardTarget *t)
  *		end of the day after it (a date, the day before); all such rows
  *		when the first rows did not fill the limit.  The scan's sort ranks
  *		them by the values read.
+ *
+ * A merged scan's shard (stream, scanmerge.c) returns the rows of the
+ * other forms first, marked 1 in a last column, for the merge to sort;
+ * then its rows in the canonical form (or NULL), marked 0, in their text's
+ * order: read as the merge takes them, up to OFFSET + LIMIT of them unless
+ * with ties (the merge stops where PostgreSQL's Limit above stops asking).
+ * The first rows, which only bound the window there, are then the time
+ * column alone (key_select), which an index on it covers.
  */
 static void
 append_window_sql(StringInfo sql, ShardScanState *s, const char *select,
-				  const char *where, bool numbers)
+				  const char *where, bool numbers, bool stream)
 {
 	const char *col = strVal(linitial(s->window));
 	const char *canon = strVal(lsecond(s->window));
@@ -209,17 +220,30 @@ append_window_sql(StringInfo sql, ShardScanState *s, const char *select,
 	/* where a descending time key's window starts (see above) */
 	const char *lo = is_date ? "date(min(%s), '-1 day')" :
 		"strftime('%%Y-%%m-%%d %%H:%%M', min(%s), '-15 hours', '-1 minute')";
+	const char *first = select;
+	StringInfoData arms;
 
+	if (stream)
+	{
+		StringInfoData key;
+
+		initStringInfo(&key);
+		appendStringInfo(&key, "SELECT %s FROM ", col);
+		shard_quote_identifier(&key, s->topts->table);
+		first = key.data;
+	}
 	appendStringInfo(sql,
 					 "WITH ssfdw_top AS (%s WHERE %s%s(%s IS NULL OR %s) ORDER BY %s LIMIT " INT64_FORMAT ")",
-					 select, where, and, col, canon, s->order_sql, s->shard_bound);
+					 first, where, and, col, canon, s->order_sql, s->shard_bound);
 
 	/*
 	 * With ties (a prefix of the order, order.c): those of the canonical
 	 * values or NULL, whose text equals the last's; a tie stored in another
 	 * form is among the rows that follow.
 	 */
-	if (s->ties != NIL)
+	if (stream)
+		;
+	else if (s->ties != NIL)
 		append_ties_arms_sql(sql, s, select, where);
 	else
 		appendStringInfoString(sql, " SELECT * FROM ssfdw_top");
@@ -229,25 +253,39 @@ append_window_sql(StringInfo sql, ShardScanState *s, const char *select,
 	 * their table rows are read: SQLite reads an OR of two ranges by
 	 * rowid, every row in them.
 	 */
+	initStringInfo(&arms);
 	if (desc)
 	{
 		if (numbers)
-			appendStringInfo(sql, " UNION ALL %s WHERE %s%s%s < ''",
+			appendStringInfo(&arms, " UNION ALL %s WHERE %s%s%s < ''",
 							 select, where, and, col);
-		appendStringInfo(sql,
+		appendStringInfo(&arms,
 						 " UNION ALL %s WHERE %s%s%s >= (SELECT CASE WHEN count(*) < " INT64_FORMAT " OR count(%s) < count(*) THEN '' ELSE coalesce(",
 						 select, where, and, col, s->shard_bound, top);
-		appendStringInfo(sql, lo, top);
-		appendStringInfo(sql, ", '') END FROM ssfdw_top) AND NOT %s", canon);
+		appendStringInfo(&arms, lo, top);
+		appendStringInfo(&arms, ", '') END FROM ssfdw_top) AND NOT %s", canon);
 	}
 	else
 	{
-		appendStringInfo(sql, " UNION ALL %s WHERE %s%s%s >= x''",
+		appendStringInfo(&arms, " UNION ALL %s WHERE %s%s%s >= x''",
 						 select, where, and, col);
-		appendStringInfo(sql,
+		appendStringInfo(&arms,
 						 " UNION ALL %s WHERE %s%s%s < (SELECT CASE WHEN count(*) < " INT64_FORMAT " OR count(%s) < count(*) THEN x'' ELSE coalesce(date(max(%s), '+2 days'), x'') END FROM ssfdw_top) AND NOT %s",
 						 select, where, and, col, s->shard_bound, top, top, canon);
 	}
+	if (!stream)
+	{
+		appendStringInfoString(sql, arms.data);
+		return;
+	}
+	appendStringInfo(sql, " SELECT *, 1 FROM (%s)",
+					 arms.data + strlen(" UNION ALL "));
+	appendStringInfo(sql,
+					 " UNION ALL SELECT *, 0 FROM (%s WHERE %s%s(%s IS NULL OR %s) ORDER BY %s",
+					 select, where, and, col, canon, s->order_sql);
+	/* a subquery's ORDER BY holds where it has a LIMIT */
+	appendStringInfo(sql, " LIMIT " INT64_FORMAT ")",
+					 s->ties == NIL ? s->shard_bound : -1);
 }
 
 /*
@@ -333,6 +371,8 @@ build_shard_sql(ShardScanState *s, ShardTarget *t, bool raw, List **extra)
 {
 	StringInfoData sql;
 	StringInfoData where;
+	/* read in order by a merge, not whole into its sort */
+	bool		stream = s->stream && !t->merge_sorted;
 
 	initStringInfo(&where);
 	shard_scan_build_where_sql(&where, s, t, extra);
@@ -348,8 +388,9 @@ build_shard_sql(ShardScanState *s, ShardTarget *t, bool raw, List **extra)
 		appendStringInfoString(&sql, s->modify_returning_sql);
 		return sql.data;
 	}
-	if ((s->window != NIL || s->ties != NIL) && s->shard_bound >= 0 &&
-		row_shard_sorts(s, t))
+	/* a merged scan's ties come as the merge takes the shard's rows */
+	if ((s->window != NIL || (s->ties != NIL && !stream)) &&
+		s->shard_bound >= 0 && row_shard_sorts(s, t))
 	{
 		StringInfoData select;
 
@@ -369,7 +410,7 @@ build_shard_sql(ShardScanState *s, ShardTarget *t, bool raw, List **extra)
 								   t->excluded, s->nparams, extra);
 		if (s->window != NIL)
 			append_window_sql(&sql, s, select.data, where.data,
-							  window_may_hold_numbers(s, t));
+							  window_may_hold_numbers(s, t), stream);
 		else
 			shard_scan_append_ties_sql(&sql, s, select.data, where.data);
 		return sql.data;
@@ -520,11 +561,13 @@ large_tenant_without_stats(ShardScanState *s, ShardTarget *t)
 }
 /*
  * shard_scan_choose_time_index
- *		The time column whose index a routed read of a time range should
- *		find this shard's rows by, rather than the tenant's index, or NULL
- *		(timeindex.c).  Not for a sorted read (its order picks an index) or
- *		a direct modification.  The tenants' estimated rows are shared among
- *		the shards in proportion to the tenants each is read for.
+ *		The time column whose index a routed read of a time range, or of
+ *		the first rows in the order of a time key (a tenant's latest rows),
+ *		should find this shard's rows by, rather than the tenant's index, or
+ *		NULL (timeindex.c).  Not for another sorted read (its order picks
+ *		an index) or a direct modification.  The tenants' estimated rows
+ *		are shared among the shards in proportion to the tenants each is
+ *		read for.
  */
 const char *
 shard_scan_choose_time_index(ShardScanState *s, ShardTarget *t)
@@ -535,8 +578,11 @@ shard_scan_choose_time_index(ShardScanState *s, ShardTarget *t)
 
 	if (!s->restricted || t->tenants == NIL || s->join != NULL ||
 		s->topts->reference || !t->tenant_is_text || t->degraded ||
-		t->tenant_noindex ||
-		s->row_order || s->modify_sql != NULL || s->tenant_only)
+		t->tenant_noindex || s->modify_sql != NULL)
+		return NULL;
+	if (s->row_order ? (s->window == NIL || s->shard_bound <= 0 ||
+						t->unbounded) :
+		s->tenant_only)
 		return NULL;
 	if (tenant_rows >= 0)
 	{
@@ -544,6 +590,23 @@ shard_scan_choose_time_index(ShardScanState *s, ShardTarget *t)
 			ntenants += list_length(((ShardTarget *) lfirst(lc))->tenants);
 		if (ntenants > 0)
 			tenant_rows = tenant_rows * list_length(t->tenants) / ntenants;
+	}
+	if (s->row_order)
+	{
+		const char *end;
+		char	   *column = shard_unquote_identifier(strVal(linitial(s->window)),
+													  &end);
+
+		if (column == NULL || *end != '\0')
+			return NULL;
+		return shard_time_index_choose_order(t->conn, s->topts->table,
+											 s->topts->tenant_column,
+											 &t->tenant_rule, t->tenants,
+											 column,
+											 intVal(lthird(s->window)),
+											 intVal(lfourth(s->window)),
+											 (double) s->shard_bound,
+											 tenant_rows);
 	}
 	return shard_time_index_choose(t->conn, s->topts->table,
 								   s->topts->tenant_column, &t->tenant_rule,
@@ -614,6 +677,26 @@ shard_scan_plan_shard(ShardScanState *s, ShardTarget *t)
 															  FdwScanOrderBoundNeeds)) != NULL);
 		if (!row_shard_sorts(s, t))
 			s->row_direct = false;
+
+		/*
+		 * A merge with ties reads a shard without LIMIT only where SQLite
+		 * reads its rows in order; elsewhere it would sort every row before
+		 * the first, and the shard returns its first rows and their ties,
+		 * which the merge sorts.
+		 */
+		t->merge_sorted = false;
+		if (s->stream && s->ties != NIL && row_shard_sorts(s, t))
+		{
+			const char *end;
+			char	   *column = shard_unquote_identifier(strVal(linitial(s->window != NIL ?
+																		 s->window :
+																		 s->ties)),
+														  &end);
+
+			t->merge_sorted = (column == NULL || *end != '\0' ||
+							   !shard_index_orders(t->conn, s->topts->table,
+												   column));
+		}
 	}
 
 	if (!s->topts->reference)

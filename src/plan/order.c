@@ -6,8 +6,10 @@
  * A query that reads one foreign table's rows and asks for the first few
  * in some order ("the latest ten orders") is answered by the shards: each
  * shard runs the ORDER BY with LIMIT offset + count, where an index serves
- * it, and the scan sorts the few rows that arrive (a bounded sort over at
- * most shards x (OFFSET + LIMIT) rows) and applies OFFSET and LIMIT.  A
+ * it, and the scan merges the shards' rows in order as they come, reading
+ * each only as far as the merge takes its rows (scanmerge.c), or, for a
+ * join the shards run, sorts the few rows that arrive (a bounded sort over
+ * at most shards x (OFFSET + LIMIT) rows); it applies OFFSET and LIMIT.  A
  * scan of one shard whose order is exact streams the shard's rows as they
  * come, OFFSET and LIMIT included in its SQL.
  *

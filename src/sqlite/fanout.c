@@ -15,6 +15,13 @@
  * appends it to the event queue.  The end or failure of a statement is
  * queued after its last batch, so the backend sees them in order.
  *
+ * A stepped job (fanout_submit_step) is read one batch at a time, of as
+ * many rows as the backend asks: after each batch its reader, and the
+ * statement open on the shard's handle, wait parked until the backend asks
+ * for the next (fanout_resume).  The backend's in-order merge of the
+ * shards' rows reads so: a shard's next rows only when the merge needs
+ * them, every shard's statement open meanwhile, however few the workers.
+ *
  * Stopping: fanout_destroy sets a flag, wakes every waiter and joins the
  * threads, so no thread outlives the scan that made it.  Each worker hands
  * the flag to shardio.c as its thread's stop flag, which the handlers every
@@ -43,6 +50,8 @@ typedef struct FanoutTask
 {
 	const FanoutJob *job;
 	int			id;
+	int			step_rows;		/* stepped: rows of the next batch; else 0 */
+	struct ShardReader *reader; /* stepped: kept between batches */
 	struct FanoutTask *next;
 } FanoutTask;
 
@@ -69,6 +78,7 @@ struct Fanout
 
 	FanoutTask *queued_head;	/* FIFO of tasks not started */
 	FanoutTask *queued_tail;
+	FanoutTask *parked;			/* stepped tasks between batches */
 	int			outstanding;	/* tasks submitted and not yet ended */
 
 	ShardBatch **free_batches;	/* pool */
@@ -141,8 +151,9 @@ run_task(Fanout *f, FanoutTask *task)
 
 	memset(&ev, 0, sizeof(ev));
 	pthread_mutex_unlock(&f->lock);
-	reader = shard_reader_start(task->job);
+	reader = task->reader ? task->reader : shard_reader_start(task->job);
 	pthread_mutex_lock(&f->lock);
+	task->reader = NULL;
 	if (reader == NULL)
 	{
 		ev.kind = FANOUT_FAILED;
@@ -163,7 +174,17 @@ run_task(Fanout *f, FanoutTask *task)
 
 		memset(&ev, 0, sizeof(ev));
 		pthread_mutex_unlock(&f->lock);
-		rc = shard_reader_next(reader, batch, ev.errmsg);
+		if (task->step_rows > 0 && task->step_rows < batch->maxrows)
+		{
+			/* a stepped batch: as many rows as were asked */
+			int			maxrows = batch->maxrows;
+
+			batch->maxrows = task->step_rows;
+			rc = shard_reader_next(reader, batch, ev.errmsg);
+			batch->maxrows = maxrows;
+		}
+		else
+			rc = shard_reader_next(reader, batch, ev.errmsg);
 		pthread_mutex_lock(&f->lock);
 
 		if (rc != SQLITE_ROW && rc != SQLITE_DONE)
@@ -183,6 +204,7 @@ run_task(Fanout *f, FanoutTask *task)
 			bev.kind = FANOUT_BATCH;
 			bev.task = task->id;
 			bev.batch = batch;
+			bev.last = (rc == SQLITE_DONE);
 			push_event(f, &bev);
 		}
 		else
@@ -191,6 +213,14 @@ run_task(Fanout *f, FanoutTask *task)
 		{
 			ev.kind = FANOUT_DONE;
 			break;
+		}
+		if (task->step_rows > 0 && batch->nrows > 0)
+		{
+			/* stepped: wait, statement open, for fanout_resume */
+			task->reader = reader;
+			task->next = f->parked;
+			f->parked = task;
+			return;
 		}
 	}
 
@@ -361,7 +391,8 @@ worker_main(void *arg)
 		if (f->queued_head == NULL)
 			f->queued_tail = NULL;
 		run_task(f, task);
-		free(task);
+		if (task->reader == NULL)
+			free(task);			/* else parked */
 	}
 	pthread_mutex_unlock(&f->lock);
 	return NULL;
@@ -440,6 +471,18 @@ start_worker(Fanout *f)
 int
 fanout_submit(Fanout *f, const FanoutJob *job, int task)
 {
+	return fanout_submit_step(f, job, task, 0);
+}
+
+/*
+ * fanout_submit_step
+ *		Queue a stepped job (rows > 0; see the file header): its first batch,
+ *		of at most rows rows, then nothing until fanout_resume.  With rows
+ *		0, an ordinary job, read to its end.  Returns as fanout_submit.
+ */
+int
+fanout_submit_step(Fanout *f, const FanoutJob *job, int task, int rows)
+{
 	FanoutTask *t = calloc(1, sizeof(FanoutTask));
 	int			rc = 0;
 
@@ -447,6 +490,7 @@ fanout_submit(Fanout *f, const FanoutJob *job, int task)
 		return ENOMEM;
 	t->job = job;
 	t->id = task;
+	t->step_rows = rows < 0 ? 0 : rows;
 	pthread_mutex_lock(&f->lock);
 	if (f->queued_tail)
 		f->queued_tail->next = t;
@@ -479,6 +523,40 @@ fanout_limit_threads(Fanout *f, int n)
 }
 
 /*
+ * fanout_resume
+ *		Ask a parked stepped job for its next batch, of at most rows rows,
+ *		ahead of the jobs that have not started.  Returns 0, or -1 when the
+ *		job is not parked (its batch is still being read, or it ended).
+ */
+int
+fanout_resume(Fanout *f, int task, int rows)
+{
+	FanoutTask **p;
+	FanoutTask *t = NULL;
+
+	pthread_mutex_lock(&f->lock);
+	for (p = &f->parked; *p != NULL; p = &(*p)->next)
+	{
+		if ((*p)->id != task)
+			continue;
+		t = *p;
+		*p = t->next;
+		break;
+	}
+	if (t != NULL)
+	{
+		t->step_rows = rows < 1 ? 1 : rows;
+		t->next = f->queued_head;
+		f->queued_head = t;
+		if (f->queued_tail == NULL)
+			f->queued_tail = t;
+		pthread_cond_signal(&f->work_cv);
+	}
+	pthread_mutex_unlock(&f->lock);
+	return t != NULL ? 0 : -1;
+}
+
+/*
  * fanout_take_queued
  *		Take back the job queued last that no worker has started, for the
  *		backend to run itself: its id, or -1 when every job has started.
@@ -493,7 +571,7 @@ fanout_take_queued(Fanout *f)
 	pthread_mutex_lock(&f->lock);
 	for (t = f->queued_head; t && t->next; t = t->next)
 		prev = t;
-	if (t != NULL)
+	if (t != NULL && t->reader == NULL)
 	{
 		if (prev)
 			prev->next = NULL;
@@ -659,6 +737,15 @@ fanout_destroy(Fanout *f)
 	{
 		FanoutTask *next = t->next;
 
+		shard_reader_free(t->reader);
+		free(t);
+		t = next;
+	}
+	for (t = f->parked; t != NULL;)
+	{
+		FanoutTask *next = t->next;
+
+		shard_reader_free(t->reader);
 		free(t);
 		t = next;
 	}

@@ -69,6 +69,8 @@ typedef struct FanoutEvent
 	int			task;			/* the id given to fanout_submit */
 	ShardBatch *batch;			/* FANOUT_BATCH: give back with
 								 * fanout_release_batch */
+	int			last;			/* FANOUT_BATCH: the statement's last rows
+								 * (its FANOUT_DONE follows) */
 	int			rc;				/* FANOUT_FAILED: SQLite result code */
 	char		errmsg[SHARDIO_ERRLEN];
 	double		tail_ms;		/* FANOUT_DONE: time of the reader's last
@@ -79,6 +81,9 @@ typedef struct FanoutEvent
 extern Fanout *fanout_create(int nthreads, int ncols, int batch_rows,
 							 int nbatches);
 extern int	fanout_submit(Fanout *f, const FanoutJob *job, int task);
+extern int	fanout_submit_step(Fanout *f, const FanoutJob *job, int task,
+							   int rows);
+extern int	fanout_resume(Fanout *f, int task, int rows);
 extern void fanout_limit_threads(Fanout *f, int n);
 extern int	fanout_take_queued(Fanout *f);
 extern void fanout_next(Fanout *f, int timeout_ms, FanoutEvent *ev);
