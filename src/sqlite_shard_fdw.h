@@ -512,7 +512,12 @@ typedef enum ShardAggOp
 	AGGOP_MAX,					/* max(x): one column */
 	AGGOP_BOOL_AND,				/* bool_and: min of 0/1, unreadable count */
 	AGGOP_BOOL_OR,				/* bool_or: max of 0/1, unreadable count */
-	AGGOP_COUNT_DISTINCT		/* count(DISTINCT x): no column of its own */
+	AGGOP_COUNT_DISTINCT,		/* count(DISTINCT x): no column of its own */
+	AGGOP_VAR_POP,				/* var_pop of integers: count, sum (of int8:
+								 * high and low), sum of squares */
+	AGGOP_VAR_SAMP,				/* var_samp, variance: the same */
+	AGGOP_STDDEV_POP,			/* stddev_pop: the same */
+	AGGOP_STDDEV_SAMP			/* stddev_samp, stddev: the same */
 } ShardAggOp;
 
 /*

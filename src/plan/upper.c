@@ -313,6 +313,24 @@ classify_aggregate(Aggref *agg, RelOptInfo *baserel)
 			return -1;
 		return name[1] == 'i' ? AGGOP_MIN : AGGOP_MAX;
 	}
+	if (argtype == INT2OID || argtype == INT4OID || argtype == INT8OID)
+	{
+		/*
+		 * The variances of integers, from the count, the sum and the exact
+		 * sum of squares (ssfdw_sumsq), with PostgreSQL's numeric formula
+		 * (merge.c).  Not of double precision, whose Youngs-Cramer sums
+		 * depend on the order of the rows, nor of numeric, which SQLite
+		 * cannot sum exactly.
+		 */
+		if (strcmp(name, "var_pop") == 0)
+			return AGGOP_VAR_POP;
+		if (strcmp(name, "var_samp") == 0 || strcmp(name, "variance") == 0)
+			return AGGOP_VAR_SAMP;
+		if (strcmp(name, "stddev_pop") == 0)
+			return AGGOP_STDDEV_POP;
+		if (strcmp(name, "stddev_samp") == 0 || strcmp(name, "stddev") == 0)
+			return AGGOP_STDDEV_SAMP;
+	}
 	if (argtype == BOOLOID && strcmp(name, "bool_and") == 0)
 		return AGGOP_BOOL_AND;
 	if (argtype == BOOLOID && strcmp(name, "bool_or") == 0)
@@ -1233,6 +1251,27 @@ partial_cols(SelectList *sl, PlannerInfo *root, Aggref *agg, int op,
 				return list_make3_int(first, second,
 									  select_col(sl, psprintf("sum(%s IN (9e999, -9e999))", c),
 												 TA_COUNT_INF, c, NULL));
+			}
+		case AGGOP_VAR_POP:
+		case AGGOP_VAR_SAMP:
+		case AGGOP_STDDEV_POP:
+		case AGGOP_STDDEV_SAMP:
+			{
+				List	   *cols;
+
+				/* count, sum of squares, then the sum as sum() computes it */
+				guard_column(sl, c, arg->vartype, false);
+				cols = list_make2_int(select_col(sl, psprintf("count(%s)", c),
+												 TA_COUNT, c, NULL),
+									  select_col(sl, psprintf("ssfdw_sumsq(%s)", c),
+												 TA_SUMSQ, c, NULL));
+				if (arg->vartype != INT8OID)
+					return lappend_int(cols, select_col(sl, psprintf("sum(%s)", c),
+														TA_SUM, c, NULL));
+				cols = lappend_int(cols, select_col(sl, psprintf("sum(%s >> 32)", c),
+													TA_SUM_HI, c, NULL));
+				return lappend_int(cols, select_col(sl, psprintf("sum(%s & 4294967295)", c),
+													TA_SUM_LO, c, NULL));
 			}
 		case AGGOP_MIN:
 		case AGGOP_MAX:
