@@ -127,6 +127,55 @@ SELECT * FROM regress_agg('SELECT stddev(amount), var_pop(qty) FROM {t} WHERE id
 -- small variances: the scale of the division, then of the square root
 SELECT * FROM regress_agg('SELECT status, stddev(qty), stddev_pop(qty), variance(small) FROM {t} WHERE tenant_id IN (''t4'', ''t5'') GROUP BY 1');
 
+-- ===================================================================
+-- FILTER and CASE inside aggregates: the condition runs in the shards
+-- when it would as a WHERE condition (no value computed at scan start)
+-- ===================================================================
+EXPLAIN (VERBOSE, COSTS OFF)
+SELECT tenant_id, count(*) FILTER (WHERE status = 'paid'),
+       sum(CASE WHEN status = 'paid' THEN 1 ELSE 0 END)::numeric / count(*)
+  FROM events GROUP BY tenant_id;
+EXPLAIN (VERBOSE, COSTS OFF)
+SELECT status, sum(amount) FILTER (WHERE qty > 100),
+       sum(CASE WHEN name = 'plain' THEN qty ELSE 0 END),
+       avg(CASE WHEN qty > 0 THEN 1 WHEN qty < 0 THEN -1 END)
+  FROM events GROUP BY status;
+-- shares, Metabase's way
+SELECT * FROM regress_agg('SELECT tenant_id, sum(CASE WHEN status = ''paid'' THEN 1 ELSE 0 END)::numeric / count(*) AS share FROM {t} GROUP BY 1');
+SELECT * FROM regress_agg('SELECT status, sum(CASE WHEN qty > 500 THEN 1 ELSE 0 END) * 1.0 / count(*), count(CASE WHEN amount IS NULL THEN 1 END) FROM {t} GROUP BY 1');
+SELECT * FROM regress_agg('SELECT count(*) FILTER (WHERE status = ''paid''), count(*) FILTER (WHERE status IS NULL), count(*) FILTER (WHERE name IN (''plain'', ''PLAIN'')), count(*) FROM {t}');
+SELECT * FROM regress_agg('SELECT tenant_id, count(*) FILTER (WHERE qty BETWEEN 0 AND 500), count(qty) FILTER (WHERE status <> ''void'') FROM {t} GROUP BY 1');
+-- every kind of aggregate under a FILTER; groups the FILTER leaves empty
+SELECT * FROM regress_agg('SELECT status, sum(amount) FILTER (WHERE qty > 100), avg(amount) FILTER (WHERE qty > 100), sum(qty) FILTER (WHERE small < 0), avg(small) FILTER (WHERE id > 300), min(created_at) FILTER (WHERE qty > 900), max(qty) FILTER (WHERE tenant_id = ''t2''), stddev(qty) FILTER (WHERE qty < 1000) FROM {t} GROUP BY 1');
+-- a CASE returning columns; bigint sums near the extremes
+SELECT * FROM regress_agg('SELECT tenant_id, sum(CASE WHEN status = ''paid'' THEN amount ELSE 0 END), sum(CASE WHEN status = ''open'' THEN amount END), max(CASE WHEN qty > 0 THEN qty END), min(CASE WHEN small > 0 THEN small ELSE -1::smallint END) FROM {t} GROUP BY 1');
+SELECT * FROM regress_agg('SELECT avg(CASE WHEN qty > 0 THEN 1 WHEN qty < 0 THEN -1 END), sum(CASE WHEN status = ''lone'' THEN 1 END), variance(CASE WHEN status = ''paid'' THEN qty ELSE 0 END) FROM {t}');
+-- routed to one tenant
+SELECT * FROM regress_agg('SELECT status, count(*) FILTER (WHERE qty > 500), sum(CASE WHEN name = ''plain'' THEN 1 ELSE 0 END) FROM {t} WHERE tenant_id = ''t3'' GROUP BY 1');
+-- not pushed: a condition SQLite cannot evaluate exactly (ILIKE), a value
+-- computed at scan start, a CASE with arithmetic or a cast (smallint
+-- column, integer ELSE)
+EXPLAIN (VERBOSE, COSTS OFF)
+SELECT count(*) FILTER (WHERE name ILIKE 'p%') FROM events;
+EXPLAIN (VERBOSE, COSTS OFF)
+SELECT count(*) FILTER (WHERE created_at > now() - interval '1 year') FROM events;
+EXPLAIN (VERBOSE, COSTS OFF)
+SELECT sum(CASE WHEN status = 'paid' THEN qty + 1 ELSE 0 END) FROM events;
+EXPLAIN (VERBOSE, COSTS OFF)
+SELECT min(CASE WHEN small > 0 THEN small ELSE -1 END) FROM events;
+SELECT * FROM regress_agg('SELECT count(*) FILTER (WHERE name ILIKE ''p%''), sum(CASE WHEN status = ''paid'' THEN qty + 1 ELSE 0 END), min(CASE WHEN small > 0 THEN small ELSE -1 END) FROM {t}');
+
+-- ===================================================================
+-- A grouping under a window function: the grouping is pushed, the
+-- window runs over its groups
+-- ===================================================================
+EXPLAIN (VERBOSE, COSTS OFF)
+SELECT status, count(*), sum(count(*)) OVER () FROM events GROUP BY status;
+SELECT * FROM regress_agg('SELECT status, count(*), sum(count(*)) OVER () FROM {t} GROUP BY status');
+SELECT * FROM regress_agg('SELECT status, count(*), round(100.0 * count(*) / sum(count(*)) OVER (), 2) FROM {t} GROUP BY status');
+SELECT * FROM regress_agg('SELECT tenant_id, status, sum(qty), rank() OVER (PARTITION BY tenant_id ORDER BY sum(qty) DESC NULLS LAST, status) FROM {t} GROUP BY 1, 2');
+SELECT * FROM regress_agg('SELECT status, count(*), row_number() OVER (ORDER BY count(*) DESC, status) FROM {t} GROUP BY status ORDER BY 3 LIMIT 3', true);
+
 DROP FUNCTION regress_agg(text, boolean);
 DROP FUNCTION regress_result(text, boolean);
 DROP TABLE events_native;

@@ -1030,6 +1030,143 @@ shard_deparse_conditions(PlannerInfo *root, RelOptInfo *baserel, List *conds,
 }
 
 /*
+ * shard_is_pushable_filter
+ *		May the shards evaluate a condition inside an aggregate, its FILTER
+ *		(WHERE ...) or a CASE WHEN of its input?  As in WHERE, a condition
+ *		counts a row only when true, so what SQLite computes exactly for
+ *		WHERE it computes exactly there; but without values computed when
+ *		the scan starts, which PostgreSQL computes only for rows it reads.
+ */
+bool
+shard_is_pushable_filter(PlannerInfo *root, RelOptInfo *baserel, Expr *expr)
+{
+	return pushable(root, baserel, expr, false);
+}
+
+/*
+ * agg_case_result_ok
+ *		May a result of an aggregate's CASE input be computed in SQLite: an
+ *		integer constant or NULL, or a column of the CASE's own integer
+ *		type (guarded by the aggregate as its column would be)?
+ */
+static bool
+agg_case_result_ok(Expr *expr, Oid type, RelOptInfo *baserel)
+{
+	Var		   *var;
+
+	if (expr == NULL)
+		return true;			/* no ELSE: NULL */
+	if (IsA(expr, Const))
+		return ((Const *) expr)->consttype == type;
+	var = shard_own_column(expr, baserel);
+	return var != NULL && var->vartype == type &&
+		exprType((Node *) expr) == type;
+}
+
+/*
+ * shard_agg_case_ok
+ *		Is expr a CASE the shards compute exactly as an aggregate's input:
+ *		searched (CASE WHEN cond THEN ...), of smallint, integer or bigint,
+ *		each condition pushable (shard_is_pushable_filter), each result
+ *		and the ELSE an integer constant, NULL or a column of that type?
+ *		The form of sum(CASE WHEN status = 'paid' THEN 1 ELSE 0 END) that
+ *		BI tools write for shares.
+ */
+bool
+shard_agg_case_ok(PlannerInfo *root, RelOptInfo *baserel, Expr *expr)
+{
+	CaseExpr   *ce;
+	ListCell   *lc;
+
+	if (expr == NULL || !IsA(expr, CaseExpr))
+		return false;
+	ce = (CaseExpr *) expr;
+	if (ce->arg != NULL ||
+		(ce->casetype != INT2OID && ce->casetype != INT4OID &&
+		 ce->casetype != INT8OID))
+		return false;
+	foreach(lc, ce->args)
+	{
+		CaseWhen   *w = lfirst(lc);
+
+		if (!shard_is_pushable_filter(root, baserel, w->expr) ||
+			!agg_case_result_ok(w->result, ce->casetype, baserel))
+			return false;
+	}
+	return agg_case_result_ok(ce->defresult, ce->casetype, baserel);
+}
+
+/*
+ * deparse_agg_case_result
+ *		Write a result of an aggregate's CASE input.  Integer constants of
+ *		the query are written as numbers: nothing of the data is.
+ */
+static void
+deparse_agg_case_result(StringInfo buf, PlannerInfo *root, Expr *expr,
+						RelOptInfo *baserel)
+{
+	Const	   *c;
+
+	if (expr == NULL || (IsA(expr, Const) && ((Const *) expr)->constisnull))
+	{
+		appendStringInfoString(buf, "NULL");
+		return;
+	}
+	if (!IsA(expr, Const))
+	{
+		shard_deparse_column_value(buf, root, shard_own_column(expr, baserel));
+		return;
+	}
+	c = (Const *) expr;
+	if (c->consttype == INT2OID)
+		appendStringInfo(buf, "%d", (int) DatumGetInt16(c->constvalue));
+	else if (c->consttype == INT4OID)
+		appendStringInfo(buf, "%d", DatumGetInt32(c->constvalue));
+	else
+		appendStringInfo(buf, INT64_FORMAT, DatumGetInt64(c->constvalue));
+}
+
+/*
+ * shard_deparse_agg_expr
+ *		Write an aggregate's FILTER condition, or its CASE input
+ *		(shard_agg_case_ok), collecting the values to bind in *params.
+ */
+void
+shard_deparse_agg_expr(StringInfo buf, PlannerInfo *root, RelOptInfo *baserel,
+					   Expr *expr, List **params, List **param_kinds)
+{
+	DeparseContext ctx;
+	CaseExpr   *ce;
+	ListCell   *lc;
+
+	ctx.root = root;
+	ctx.baserel = baserel;
+	ctx.params = params;
+	ctx.param_kinds = param_kinds;
+	ctx.buf = buf;
+	ctx.range = NULL;
+	if (!IsA(expr, CaseExpr))
+	{
+		deparse_expr(expr, &ctx);
+		return;
+	}
+	ce = (CaseExpr *) expr;
+	appendStringInfoString(buf, "CASE");
+	foreach(lc, ce->args)
+	{
+		CaseWhen   *w = lfirst(lc);
+
+		appendStringInfoString(buf, " WHEN ");
+		deparse_expr(w->expr, &ctx);
+		appendStringInfoString(buf, " THEN ");
+		deparse_agg_case_result(buf, root, w->result, baserel);
+	}
+	appendStringInfoString(buf, " ELSE ");
+	deparse_agg_case_result(buf, root, ce->defresult, baserel);
+	appendStringInfoString(buf, " END");
+}
+
+/*
  * append_and
  *		Append String nodes joined by AND.
  */

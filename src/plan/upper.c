@@ -231,35 +231,70 @@ deparse_group_key(StringInfo buf, PlannerInfo *root, Expr *expr,
 }
 
 /*
+ * agg_input
+ *		The expression an aggregate of one argument reads.
+ */
+static Expr *
+agg_input(Aggref *agg)
+{
+	return ((TargetEntry *) linitial(agg->args))->expr;
+}
+
+/*
+ * agg_input_type
+ *		The type of an aggregate's argument, a column's own type (not that
+ *		of a cast it is relabelled by), or InvalidOid for count(*).
+ */
+static Oid
+agg_input_type(Aggref *agg, RelOptInfo *baserel)
+{
+	Var		   *var;
+
+	if (agg->aggstar)
+		return InvalidOid;
+	var = shard_own_column(agg_input(agg), baserel);
+	return var ? var->vartype : exprType((Node *) agg_input(agg));
+}
+
+/*
  * classify_aggregate
  *		Which partial aggregate computes agg, or -1 when it cannot be
- *		pushed.
+ *		pushed.  The argument is a column, or of a table's scan a CASE of
+ *		pushable conditions and integer results (shard_agg_case_ok); a
+ *		FILTER must be a condition the shards evaluate exactly.
  */
 static int
-classify_aggregate(Aggref *agg, RelOptInfo *baserel)
+classify_aggregate(PlannerInfo *root, Aggref *agg, RelOptInfo *baserel)
 {
 	char	   *name;
 	Oid			argtype;
 	Var		   *arg = NULL;
 
-	if (agg->aggfnoid >= FirstGenbkiObjectId || agg->aggfilter != NULL ||
+	if (agg->aggfnoid >= FirstGenbkiObjectId ||
 		agg->aggorder != NIL || agg->aggkind != AGGKIND_NORMAL ||
 		agg->agglevelsup != 0 || agg->aggsplit != AGGSPLIT_SIMPLE ||
 		agg->aggvariadic)
+		return -1;
+	if (agg->aggfilter != NULL &&
+		(agg->aggdistinct != NIL || IS_JOIN_REL(baserel) ||
+		 !shard_is_pushable_filter(root, baserel, agg->aggfilter)))
 		return -1;
 	name = get_func_name(agg->aggfnoid);
 	if (name == NULL)
 		return -1;
 
+	/* count(*) FILTER (...) counts the rows its condition holds for */
 	if (agg->aggstar)
-		return strcmp(name, "count") == 0 && agg->aggdistinct == NIL ?
-			AGGOP_COUNT_STAR : -1;
+		return strcmp(name, "count") != 0 || agg->aggdistinct != NIL ? -1 :
+			agg->aggfilter ? AGGOP_COUNT : AGGOP_COUNT_STAR;
 	if (list_length(agg->args) != 1)
 		return -1;
-	arg = shard_own_column(((TargetEntry *) linitial(agg->args))->expr, baserel);
-	if (arg == NULL)
+	arg = shard_own_column(agg_input(agg), baserel);
+	if (arg == NULL &&
+		(IS_JOIN_REL(baserel) || agg->aggdistinct != NIL ||
+		 !shard_agg_case_ok(root, baserel, agg_input(agg))))
 		return -1;
-	argtype = arg->vartype;
+	argtype = agg_input_type(agg, baserel);
 
 	if (agg->aggdistinct != NIL)
 	{
@@ -340,12 +375,12 @@ classify_aggregate(Aggref *agg, RelOptInfo *baserel)
 
 /*
  * agg_arg
- *		The column an aggregate reads.
+ *		The column an aggregate reads, or NULL for a CASE (or count(*)).
  */
 static Var *
 agg_arg(Aggref *agg, RelOptInfo *baserel)
 {
-	return shard_own_column(((TargetEntry *) linitial(agg->args))->expr, baserel);
+	return agg->aggstar ? NULL : shard_own_column(agg_input(agg), baserel);
 }
 
 /*
@@ -412,12 +447,40 @@ add_column_need(List **needs, PlannerInfo *root, Var *var, char text_need,
 static void
 add_need(ShardUpperInfo *info, Aggref *agg, int op)
 {
+	Var		   *arg = agg_arg(agg, info->baserel);
+
+	/* conditions of a FILTER or a CASE compare as in WHERE */
+	if (agg->aggfilter != NULL)
+		info->needs = shard_text_columns(info->root,
+										 list_make1(agg->aggfilter),
+										 info->needs);
+	if (!agg->aggstar && arg == NULL)
+	{
+		CaseExpr   *ce = (CaseExpr *) agg_input(agg);
+		ListCell   *lc;
+
+		foreach(lc, ce->args)
+		{
+			CaseWhen   *w = lfirst(lc);
+
+			info->needs = shard_text_columns(info->root, list_make1(w->expr),
+											 info->needs);
+			if (!IsA(w->result, Const) && op != AGGOP_COUNT)
+				add_column_need(&info->needs, info->root,
+								shard_own_column(w->result, info->baserel),
+								SHARD_NEEDS_TEXT_EXTREMA, NULL);
+		}
+		if (ce->defresult && !IsA(ce->defresult, Const) && op != AGGOP_COUNT)
+			add_column_need(&info->needs, info->root,
+							shard_own_column(ce->defresult, info->baserel),
+							SHARD_NEEDS_TEXT_EXTREMA, NULL);
+		return;
+	}
 	if (op == AGGOP_COUNT_STAR || op == AGGOP_COUNT ||
 		op == AGGOP_COUNT_DISTINCT || op == AGGOP_BOOL_AND ||
-		op == AGGOP_BOOL_OR ||
-		is_time_type(agg_arg(agg, info->baserel)->vartype))
+		op == AGGOP_BOOL_OR || is_time_type(arg->vartype))
 		return;
-	add_column_need(&info->needs, info->root, agg_arg(agg, info->baserel),
+	add_column_need(&info->needs, info->root, arg,
 					SHARD_NEEDS_TEXT_EXTREMA,
 					info->join ? &info->need_relids : NULL);
 }
@@ -441,7 +504,7 @@ add_aggregates_of(ShardUpperInfo *info, Expr *expr)
 		if (IsA(item, Aggref))
 		{
 			Aggref	   *agg = (Aggref *) item;
-			int			op = classify_aggregate(agg, info->baserel);
+			int			op = classify_aggregate(info->root, agg, info->baserel);
 
 			if (op < 0)
 				return false;
@@ -650,7 +713,8 @@ merge_bytes(PlannerInfo *root, ShardUpperInfo *info, List *keys,
 		else if (op == AGGOP_MIN || op == AGGOP_MAX)
 		{
 			arg = agg_arg((Aggref *) expr, info->baserel);
-			if (arg->vartype == TEXTOID || arg->vartype == VARCHAROID)
+			if (arg != NULL &&
+				(arg->vartype == TEXTOID || arg->vartype == VARCHAROID))
 				text_width += expr_width(info->baserel, (Expr *) arg);
 		}
 	}
@@ -904,8 +968,16 @@ shardGetForeignUpperPaths(PlannerInfo *root, UpperRelationKind stage,
 		input_rel->fdw_private == NULL ||
 		!bms_is_empty(input_rel->lateral_relids))
 		return;
-	if (parse->groupingSets || parse->hasTargetSRFs || parse->hasWindowFuncs ||
+	if (parse->groupingSets || parse->hasTargetSRFs ||
 		(!IS_JOIN_REL(input_rel) && !shard_rel_all_pushed(input_rel)))
+		return;
+
+	/*
+	 * Window functions run over the grouping's output (its target is the
+	 * windows' input: keys and aggregates), so the grouping is pushed as
+	 * any other; not a SELECT DISTINCT, which applies after the windows.
+	 */
+	if (parse->hasWindowFuncs && stage != UPPERREL_GROUP_AGG)
 		return;
 
 	/*
@@ -1056,6 +1128,8 @@ typedef struct SelectList
 	List	   *keychecks;		/* the same, of keys, counted apart */
 	List	   *ta_guards;		/* per check: raw column, TA_OK_ mask, low,
 								 * high, key check */
+	List	  **params;			/* the values FILTER and CASE conditions */
+	List	  **param_kinds;	/* bind, and their kinds */
 } SelectList;
 
 /*
@@ -1171,18 +1245,43 @@ guard_column(SelectList *sl, const char *c, Oid type, bool keycheck)
 }
 
 /*
+ * guard_case_result
+ *		Guard a column an aggregate's CASE input returns, if it is one.
+ */
+static void
+guard_case_result(SelectList *sl, PlannerInfo *root, Expr *result,
+				  RelOptInfo *baserel)
+{
+	StringInfoData col;
+	Var		   *var;
+
+	if (result == NULL || IsA(result, Const))
+		return;
+	var = shard_own_column(result, baserel);
+	initStringInfo(&col);
+	shard_deparse_column_value(&col, root, var);
+	guard_column(sl, col.data, var->vartype, false);
+}
+
+/*
  * partial_cols
  *		Add the shard columns one aggregate needs, returning their
- *		positions in the order merge.c reads them.
+ *		positions in the order merge.c reads them.  The aggregate reads its
+ *		column's value (c, which the guards check), or its CASE input; a
+ *		FILTER makes that NULL in the rows its condition does not hold for,
+ *		which every aggregate here skips.
  */
 static List *
 partial_cols(SelectList *sl, PlannerInfo *root, Aggref *agg, int op,
 			 RelOptInfo *baserel)
 {
 	StringInfoData cb;
-	char	   *c;
+	char	   *c = NULL;
+	char	   *v;
+	char	   *filter = NULL;
 	char	   *b;
 	Var		   *arg;
+	Oid			type;
 	bool		is_text;
 	int			first;
 
@@ -1190,49 +1289,87 @@ partial_cols(SelectList *sl, PlannerInfo *root, Aggref *agg, int op,
 		return list_make1_int(select_col(sl, "count(*)", TA_COUNT_STAR, NULL, NULL));
 	if (op == AGGOP_COUNT_DISTINCT)
 		return NIL;
+	if (agg->aggfilter != NULL)
+	{
+		initStringInfo(&cb);
+		shard_deparse_agg_expr(&cb, root, baserel, agg->aggfilter,
+							   sl->params, sl->param_kinds);
+		filter = cb.data;
+	}
+	/* count(*) FILTER (WHERE f): count(CASE WHEN f THEN 1 END) */
+	if (agg->aggstar)
+	{
+		v = psprintf("CASE WHEN %s THEN 1 END", filter);
+		return list_make1_int(select_col(sl, psprintf("count(%s)", v),
+										 TA_COUNT, v, NULL));
+	}
 	/* times as microseconds or days (ssfdw_usecs, ssfdw_days) */
 	arg = agg_arg(agg, baserel);
+	type = agg_input_type(agg, baserel);
 	initStringInfo(&cb);
-	shard_deparse_column_value(&cb, root, arg);
-	c = cb.data;
-	is_text = (arg->vartype == TEXTOID || arg->vartype == VARCHAROID);
+	if (arg != NULL)
+	{
+		shard_deparse_column_value(&cb, root, arg);
+		c = cb.data;
+	}
+	else
+	{
+		CaseExpr   *ce = (CaseExpr *) agg_input(agg);
+		ListCell   *lc;
+
+		/* the columns a CASE returns are guarded as an argument is */
+		foreach(lc, ce->args)
+			guard_case_result(sl, root, ((CaseWhen *) lfirst(lc))->result,
+							  baserel);
+		guard_case_result(sl, root, ce->defresult, baserel);
+		shard_deparse_agg_expr(&cb, root, baserel, (Expr *) ce,
+							   sl->params, sl->param_kinds);
+	}
+	v = filter ? psprintf("CASE WHEN %s THEN %s END", filter, cb.data) :
+		cb.data;
+	is_text = (type == TEXTOID || type == VARCHAROID);
 
 	switch (op)
 	{
 		case AGGOP_COUNT:
-			if (!is_text)
-				guard_column(sl, c, arg->vartype, false);
+			if (c == NULL)
+				;				/* a CASE: its columns are guarded */
+			else if (!is_text)
+				guard_column(sl, c, type, false);
 			else
 			{
 				/* numbers read as text; blobs and invalid text do not */
 				add_guard(sl, c, "'text', 'integer', 'real'",
 						  TA_OK_TEXT | TA_OK_INTEGER | TA_OK_FLOAT, 1, 0, false);
 			}
-			return list_make1_int(select_col(sl, psprintf("count(%s)", c),
-											 TA_COUNT, c, NULL));
+			return list_make1_int(select_col(sl, psprintf("count(%s)", v),
+											 TA_COUNT, v, NULL));
 		case AGGOP_SUM_INT:
-			guard_column(sl, c, arg->vartype, false);
-			return list_make1_int(select_col(sl, psprintf("sum(%s)", c), TA_SUM, c, NULL));
+			if (c)
+				guard_column(sl, c, type, false);
+			return list_make1_int(select_col(sl, psprintf("sum(%s)", v), TA_SUM, v, NULL));
 		case AGGOP_AVG_INT:
-			guard_column(sl, c, arg->vartype, false);
-			first = select_col(sl, psprintf("sum(%s)", c), TA_SUM, c, NULL);
-			return list_make2_int(first, select_col(sl, psprintf("count(%s)", c),
-													TA_COUNT, c, NULL));
+			if (c)
+				guard_column(sl, c, type, false);
+			first = select_col(sl, psprintf("sum(%s)", v), TA_SUM, v, NULL);
+			return list_make2_int(first, select_col(sl, psprintf("count(%s)", v),
+													TA_COUNT, v, NULL));
 		case AGGOP_SUM_INT8:
 		case AGGOP_AVG_INT8:
 			{
 				List	   *cols;
 
-				guard_column(sl, c, arg->vartype, false);
-				first = select_col(sl, psprintf("sum(%s >> 32)", c),
-								   TA_SUM_HI, c, NULL);
+				if (c)
+					guard_column(sl, c, type, false);
+				first = select_col(sl, psprintf("sum(%s >> 32)", v),
+								   TA_SUM_HI, v, NULL);
 				cols = list_make2_int(first,
-									  select_col(sl, psprintf("sum(%s & 4294967295)", c),
-												 TA_SUM_LO, c, NULL));
+									  select_col(sl, psprintf("sum(%s & 4294967295)", v),
+												 TA_SUM_LO, v, NULL));
 				if (op == AGGOP_AVG_INT8)
 					cols = lappend_int(cols,
-									   select_col(sl, psprintf("count(%s)", c),
-												  TA_COUNT, c, NULL));
+									   select_col(sl, psprintf("count(%s)", v),
+												  TA_COUNT, v, NULL));
 				return cols;
 			}
 		case AGGOP_SUM_FLOAT:
@@ -1240,17 +1377,18 @@ partial_cols(SelectList *sl, PlannerInfo *root, Aggref *agg, int op,
 			{
 				int			second;
 
-				guard_column(sl, c, arg->vartype, false);
-				first = select_col(sl, psprintf("total(%s)", c), TA_TOTAL, c, NULL);
-				second = select_col(sl, psprintf("count(%s)", c), TA_COUNT, c, NULL);
+				if (c)
+					guard_column(sl, c, type, false);
+				first = select_col(sl, psprintf("total(%s)", v), TA_TOTAL, v, NULL);
+				second = select_col(sl, psprintf("count(%s)", v), TA_COUNT, v, NULL);
 
 				/*
 				 * Infinite inputs tell an infinite total from an overflow
 				 * (not abs(), which fails on the integer -2^63).
 				 */
 				return list_make3_int(first, second,
-									  select_col(sl, psprintf("sum(%s IN (9e999, -9e999))", c),
-												 TA_COUNT_INF, c, NULL));
+									  select_col(sl, psprintf("sum(%s IN (9e999, -9e999))", v),
+												 TA_COUNT_INF, v, NULL));
 			}
 		case AGGOP_VAR_POP:
 		case AGGOP_VAR_SAMP:
@@ -1260,22 +1398,23 @@ partial_cols(SelectList *sl, PlannerInfo *root, Aggref *agg, int op,
 				List	   *cols;
 
 				/* count, sum of squares, then the sum as sum() computes it */
-				guard_column(sl, c, arg->vartype, false);
-				cols = list_make2_int(select_col(sl, psprintf("count(%s)", c),
-												 TA_COUNT, c, NULL),
-									  select_col(sl, psprintf("ssfdw_sumsq(%s)", c),
-												 TA_SUMSQ, c, NULL));
-				if (arg->vartype != INT8OID)
-					return lappend_int(cols, select_col(sl, psprintf("sum(%s)", c),
-														TA_SUM, c, NULL));
-				cols = lappend_int(cols, select_col(sl, psprintf("sum(%s >> 32)", c),
-													TA_SUM_HI, c, NULL));
-				return lappend_int(cols, select_col(sl, psprintf("sum(%s & 4294967295)", c),
-													TA_SUM_LO, c, NULL));
+				if (c)
+					guard_column(sl, c, type, false);
+				cols = list_make2_int(select_col(sl, psprintf("count(%s)", v),
+												 TA_COUNT, v, NULL),
+									  select_col(sl, psprintf("ssfdw_sumsq(%s)", v),
+												 TA_SUMSQ, v, NULL));
+				if (type != INT8OID)
+					return lappend_int(cols, select_col(sl, psprintf("sum(%s)", v),
+														TA_SUM, v, NULL));
+				cols = lappend_int(cols, select_col(sl, psprintf("sum(%s >> 32)", v),
+													TA_SUM_HI, v, NULL));
+				return lappend_int(cols, select_col(sl, psprintf("sum(%s & 4294967295)", v),
+													TA_SUM_LO, v, NULL));
 			}
 		case AGGOP_MIN:
 		case AGGOP_MAX:
-			if (is_time_type(arg->vartype))
+			if (is_time_type(type))
 			{
 				/*
 				 * The reading threads read the stored value itself, as
@@ -1288,32 +1427,36 @@ partial_cols(SelectList *sl, PlannerInfo *root, Aggref *agg, int op,
 				initStringInfo(&raw);
 				shard_deparse_column_ref(&raw, root, arg);
 				return list_make1_int(select_col(sl, psprintf("%s(%s)",
-															  op == AGGOP_MIN ? "min" : "max", c),
+															  op == AGGOP_MIN ? "min" : "max", v),
 												 op == AGGOP_MIN ? TA_TIME_MIN : TA_TIME_MAX,
+												 filter ?
+												 psprintf("CASE WHEN %s THEN %s END",
+														  filter, raw.data) :
 												 raw.data,
 												 psprintf("%d", arg->vartype == DATEOID ?
 														  TA_TIME_DAYS : arg->vartypmod)));
 			}
-			guard_column(sl, c, arg->vartype, false);
+			if (c)
+				guard_column(sl, c, type, false);
 			return list_make1_int(select_col(sl, psprintf("%s(%s%s)",
 														  op == AGGOP_MIN ? "min" : "max",
-														  c, is_text ? " COLLATE BINARY" : ""),
+														  v, is_text ? " COLLATE BINARY" : ""),
 											 op == AGGOP_MIN ? TA_MIN : TA_MAX,
-											 c, NULL));
+											 v, NULL));
 		case AGGOP_BOOL_AND:
 		case AGGOP_BOOL_OR:
 			b = psprintf("CASE WHEN typeof(%s) IN ('integer', 'real') THEN "
 						 "CASE %s WHEN 1 THEN 1 WHEN 0 THEN 0 END "
 						 "WHEN lower(trim(%s, ' ' || char(9, 10, 11, 12, 13))) IN ('t', 'tr', 'tru', 'true', 'y', 'ye', 'yes', 'on', '1') THEN 1 "
 						 "WHEN lower(trim(%s, ' ' || char(9, 10, 11, 12, 13))) IN ('f', 'fa', 'fal', 'fals', 'false', 'n', 'no', 'of', 'off', '0') THEN 0 END",
-						 c, c, c, c);
+						 v, v, v, v);
 			first = select_col(sl, psprintf("%s(%s)",
 											op == AGGOP_BOOL_AND ? "min" : "max",
 											b),
 							   op == AGGOP_BOOL_AND ? TA_MIN : TA_MAX, b, NULL);
 			return list_make2_int(first,
-								  select_col(sl, psprintf("count(%s) - count(%s)", c, b),
-											 TA_COUNT_DIFF, c, b));
+								  select_col(sl, psprintf("count(%s) - count(%s)", v, b),
+											 TA_COUNT_DIFF, v, b));
 		default:
 			elog(ERROR, "unexpected aggregate kind %d", op);
 	}
@@ -1554,7 +1697,7 @@ shard_upper_plan(PlannerInfo *root, RelOptInfo *upperrel, List *tlist,
 	ShardUpperInfo *info = (ShardUpperInfo *) upperrel->fdw_private;
 	RelOptInfo *baserel = info->baserel;
 	PathTarget *target = info->target;
-	SelectList	sl = {NIL, NIL, NIL, NIL, NIL, NIL};
+	SelectList	sl = {NIL, NIL, NIL, NIL, NIL, NIL, NULL, NULL};
 	StringInfoData raw_sql;
 	StringInfoData select_sql;
 	List	   *where_sqls;
@@ -1595,6 +1738,8 @@ shard_upper_plan(PlannerInfo *root, RelOptInfo *upperrel, List *tlist,
 		where_sqls = shard_rel_deparse_conditions(root, baserel, &params,
 												  &param_kinds, &tenant_sqls);
 	qualified = shard_deparse_set_qualified(info->join);
+	sl.params = &params;
+	sl.param_kinds = &param_kinds;
 
 	forboth(lc, info->tlist, lc_op, info->ops)
 	{
@@ -1689,9 +1834,7 @@ shard_upper_plan(PlannerInfo *root, RelOptInfo *upperrel, List *tlist,
 
 			cols = lappend(cols, partial_cols(&sl, root, agg, op, baserel));
 			key_truncs = lappend(key_truncs, NIL);
-			types = lappend_oid(types,
-								op == AGGOP_COUNT_STAR ? InvalidOid :
-								agg_arg(agg, baserel)->vartype);
+			types = lappend_oid(types, agg_input_type(agg, baserel));
 		}
 	}
 
