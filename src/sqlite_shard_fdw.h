@@ -271,6 +271,8 @@ extern bool shard_sql_may_fail(const char *sql);
 extern void shard_join_conditions(StringInfo buf, List *sqls);
 extern List *shard_text_columns(PlannerInfo *root, List *exprs, List *needs);
 extern char *shard_like_to_glob(const char *pattern, int len);
+extern Expr *shard_prefilter_expr(PlannerInfo *root, RelOptInfo *baserel,
+								  Expr *clause);
 extern bool shard_is_pushable_filter(PlannerInfo *root, RelOptInfo *baserel,
 									 Expr *expr);
 extern bool shard_agg_case_ok(PlannerInfo *root, RelOptInfo *baserel,

@@ -571,6 +571,107 @@ shard_like_to_glob(const char *pattern, int len)
 }
 
 /*
+ * case_blind_like
+ *		Is clause a case-blind match of a text column with a constant
+ *		pattern of ASCII characters: lower(col) LIKE 'pat', as Metabase
+ *		writes "contains", or col ILIKE 'pat'?  Sets *col and *glob, the
+ *		pattern as an SQLite GLOB pattern in which each letter matches both
+ *		its cases.
+ */
+static bool
+case_blind_like(Expr *clause, RelOptInfo *baserel, Expr **col, char **glob)
+{
+	OpExpr	   *op = (OpExpr *) clause;
+	Expr	   *left;
+	Const	   *pat;
+	text	   *t;
+	const char *p;
+	int			len;
+	int			i;
+	StringInfoData buf;
+
+	if (!IsA(clause, OpExpr) || list_length(op->args) != 2 ||
+		GetDatabaseEncoding() != PG_UTF8)
+		return false;
+	left = shard_strip_relabel(linitial(op->args));
+	pat = (Const *) shard_strip_relabel(lsecond(op->args));
+	if (op->opno == OID_TEXT_LIKE_OP && IsA(left, FuncExpr) &&
+		((FuncExpr *) left)->funcid == F_LOWER_TEXT &&
+		list_length(((FuncExpr *) left)->args) == 1)
+		left = shard_strip_relabel(linitial(((FuncExpr *) left)->args));
+	else if (op->opno != OID_TEXT_ICLIKE_OP)
+		return false;
+
+	/*
+	 * A text column, not varchar(n), whose stored value PostgreSQL reads
+	 * otherwise (trailing spaces beyond n dropped) than GLOB matches it.
+	 */
+	if (!is_own_column(left, baserel) ||
+		(exprType((Node *) left) != TEXTOID &&
+		 !(exprType((Node *) left) == VARCHAROID &&
+		   exprTypmod((Node *) left) < 0)) ||
+		!IsA(pat, Const) || pat->constisnull || pat->consttype != TEXTOID)
+		return false;
+	t = DatumGetTextPP(pat->constvalue);
+	p = VARDATA_ANY(t);
+	len = VARSIZE_ANY_EXHDR(t);
+	if (len > 1000)
+		return false;			/* far from SQLite's pattern length limit */
+	initStringInfo(&buf);
+	for (i = 0; i < len; i++)
+	{
+		unsigned char c = (unsigned char) p[i];
+
+		if (c == '\\')
+		{
+			if (++i >= len)
+				return false;	/* PostgreSQL's error, raised locally */
+			c = (unsigned char) p[i];
+		}
+		else if (c == '%' || c == '_')
+		{
+			appendStringInfoChar(&buf, c == '%' ? '*' : '?');
+			continue;
+		}
+		if (c == 0 || c >= 0x80)
+			return false;
+		if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'))
+			appendStringInfo(&buf, "[%c%c]", pg_ascii_tolower(c),
+							 pg_ascii_toupper(c));
+		else if (c == '*' || c == '?' || c == '[')
+			appendStringInfo(&buf, "[%c]", c);
+		else
+			appendStringInfoChar(&buf, c);
+	}
+	*col = left;
+	*glob = buf.data;
+	return true;
+}
+
+/*
+ * shard_prefilter_expr
+ *		A condition the shards cannot decide exactly but can narrow to a
+ *		superset of the rows it holds for, which PostgreSQL then rechecks;
+ *		NULL when there is none.  The one form is a case-blind LIKE
+ *		(case_blind_like): SQLite's case folding is ASCII only, where
+ *		PostgreSQL's lower() and ILIKE fold every letter under the
+ *		collation ('É' to 'é', the Kelvin sign to 'k').  So the shards keep
+ *		the rows GLOB matches with each ASCII letter of the pattern in both
+ *		cases, and every row whose value is not pure ASCII text.  For an
+ *		ASCII value and an ASCII pattern, a match in PostgreSQL is a match
+ *		of the GLOB: lower() maps each character to one character, which
+ *		equals a pattern letter only if it is that letter in either case.
+ */
+Expr *
+shard_prefilter_expr(PlannerInfo *root, RelOptInfo *baserel, Expr *clause)
+{
+	Expr	   *col;
+	char	   *glob;
+
+	return case_blind_like(clause, baserel, &col, &glob) ? clause : NULL;
+}
+
+/*
  * add_param
  *		Collect a value to bind and write its placeholder, cast so SQLite
  *		compares with the category's rules.
@@ -869,6 +970,27 @@ deparse_expr(Expr *expr, DeparseContext *ctx)
 				PushCategory cat;
 				const char *name;
 
+				char	   *glob;
+
+				/* a narrowing, rechecked by PostgreSQL (shard_prefilter_expr) */
+				if (case_blind_like(expr, ctx->baserel, &col, &glob))
+				{
+					appendStringInfoChar(ctx->buf, '(');
+					deparse_column(col, ctx);
+					appendStringInfoString(ctx->buf, " GLOB ");
+					add_param((Expr *) makeConst(TEXTOID, -1, DEFAULT_COLLATION_OID,
+												 -1, CStringGetTextDatum(glob),
+												 false, false),
+							  SHARD_PARAM_SCALAR, PUSH_TEXT, ctx);
+					appendStringInfoString(ctx->buf, " OR typeof(");
+					deparse_column(col, ctx);
+					appendStringInfoString(ctx->buf, ") <> 'text' OR length(CAST(");
+					deparse_column(col, ctx);
+					appendStringInfoString(ctx->buf, " AS BLOB)) <> length(");
+					deparse_column(col, ctx);
+					appendStringInfoString(ctx->buf, "))");
+					break;
+				}
 				column_vs_value(op->args, ctx->baserel, &col, &val, &swapped);
 				cat = column_category(col);
 				appendStringInfoChar(ctx->buf, '(');
