@@ -150,6 +150,18 @@ SELECT * FROM regress_agg('SELECT status, sum(amount) FILTER (WHERE qty > 100), 
 -- a CASE returning columns; bigint sums near the extremes
 SELECT * FROM regress_agg('SELECT tenant_id, sum(CASE WHEN status = ''paid'' THEN amount ELSE 0 END), sum(CASE WHEN status = ''open'' THEN amount END), max(CASE WHEN qty > 0 THEN qty END), min(CASE WHEN small > 0 THEN small ELSE -1::smallint END) FROM {t} GROUP BY 1');
 SELECT * FROM regress_agg('SELECT avg(CASE WHEN qty > 0 THEN 1 WHEN qty < 0 THEN -1 END), sum(CASE WHEN status = ''lone'' THEN 1 END), variance(CASE WHEN status = ''paid'' THEN qty ELSE 0 END) FROM {t}');
+-- Metabase's share: a numeric CASE of integral constants, summed as
+-- integers with the largest scale of the rows' results ('1' and '0.0' make
+-- '1.0'; a group of '1's alone, '1'; no value, NULL)
+EXPLAIN (VERBOSE, COSTS OFF)
+SELECT date_trunc('month', created_at),
+       sum(CASE WHEN status = 'paid' THEN 1 ELSE 0.0 END) / count(*)
+  FROM events GROUP BY 1;
+SELECT * FROM regress_agg('SELECT date_trunc(''month'', created_at), sum(CASE WHEN status = ''paid'' THEN 1 ELSE 0.0 END) / count(*) FROM {t} GROUP BY 1');
+SELECT * FROM regress_agg('SELECT status, sum(CASE WHEN qty > 500 THEN 1 ELSE 0.00 END), sum(CASE WHEN qty > 500 THEN 2.0 END), sum(CASE WHEN name = ''plain'' THEN -3 WHEN name = ''PLAIN'' THEN 1.000 END) FROM {t} GROUP BY 1');
+SELECT * FROM regress_agg('SELECT tenant_id, sum(CASE WHEN status IS NULL THEN 1 ELSE 0.0 END) FILTER (WHERE qty > 900), sum(CASE WHEN qty > 0 THEN 1.0 ELSE 0 END) FROM {t} GROUP BY 1');
+-- not pushed: a fraction, a value beyond 2^31
+SELECT * FROM regress_agg('SELECT sum(CASE WHEN qty > 500 THEN 0.5 ELSE 0 END), sum(CASE WHEN qty > 500 THEN 3000000000 ELSE 0.0 END) FROM {t}');
 -- routed to one tenant
 SELECT * FROM regress_agg('SELECT status, count(*) FILTER (WHERE qty > 500), sum(CASE WHEN name = ''plain'' THEN 1 ELSE 0 END) FROM {t} WHERE tenant_id = ''t3'' GROUP BY 1');
 -- not pushed: a condition SQLite cannot evaluate exactly (ILIKE), a value

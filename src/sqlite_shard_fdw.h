@@ -280,6 +280,9 @@ extern bool shard_agg_case_ok(PlannerInfo *root, RelOptInfo *baserel,
 extern void shard_deparse_agg_expr(StringInfo buf, PlannerInfo *root,
 								   RelOptInfo *baserel, Expr *expr,
 								   List **params, List **param_kinds);
+extern void shard_deparse_agg_case_scale(StringInfo buf, PlannerInfo *root,
+										 RelOptInfo *baserel, CaseExpr *ce,
+										 List **params, List **param_kinds);
 
 /* in timepush.c */
 
@@ -526,7 +529,9 @@ typedef enum ShardAggOp
 								 * high and low), sum of squares */
 	AGGOP_VAR_SAMP,				/* var_samp, variance: the same */
 	AGGOP_STDDEV_POP,			/* stddev_pop: the same */
-	AGGOP_STDDEV_SAMP			/* stddev_samp, stddev: the same */
+	AGGOP_STDDEV_SAMP,			/* stddev_samp, stddev: the same */
+	AGGOP_SUM_NUMCASE			/* sum of a CASE of integral numeric
+								 * constants: sum, largest scale */
 } ShardAggOp;
 
 /*

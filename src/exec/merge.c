@@ -581,6 +581,15 @@ merge_row(ShardMerge *m, AggAcc *accs, const ShardValue *row,
 			case AGGOP_STDDEV_SAMP:
 				merge_variance(m, acc, m->types[i], row, c);
 				break;
+			case AGGOP_SUM_NUMCASE:
+				if (value_int(&row[c[0]], &iv))
+					add_int(&acc->isum, iv);
+				if (value_int(&row[c[1]], &iv))
+				{
+					acc->imm = acc->has ? Max(acc->imm, iv) : iv;
+					acc->has = true;
+				}
+				break;
 			case AGGOP_BOOL_AND:
 			case AGGOP_BOOL_OR:
 				if (value_int(&row[c[1]], &iv) && iv > 0)
@@ -893,6 +902,14 @@ finalize(ShardMerge *m, int i, AggAcc *acc, bool *isnull)
 		case AGGOP_STDDEV_POP:
 		case AGGOP_STDDEV_SAMP:
 			return variance_result(acc, m->ops[i], isnull);
+		case AGGOP_SUM_NUMCASE:
+			/* the integer sum at the largest scale of its terms */
+			*isnull = !acc->has;
+			if (!acc->has)
+				return (Datum) 0;
+			return DirectFunctionCall2(numeric_round,
+									   NumericGetDatum(int64_to_numeric(acc->isum)),
+									   Int32GetDatum((int32) acc->imm));
 		default:
 			elog(ERROR, "unexpected aggregate kind %d", m->ops[i]);
 	}

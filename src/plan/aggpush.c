@@ -183,6 +183,9 @@ shard_agg_classify(PlannerInfo *root, Aggref *agg, RelOptInfo *baserel)
 			return sum ? AGGOP_SUM_INT8 : AGGOP_AVG_INT8;
 		if (argtype == FLOAT8OID)
 			return sum ? AGGOP_SUM_FLOAT : AGGOP_AVG_FLOAT;
+		/* a numeric CASE of integral constants (shard_agg_case_ok) */
+		if (argtype == NUMERICOID && arg == NULL && sum)
+			return AGGOP_SUM_NUMCASE;
 		return -1;
 	}
 	if (strcmp(name, "min") == 0 || strcmp(name, "max") == 0)
@@ -516,6 +519,27 @@ shard_agg_partial_cols(SelectList *sl, PlannerInfo *root, Aggref *agg, int op,
 													TA_SUM_HI, v, NULL));
 				return lappend_int(cols, shard_agg_select_col(sl, psprintf("sum(%s & 4294967295)", v),
 													TA_SUM_LO, v, NULL));
+			}
+		case AGGOP_SUM_NUMCASE:
+			{
+				StringInfoData scale;
+
+				/*
+				 * The sum of the constants as integers, and the largest
+				 * display scale of the rows' results: a numeric sum keeps
+				 * it ('0.0' + 1 is '1.0').
+				 */
+				initStringInfo(&scale);
+				shard_deparse_agg_case_scale(&scale, root, baserel,
+											 (CaseExpr *) shard_agg_input(agg),
+											 sl->params, sl->param_kinds);
+				if (filter)
+					scale.data = psprintf("CASE WHEN %s THEN %s END", filter,
+										  scale.data);
+				first = shard_agg_select_col(sl, psprintf("sum(%s)", v), TA_SUM, v, NULL);
+				return list_make2_int(first,
+									  shard_agg_select_col(sl, psprintf("max(%s)", scale.data),
+														   TA_MAX, scale.data, NULL));
 			}
 		case AGGOP_MIN:
 		case AGGOP_MAX:

@@ -74,6 +74,7 @@
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
+#include "utils/numeric.h"
 #include "utils/pg_locale.h"
 #include "utils/syscache.h"
 
@@ -1166,22 +1167,56 @@ shard_is_pushable_filter(PlannerInfo *root, RelOptInfo *baserel, Expr *expr)
 }
 
 /*
+ * numeric_case_const
+ *		A numeric constant of an aggregate's CASE input that the shards can
+ *		add as an integer: integral, between -2^31 and 2^31 (so that sums
+ *		of a shard's rows fit SQLite's 64 bits).  Sets *value and *dscale,
+ *		the display scale a numeric sum keeps the largest of ('0.0' has 1).
+ */
+static bool
+numeric_case_const(Const *c, int64 *value, int *dscale)
+{
+	Datum		trunc;
+
+	if (c->consttype != NUMERICOID || c->constisnull ||
+		numeric_is_nan(DatumGetNumeric(c->constvalue)) ||
+		numeric_is_inf(DatumGetNumeric(c->constvalue)))
+		return false;
+	trunc = DirectFunctionCall2(numeric_trunc, c->constvalue, Int32GetDatum(0));
+	if (DatumGetInt32(DirectFunctionCall2(numeric_cmp, trunc,
+										  c->constvalue)) != 0 ||
+		DatumGetInt32(DirectFunctionCall2(numeric_cmp,
+										  DirectFunctionCall1(numeric_abs, trunc),
+										  NumericGetDatum(int64_to_numeric(PG_INT32_MAX)))) > 0)
+		return false;
+	*value = DatumGetInt64(DirectFunctionCall1(numeric_int8, trunc));
+	*dscale = DatumGetInt32(DirectFunctionCall1(numeric_scale, c->constvalue));
+	return true;
+}
+
+/*
  * agg_case_result_ok
  *		May a result of an aggregate's CASE input be computed in SQLite: an
  *		integer constant or NULL, or a column of the CASE's own integer
- *		type (guarded by the aggregate as its column would be)?
+ *		type (guarded by the aggregate as its column would be); of a
+ *		numeric CASE, an integral constant (numeric_case_const) or NULL?
  */
 static bool
 agg_case_result_ok(Expr *expr, Oid type, RelOptInfo *baserel)
 {
 	Var		   *var;
+	int64		value;
+	int			dscale;
 
 	if (expr == NULL)
 		return true;			/* no ELSE: NULL */
+	if (IsA(expr, Const) && type == NUMERICOID)
+		return ((Const *) expr)->constisnull ||
+			numeric_case_const((Const *) expr, &value, &dscale);
 	if (IsA(expr, Const))
 		return ((Const *) expr)->consttype == type;
 	var = shard_own_column(expr, baserel);
-	return var != NULL && var->vartype == type &&
+	return type != NUMERICOID && var != NULL && var->vartype == type &&
 		exprType((Node *) expr) == type;
 }
 
@@ -1191,6 +1226,8 @@ agg_case_result_ok(Expr *expr, Oid type, RelOptInfo *baserel)
  *		searched (CASE WHEN cond THEN ...), of smallint, integer or bigint,
  *		each condition pushable (shard_is_pushable_filter), each result
  *		and the ELSE an integer constant, NULL or a column of that type?
+ *		Or numeric, of integral constants: Metabase's share is
+ *		sum(CASE WHEN cond THEN 1 ELSE 0.0 END) / count(*).
  *		The form of sum(CASE WHEN status = 'paid' THEN 1 ELSE 0 END) that
  *		BI tools write for shares.
  */
@@ -1205,7 +1242,7 @@ shard_agg_case_ok(PlannerInfo *root, RelOptInfo *baserel, Expr *expr)
 	ce = (CaseExpr *) expr;
 	if (ce->arg != NULL ||
 		(ce->casetype != INT2OID && ce->casetype != INT4OID &&
-		 ce->casetype != INT8OID))
+		 ce->casetype != INT8OID && ce->casetype != NUMERICOID))
 		return false;
 	foreach(lc, ce->args)
 	{
@@ -1240,7 +1277,16 @@ deparse_agg_case_result(StringInfo buf, PlannerInfo *root, Expr *expr,
 		return;
 	}
 	c = (Const *) expr;
-	if (c->consttype == INT2OID)
+	if (c->consttype == NUMERICOID)
+	{
+		int64		value;
+		int			dscale;
+
+		if (!numeric_case_const(c, &value, &dscale))
+			elog(ERROR, "unexpected constant in an aggregate's CASE");
+		appendStringInfo(buf, INT64_FORMAT, value);
+	}
+	else if (c->consttype == INT2OID)
 		appendStringInfo(buf, "%d", (int) DatumGetInt16(c->constvalue));
 	else if (c->consttype == INT4OID)
 		appendStringInfo(buf, "%d", DatumGetInt32(c->constvalue));
@@ -1286,6 +1332,49 @@ shard_deparse_agg_expr(StringInfo buf, PlannerInfo *root, RelOptInfo *baserel,
 	appendStringInfoString(buf, " ELSE ");
 	deparse_agg_case_result(buf, root, ce->defresult, baserel);
 	appendStringInfoString(buf, " END");
+}
+
+/*
+ * shard_deparse_agg_case_scale
+ *		Write a numeric CASE input's display scale per row (numeric_case_
+ *		const): CASE WHEN cond THEN <scale of that result> ... END, NULL
+ *		where the result is NULL.  The largest over a group's rows is its
+ *		sum's scale, and NULL where the sum is.
+ */
+void
+shard_deparse_agg_case_scale(StringInfo buf, PlannerInfo *root,
+							 RelOptInfo *baserel, CaseExpr *ce,
+							 List **params, List **param_kinds)
+{
+	DeparseContext ctx;
+	ListCell   *lc;
+	int64		value;
+	int			dscale;
+
+	ctx.root = root;
+	ctx.baserel = baserel;
+	ctx.params = params;
+	ctx.param_kinds = param_kinds;
+	ctx.buf = buf;
+	ctx.range = NULL;
+	appendStringInfoString(buf, "CASE");
+	foreach(lc, ce->args)
+	{
+		CaseWhen   *w = lfirst(lc);
+
+		appendStringInfoString(buf, " WHEN ");
+		deparse_expr(w->expr, &ctx);
+		if (IsA(w->result, Const) &&
+			numeric_case_const((Const *) w->result, &value, &dscale))
+			appendStringInfo(buf, " THEN %d", dscale);
+		else
+			appendStringInfoString(buf, " THEN NULL");
+	}
+	if (ce->defresult && IsA(ce->defresult, Const) &&
+		numeric_case_const((Const *) ce->defresult, &value, &dscale))
+		appendStringInfo(buf, " ELSE %d END", dscale);
+	else
+		appendStringInfoString(buf, " ELSE NULL END");
 }
 
 /*
