@@ -155,6 +155,7 @@ for f in var_pop var_samp stddev_pop stddev_samp; do
 done
 check "FILTER by g" "SELECT g, count(*) FILTER (WHERE status = 'paid'), sum(b) FILTER (WHERE i > 0), avg(s) FILTER (WHERE name IN ('plain', 'a_b')), stddev(i) FILTER (WHERE status IS NOT NULL) FROM {t} GROUP BY g" agg
 check "CASE shares by status" "SELECT status, sum(CASE WHEN i > 0 THEN 1 ELSE 0 END)::numeric / count(*), sum(CASE WHEN s < 0 THEN b END), max(CASE WHEN name = 'plain' THEN i ELSE 0 END) FROM {t} GROUP BY status" agg
+check "numeric CASE share by g" "SELECT g, sum(CASE WHEN status = 'paid' THEN 1 ELSE 0.0 END) / count(*), sum(CASE WHEN i > 0 THEN 1 WHEN i < 0 THEN -2.00 END), sum(CASE WHEN s > 0 THEN 1 END) FILTER (WHERE b > 0) FROM {t} GROUP BY g" agg
 check "window over groups" "SELECT status, count(*), sum(count(*)) OVER (), rank() OVER (ORDER BY sum(i) NULLS LAST, status) FROM {t} GROUP BY status" agg
 for p in '%elvin%' 'k%' '%rger' '%lan' '%l_n' 'a\_b' 'a\%b' '%stanbul' '%i%' 'stra%' '%' ''; do
 	check "lower(name) LIKE '$p'" "SELECT id, name FROM {t} WHERE lower(name) LIKE '$p'" narrowed
