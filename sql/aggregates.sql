@@ -540,8 +540,10 @@ SELECT * FROM regress_agg($$SELECT date_trunc('quarter', created_at), count(*) F
 SELECT * FROM regress_agg($$SELECT date_trunc('month', created_at, 'UTC'), count(*) FROM {t} GROUP BY 1$$, false, 'sales_days');
 
 -- ===================================================================
--- Not pushed, and still right: FILTER, ORDER BY inside an aggregate,
--- string_agg, window functions, ROLLUP, aggregates of expressions
+-- Not pushed, and still right: FILTER on a boolean column, ORDER BY
+-- inside an aggregate, string_agg, window functions over rows, ROLLUP,
+-- aggregates of expressions; pushed, and right: a grouping under a window
+-- function, variances of integers (more in sql/aggforms.sql)
 -- ===================================================================
 SELECT * FROM regress_agg('SELECT status, count(*) FILTER (WHERE flag), sum(amount) FILTER (WHERE qty > 0) FROM {t} GROUP BY status');
 SELECT * FROM regress_agg('SELECT status, string_agg(name, '','' ORDER BY name COLLATE "C") FROM {t} GROUP BY status');

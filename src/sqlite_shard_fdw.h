@@ -271,6 +271,18 @@ extern bool shard_sql_may_fail(const char *sql);
 extern void shard_join_conditions(StringInfo buf, List *sqls);
 extern List *shard_text_columns(PlannerInfo *root, List *exprs, List *needs);
 extern char *shard_like_to_glob(const char *pattern, int len);
+extern Expr *shard_prefilter_expr(PlannerInfo *root, RelOptInfo *baserel,
+								  Expr *clause);
+extern bool shard_is_pushable_filter(PlannerInfo *root, RelOptInfo *baserel,
+									 Expr *expr);
+extern bool shard_agg_case_ok(PlannerInfo *root, RelOptInfo *baserel,
+							  Expr *expr);
+extern void shard_deparse_agg_expr(StringInfo buf, PlannerInfo *root,
+								   RelOptInfo *baserel, Expr *expr,
+								   List **params, List **param_kinds);
+extern void shard_deparse_agg_case_scale(StringInfo buf, PlannerInfo *root,
+										 RelOptInfo *baserel, CaseExpr *ce,
+										 List **params, List **param_kinds);
 
 /* in timepush.c */
 
@@ -530,7 +542,14 @@ typedef enum ShardAggOp
 	AGGOP_MAX,					/* max(x): one column */
 	AGGOP_BOOL_AND,				/* bool_and: min of 0/1, unreadable count */
 	AGGOP_BOOL_OR,				/* bool_or: max of 0/1, unreadable count */
-	AGGOP_COUNT_DISTINCT		/* count(DISTINCT x): no column of its own */
+	AGGOP_COUNT_DISTINCT,		/* count(DISTINCT x): no column of its own */
+	AGGOP_VAR_POP,				/* var_pop of integers: count, sum (of int8:
+								 * high and low), sum of squares */
+	AGGOP_VAR_SAMP,				/* var_samp, variance: the same */
+	AGGOP_STDDEV_POP,			/* stddev_pop: the same */
+	AGGOP_STDDEV_SAMP,			/* stddev_samp, stddev: the same */
+	AGGOP_SUM_NUMCASE			/* sum of a CASE of integral numeric
+								 * constants: sum, largest scale */
 } ShardAggOp;
 
 /*

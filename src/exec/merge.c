@@ -31,6 +31,7 @@
 #include "executor/tuptable.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
+#include "utils/datum.h"
 #include "utils/date.h"
 #include "utils/float.h"
 #include "utils/fmgrprotos.h"
@@ -54,6 +55,8 @@ typedef struct AggAcc
 	int64		imm;			/* min/max/bool of integers */
 	double		fmm;			/* min/max of doubles */
 	char	   *tmm;			/* min/max of text */
+	Datum		nsum;			/* a variance's sum (numeric), or 0 */
+	Datum		nsumsq;			/* its sum of squares (numeric), or 0 */
 } AggAcc;
 
 struct ShardMerge
@@ -436,6 +439,77 @@ merge_minmax(ShardMerge *m, AggAcc *acc, int op, Oid type, const ShardValue *v)
 }
 
 /*
+ * int_sum_numeric
+ *		A bigint sum from its halves: high * 2^32 + low, exactly.
+ */
+static Datum
+int_sum_numeric(AggAcc *acc)
+{
+	Datum		high = NumericGetDatum(int64_to_numeric(acc->isum));
+	Datum		shift = NumericGetDatum(int64_to_numeric(INT64CONST(4294967296)));
+	Datum		low = NumericGetDatum(int64_to_numeric(acc->ilo));
+
+	return DirectFunctionCall2(numeric_add,
+							   DirectFunctionCall2(numeric_mul, high, shift),
+							   low);
+}
+
+/*
+ * add_numeric
+ *		Add a numeric to an accumulator kept in the merge's table context.
+ */
+static void
+add_numeric(ShardMerge *m, Datum *acc, Datum v)
+{
+	MemoryContext oldcxt;
+	Datum		sum = *acc ? DirectFunctionCall2(numeric_add, *acc, v) : v;
+
+	oldcxt = MemoryContextSwitchTo(m->tablecxt);
+	if (*acc)
+		pfree(DatumGetPointer(*acc));
+	*acc = datumCopy(sum, false, -1);
+	MemoryContextSwitchTo(oldcxt);
+}
+
+/*
+ * merge_variance
+ *		Fold a shard's count, sum of squares (decimal text, ssfdw_sumsq) and
+ *		sum (of a bigint, as its high and low halves) into a variance's
+ *		accumulator, sums as numeric: PostgreSQL's own are exact too.
+ */
+static void
+merge_variance(ShardMerge *m, AggAcc *acc, Oid type, const ShardValue *row,
+			   const int *c)
+{
+	int64		iv;
+	int64		lo;
+
+	if (value_int(&row[c[0]], &iv))
+		add_int(&acc->count, iv);
+	if (row[c[1]].type == SQLITE_TEXT)
+		add_numeric(m, &acc->nsumsq,
+					DirectFunctionCall3(numeric_in,
+										CStringGetDatum(pnstrdup(row[c[1]].u.p,
+																 row[c[1]].len)),
+										ObjectIdGetDatum(InvalidOid),
+										Int32GetDatum(-1)));
+	if (!value_int(&row[c[2]], &iv))
+		return;
+	if (type != INT8OID)
+		add_numeric(m, &acc->nsum, NumericGetDatum(int64_to_numeric(iv)));
+	else
+	{
+		AggAcc		halves = {0};
+
+		halves.isum = iv;
+		if (value_int(&row[c[3]], &lo))
+			halves.ilo = lo;
+		add_numeric(m, &acc->nsum, int_sum_numeric(&halves));
+	}
+	acc->has = true;
+}
+
+/*
  * merge_row
  *		Fold one shard row's partials into its group's accumulators.
  */
@@ -509,6 +583,21 @@ merge_row(ShardMerge *m, AggAcc *accs, const ShardValue *row,
 			case AGGOP_MIN:
 			case AGGOP_MAX:
 				merge_minmax(m, acc, m->ops[i], m->types[i], &row[c[0]]);
+				break;
+			case AGGOP_VAR_POP:
+			case AGGOP_VAR_SAMP:
+			case AGGOP_STDDEV_POP:
+			case AGGOP_STDDEV_SAMP:
+				merge_variance(m, acc, m->types[i], row, c);
+				break;
+			case AGGOP_SUM_NUMCASE:
+				if (value_int(&row[c[0]], &iv))
+					add_int(&acc->isum, iv);
+				if (value_int(&row[c[1]], &iv))
+				{
+					acc->imm = acc->has ? Max(acc->imm, iv) : iv;
+					acc->has = true;
+				}
 				break;
 			case AGGOP_BOOL_AND:
 			case AGGOP_BOOL_OR:
@@ -673,19 +762,90 @@ shard_merge_add_batch(ShardMerge *m, ShardBatch *batch, const char *shard_id,
 }
 
 /*
- * int_sum_numeric
- *		A bigint sum from its halves: high * 2^32 + low, exactly.
+ * numeric_sqrt_at
+ *		The square root of a positive numeric, rounded to scale digits
+ *		(half away from zero) as PostgreSQL's stddev rounds it: numeric_sqrt
+ *		chooses its own scale, so its result, rounded, is corrected by
+ *		comparing the squares of the rounding interval's ends with x.
  */
 static Datum
-int_sum_numeric(AggAcc *acc)
+numeric_sqrt_at(Datum x, int scale)
 {
-	Datum		high = NumericGetDatum(int64_to_numeric(acc->isum));
-	Datum		shift = NumericGetDatum(int64_to_numeric(INT64CONST(4294967296)));
-	Datum		low = NumericGetDatum(int64_to_numeric(acc->ilo));
+	Datum		r = DirectFunctionCall2(numeric_round,
+										DirectFunctionCall1(numeric_sqrt, x),
+										Int32GetDatum(scale));
+	Datum		ulp = DirectFunctionCall3(numeric_in,
+										  CStringGetDatum(psprintf("1e-%d", scale)),
+										  ObjectIdGetDatum(InvalidOid),
+										  Int32GetDatum(-1));
+	Datum		half = DirectFunctionCall3(numeric_in,
+										   CStringGetDatum(psprintf("5e-%d", scale + 1)),
+										   ObjectIdGetDatum(InvalidOid),
+										   Int32GetDatum(-1));
+	int			i;
 
-	return DirectFunctionCall2(numeric_add,
-							   DirectFunctionCall2(numeric_mul, high, shift),
-							   low);
+	for (i = 0; i < 4; i++)
+	{
+		Datum		up = DirectFunctionCall2(numeric_add, r, half);
+		Datum		down = DirectFunctionCall2(numeric_sub, r, half);
+
+		/* r rounds sqrt(x) when (r - half)^2 <= x < (r + half)^2 */
+		if (DatumGetInt32(DirectFunctionCall2(numeric_cmp,
+											  DirectFunctionCall2(numeric_mul, up, up),
+											  x)) <= 0)
+			r = DirectFunctionCall2(numeric_add, r, ulp);
+		else if (DatumGetInt32(DirectFunctionCall2(numeric_cmp,
+												   DirectFunctionCall2(numeric_mul, down, down),
+												   x)) > 0)
+			r = DirectFunctionCall2(numeric_sub, r, ulp);
+		else
+			break;
+	}
+	return r;
+}
+
+/*
+ * variance_result
+ *		var_pop, var_samp, stddev_pop or stddev_samp of integers, as
+ *		PostgreSQL's numeric_stddev_internal computes them from N, the sum
+ *		and the sum of squares: (N * sumX2 - sumX * sumX) / (N * N) or
+ *		/ (N * (N - 1)) with numeric division's scale, 0 when the numerator
+ *		is not positive, NULL without values (or with one, of the sample
+ *		forms); the standard deviations the square root at the variance's
+ *		scale.
+ */
+static Datum
+variance_result(AggAcc *acc, int op, bool *isnull)
+{
+	bool		sample = (op == AGGOP_VAR_SAMP || op == AGGOP_STDDEV_SAMP);
+	Datum		n;
+	Datum		num;
+	Datum		den;
+	Datum		var;
+
+	if (acc->count == 0 || (sample && acc->count <= 1) || !acc->has ||
+		acc->nsumsq == (Datum) 0)
+	{
+		*isnull = true;
+		return (Datum) 0;
+	}
+	n = NumericGetDatum(int64_to_numeric(acc->count));
+	num = DirectFunctionCall2(numeric_sub,
+							  DirectFunctionCall2(numeric_mul, n, acc->nsumsq),
+							  DirectFunctionCall2(numeric_mul, acc->nsum,
+												  acc->nsum));
+	if (DatumGetInt32(DirectFunctionCall2(numeric_cmp, num,
+										  NumericGetDatum(int64_to_numeric(0)))) <= 0)
+		return NumericGetDatum(int64_to_numeric(0));
+	den = DirectFunctionCall2(numeric_mul, n,
+							  sample ?
+							  NumericGetDatum(int64_to_numeric(acc->count - 1)) :
+							  n);
+	var = DirectFunctionCall2(numeric_div, num, den);
+	if (op == AGGOP_VAR_POP || op == AGGOP_VAR_SAMP)
+		return var;
+	return numeric_sqrt_at(var,
+						   DatumGetInt32(DirectFunctionCall1(numeric_scale, var)));
 }
 
 /*
@@ -751,6 +911,19 @@ finalize(ShardMerge *m, int i, AggAcc *acc, bool *isnull)
 		case AGGOP_BOOL_OR:
 			*isnull = !acc->has;
 			return BoolGetDatum(acc->imm != 0);
+		case AGGOP_VAR_POP:
+		case AGGOP_VAR_SAMP:
+		case AGGOP_STDDEV_POP:
+		case AGGOP_STDDEV_SAMP:
+			return variance_result(acc, m->ops[i], isnull);
+		case AGGOP_SUM_NUMCASE:
+			/* the integer sum at the largest scale of its terms */
+			*isnull = !acc->has;
+			if (!acc->has)
+				return (Datum) 0;
+			return DirectFunctionCall2(numeric_round,
+									   NumericGetDatum(int64_to_numeric(acc->isum)),
+									   Int32GetDatum((int32) acc->imm));
 		default:
 			elog(ERROR, "unexpected aggregate kind %d", m->ops[i]);
 	}

@@ -74,6 +74,7 @@
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
+#include "utils/numeric.h"
 #include "utils/pg_locale.h"
 #include "utils/syscache.h"
 
@@ -577,6 +578,107 @@ shard_like_to_glob(const char *pattern, int len)
 }
 
 /*
+ * case_blind_like
+ *		Is clause a case-blind match of a text column with a constant
+ *		pattern of ASCII characters: lower(col) LIKE 'pat', as Metabase
+ *		writes "contains", or col ILIKE 'pat'?  Sets *col and *glob, the
+ *		pattern as an SQLite GLOB pattern in which each letter matches both
+ *		its cases.
+ */
+static bool
+case_blind_like(Expr *clause, RelOptInfo *baserel, Expr **col, char **glob)
+{
+	OpExpr	   *op = (OpExpr *) clause;
+	Expr	   *left;
+	Const	   *pat;
+	text	   *t;
+	const char *p;
+	int			len;
+	int			i;
+	StringInfoData buf;
+
+	if (!IsA(clause, OpExpr) || list_length(op->args) != 2 ||
+		GetDatabaseEncoding() != PG_UTF8)
+		return false;
+	left = shard_strip_relabel(linitial(op->args));
+	pat = (Const *) shard_strip_relabel(lsecond(op->args));
+	if (op->opno == OID_TEXT_LIKE_OP && IsA(left, FuncExpr) &&
+		((FuncExpr *) left)->funcid == F_LOWER_TEXT &&
+		list_length(((FuncExpr *) left)->args) == 1)
+		left = shard_strip_relabel(linitial(((FuncExpr *) left)->args));
+	else if (op->opno != OID_TEXT_ICLIKE_OP)
+		return false;
+
+	/*
+	 * A text column, not varchar(n), whose stored value PostgreSQL reads
+	 * otherwise (trailing spaces beyond n dropped) than GLOB matches it.
+	 */
+	if (!is_own_column(left, baserel) ||
+		(exprType((Node *) left) != TEXTOID &&
+		 !(exprType((Node *) left) == VARCHAROID &&
+		   exprTypmod((Node *) left) < 0)) ||
+		!IsA(pat, Const) || pat->constisnull || pat->consttype != TEXTOID)
+		return false;
+	t = DatumGetTextPP(pat->constvalue);
+	p = VARDATA_ANY(t);
+	len = VARSIZE_ANY_EXHDR(t);
+	if (len > 1000)
+		return false;			/* far from SQLite's pattern length limit */
+	initStringInfo(&buf);
+	for (i = 0; i < len; i++)
+	{
+		unsigned char c = (unsigned char) p[i];
+
+		if (c == '\\')
+		{
+			if (++i >= len)
+				return false;	/* PostgreSQL's error, raised locally */
+			c = (unsigned char) p[i];
+		}
+		else if (c == '%' || c == '_')
+		{
+			appendStringInfoChar(&buf, c == '%' ? '*' : '?');
+			continue;
+		}
+		if (c == 0 || c >= 0x80)
+			return false;
+		if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'))
+			appendStringInfo(&buf, "[%c%c]", pg_ascii_tolower(c),
+							 pg_ascii_toupper(c));
+		else if (c == '*' || c == '?' || c == '[')
+			appendStringInfo(&buf, "[%c]", c);
+		else
+			appendStringInfoChar(&buf, c);
+	}
+	*col = left;
+	*glob = buf.data;
+	return true;
+}
+
+/*
+ * shard_prefilter_expr
+ *		A condition the shards cannot decide exactly but can narrow to a
+ *		superset of the rows it holds for, which PostgreSQL then rechecks;
+ *		NULL when there is none.  The one form is a case-blind LIKE
+ *		(case_blind_like): SQLite's case folding is ASCII only, where
+ *		PostgreSQL's lower() and ILIKE fold every letter under the
+ *		collation ('É' to 'é', the Kelvin sign to 'k').  So the shards keep
+ *		the rows GLOB matches with each ASCII letter of the pattern in both
+ *		cases, and every row whose value is not pure ASCII text.  For an
+ *		ASCII value and an ASCII pattern, a match in PostgreSQL is a match
+ *		of the GLOB: lower() maps each character to one character, which
+ *		equals a pattern letter only if it is that letter in either case.
+ */
+Expr *
+shard_prefilter_expr(PlannerInfo *root, RelOptInfo *baserel, Expr *clause)
+{
+	Expr	   *col;
+	char	   *glob;
+
+	return case_blind_like(clause, baserel, &col, &glob) ? clause : NULL;
+}
+
+/*
  * add_param
  *		Collect a value to bind and write its placeholder, cast so SQLite
  *		compares with the category's rules.
@@ -882,6 +984,27 @@ deparse_expr(Expr *expr, DeparseContext *ctx)
 				PushCategory cat;
 				const char *name;
 
+				char	   *glob;
+
+				/* a narrowing, rechecked by PostgreSQL (shard_prefilter_expr) */
+				if (case_blind_like(expr, ctx->baserel, &col, &glob))
+				{
+					appendStringInfoChar(ctx->buf, '(');
+					deparse_column(col, ctx);
+					appendStringInfoString(ctx->buf, " GLOB ");
+					add_param((Expr *) makeConst(TEXTOID, -1, DEFAULT_COLLATION_OID,
+												 -1, CStringGetTextDatum(glob),
+												 false, false),
+							  SHARD_PARAM_SCALAR, PUSH_TEXT, ctx);
+					appendStringInfoString(ctx->buf, " OR typeof(");
+					deparse_column(col, ctx);
+					appendStringInfoString(ctx->buf, ") <> 'text' OR length(CAST(");
+					deparse_column(col, ctx);
+					appendStringInfoString(ctx->buf, " AS BLOB)) <> length(");
+					deparse_column(col, ctx);
+					appendStringInfoString(ctx->buf, "))");
+					break;
+				}
 				column_vs_value(op->args, ctx->baserel, &col, &val, &swapped);
 				cat = column_category(col);
 				appendStringInfoChar(ctx->buf, '(');
@@ -1043,6 +1166,231 @@ shard_deparse_conditions(PlannerInfo *root, RelOptInfo *baserel, List *conds,
 			sqls = lappend(sqls, makeString(range.data));
 	}
 	return sqls;
+}
+
+/*
+ * shard_is_pushable_filter
+ *		May the shards evaluate a condition inside an aggregate, its FILTER
+ *		(WHERE ...) or a CASE WHEN of its input?  As in WHERE, a condition
+ *		counts a row only when true, so what SQLite computes exactly for
+ *		WHERE it computes exactly there; but without values computed when
+ *		the scan starts, which PostgreSQL computes only for rows it reads.
+ */
+bool
+shard_is_pushable_filter(PlannerInfo *root, RelOptInfo *baserel, Expr *expr)
+{
+	return pushable(root, baserel, expr, false);
+}
+
+/*
+ * numeric_case_const
+ *		A numeric constant of an aggregate's CASE input that the shards can
+ *		add as an integer: integral, between -2^31 and 2^31 (so that sums
+ *		of a shard's rows fit SQLite's 64 bits).  Sets *value and *dscale,
+ *		the display scale a numeric sum keeps the largest of ('0.0' has 1).
+ */
+static bool
+numeric_case_const(Const *c, int64 *value, int *dscale)
+{
+	Datum		trunc;
+
+	if (c->consttype != NUMERICOID || c->constisnull ||
+		numeric_is_nan(DatumGetNumeric(c->constvalue)) ||
+		numeric_is_inf(DatumGetNumeric(c->constvalue)))
+		return false;
+	trunc = DirectFunctionCall2(numeric_trunc, c->constvalue, Int32GetDatum(0));
+	if (DatumGetInt32(DirectFunctionCall2(numeric_cmp, trunc,
+										  c->constvalue)) != 0 ||
+		DatumGetInt32(DirectFunctionCall2(numeric_cmp,
+										  DirectFunctionCall1(numeric_abs, trunc),
+										  NumericGetDatum(int64_to_numeric(PG_INT32_MAX)))) > 0)
+		return false;
+	*value = DatumGetInt64(DirectFunctionCall1(numeric_int8, trunc));
+	*dscale = DatumGetInt32(DirectFunctionCall1(numeric_scale, c->constvalue));
+	return true;
+}
+
+/*
+ * agg_case_result_ok
+ *		May a result of an aggregate's CASE input be computed in SQLite: an
+ *		integer constant or NULL, or a column of the CASE's own integer
+ *		type (guarded by the aggregate as its column would be); of a
+ *		numeric CASE, an integral constant (numeric_case_const) or NULL?
+ */
+static bool
+agg_case_result_ok(Expr *expr, Oid type, RelOptInfo *baserel)
+{
+	Var		   *var;
+	int64		value;
+	int			dscale;
+
+	if (expr == NULL)
+		return true;			/* no ELSE: NULL */
+	if (IsA(expr, Const) && type == NUMERICOID)
+		return ((Const *) expr)->constisnull ||
+			numeric_case_const((Const *) expr, &value, &dscale);
+	if (IsA(expr, Const))
+		return ((Const *) expr)->consttype == type;
+	var = shard_own_column(expr, baserel);
+	return type != NUMERICOID && var != NULL && var->vartype == type &&
+		exprType((Node *) expr) == type;
+}
+
+/*
+ * shard_agg_case_ok
+ *		Is expr a CASE the shards compute exactly as an aggregate's input:
+ *		searched (CASE WHEN cond THEN ...), of smallint, integer or bigint,
+ *		each condition pushable (shard_is_pushable_filter), each result
+ *		and the ELSE an integer constant, NULL or a column of that type?
+ *		Or numeric, of integral constants: Metabase's share is
+ *		sum(CASE WHEN cond THEN 1 ELSE 0.0 END) / count(*).
+ *		The form of sum(CASE WHEN status = 'paid' THEN 1 ELSE 0 END) that
+ *		BI tools write for shares.
+ */
+bool
+shard_agg_case_ok(PlannerInfo *root, RelOptInfo *baserel, Expr *expr)
+{
+	CaseExpr   *ce;
+	ListCell   *lc;
+
+	if (expr == NULL || !IsA(expr, CaseExpr))
+		return false;
+	ce = (CaseExpr *) expr;
+	if (ce->arg != NULL ||
+		(ce->casetype != INT2OID && ce->casetype != INT4OID &&
+		 ce->casetype != INT8OID && ce->casetype != NUMERICOID))
+		return false;
+	foreach(lc, ce->args)
+	{
+		CaseWhen   *w = lfirst(lc);
+
+		if (!shard_is_pushable_filter(root, baserel, w->expr) ||
+			!agg_case_result_ok(w->result, ce->casetype, baserel))
+			return false;
+	}
+	return agg_case_result_ok(ce->defresult, ce->casetype, baserel);
+}
+
+/*
+ * deparse_agg_case_result
+ *		Write a result of an aggregate's CASE input.  Integer constants of
+ *		the query are written as numbers: nothing of the data is.
+ */
+static void
+deparse_agg_case_result(StringInfo buf, PlannerInfo *root, Expr *expr,
+						RelOptInfo *baserel)
+{
+	Const	   *c;
+
+	if (expr == NULL || (IsA(expr, Const) && ((Const *) expr)->constisnull))
+	{
+		appendStringInfoString(buf, "NULL");
+		return;
+	}
+	if (!IsA(expr, Const))
+	{
+		shard_deparse_column_value(buf, root, shard_own_column(expr, baserel));
+		return;
+	}
+	c = (Const *) expr;
+	if (c->consttype == NUMERICOID)
+	{
+		int64		value;
+		int			dscale;
+
+		if (!numeric_case_const(c, &value, &dscale))
+			elog(ERROR, "unexpected constant in an aggregate's CASE");
+		appendStringInfo(buf, INT64_FORMAT, value);
+	}
+	else if (c->consttype == INT2OID)
+		appendStringInfo(buf, "%d", (int) DatumGetInt16(c->constvalue));
+	else if (c->consttype == INT4OID)
+		appendStringInfo(buf, "%d", DatumGetInt32(c->constvalue));
+	else
+		appendStringInfo(buf, INT64_FORMAT, DatumGetInt64(c->constvalue));
+}
+
+/*
+ * shard_deparse_agg_expr
+ *		Write an aggregate's FILTER condition, or its CASE input
+ *		(shard_agg_case_ok), collecting the values to bind in *params.
+ */
+void
+shard_deparse_agg_expr(StringInfo buf, PlannerInfo *root, RelOptInfo *baserel,
+					   Expr *expr, List **params, List **param_kinds)
+{
+	DeparseContext ctx;
+	CaseExpr   *ce;
+	ListCell   *lc;
+
+	ctx.root = root;
+	ctx.baserel = baserel;
+	ctx.params = params;
+	ctx.param_kinds = param_kinds;
+	ctx.buf = buf;
+	ctx.range = NULL;
+	if (!IsA(expr, CaseExpr))
+	{
+		deparse_expr(expr, &ctx);
+		return;
+	}
+	ce = (CaseExpr *) expr;
+	appendStringInfoString(buf, "CASE");
+	foreach(lc, ce->args)
+	{
+		CaseWhen   *w = lfirst(lc);
+
+		appendStringInfoString(buf, " WHEN ");
+		deparse_expr(w->expr, &ctx);
+		appendStringInfoString(buf, " THEN ");
+		deparse_agg_case_result(buf, root, w->result, baserel);
+	}
+	appendStringInfoString(buf, " ELSE ");
+	deparse_agg_case_result(buf, root, ce->defresult, baserel);
+	appendStringInfoString(buf, " END");
+}
+
+/*
+ * shard_deparse_agg_case_scale
+ *		Write a numeric CASE input's display scale per row (numeric_case_
+ *		const): CASE WHEN cond THEN <scale of that result> ... END, NULL
+ *		where the result is NULL.  The largest over a group's rows is its
+ *		sum's scale, and NULL where the sum is.
+ */
+void
+shard_deparse_agg_case_scale(StringInfo buf, PlannerInfo *root,
+							 RelOptInfo *baserel, CaseExpr *ce,
+							 List **params, List **param_kinds)
+{
+	DeparseContext ctx;
+	ListCell   *lc;
+	int64		value;
+	int			dscale;
+
+	ctx.root = root;
+	ctx.baserel = baserel;
+	ctx.params = params;
+	ctx.param_kinds = param_kinds;
+	ctx.buf = buf;
+	ctx.range = NULL;
+	appendStringInfoString(buf, "CASE");
+	foreach(lc, ce->args)
+	{
+		CaseWhen   *w = lfirst(lc);
+
+		appendStringInfoString(buf, " WHEN ");
+		deparse_expr(w->expr, &ctx);
+		if (IsA(w->result, Const) &&
+			numeric_case_const((Const *) w->result, &value, &dscale))
+			appendStringInfo(buf, " THEN %d", dscale);
+		else
+			appendStringInfoString(buf, " THEN NULL");
+	}
+	if (ce->defresult && IsA(ce->defresult, Const) &&
+		numeric_case_const((Const *) ce->defresult, &value, &dscale))
+		appendStringInfo(buf, " ELSE %d END", dscale);
+	else
+		appendStringInfoString(buf, " ELSE NULL END");
 }
 
 /*

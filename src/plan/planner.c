@@ -243,7 +243,17 @@ shardGetForeignRelSize(PlannerInfo *root, RelOptInfo *baserel,
 			fpinfo->expanded = lappend(fpinfo->expanded, ri);
 		}
 		else
+		{
+			Expr	   *narrowing = shard_prefilter_expr(root, baserel,
+														 ri->clause);
+
 			fpinfo->local_conds = lappend(fpinfo->local_conds, ri);
+			/* the shards keep a superset; PostgreSQL still rechecks ri */
+			if (narrowing != NULL)
+				fpinfo->remote_conds =
+					lappend(fpinfo->remote_conds,
+							make_simple_restrictinfo_compat(root, narrowing));
+		}
 	}
 
 	/*

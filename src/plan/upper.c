@@ -48,13 +48,17 @@
  * otherwise the reading threads aggregate the shards' rows (threadagg.c),
  * or SQLite's GROUP BY does where a shard has too many groups.
  *
- * Anything else (FILTER, ORDER BY inside an aggregate, other aggregates,
- * grouping sets, a condition PostgreSQL must evaluate) is not pushed: the
- * rows are fetched and PostgreSQL aggregates them.
+ * Which aggregates the shards compute (also the variances of integers, and
+ * FILTER and CASE inside aggregates) and the SQL of their partials are
+ * aggpush.c's.  Window functions over the groups run in PostgreSQL above
+ * the pushed grouping.  Anything else (ORDER BY inside an aggregate, other
+ * aggregates, grouping sets, a condition PostgreSQL must evaluate) is not
+ * pushed: the rows are fetched and PostgreSQL aggregates them.
  *
  *-------------------------------------------------------------------------
  */
 #include "sqlite_shard_fdw.h"
+#include "aggpush.h"
 #include "threadagg.h"
 
 #include "access/table.h"
@@ -130,49 +134,6 @@ typedef struct ShardUpperInfo
 } ShardUpperInfo;
 
 /*
- * is_time_type
- *		A date or time type whose extremes shards compute as integers
- *		(ssfdw_usecs, ssfdw_days), ordered as PostgreSQL orders the values.
- */
-static bool
-is_time_type(Oid typid)
-{
-	return typid == TIMESTAMPOID || typid == TIMESTAMPTZOID ||
-		typid == DATEOID;
-}
-
-/*
- * groupable_type
- *		Do SQLite's groups of this type's stored values match PostgreSQL's
- *		equality?  Text needs a deterministic collation and a UTF-8 database;
- *		not varchar(n), whose input drops trailing spaces beyond n (so that
- *		'a' and 'a ' are one value) and rejects longer text: grouping keys
- *		read such a column through ssfdw_varchar instead (group_key_ok).
- */
-static bool
-groupable_type(Oid typid, int32 typmod, Oid collid)
-{
-	switch (typid)
-	{
-		case INT2OID:
-		case INT4OID:
-		case INT8OID:
-		case FLOAT8OID:
-			return true;
-		case VARCHAROID:
-			if (typmod >= 0)
-				return false;
-			/* FALLTHROUGH */
-		case TEXTOID:
-			return GetDatabaseEncoding() == PG_UTF8 &&
-				(collid == DEFAULT_COLLATION_OID ||
-				 (OidIsValid(collid) && get_collation_isdeterministic(collid)));
-		default:
-			return false;
-	}
-}
-
-/*
  * group_key_ok
  *		May a grouping expression be computed and grouped by in SQLite?
  */
@@ -189,7 +150,7 @@ group_key_ok(PlannerInfo *root, Expr *expr, RelOptInfo *baserel)
 	if (var)
 		return exprType((Node *) expr) == var->vartype &&
 			(var->vartype == DATEOID ||
-			 groupable_type(var->vartype == VARCHAROID ? TEXTOID : var->vartype,
+			 shard_agg_groupable_type(var->vartype == VARCHAROID ? TEXTOID : var->vartype,
 							-1, exprCollation((Node *) expr)));
 	if (IsA(expr, FuncExpr) &&
 		shard_time_deparse_bucket(NULL, root, (FuncExpr *) expr, baserel, 0))
@@ -232,106 +193,6 @@ deparse_group_key(StringInfo buf, PlannerInfo *root, Expr *expr,
 										tz_param))
 		shard_time_deparse_key_form(buf, root, expr, baserel, for_group_by,
 									tz_param);
-}
-
-/*
- * classify_aggregate
- *		Which partial aggregate computes agg, or -1 when it cannot be
- *		pushed.
- */
-static int
-classify_aggregate(Aggref *agg, RelOptInfo *baserel)
-{
-	char	   *name;
-	Oid			argtype;
-	Var		   *arg = NULL;
-
-	if (agg->aggfnoid >= FirstGenbkiObjectId || agg->aggfilter != NULL ||
-		agg->aggorder != NIL || agg->aggkind != AGGKIND_NORMAL ||
-		agg->agglevelsup != 0 || agg->aggsplit != AGGSPLIT_SIMPLE ||
-		agg->aggvariadic)
-		return -1;
-	name = get_func_name(agg->aggfnoid);
-	if (name == NULL)
-		return -1;
-
-	if (agg->aggstar)
-		return strcmp(name, "count") == 0 && agg->aggdistinct == NIL ?
-			AGGOP_COUNT_STAR : -1;
-	if (list_length(agg->args) != 1)
-		return -1;
-	arg = shard_own_column(((TargetEntry *) linitial(agg->args))->expr, baserel);
-	if (arg == NULL)
-		return -1;
-	argtype = arg->vartype;
-
-	if (agg->aggdistinct != NIL)
-	{
-		if (strcmp(name, "count") == 0 &&
-			groupable_type(argtype, arg->vartypmod, agg->inputcollid))
-			return AGGOP_COUNT_DISTINCT;
-		return -1;
-	}
-	if (strcmp(name, "count") == 0)
-	{
-		/*
-		 * count(x) counts what the rows would read without error: only
-		 * types whose stored values the guards check (partial_cols), or
-		 * that ssfdw_usecs and ssfdw_days read (times).
-		 */
-		if (argtype == INT2OID || argtype == INT4OID ||
-			argtype == INT8OID || argtype == FLOAT8OID ||
-			is_time_type(argtype) ||
-			((argtype == TEXTOID ||
-			  (argtype == VARCHAROID && arg->vartypmod < 0)) &&
-			 GetDatabaseEncoding() == PG_UTF8))
-			return AGGOP_COUNT;
-		return -1;
-	}
-	if (strcmp(name, "sum") == 0 || strcmp(name, "avg") == 0)
-	{
-		bool		sum = (name[0] == 's');
-
-		if (argtype == INT2OID || argtype == INT4OID)
-			return sum ? AGGOP_SUM_INT : AGGOP_AVG_INT;
-		if (argtype == INT8OID)
-			return sum ? AGGOP_SUM_INT8 : AGGOP_AVG_INT8;
-		if (argtype == FLOAT8OID)
-			return sum ? AGGOP_SUM_FLOAT : AGGOP_AVG_FLOAT;
-		return -1;
-	}
-	if (strcmp(name, "min") == 0 || strcmp(name, "max") == 0)
-	{
-		bool		ok;
-
-		if (argtype == TEXTOID ||
-			(argtype == VARCHAROID && arg->vartypmod < 0))
-			ok = GetDatabaseEncoding() == PG_UTF8 &&
-				OidIsValid(agg->inputcollid) &&
-				lc_collate_is_c(agg->inputcollid);
-		else
-			ok = (argtype == INT2OID || argtype == INT4OID ||
-				  argtype == INT8OID || argtype == FLOAT8OID ||
-				  is_time_type(argtype));
-		if (!ok)
-			return -1;
-		return name[1] == 'i' ? AGGOP_MIN : AGGOP_MAX;
-	}
-	if (argtype == BOOLOID && strcmp(name, "bool_and") == 0)
-		return AGGOP_BOOL_AND;
-	if (argtype == BOOLOID && strcmp(name, "bool_or") == 0)
-		return AGGOP_BOOL_OR;
-	return -1;
-}
-
-/*
- * agg_arg
- *		The column an aggregate reads.
- */
-static Var *
-agg_arg(Aggref *agg, RelOptInfo *baserel)
-{
-	return shard_own_column(((TargetEntry *) linitial(agg->args))->expr, baserel);
 }
 
 /*
@@ -398,12 +259,40 @@ add_column_need(List **needs, PlannerInfo *root, Var *var, char text_need,
 static void
 add_need(ShardUpperInfo *info, Aggref *agg, int op)
 {
+	Var		   *arg = shard_agg_arg(agg, info->baserel);
+
+	/* conditions of a FILTER or a CASE compare as in WHERE */
+	if (agg->aggfilter != NULL)
+		info->needs = shard_text_columns(info->root,
+										 list_make1(agg->aggfilter),
+										 info->needs);
+	if (!agg->aggstar && arg == NULL)
+	{
+		CaseExpr   *ce = (CaseExpr *) shard_agg_input(agg);
+		ListCell   *lc;
+
+		foreach(lc, ce->args)
+		{
+			CaseWhen   *w = lfirst(lc);
+
+			info->needs = shard_text_columns(info->root, list_make1(w->expr),
+											 info->needs);
+			if (!IsA(w->result, Const) && op != AGGOP_COUNT)
+				add_column_need(&info->needs, info->root,
+								shard_own_column(w->result, info->baserel),
+								SHARD_NEEDS_TEXT_EXTREMA, NULL);
+		}
+		if (ce->defresult && !IsA(ce->defresult, Const) && op != AGGOP_COUNT)
+			add_column_need(&info->needs, info->root,
+							shard_own_column(ce->defresult, info->baserel),
+							SHARD_NEEDS_TEXT_EXTREMA, NULL);
+		return;
+	}
 	if (op == AGGOP_COUNT_STAR || op == AGGOP_COUNT ||
 		op == AGGOP_COUNT_DISTINCT || op == AGGOP_BOOL_AND ||
-		op == AGGOP_BOOL_OR ||
-		is_time_type(agg_arg(agg, info->baserel)->vartype))
+		op == AGGOP_BOOL_OR || shard_agg_time_type(arg->vartype))
 		return;
-	add_column_need(&info->needs, info->root, agg_arg(agg, info->baserel),
+	add_column_need(&info->needs, info->root, arg,
 					SHARD_NEEDS_TEXT_EXTREMA,
 					info->join ? &info->need_relids : NULL);
 }
@@ -427,7 +316,7 @@ add_aggregates_of(ShardUpperInfo *info, Expr *expr)
 		if (IsA(item, Aggref))
 		{
 			Aggref	   *agg = (Aggref *) item;
-			int			op = classify_aggregate(agg, info->baserel);
+			int			op = shard_agg_classify(info->root, agg, info->baserel);
 
 			if (op < 0)
 				return false;
@@ -435,8 +324,8 @@ add_aggregates_of(ShardUpperInfo *info, Expr *expr)
 			if (op == AGGOP_COUNT_DISTINCT)
 			{
 				if (info->distinct != NULL &&
-					!equal(agg_arg(info->distinct, info->baserel),
-						   agg_arg(agg, info->baserel)))
+					!equal(shard_agg_arg(info->distinct, info->baserel),
+						   shard_agg_arg(agg, info->baserel)))
 					return false;	/* one distinct column at most */
 				info->distinct = agg;
 			}
@@ -554,7 +443,7 @@ sort_key_ok(ShardUpperInfo *info, int pos, SortGroupClause *sgc, Oid coll,
 		case AGGOP_MIN:
 		case AGGOP_MAX:
 			if (type == INT2OID || type == INT4OID || type == INT8OID ||
-				is_time_type(type))
+				shard_agg_time_type(type))
 				return true;
 			if (type == TEXTOID || type == VARCHAROID)
 				return OidIsValid(coll) && lc_collate_is_c(coll);
@@ -635,8 +524,9 @@ merge_bytes(PlannerInfo *root, ShardUpperInfo *info, List *keys,
 			key_width += expr_width(info->baserel, expr);
 		else if (op == AGGOP_MIN || op == AGGOP_MAX)
 		{
-			arg = agg_arg((Aggref *) expr, info->baserel);
-			if (arg->vartype == TEXTOID || arg->vartype == VARCHAROID)
+			arg = shard_agg_arg((Aggref *) expr, info->baserel);
+			if (arg != NULL &&
+				(arg->vartype == TEXTOID || arg->vartype == VARCHAROID))
 				text_width += expr_width(info->baserel, (Expr *) arg);
 		}
 	}
@@ -644,7 +534,7 @@ merge_bytes(PlannerInfo *root, ShardUpperInfo *info, List *keys,
 											 key_width + text_width);
 	if (info->distinct)
 	{
-		Var		   *x = agg_arg(info->distinct, info->baserel);
+		Var		   *x = shard_agg_arg(info->distinct, info->baserel);
 		double		pairs;
 
 		pairs = merge_groups(root, info->baserel,
@@ -893,8 +783,16 @@ shardGetForeignUpperPaths(PlannerInfo *root, UpperRelationKind stage,
 		input_rel->fdw_private == NULL ||
 		!bms_is_empty(input_rel->lateral_relids))
 		return;
-	if (parse->groupingSets || parse->hasTargetSRFs || parse->hasWindowFuncs ||
+	if (parse->groupingSets || parse->hasTargetSRFs ||
 		(!IS_JOIN_REL(input_rel) && !shard_rel_all_pushed(input_rel)))
+		return;
+
+	/*
+	 * Window functions run over the grouping's output (its target is the
+	 * windows' input: keys and aggregates), so the grouping is pushed as
+	 * any other; not a SELECT DISTINCT, which applies after the windows.
+	 */
+	if (parse->hasWindowFuncs && stage != UPPERREL_GROUP_AGG)
 		return;
 
 	/*
@@ -1029,263 +927,6 @@ shardGetForeignUpperPaths(PlannerInfo *root, UpperRelationKind stage,
 	add_path(output_rel, (Path *)
 			 create_foreign_upper_path_compat(root, output_rel, target, groups,
 											  startup, total, NIL, NULL, NIL));
-}
-
-/*
- * The shard query's select list, each expression once, and the same
- * columns as thread aggregation computes them (threadagg.c): a raw query of
- * the inputs, and per column an operation on raw columns.
- */
-typedef struct SelectList
-{
-	List	   *exprs;			/* SQL text of each column */
-	List	   *ta;				/* per column: ThreadAggOp, raw, arg */
-	List	   *raws;			/* SQL text of each raw column */
-	List	   *guards;			/* storage-class checks, each once */
-	List	   *keychecks;		/* the same, of keys, counted apart */
-	List	   *ta_guards;		/* per check: raw column, TA_OK_ mask, low,
-								 * high, key check */
-} SelectList;
-
-/*
- * raw_col
- *		The raw column of an input expression, added if new.
- */
-static int
-raw_col(SelectList *sl, const char *expr)
-{
-	ListCell   *lc;
-
-	foreach(lc, sl->raws)
-		if (strcmp((char *) lfirst(lc), expr) == 0)
-			return foreach_current_index(lc);
-	sl->raws = lappend(sl->raws, pstrdup(expr));
-	return list_length(sl->raws) - 1;
-}
-
-/*
- * select_col
- *		The column of an expression in the select list, added if new (with
- *		how thread aggregation computes it: op on the raw column input, and
- *		arg, a second raw column, or of TA_TIME_MIN and TA_TIME_MAX the
- *		number saying how times are read): avg and sum of one column share
- *		their partial sums.
- */
-static int
-select_col(SelectList *sl, char *expr, int op, const char *input,
-		   const char *arg)
-{
-	ListCell   *lc;
-
-	foreach(lc, sl->exprs)
-		if (strcmp((char *) lfirst(lc), expr) == 0)
-			return foreach_current_index(lc);
-	sl->exprs = lappend(sl->exprs, expr);
-	sl->ta = lappend_int(sl->ta, op);
-	sl->ta = lappend_int(sl->ta, input ? raw_col(sl, input) : -1);
-	sl->ta = lappend_int(sl->ta, op == TA_TIME_MIN || op == TA_TIME_MAX ?
-						 atoi(arg) : arg ? raw_col(sl, arg) : -1);
-	return list_length(sl->exprs) - 1;
-}
-
-/*
- * add_guard
- *		Count the values of a column whose storage class is not one of
- *		ok_types (SQL) or ok_mask (thread aggregation).  A key check counts
- *		apart from the guards: a bounded shard returns the group first
- *		(final_order) and the merge reports it, since the key may stand for
- *		a group the bound split (5 and '5'); from a shard read without a
- *		bound the merge converts such keys as reading the rows would.
- */
-static void
-add_guard(SelectList *sl, const char *col, const char *ok_types, int ok_mask,
-		  int32 lo, int32 hi, bool keycheck)
-{
-	char	   *check;
-	List	  **list = keycheck ? &sl->keychecks : &sl->guards;
-	ListCell   *lc;
-
-	if (lo <= hi)
-		check = psprintf("(typeof(%s) NOT IN (%s, 'null') OR %s < %d OR %s > %d)",
-						 col, ok_types, col, lo, col, hi);
-	else if (ok_mask & TA_OK_TEXT)
-		check = psprintf("(typeof(%s) NOT IN (%s, 'null') OR NOT ssfdw_utf8_ok(%s))",
-						 col, ok_types, col);
-	else
-		check = psprintf("(typeof(%s) NOT IN (%s, 'null'))", col, ok_types);
-	foreach(lc, *list)
-		if (strcmp((char *) lfirst(lc), check) == 0)
-			return;
-	*list = lappend(*list, check);
-	sl->ta_guards = lappend_int(sl->ta_guards, raw_col(sl, col));
-	sl->ta_guards = lappend_int(sl->ta_guards, ok_mask);
-	sl->ta_guards = lappend_int(sl->ta_guards, lo);
-	sl->ta_guards = lappend_int(sl->ta_guards, hi);
-	sl->ta_guards = lappend_int(sl->ta_guards, keycheck);
-}
-
-/*
- * guard_column
- *		Guard an aggregate's column by its type: only what the row path
- *		would read (integers in range for smallint and integer, numbers for
- *		double precision, text for text) may reach SQLite's arithmetic.
- */
-static void
-guard_column(SelectList *sl, const char *c, Oid type, bool keycheck)
-{
-	switch (type)
-	{
-		case INT2OID:
-			add_guard(sl, c, "'integer'", TA_OK_INTEGER, PG_INT16_MIN,
-					  PG_INT16_MAX, keycheck);
-			break;
-		case INT4OID:
-			add_guard(sl, c, "'integer'", TA_OK_INTEGER, PG_INT32_MIN,
-					  PG_INT32_MAX, keycheck);
-			break;
-		case INT8OID:
-			add_guard(sl, c, "'integer'", TA_OK_INTEGER, 1, 0, keycheck);
-			break;
-		case FLOAT8OID:
-			add_guard(sl, c, "'integer', 'real'", TA_OK_INTEGER | TA_OK_FLOAT,
-					  1, 0, keycheck);
-			break;
-		case TEXTOID:
-		case VARCHAROID:
-			add_guard(sl, c, "'text'", TA_OK_TEXT, 1, 0, keycheck);
-			break;
-		default:
-			break;
-	}
-}
-
-/*
- * partial_cols
- *		Add the shard columns one aggregate needs, returning their
- *		positions in the order merge.c reads them.
- */
-static List *
-partial_cols(SelectList *sl, PlannerInfo *root, Aggref *agg, int op,
-			 RelOptInfo *baserel)
-{
-	StringInfoData cb;
-	char	   *c;
-	char	   *b;
-	Var		   *arg;
-	bool		is_text;
-	int			first;
-
-	if (op == AGGOP_COUNT_STAR)
-		return list_make1_int(select_col(sl, "count(*)", TA_COUNT_STAR, NULL, NULL));
-	if (op == AGGOP_COUNT_DISTINCT)
-		return NIL;
-	/* times as microseconds or days (ssfdw_usecs, ssfdw_days) */
-	arg = agg_arg(agg, baserel);
-	initStringInfo(&cb);
-	shard_deparse_column_value(&cb, root, arg);
-	c = cb.data;
-	is_text = (arg->vartype == TEXTOID || arg->vartype == VARCHAROID);
-
-	switch (op)
-	{
-		case AGGOP_COUNT:
-			if (!is_text)
-				guard_column(sl, c, arg->vartype, false);
-			else
-			{
-				/* numbers read as text; blobs and invalid text do not */
-				add_guard(sl, c, "'text', 'integer', 'real'",
-						  TA_OK_TEXT | TA_OK_INTEGER | TA_OK_FLOAT, 1, 0, false);
-			}
-			return list_make1_int(select_col(sl, psprintf("count(%s)", c),
-											 TA_COUNT, c, NULL));
-		case AGGOP_SUM_INT:
-			guard_column(sl, c, arg->vartype, false);
-			return list_make1_int(select_col(sl, psprintf("sum(%s)", c), TA_SUM, c, NULL));
-		case AGGOP_AVG_INT:
-			guard_column(sl, c, arg->vartype, false);
-			first = select_col(sl, psprintf("sum(%s)", c), TA_SUM, c, NULL);
-			return list_make2_int(first, select_col(sl, psprintf("count(%s)", c),
-													TA_COUNT, c, NULL));
-		case AGGOP_SUM_INT8:
-		case AGGOP_AVG_INT8:
-			{
-				List	   *cols;
-
-				guard_column(sl, c, arg->vartype, false);
-				first = select_col(sl, psprintf("sum(%s >> 32)", c),
-								   TA_SUM_HI, c, NULL);
-				cols = list_make2_int(first,
-									  select_col(sl, psprintf("sum(%s & 4294967295)", c),
-												 TA_SUM_LO, c, NULL));
-				if (op == AGGOP_AVG_INT8)
-					cols = lappend_int(cols,
-									   select_col(sl, psprintf("count(%s)", c),
-												  TA_COUNT, c, NULL));
-				return cols;
-			}
-		case AGGOP_SUM_FLOAT:
-		case AGGOP_AVG_FLOAT:
-			{
-				int			second;
-
-				guard_column(sl, c, arg->vartype, false);
-				first = select_col(sl, psprintf("total(%s)", c), TA_TOTAL, c, NULL);
-				second = select_col(sl, psprintf("count(%s)", c), TA_COUNT, c, NULL);
-
-				/*
-				 * Infinite inputs tell an infinite total from an overflow
-				 * (not abs(), which fails on the integer -2^63).
-				 */
-				return list_make3_int(first, second,
-									  select_col(sl, psprintf("sum(%s IN (9e999, -9e999))", c),
-												 TA_COUNT_INF, c, NULL));
-			}
-		case AGGOP_MIN:
-		case AGGOP_MAX:
-			if (is_time_type(arg->vartype))
-			{
-				/*
-				 * The reading threads read the stored value itself, as
-				 * ssfdw_usecs or ssfdw_days would, and compare numbers: no
-				 * SQL function call per row.  SQLite's GROUP BY (past the
-				 * threads' groups) runs the SQL.
-				 */
-				StringInfoData raw;
-
-				initStringInfo(&raw);
-				shard_deparse_column_ref(&raw, root, arg);
-				return list_make1_int(select_col(sl, psprintf("%s(%s)",
-															  op == AGGOP_MIN ? "min" : "max", c),
-												 op == AGGOP_MIN ? TA_TIME_MIN : TA_TIME_MAX,
-												 raw.data,
-												 psprintf("%d", arg->vartype == DATEOID ?
-														  TA_TIME_DAYS : arg->vartypmod)));
-			}
-			guard_column(sl, c, arg->vartype, false);
-			return list_make1_int(select_col(sl, psprintf("%s(%s%s)",
-														  op == AGGOP_MIN ? "min" : "max",
-														  c, is_text ? " COLLATE BINARY" : ""),
-											 op == AGGOP_MIN ? TA_MIN : TA_MAX,
-											 c, NULL));
-		case AGGOP_BOOL_AND:
-		case AGGOP_BOOL_OR:
-			b = psprintf("CASE WHEN typeof(%s) IN ('integer', 'real') THEN "
-						 "CASE %s WHEN 1 THEN 1 WHEN 0 THEN 0 END "
-						 "WHEN lower(trim(%s, ' ' || char(9, 10, 11, 12, 13))) IN ('t', 'tr', 'tru', 'true', 'y', 'ye', 'yes', 'on', '1') THEN 1 "
-						 "WHEN lower(trim(%s, ' ' || char(9, 10, 11, 12, 13))) IN ('f', 'fa', 'fal', 'fals', 'false', 'n', 'no', 'of', 'off', '0') THEN 0 END",
-						 c, c, c, c);
-			first = select_col(sl, psprintf("%s(%s)",
-											op == AGGOP_BOOL_AND ? "min" : "max",
-											b),
-							   op == AGGOP_BOOL_AND ? TA_MIN : TA_MAX, b, NULL);
-			return list_make2_int(first,
-								  select_col(sl, psprintf("count(%s) - count(%s)", c, b),
-											 TA_COUNT_DIFF, c, b));
-		default:
-			elog(ERROR, "unexpected aggregate kind %d", op);
-	}
-	return NIL;
 }
 
 /*
@@ -1492,7 +1133,7 @@ count_column(SelectList *sl, List *checks, int op)
 	foreach(lc, checks)
 		appendStringInfo(&sum, "%s%s", sum.len > 0 ? " + " : "",
 						 (char *) lfirst(lc));
-	return select_col(sl, psprintf("sum(%s)", sum.data), op, NULL, NULL);
+	return shard_agg_select_col(sl, psprintf("sum(%s)", sum.data), op, NULL, NULL);
 }
 
 /*
@@ -1522,7 +1163,7 @@ shard_upper_plan(PlannerInfo *root, RelOptInfo *upperrel, List *tlist,
 	ShardUpperInfo *info = (ShardUpperInfo *) upperrel->fdw_private;
 	RelOptInfo *baserel = info->baserel;
 	PathTarget *target = info->target;
-	SelectList	sl = {NIL, NIL, NIL, NIL, NIL, NIL};
+	SelectList	sl = {NIL, NIL, NIL, NIL, NIL, NIL, NULL, NULL};
 	StringInfoData raw_sql;
 	StringInfoData select_sql;
 	List	   *where_sqls;
@@ -1563,6 +1204,8 @@ shard_upper_plan(PlannerInfo *root, RelOptInfo *upperrel, List *tlist,
 		where_sqls = shard_rel_deparse_conditions(root, baserel, &params,
 												  &param_kinds, &tenant_sqls);
 	qualified = shard_deparse_set_qualified(info->join);
+	sl.params = &params;
+	sl.param_kinds = &param_kinds;
 
 	forboth(lc, info->tlist, lc_op, info->ops)
 	{
@@ -1625,9 +1268,9 @@ shard_upper_plan(PlannerInfo *root, RelOptInfo *upperrel, List *tlist,
 
 				initStringInfo(&kc);
 				shard_deparse_column_ref(&kc, root, shard_own_column(tle->expr, baserel));
-				guard_column(&sl, kc.data, exprType((Node *) tle->expr), true);
+				shard_agg_guard_column(&sl, kc.data, exprType((Node *) tle->expr), true);
 			}
-			cols = lappend(cols, list_make1_int(select_col(&sl, key.data,
+			cols = lappend(cols, list_make1_int(shard_agg_select_col(&sl, key.data,
 														   TA_KEY, key.data,
 														   NULL)));
 			key_truncs = lappend(key_truncs, unit == NULL ? form :
@@ -1660,18 +1303,16 @@ shard_upper_plan(PlannerInfo *root, RelOptInfo *upperrel, List *tlist,
 		{
 			Aggref	   *agg = (Aggref *) tle->expr;
 
-			cols = lappend(cols, partial_cols(&sl, root, agg, op, baserel));
+			cols = lappend(cols, shard_agg_partial_cols(&sl, root, agg, op, baserel));
 			key_truncs = lappend(key_truncs, NIL);
-			types = lappend_oid(types,
-								op == AGGOP_COUNT_STAR ? InvalidOid :
-								agg_arg(agg, baserel)->vartype);
+			types = lappend_oid(types, shard_agg_input_type(agg, baserel));
 		}
 	}
 
 	/* count(DISTINCT x) groups by x too; the merge counts values once. */
 	if (info->distinct)
 	{
-		Var		   *x = agg_arg(info->distinct, baserel);
+		Var		   *x = shard_agg_arg(info->distinct, baserel);
 		StringInfoData xs;
 		Oid			eqop;
 
@@ -1684,7 +1325,7 @@ shard_upper_plan(PlannerInfo *root, RelOptInfo *upperrel, List *tlist,
 			appendStringInfoString(&group_sql, " COLLATE BINARY");
 		get_sort_group_operators(x->vartype, false, true, false,
 								 NULL, &eqop, NULL, NULL);
-		distinct = list_make4_int(select_col(&sl, xs.data, TA_KEY, xs.data, NULL),
+		distinct = list_make4_int(shard_agg_select_col(&sl, xs.data, TA_KEY, xs.data, NULL),
 								  x->vartype, eqop,
 								  info->distinct->inputcollid);
 	}

@@ -31,6 +31,9 @@
 #include "shardtime.h"
 #include "threadagg.h"
 
+/* The longest decimal text of a sum of squares (192 bits), with its NUL. */
+#define SUMSQ_TEXT_LEN 64
+
 /* The running state of one column of one group. */
 typedef struct TaAcc
 {
@@ -38,6 +41,7 @@ typedef struct TaAcc
 	double		d;				/* total */
 	int			has;			/* a non-NULL input was seen */
 	int			overflow;		/* the integer sum overflowed */
+	unsigned long long sq[3];	/* sum of squares, 64-bit limbs, low first */
 	ShardValue	v;				/* min or max so far (text copied) */
 } TaAcc;
 
@@ -77,6 +81,8 @@ struct ThreadAgg
 	ShardValue *rawrow;			/* scratch: the current raw row */
 	int			nraw;
 	ShardDateCache dates;		/* the time extremes' last date read */
+	char		sqtext[SUMSQ_TEXT_LEN];	/* a sum of squares as text, until
+										 * the batch copies it */
 	int			rc;				/* how consuming rows failed, or SQLITE_OK */
 	char	   *errbuf;			/* ... and why (threadagg_consume's) */
 };
@@ -213,6 +219,61 @@ value_free(ShardValue *v)
 	if (v->type == SQLITE_TEXT || v->type == SQLITE_BLOB)
 		free((void *) v->u.p);
 	v->type = SQLITE_NULL;
+}
+
+/*
+ * sumsq_add
+ *		Add the square of an integer to a sum of squares held in three
+ *		64-bit limbs: a square of a 64-bit integer takes 126 bits, so 2^66
+ *		of them fit, more rows than a shard holds.
+ */
+static void
+sumsq_add(unsigned long long sq[3], long long x)
+{
+	unsigned long long ax = x < 0 ? 0 - (unsigned long long) x :
+		(unsigned long long) x;
+	unsigned __int128 p = (unsigned __int128) ax * ax;
+	unsigned __int128 lo = (unsigned __int128) sq[0] + (unsigned long long) p;
+	unsigned __int128 mid = (unsigned __int128) sq[1] +
+		(unsigned long long) (p >> 64) + (unsigned long long) (lo >> 64);
+
+	sq[0] = (unsigned long long) lo;
+	sq[1] = (unsigned long long) mid;
+	sq[2] += (unsigned long long) (mid >> 64);
+}
+
+/*
+ * sumsq_text
+ *		A sum of squares as decimal text, for PostgreSQL's numeric input:
+ *		the limbs divided by 10^19 until nothing is left.
+ */
+static void
+sumsq_text(const unsigned long long sq[3], char *buf)
+{
+	const unsigned long long ten19 = 10000000000000000000ULL;
+	unsigned long long n[3];
+	unsigned long long parts[4];
+	int			nparts = 0;
+	int			len = 0;
+	int			i;
+
+	memcpy(n, sq, sizeof(n));
+	do
+	{
+		unsigned __int128 rem = 0;
+
+		for (i = 2; i >= 0; i--)
+		{
+			unsigned __int128 cur = (rem << 64) | n[i];
+
+			n[i] = (unsigned long long) (cur / ten19);
+			rem = cur % ten19;
+		}
+		parts[nparts++] = (unsigned long long) rem;
+	} while (n[0] != 0 || n[1] != 0 || n[2] != 0);
+	len = snprintf(buf, SUMSQ_TEXT_LEN, "%llu", parts[nparts - 1]);
+	for (i = nparts - 2; i >= 0; i--)
+		len += snprintf(buf + len, SUMSQ_TEXT_LEN - len, "%019llu", parts[i]);
 }
 
 /*
@@ -516,6 +577,13 @@ add_row(ThreadAgg *ta, TaGroup *g, char *errbuf)
 					acc->overflow = 1;
 				acc->has = 1;
 				break;
+			case TA_SUMSQ:
+				if (v->type == SQLITE_NULL)
+					break;
+				sumsq_add(acc->sq, v->type == SQLITE_INTEGER ? v->u.i :
+						  v->type == SQLITE_FLOAT ? (long long) v->u.d : 0);
+				acc->has = 1;
+				break;
 			case TA_COUNT_INF:
 				if (v->type == SQLITE_FLOAT && isinf(v->u.d))
 					acc->i++;
@@ -644,17 +712,79 @@ rows_final(sqlite3_context *ctx)
 	sqlite3_result_null(ctx);
 }
 
+/* The state of ssfdw_sumsq in SQLite's aggregate context. */
+typedef struct SumSqState
+{
+	unsigned long long sq[3];
+	int			has;
+} SumSqState;
+
+/*
+ * sumsq_step
+ *		Step function of ssfdw_sumsq(x): the exact sum of the squares of
+ *		integers, which the variances of integer columns need and SQLite's
+ *		64-bit sum() cannot hold.  Reals are truncated as TA_SUM reads
+ *		them; the query's guard reports them anyway.
+ */
+static void
+sumsq_step(sqlite3_context *ctx, int argc, sqlite3_value **argv)
+{
+	SumSqState *st;
+
+	if (sqlite3_value_type(argv[0]) == SQLITE_NULL)
+		return;
+	st = sqlite3_aggregate_context(ctx, sizeof(SumSqState));
+	if (st == NULL)
+	{
+		sqlite3_result_error_nomem(ctx);
+		return;
+	}
+	sumsq_add(st->sq, sqlite3_value_type(argv[0]) == SQLITE_FLOAT ?
+			  (long long) sqlite3_value_double(argv[0]) :
+			  sqlite3_value_int64(argv[0]));
+	st->has = 1;
+}
+
+/*
+ * sumsq_final
+ *		Final function of ssfdw_sumsq: the sum as decimal text, or NULL
+ *		when no value was summed (as TA_SUMSQ emits it).
+ */
+static void
+sumsq_final(sqlite3_context *ctx)
+{
+	SumSqState *st = sqlite3_aggregate_context(ctx, 0);
+	char		buf[SUMSQ_TEXT_LEN];
+
+	if (st == NULL || !st->has)
+	{
+		sqlite3_result_null(ctx);
+		return;
+	}
+	sumsq_text(st->sq, buf);
+	sqlite3_result_text(ctx, buf, -1, SQLITE_TRANSIENT);
+}
+
 /*
  * threadagg_register
- *		Make ssfdw_rows on a handle (shardio_open), callable only from the
- *		wrapper's own SQL, never from a shard's views or triggers.
+ *		Make ssfdw_rows and ssfdw_sumsq on a handle (shardio_open),
+ *		callable only from the wrapper's own SQL, never from a shard's
+ *		views or triggers.
  */
 int
 threadagg_register(sqlite3 *db)
 {
-	return sqlite3_create_function_v2(db, "ssfdw_rows", -1,
-									  SQLITE_UTF8 | SQLITE_DIRECTONLY, NULL,
-									  NULL, rows_step, rows_final, NULL);
+	int			rc;
+
+	rc = sqlite3_create_function_v2(db, "ssfdw_rows", -1,
+									SQLITE_UTF8 | SQLITE_DIRECTONLY, NULL,
+									NULL, rows_step, rows_final, NULL);
+	if (rc != SQLITE_OK)
+		return rc;
+	return sqlite3_create_function_v2(db, "ssfdw_sumsq", 1,
+									  SQLITE_UTF8 | SQLITE_DIRECTONLY |
+									  SQLITE_DETERMINISTIC, NULL,
+									  NULL, sumsq_step, sumsq_final, NULL);
 }
 
 /*
@@ -764,6 +894,17 @@ group_value(ThreadAgg *ta, TaGroup *g, int c, ShardValue *v, char *errbuf)
 		case TA_TOTAL:
 			v->type = SQLITE_FLOAT;
 			v->u.d = acc->d;
+			break;
+		case TA_SUMSQ:
+			if (!acc->has)
+			{
+				v->type = SQLITE_NULL;
+				break;
+			}
+			sumsq_text(acc->sq, ta->sqtext);
+			v->type = SQLITE_TEXT;
+			v->u.p = ta->sqtext;
+			v->len = (int) strlen(ta->sqtext);
 			break;
 		case TA_MIN:
 		case TA_MAX:

@@ -34,7 +34,9 @@ typedef enum ThreadAggOp
 								 * arg) or, with arg TA_TIME_DAYS,
 								 * ssfdw_days(raw, 0) read them, errors
 								 * included */
-	TA_TIME_MAX					/* max of the same */
+	TA_TIME_MAX,				/* max of the same */
+	TA_SUMSQ					/* ssfdw_sumsq(raw): the exact sum of the
+								 * squares of integers, as decimal text */
 } ThreadAggOp;
 
 /* Storage classes a guarded column may hold (bits of ThreadAggGuard.ok). */
