@@ -197,4 +197,13 @@
 #define int_input_decimal_only_compat true
 #endif
 
+/* pg_md5_hash reports why it failed (*errstr) from 15 on. */
+#if PG_VERSION_NUM >= 150000
+#define pg_md5_hash_compat(buff, len, hexsum, errstr) \
+	pg_md5_hash((buff), (len), (hexsum), (errstr))
+#else
+#define pg_md5_hash_compat(buff, len, hexsum, errstr) \
+	((*(errstr) = "out of memory"), pg_md5_hash((buff), (len), (hexsum)))
+#endif
+
 #endif							/* SQLITE_SHARD_FDW_COMPAT_H */
