@@ -215,4 +215,13 @@
 			  errmsg("rollups need PostgreSQL 15 or later"))), (char *) NULL)
 #endif
 
+/* pg_md5_hash reports why it failed (*errstr) from 15 on. */
+#if PG_VERSION_NUM >= 150000
+#define pg_md5_hash_compat(buff, len, hexsum, errstr) \
+	pg_md5_hash((buff), (len), (hexsum), (errstr))
+#else
+#define pg_md5_hash_compat(buff, len, hexsum, errstr) \
+	((*(errstr) = "out of memory"), pg_md5_hash((buff), (len), (hexsum)))
+#endif
+
 #endif							/* SQLITE_SHARD_FDW_COMPAT_H */

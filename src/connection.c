@@ -101,7 +101,16 @@ struct ShardConn
 								 * to end when it gives the handle back */
 	int			nfds;			/* descriptors counted for the handle */
 	char		directory[MAXPGPATH];	/* its server's directory file */
+	char	   *file_tenant;	/* the tenant whose file it is (layout
+								 * 'file_per_tenant'), or NULL */
 };
+
+/* The tenant of a tenant file's handle, found by the handle. */
+typedef struct FileTenantEntry
+{
+	sqlite3    *db;				/* hash key */
+	char	   *tenant;
+} FileTenantEntry;
 
 /* An idle prepared statement kept for its SQL text. */
 typedef struct CachedStmt
@@ -141,6 +150,7 @@ typedef enum ConnFile
 } ConnFile;
 
 static HTAB *ConnectionHash = NULL;
+static HTAB *FileTenantHash = NULL;
 static uint64 use_counter = 0;
 
 /*
@@ -220,12 +230,68 @@ close_conn(ShardConn *conn)
 	sqlite3_finalize(conn->rollback_stmt);
 	sqlite3_finalize(conn->immediate_stmt);
 	sqlite3_finalize(conn->commit_stmt);
+	if (conn->file_tenant != NULL)
+	{
+		hash_search(FileTenantHash, &conn->db, HASH_REMOVE, NULL);
+		pfree(conn->file_tenant);
+		conn->file_tenant = NULL;
+	}
 	shardio_close(conn->db);
 	conn->db = NULL;
 	release_fds(conn->nfds);
 	conn->nfds = 0;
 	open_count--;
 	hash_search(ConnectionHash, conn->path, HASH_REMOVE, NULL);
+}
+
+/*
+ * set_file_tenant
+ *		Make a new handle the file of tenant: register ssfdw_file_tenant on
+ *		it, and remember the tenant for shard_conn_file_tenant.
+ */
+static void
+set_file_tenant(ShardConn *conn, const char *shard_id, const char *tenant)
+{
+	FileTenantEntry *entry;
+	int			rc;
+
+	if (FileTenantHash == NULL)
+	{
+		HASHCTL		ctl;
+
+		memset(&ctl, 0, sizeof(ctl));
+		ctl.keysize = sizeof(sqlite3 *);
+		ctl.entrysize = sizeof(FileTenantEntry);
+		FileTenantHash = hash_create("sqlite_shard_fdw tenant files", 64,
+									 &ctl, HASH_ELEM | HASH_BLOBS);
+	}
+	rc = shardio_set_file_tenant(conn->db, tenant);
+	if (rc != SQLITE_OK)
+	{
+		close_conn(conn);
+		shard_sqlite_error(ERROR, rc, shard_id, "",
+						   "could not prepare shard \"%s\" as the file of one tenant",
+						   shard_id);
+	}
+	conn->file_tenant = MemoryContextStrdup(TopMemoryContext, tenant);
+	entry = hash_search(FileTenantHash, &conn->db, HASH_ENTER, NULL);
+	entry->tenant = conn->file_tenant;
+}
+
+/*
+ * shard_conn_file_tenant
+ *		The tenant whose file an open shard handle is, or NULL for a shard
+ *		of the shared layout (or any other handle).
+ */
+const char *
+shard_conn_file_tenant(sqlite3 *db)
+{
+	FileTenantEntry *entry;
+
+	if (FileTenantHash == NULL || db == NULL)
+		return NULL;
+	entry = hash_search(FileTenantHash, &db, HASH_FIND, NULL);
+	return entry ? entry->tenant : NULL;
 }
 
 /*
@@ -643,6 +709,12 @@ shard_conn_get_internal(ShardServerOptions *opts, ShardInfo *shard,
 	{
 		sqlite3    *db;
 		int			nfds;
+		const char *file_tenant = NULL;
+
+		/* The file of one tenant answers ssfdw_file_tenant with it. */
+		if (file == CONN_SHARD && opts->file_per_tenant)
+			file_tenant = shard_directory_file_tenant(shard_directory_get(opts),
+													  shard->shard_id);
 
 		/* Make room first, so the cap holds once this one is idle again. */
 		evict_idle(shard_max_open_shards - 1);
@@ -684,6 +756,7 @@ shard_conn_get_internal(ShardServerOptions *opts, ShardInfo *shard,
 		conn->write_xact = false;
 		conn->savepoints = 1;
 		conn->utf8 = -1;
+		conn->file_tenant = NULL;
 		{
 			struct stat st;
 
@@ -696,6 +769,8 @@ shard_conn_get_internal(ShardServerOptions *opts, ShardInfo *shard,
 			}
 		}
 		open_count++;
+		if (file_tenant != NULL)
+			set_file_tenant(conn, shard->shard_id, file_tenant);
 		if (shardio_prepare(db, "BEGIN", 1, &conn->begin_stmt, errbuf) != SQLITE_OK ||
 			shardio_prepare(db, "ROLLBACK", 1, &conn->rollback_stmt, errbuf) != SQLITE_OK ||
 			shardio_prepare(db, "BEGIN IMMEDIATE", 1, &conn->immediate_stmt,
@@ -1443,7 +1518,12 @@ shard_schema_meets(ShardServerOptions *opts, const char *table, List *needs)
 	ShardConn  *conn;
 	bool		ok;
 
-	if (needs == NIL)
+	/*
+	 * One file per tenant: no file stands for the others, and a scoped
+	 * login must not open another tenant's; each file is checked when it
+	 * is read.
+	 */
+	if (needs == NIL || opts->file_per_tenant)
 		return true;
 	dir = shard_directory_get(opts);
 	shards = shard_directory_shards(dir);

@@ -42,6 +42,7 @@
 #include <sys/stat.h>
 
 #include "access/parallel.h"
+#include "access/xact.h"
 #include "miscadmin.h"
 #include "utils/hsearch.h"
 #include "utils/memutils.h"
@@ -68,6 +69,11 @@ struct ShardDirectory
 	Oid			serverid;
 	char	   *path;			/* the control database */
 	char	   *shard_path;		/* pattern from the server, or NULL */
+	bool		file_per_tenant;	/* the server's layout 'file_per_tenant' */
+	char	   *tenant_path;	/* its tenant_path pattern, or NULL */
+	MemoryContext files_cxt;	/* the files tenant_path matched ... */
+	List	   *files;			/* ... as ShardInfo, */
+	TimestampTz files_stmt;		/* listed for the statement that began then */
 	bool		allow_outside;	/* the server's allow_outside_paths */
 	sqlite3    *db;				/* lookups read here: read_db, or the
 								 * transaction's directory writer */
@@ -95,7 +101,17 @@ struct ShardDirectory
 	List	   *shard_list;
 	bool		moving_loaded;
 	List	   *moving;
+	HTAB	   *file_tenants;	/* shard -> its tenant, in file_per_tenant
+								 * without tenant_path; NULL: not read */
 };
+
+/* A shard's tenant, in a directory of one file per tenant. */
+typedef struct FileTenantEntry
+{
+	char		key[TENANT_KEY_LEN];	/* the shard */
+	char	   *tenant;			/* its tenant */
+	char	   *other;			/* a second tenant mapped to it, or NULL */
+} FileTenantEntry;
 
 static MemoryContext DirectoryCacheContext = NULL;
 static List *directories = NIL;
@@ -140,6 +156,7 @@ reset_cache(ShardDirectory *dir)
 	dir->shard_list = NIL;
 	dir->moving_loaded = false;
 	dir->moving = NIL;
+	dir->file_tenants = NULL;
 }
 
 /*
@@ -168,9 +185,12 @@ release_directory(ShardDirectory *dir)
 	finalize_lookups(dir);
 	shardio_close(dir->read_db);
 	MemoryContextDelete(dir->cxt);
+	MemoryContextDelete(dir->files_cxt);
 	pfree(dir->path);
 	if (dir->shard_path)
 		pfree(dir->shard_path);
+	if (dir->tenant_path)
+		pfree(dir->tenant_path);
 	pfree(dir);
 }
 
@@ -257,9 +277,14 @@ open_directory(ShardServerOptions *opts)
 	dir->path = pstrdup(opts->directory);
 	dir->shard_path = opts->shard_path ? pstrdup(opts->shard_path) : NULL;
 	dir->allow_outside = opts->allow_outside_paths;
+	dir->file_per_tenant = opts->file_per_tenant;
+	dir->tenant_path = opts->tenant_path ? pstrdup(opts->tenant_path) : NULL;
 	dir->cxt = AllocSetContextCreate(DirectoryCacheContext,
 									 "sqlite_shard_fdw directory",
 									 ALLOCSET_DEFAULT_SIZES);
+	dir->files_cxt = AllocSetContextCreate(DirectoryCacheContext,
+										   "sqlite_shard_fdw tenant files",
+										   ALLOCSET_DEFAULT_SIZES);
 	MemoryContextSwitchTo(oldcxt);
 
 	rc = shardio_open(dir->path, 0, opts->busy_timeout_ms, &dir->read_db, errbuf);
@@ -270,9 +295,12 @@ open_directory(ShardServerOptions *opts)
 			ERRCODE_DATA_CORRUPTED : ERRCODE_FDW_UNABLE_TO_ESTABLISH_CONNECTION;
 
 		MemoryContextDelete(dir->cxt);
+		MemoryContextDelete(dir->files_cxt);
 		pfree(dir->path);
 		if (dir->shard_path)
 			pfree(dir->shard_path);
+		if (dir->tenant_path)
+			pfree(dir->tenant_path);
 		pfree(dir);
 		shard_check_lock_wait(rc, true, opts->directory);
 		ereport(ERROR,
@@ -598,6 +626,10 @@ shard_directory_get(ShardServerOptions *opts)
 			((d->shard_path == NULL && opts->shard_path == NULL) ||
 			 (d->shard_path && opts->shard_path &&
 			  strcmp(d->shard_path, opts->shard_path) == 0)) &&
+			d->file_per_tenant == opts->file_per_tenant &&
+			((d->tenant_path == NULL && opts->tenant_path == NULL) ||
+			 (d->tenant_path && opts->tenant_path &&
+			  strcmp(d->tenant_path, opts->tenant_path) == 0)) &&
 			same_file(d))
 			dir = d;
 		else
@@ -778,6 +810,44 @@ fill_location(ShardLocation *loc, const char *tenant, sqlite3_stmt *stmt,
 }
 
 /*
+ * locate_tenant_file
+ *		Where a tenant's rows are under the tenant_path pattern: in its own
+ *		file, whose shard id is the tenant id; NULL when the file does not
+ *		exist (an unknown tenant).  Whether it exists is asked every time
+ *		(one stat), since files come and go without the directory changing:
+ *		a file created or removed is seen by the next statement.
+ */
+static ShardLocation *
+locate_tenant_file(ShardDirectory *dir, const char *tenant)
+{
+	ShardInfo  *info;
+	TenantEntry *entry;
+	MemoryContext oldcxt;
+	struct stat st;
+	bool		found = false;
+
+	shard_tenant_id_path_check(tenant);
+	info = shard_directory_shard(dir, tenant);
+	if (info == NULL || stat(info->path, &st) != 0)
+		return NULL;
+	oldcxt = MemoryContextSwitchTo(dir->cxt);
+	if (strlen(tenant) < TENANT_KEY_LEN)
+		entry = hash_search(dir->tenants, tenant, HASH_ENTER, &found);
+	else
+		entry = palloc0(sizeof(TenantEntry));
+	if (!found)
+	{
+		entry->found = true;
+		entry->loc.tenant = pstrdup(tenant);
+		entry->loc.owner = entry->loc.shard_id = pstrdup(tenant);
+		entry->loc.status = pstrdup("ACTIVE");
+		entry->loc.target_shard_id = NULL;
+	}
+	MemoryContextSwitchTo(oldcxt);
+	return &entry->loc;
+}
+
+/*
  * shard_directory_locate
  *		Where a tenant's rows are; NULL for a tenant the directory does not
  *		know.  The result lives until the directory next changes.
@@ -792,6 +862,8 @@ shard_directory_locate(ShardDirectory *dir, const char *tenant)
 	bool		found;
 	int			rc;
 
+	if (dir->tenant_path != NULL)
+		return locate_tenant_file(dir, tenant);
 	if (cacheable)
 	{
 		entry = hash_search(dir->tenants, tenant, HASH_FIND, NULL);
@@ -1110,7 +1182,7 @@ shard_directory_shard(ShardDirectory *dir, const char *shard_id)
 	}
 
 	oldcxt = MemoryContextSwitchTo(dir->cxt);
-	if (dir->has_shards_table)
+	if (dir->has_shards_table && dir->tenant_path == NULL)
 	{
 		int			rc;
 
@@ -1147,6 +1219,14 @@ shard_directory_shard(ShardDirectory *dir, const char *shard_id)
 			pfree(stored);
 		}
 	}
+	else if (dir->tenant_path != NULL)
+	{
+		shard_tenant_id_path_check(shard_id);
+		path = directory_relative_path(dir, shard_id,
+									   shard_tenant_path_expand(dir->tenant_path,
+																shard_id),
+									   true);
+	}
 	else
 		path = expand_pattern(dir, shard_id);
 
@@ -1172,6 +1252,50 @@ shard_directory_shard(ShardDirectory *dir, const char *shard_id)
 }
 
 /*
+ * list_tenant_files
+ *		The files the tenant_path pattern matches, as shards named by their
+ *		tenants, listed once per statement: files come and go without the
+ *		directory changing.  The list lives until the next statement lists
+ *		them again.
+ */
+static List *
+list_tenant_files(ShardDirectory *dir)
+{
+	TimestampTz stmt = GetCurrentStatementStartTimestamp();
+	MemoryContext oldcxt;
+	List	   *tenants;
+	char	   *base;
+	char	   *slash;
+	ListCell   *lc;
+
+	if (dir->files != NIL && dir->files_stmt == stmt)
+		return dir->files;
+	MemoryContextReset(dir->files_cxt);
+	dir->files = NIL;
+	oldcxt = MemoryContextSwitchTo(dir->files_cxt);
+	base = pstrdup(dir->path);
+	slash = strrchr(base, '/');
+	if (slash)
+		slash[slash == base ? 1 : 0] = '\0';
+	tenants = shard_tenant_path_discover(dir->tenant_path, base);
+	foreach(lc, tenants)
+	{
+		const char *tenant = lfirst(lc);
+		ShardInfo  *info = palloc0(sizeof(ShardInfo));
+
+		info->shard_id = pstrdup(tenant);
+		info->path = directory_relative_path(dir, tenant,
+											 shard_tenant_path_expand(dir->tenant_path,
+																	  tenant),
+											 true);
+		dir->files = lappend(dir->files, info);
+	}
+	MemoryContextSwitchTo(oldcxt);
+	dir->files_stmt = stmt;
+	return dir->files;
+}
+
+/*
  * shard_directory_shards
  *		Every shard of the fleet, ordered by shard id: the rows of "shards",
  *		or without that table every shard that shard_map names.
@@ -1185,6 +1309,8 @@ shard_directory_shards(ShardDirectory *dir)
 	ListCell   *lc;
 	int			rc;
 
+	if (dir->tenant_path != NULL)
+		return list_tenant_files(dir);
 	if (dir->shards_loaded)
 		return dir->shard_list;
 
@@ -1337,4 +1463,69 @@ shard_directory_tenants(ShardDirectory *dir, const char *shard_id)
 		dir_error(dir,
 				  gettext_noop("could not list the tenants in directory \"%s\""));
 	return result;
+}
+
+/*
+ * shard_directory_file_tenant
+ *		The tenant whose file a shard is, on a server of layout
+ *		'file_per_tenant': under tenant_path the shard id itself; otherwise
+ *		the one tenant shard_map maps to it (read for every shard at once,
+ *		again whenever the directory changes).  A shard of no tenant, or of
+ *		several, is an error: whose rows it holds cannot be told.
+ */
+const char *
+shard_directory_file_tenant(ShardDirectory *dir, const char *shard_id)
+{
+	FileTenantEntry *entry;
+
+	if (dir->tenant_path != NULL)
+		return shard_id;
+	if (dir->file_tenants == NULL)
+	{
+		MemoryContext oldcxt = MemoryContextSwitchTo(dir->cxt);
+		HASHCTL		ctl;
+		ListCell   *lc;
+		HTAB	   *map;
+
+		memset(&ctl, 0, sizeof(ctl));
+		ctl.keysize = TENANT_KEY_LEN;
+		ctl.entrysize = sizeof(FileTenantEntry);
+		ctl.hcxt = dir->cxt;
+		map = hash_create("sqlite_shard_fdw tenant files", 256, &ctl,
+						  HASH_ELEM | HASH_STRINGS | HASH_CONTEXT);
+		foreach(lc, shard_directory_tenants(dir, NULL))
+		{
+			ShardLocation *loc = lfirst(lc);
+			bool		found;
+
+			if (strlen(loc->owner) >= TENANT_KEY_LEN)
+				continue;		/* such a shard is reported below */
+			entry = hash_search(map, loc->owner, HASH_ENTER, &found);
+			if (!found)
+			{
+				entry->tenant = loc->tenant;
+				entry->other = NULL;
+			}
+			else if (entry->other == NULL)
+				entry->other = loc->tenant;
+		}
+		MemoryContextSwitchTo(oldcxt);
+		dir->file_tenants = map;
+	}
+	entry = (strlen(shard_id) < TENANT_KEY_LEN) ?
+		hash_search(dir->file_tenants, shard_id, HASH_FIND, NULL) : NULL;
+	if (entry == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("shard \"%s\" is the file of no tenant", shard_id),
+				 errdetail("With layout \"file_per_tenant\", \"shard_map\" of directory \"%s\" must map exactly one tenant to each shard.",
+						   dir->path)));
+	if (entry->other != NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("shard \"%s\" is the file of more than one tenant",
+						shard_id),
+				 errdetail("Tenants \"%s\" and \"%s\" are both mapped to it; with layout \"file_per_tenant\", \"shard_map\" of directory \"%s\" must map exactly one tenant to each shard.",
+						   entry->tenant, entry->other, dir->path)));
+	return entry->tenant;
 }

@@ -61,6 +61,8 @@ static const ShardOption shard_options[] = {
 	{"allow_outside_paths", ForeignServerRelationId},
 	{"auto_register", ForeignServerRelationId},
 	{"truncatable", ForeignServerRelationId},
+	{"layout", ForeignServerRelationId},
+	{"tenant_path", ForeignServerRelationId},
 	{"table", ForeignTableRelationId},
 	{"auto_register", ForeignTableRelationId},
 	{"batch_size", ForeignTableRelationId},
@@ -520,6 +522,9 @@ sqlite_shard_fdw_validator(PG_FUNCTION_ARGS)
 	List	   *options = untransformRelOptions(PG_GETARG_DATUM(0));
 	Oid			catalog = PG_GETARG_OID(1);
 	bool		has_directory = false;
+	bool		has_shard_path = false;
+	bool		has_tenant_path = false;
+	bool		file_per_tenant = false;
 	bool		has_tenant_column = false;
 	bool		has_reference_shard = false;
 	bool		reference = false;
@@ -548,6 +553,23 @@ sqlite_shard_fdw_validator(PG_FUNCTION_ARGS)
 			check_nonempty(def->defname, value);
 			check_shard_path_pattern(value);
 			require_file_option_privilege(def->defname);
+			has_shard_path = true;
+		}
+		else if (strcmp(def->defname, "tenant_path") == 0)
+		{
+			shard_tenant_path_check(value);
+			require_file_option_privilege(def->defname);
+			has_tenant_path = true;
+		}
+		else if (strcmp(def->defname, "layout") == 0)
+		{
+			if (strcmp(value, "shared") != 0 &&
+				strcmp(value, "file_per_tenant") != 0)
+				ereport(ERROR,
+						(errcode(ERRCODE_FDW_INVALID_ATTRIBUTE_VALUE),
+						 errmsg("invalid value for option \"layout\": \"%s\"", value),
+						 errhint("Valid values are \"shared\" and \"file_per_tenant\".")));
+			file_per_tenant = (strcmp(value, "file_per_tenant") == 0);
 		}
 		else if (strcmp(def->defname, "allow_outside_paths") == 0)
 		{
@@ -617,6 +639,16 @@ sqlite_shard_fdw_validator(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_FDW_OPTION_NAME_NOT_FOUND),
 				 errmsg("option \"directory\" is required for a sqlite_shard_fdw server")));
+	if (has_tenant_path && !file_per_tenant)
+		ereport(ERROR,
+				(errcode(ERRCODE_FDW_INVALID_OPTION_NAME),
+				 errmsg("option \"tenant_path\" needs option \"layout\" set to \"file_per_tenant\""),
+				 errdetail("Only a fleet of one file per tenant names its files by tenant.")));
+	if (has_tenant_path && has_shard_path)
+		ereport(ERROR,
+				(errcode(ERRCODE_FDW_INVALID_OPTION_NAME),
+				 errmsg("options \"tenant_path\" and \"shard_path\" cannot both be set"),
+				 errdetail("With \"tenant_path\" the files are named by tenant, and the directory is not read for them.")));
 	if (reference && has_tenant_column)
 		ereport(ERROR,
 				(errcode(ERRCODE_FDW_INVALID_OPTION_NAME),
@@ -669,6 +701,10 @@ shard_server_options(Oid serverid)
 			opts->skip_missing = (strcmp(value, "skip") == 0);
 		else if (strcmp(def->defname, "allow_outside_paths") == 0)
 			opts->allow_outside_paths = parse_bool_option(def->defname, value);
+		else if (strcmp(def->defname, "layout") == 0)
+			opts->file_per_tenant = (strcmp(value, "file_per_tenant") == 0);
+		else if (strcmp(def->defname, "tenant_path") == 0)
+			opts->tenant_path = value;
 	}
 	if (opts->directory == NULL)
 		ereport(ERROR,
@@ -766,6 +802,47 @@ shard_table_options(Relation rel)
 						RelationGetRelationName(rel), opts->tenant_column),
 				 errhint("Add the column, or set the table option \"tenant_column\" to the SQLite column that holds the tenant id.")));
 	return opts;
+}
+
+/*
+ * shard_file_tenant_column_kind
+ *		For the tenant column of a foreign table on a server of layout
+ *		'file_per_tenant', which no file stores (the file is the tenant):
+ *		the kind of its type (shard_tenant_kind), by which the column is
+ *		read as ssfdw_file_tenant(kind).  -1 for any other column.
+ */
+int
+shard_file_tenant_column_kind(Oid relid, AttrNumber attnum)
+{
+	ForeignTable *table = GetForeignTable(relid);
+	const char *tenant_column = "tenant_id";
+	bool		file_per_tenant = false;
+	ListCell   *lc;
+
+	if (attnum <= 0)
+		return -1;
+	foreach(lc, GetForeignServer(table->serverid)->options)
+	{
+		DefElem    *def = (DefElem *) lfirst(lc);
+
+		if (strcmp(def->defname, "layout") == 0)
+			file_per_tenant = strcmp(defGetString(def), "file_per_tenant") == 0;
+	}
+	if (!file_per_tenant)
+		return -1;
+	foreach(lc, table->options)
+	{
+		DefElem    *def = (DefElem *) lfirst(lc);
+
+		if (strcmp(def->defname, "tenant_column") == 0)
+			tenant_column = defGetString(def);
+		else if (strcmp(def->defname, "distribution") == 0 &&
+				 strcmp(defGetString(def), "reference") == 0)
+			return -1;
+	}
+	if (pg_strcasecmp(shard_column_name(relid, attnum), tenant_column) != 0)
+		return -1;
+	return shard_tenant_kind(get_atttype(relid, attnum));
 }
 
 /*

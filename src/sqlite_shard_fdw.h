@@ -34,6 +34,9 @@ typedef struct ShardServerOptions
 	bool		skip_missing;	/* on_missing_shard = skip */
 	bool		allow_outside_paths;	/* shard files may be outside the
 										 * directory's folder */
+	bool		file_per_tenant;	/* layout 'file_per_tenant': each shard
+									 * file is one tenant's */
+	char	   *tenant_path;	/* pattern naming a tenant's file, or NULL */
 } ShardServerOptions;
 
 typedef struct ShardTableOptions
@@ -64,6 +67,17 @@ extern bool shard_analyze_values(Oid relid);
 extern bool shard_table_truncatable(Oid relid);
 extern void shard_require_file_privilege(bool write, const char *message,
 										 const char *detail);
+extern int	shard_file_tenant_column_kind(Oid relid, AttrNumber attnum);
+
+/* in tenantfile.c */
+
+extern void shard_tenant_path_check(const char *pattern);
+extern bool shard_tenant_id_path_ok(const char *tenant);
+extern void shard_tenant_id_path_check(const char *tenant);
+extern char *shard_tenant_path_expand(const char *pattern, const char *tenant);
+extern List *shard_tenant_path_discover(const char *pattern, const char *base);
+extern void shard_append_column_sql(StringInfo buf, Oid relid,
+									AttrNumber attnum);
 
 /* in directory.c */
 
@@ -120,6 +134,8 @@ extern void shard_directory_require_columns(sqlite3 *db, const char *path,
 extern const char *shard_directory_owner_sql(ShardDirectory *dir);
 extern List *shard_directory_tenants(ShardDirectory *dir,
 									 const char *shard_id);
+extern const char *shard_directory_file_tenant(ShardDirectory *dir,
+											   const char *shard_id);
 extern char *shard_resolve_path(ShardServerOptions *opts, const char *path);
 extern char *shard_resolve_checked_path(ShardServerOptions *opts,
 										const char *shard_id,
@@ -168,6 +184,7 @@ extern void shard_conn_check_table(ShardConn *conn, const char *relname,
 extern bool shard_schema_meets(ShardServerOptions *opts, const char *table,
 							   List *needs);
 extern bool shard_conn_is_utf8(ShardConn *conn);
+extern const char *shard_conn_file_tenant(sqlite3 *db);
 
 /* What a pushed-down query assumes of a shard column's declared affinity. */
 #define SHARD_NEEDS_TEXT	'T'	/* TEXT affinity */
@@ -878,6 +895,8 @@ typedef struct ShardTenantRule
 	char		affinity;		/* the declaration's affinity ('I', 'T', 'B',
 								 * 'R', 'N'), or 0: unknown */
 	bool		binary;			/* declared collation BINARY */
+	const char *file_tenant;	/* a tenant file's tenant: every row is its
+								 * own (layout 'file_per_tenant'), or NULL */
 } ShardTenantRule;
 
 /* Flags of shard_tenant_condition. */
@@ -923,6 +942,7 @@ extern void shard_tenant_trigger_match(StringInfo buf, const char *row,
 									   const char *id);
 extern void shard_tenant_row_condition(StringInfo buf, const char *column,
 									   Oid typid, int32 typmod, int paramno);
+extern void shard_tenant_file_row_condition(StringInfo buf, int paramno);
 extern ShardTenantSpec *shard_tenant_spec(Oid serverid);
 extern const char *shard_tenant_spec_table(ShardTenantSpec *spec,
 										   const char *table, List *columns,

@@ -23,6 +23,13 @@
  * wrapper's functions do not exist, get the same rule spelled in plain
  * SQLite SQL (shard_tenant_trigger_match).  Nothing else spells it.
  *
+ * In a fleet of one file per tenant (layout 'file_per_tenant') no file
+ * stores a tenant column: the file is the tenant.  The rule is then that
+ * every row of a file is its tenant's and no other tenant's: the rule of a
+ * file's handle knows the file's tenant (shard_conn_file_tenant), and a
+ * condition on its rows is true or false for the whole file, decided here
+ * from the ids asked for, whatever column name the caller passes.
+ *
  * Which tables of a shard hold tenants' rows, by which column, is decided
  * here too (shard_tenant_spec_table), for moves and for the tenant tools.
  *
@@ -113,6 +120,7 @@ shard_tenant_rule_init(ShardTenantRule *rule, int kind, const char *decl,
 	rule->kind = kind;
 	rule->affinity = decl != NULL ? shard_declared_affinity(decl) : 0;
 	rule->binary = collseq != NULL && pg_strcasecmp(collseq, "BINARY") == 0;
+	rule->file_tenant = NULL;
 }
 
 /*
@@ -130,7 +138,15 @@ shard_tenant_rule_lookup(ShardTenantRule *rule, sqlite3 *db,
 	const char *decl = NULL;
 	const char *collseq = NULL;
 	sqlite3_stmt *stmt;
+	const char *file_tenant = shard_conn_file_tenant(db);
 
+	/* a tenant's own file: every row is the tenant's */
+	if (file_tenant != NULL)
+	{
+		shard_tenant_rule_init(rule, kind, NULL, NULL);
+		rule->file_tenant = file_tenant;
+		return;
+	}
 	if (sqlite3_table_column_metadata(db, "main", table, column, &decl,
 									  &collseq, NULL, NULL, NULL) == SQLITE_OK)
 	{
@@ -184,6 +200,11 @@ void
 shard_tenant_key(StringInfo buf, const char *qual, const char *column,
 				 const ShardTenantRule *rule)
 {
+	if (rule->file_tenant != NULL)
+	{
+		appendStringInfoString(buf, "ssfdw_file_tenant(0)");
+		return;
+	}
 	appendStringInfoString(buf, "ssfdw_tenant(");
 	append_column(buf, qual, column);
 	appendStringInfo(buf, ", %d)", rule->kind);
@@ -231,7 +252,10 @@ static void
 append_match(StringInfo buf, const char *qual, const char *column,
 			 const ShardTenantRule *rule, const char *param, int flags)
 {
-	if (text_compared(rule))
+	if (rule->file_tenant != NULL)
+		appendStringInfo(buf, "ssfdw_file_tenant(0) = CAST(%s AS TEXT)",
+						 param);
+	else if (text_compared(rule))
 	{
 		/* the collation's comparison is there only for its index */
 		if (!rule->binary && !(flags & SHARD_TENANT_NO_INDEX))
@@ -314,6 +338,25 @@ shard_tenant_condition(StringInfo buf, const char *column,
 	snprintf(param, sizeof(param), "?%d", paramno);
 	memset(&bind, 0, sizeof(bind));
 	bind.type = SQLITE_TEXT;
+	if (rule->file_tenant != NULL)
+	{
+		bool		listed = false;
+		ListCell   *lc;
+
+		/*
+		 * The whole file is the tenant's: decided here, with the parameter
+		 * still bound (and never NULL) so that the statement's parameters
+		 * stay numbered as the caller planned them.
+		 */
+		foreach(lc, ids)
+			if (strcmp((const char *) lfirst(lc), rule->file_tenant) == 0)
+				listed = true;
+		appendStringInfo(buf, "%s IS %sNULL", param,
+						 listed != negate ? "NOT " : "");
+		bind.u.p = (char *) rule->file_tenant;
+		bind.len = strlen(bind.u.p);
+		return bind;
+	}
 	if (list_length(ids) == 1 && !negate)
 	{
 		append_match(buf, "", column, rule, param, flags);
@@ -596,6 +639,18 @@ shard_tenant_row_condition(StringInfo buf, const char *column, Oid typid,
 	appendStringInfo(buf, " IS ?%d)", paramno);
 	pfree(key.data);
 	pfree(text.data);
+}
+
+/*
+ * shard_tenant_file_row_condition
+ *		shard_tenant_row_condition for a tenant's own file, which stores no
+ *		tenant column: the file's tenant is the id the scan read, in
+ *		parameter ?paramno.
+ */
+void
+shard_tenant_file_row_condition(StringInfo buf, int paramno)
+{
+	appendStringInfo(buf, "ssfdw_file_tenant(0) IS ?%d", paramno);
 }
 
 /*

@@ -297,9 +297,13 @@ row_sql(Relation rel, ShardTableOptions *topts, CmdType operation,
 		appendStringInfoString(&sql, " AND ");
 	}
 	tenant_att = TupleDescAttr(RelationGetDescr(rel), topts->tenant_attnum - 1);
-	shard_tenant_row_condition(&sql, topts->tenant_column,
-							   tenant_att->atttypid, tenant_att->atttypmod,
-							   param);
+	if (shard_file_tenant_column_kind(RelationGetRelid(rel),
+									  topts->tenant_attnum) >= 0)
+		shard_tenant_file_row_condition(&sql, param);
+	else
+		shard_tenant_row_condition(&sql, topts->tenant_column,
+								   tenant_att->atttypid, tenant_att->atttypmod,
+								   param);
 	if (ret_attrs != NIL)
 	{
 		appendStringInfoString(&sql, " RETURNING ");
@@ -359,8 +363,7 @@ append_column_list(StringInfo sql, Relation rel, List *attnums)
 	{
 		if (foreach_current_index(lc) > 0)
 			appendStringInfoString(sql, ", ");
-		shard_quote_identifier(sql, shard_column_name(RelationGetRelid(rel),
-													  lfirst_int(lc)));
+		shard_append_column_sql(sql, RelationGetRelid(rel), lfirst_int(lc));
 	}
 }
 
@@ -374,20 +377,36 @@ insert_sql(Relation rel, ShardTableOptions *topts, List *target_attrs,
 		   bool on_conflict_nothing, List *ret_attrs)
 {
 	StringInfoData sql;
-	int			i;
+	List	   *stored = NIL;
+	List	   *params = NIL;
+	ListCell   *lc;
 
+	/*
+	 * A tenant file stores no tenant column (the file is the tenant): its
+	 * value, bound all the same, routes the row and is not written.
+	 */
+	foreach(lc, target_attrs)
+	{
+		if (shard_file_tenant_column_kind(RelationGetRelid(rel),
+										  lfirst_int(lc)) >= 0)
+			continue;
+		stored = lappend_int(stored, lfirst_int(lc));
+		params = lappend_int(params, foreach_current_index(lc) + 1);
+	}
 	initStringInfo(&sql);
 	appendStringInfoString(&sql, "INSERT INTO ");
 	shard_quote_identifier(&sql, topts->table);
-	if (target_attrs == NIL)
+	if (stored == NIL)
 		appendStringInfoString(&sql, " DEFAULT VALUES");
 	else
 	{
 		appendStringInfoString(&sql, " (");
-		append_column_list(&sql, rel, target_attrs);
+		append_column_list(&sql, rel, stored);
 		appendStringInfoString(&sql, ") VALUES (");
-		for (i = 1; i <= list_length(target_attrs); i++)
-			appendStringInfo(&sql, "%s?%d", i > 1 ? ", " : "", i);
+		foreach(lc, params)
+			appendStringInfo(&sql, "%s?%d",
+							 foreach_current_index(lc) > 0 ? ", " : "",
+							 lfirst_int(lc));
 		appendStringInfoChar(&sql, ')');
 	}
 	if (on_conflict_nothing)
@@ -730,7 +749,9 @@ target_for(ShardModifyState *ms, ShardInfo *shard, List *keys,
 
 		t->stmt = NULL;
 		for (i = 0; i < tupdesc->natts; i++)
-			if (!TupleDescAttr(tupdesc, i)->attisdropped)
+			if (!TupleDescAttr(tupdesc, i)->attisdropped &&
+				shard_file_tenant_column_kind(RelationGetRelid(ms->rel),
+											  i + 1) < 0)
 				colnames[ncols++] = shard_column_name(RelationGetRelid(ms->rel),
 													  i + 1);
 		shard_conn_check_table(t->conn, RelationGetRelationName(ms->rel),

@@ -532,9 +532,8 @@ shardBeginForeignScan(ForeignScanState *node, int eflags)
 				shard_conv_init(&s->modify_convs[i++], att->atttypid,
 								att->atttypmod);
 				appendStringInfoString(&ret, i == 1 ? " RETURNING " : ", ");
-				shard_quote_identifier(&ret,
-									   shard_column_name(RelationGetRelid(rel),
-														 att->attnum));
+				shard_append_column_sql(&ret, RelationGetRelid(rel),
+										att->attnum);
 			}
 			s->modify_returning_sql = ret.data;
 		}

@@ -58,10 +58,19 @@ shard_scan_shard_names(ShardScanState *s)
 	StringInfoData buf;
 	ListCell   *lc;
 	int			n = 0;
-	int			total = list_length(shard_directory_shards(s->dir));
 
 	initStringInfo(&buf);
-	appendStringInfo(&buf, "%d of %d", list_length(s->targets), total);
+
+	/*
+	 * One file per tenant: a routed or scoped scan neither lists the files
+	 * nor says how many there are (a scoped login learns nothing of other
+	 * tenants' files).
+	 */
+	if (s->opts->file_per_tenant && s->restricted)
+		appendStringInfo(&buf, "%d", list_length(s->targets));
+	else
+		appendStringInfo(&buf, "%d of %d", list_length(s->targets),
+						 list_length(shard_directory_shards(s->dir)));
 	foreach(lc, s->targets)
 	{
 		ShardTarget *t = lfirst(lc);

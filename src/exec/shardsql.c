@@ -467,7 +467,9 @@ shard_scan_prepare_failed(ShardScanState *s, ShardTarget *t, int rc,
 	{
 		Form_pg_attribute att = TupleDescAttr(tupdesc, i);
 
-		if (!att->attisdropped)
+		if (!att->attisdropped &&
+			shard_file_tenant_column_kind(RelationGetRelid(rel),
+										  att->attnum) < 0)
 			colnames[ncols++] = shard_column_name(RelationGetRelid(rel),
 												  att->attnum);
 	}

@@ -186,7 +186,9 @@ shard_check_unknown_tenant(ShardServerOptions *opts, ShardDirectory *dir,
 {
 	ListCell   *lc;
 
-	if (shard_unknown_tenants == UNKNOWN_TENANTS_OFF || topts->reference)
+	/* in a fleet of one file per tenant, no file holds another's rows */
+	if (shard_unknown_tenants == UNKNOWN_TENANTS_OFF || topts->reference ||
+		opts->file_per_tenant)
 		return;
 	foreach(lc, shard_directory_shards(dir))
 	{

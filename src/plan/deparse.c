@@ -708,9 +708,11 @@ shard_deparse_column_ref(StringInfo buf, PlannerInfo *root, Var *var)
 {
 	RangeTblEntry *rte = planner_rt_fetch(var->varno, root);
 
-	if (deparse_qualified)
+	/* a tenant file's tenant column is the file's tenant: no alias */
+	if (deparse_qualified &&
+		shard_file_tenant_column_kind(rte->relid, var->varattno) < 0)
 		appendStringInfo(buf, "r%d.", var->varno);
-	shard_quote_identifier(buf, shard_column_name(rte->relid, var->varattno));
+	shard_append_column_sql(buf, rte->relid, var->varattno);
 }
 
 /*
@@ -1491,7 +1493,7 @@ shard_deparse_select(StringInfo buf, PlannerInfo *root, RelOptInfo *baserel,
 		if (!first)
 			appendStringInfoString(buf, ", ");
 		first = false;
-		shard_quote_identifier(buf, shard_column_name(RelationGetRelid(rel), i));
+		shard_append_column_sql(buf, RelationGetRelid(rel), i);
 		*retrieved_attrs = lappend_int(*retrieved_attrs, i);
 	}
 	if (first)

@@ -45,6 +45,7 @@
 #include <math.h>
 
 #include "catalog/pg_statistic.h"
+#include "miscadmin.h"
 #include "optimizer/optimizer.h"
 #include "utils/array.h"
 #include "utils/hsearch.h"
@@ -616,6 +617,14 @@ shard_estimate_rows(Relation rel, ShardTableOptions *topts, bool read_all)
 						   rel, topts);
 		return sf->rows > 0 ? sf->rows : -1;
 	}
+	/*
+	 * One file per tenant: a scoped login's fan-out reads only its own
+	 * tenants' files, so planning must open no other.
+	 */
+	if (read_all &&
+		shard_server_options(topts->serverid)->file_per_tenant &&
+		shard_user_tenants(topts->serverid, GetUserId()) != NIL)
+		read_all = false;
 	if (!tf->complete && read_all)
 		complete_figures(tf, rel, topts);
 	return tf->complete && tf->rows > 0 ? tf->rows : -1;

@@ -204,6 +204,9 @@ extern long long shardio_usecs_days(long long usecs);
 extern void shardio_tenant_func(sqlite3_context *ctx, int argc,
 								sqlite3_value **argv);
 
+/* in filetenant.c: ssfdw_file_tenant(kind), a tenant file's tenant */
+extern int	shardio_set_file_tenant(sqlite3 *db, const char *tenant);
+
 /* in movesum.c: ssfdw_move_sum, the checksum a tenant move verifies with */
 extern int	shardio_register_move_sum(sqlite3 *db);
 
