@@ -402,3 +402,15 @@ REVOKE ALL ON FUNCTION rollup_create(text, text),
   rollup_refresh(regclass, boolean), rollup_refresh_tenant(regclass, text),
   rollup_drop(regclass), rollup_pending(regclass),
   rollup_staleness(regclass) FROM PUBLIC;
+
+-- tenant_create(server, tenant [, template]): on a server of layout
+-- 'file_per_tenant', make the tenant's file from a template database (the
+-- server option tenant_template by default), registered in the directory
+-- when the directory names the files; returns the file's path.
+CREATE FUNCTION tenant_create(server name, tenant text,
+                              template text DEFAULT NULL)
+RETURNS text
+AS 'MODULE_PATHNAME', 'shard_tenant_create'
+LANGUAGE C;
+
+REVOKE ALL ON FUNCTION tenant_create(name, text, text) FROM PUBLIC;

@@ -63,6 +63,8 @@ static const ShardOption shard_options[] = {
 	{"truncatable", ForeignServerRelationId},
 	{"layout", ForeignServerRelationId},
 	{"tenant_path", ForeignServerRelationId},
+	{"tenant_template", ForeignServerRelationId},
+	{"archive_folder", ForeignServerRelationId},
 	{"table", ForeignTableRelationId},
 	{"auto_register", ForeignTableRelationId},
 	{"batch_size", ForeignTableRelationId},
@@ -561,6 +563,12 @@ sqlite_shard_fdw_validator(PG_FUNCTION_ARGS)
 			require_file_option_privilege(def->defname);
 			has_tenant_path = true;
 		}
+		else if (strcmp(def->defname, "tenant_template") == 0 ||
+				 strcmp(def->defname, "archive_folder") == 0)
+		{
+			check_nonempty(def->defname, value);
+			require_file_option_privilege(def->defname);
+		}
 		else if (strcmp(def->defname, "layout") == 0)
 		{
 			if (strcmp(value, "shared") != 0 &&
@@ -705,6 +713,10 @@ shard_server_options(Oid serverid)
 			opts->file_per_tenant = (strcmp(value, "file_per_tenant") == 0);
 		else if (strcmp(def->defname, "tenant_path") == 0)
 			opts->tenant_path = value;
+		else if (strcmp(def->defname, "tenant_template") == 0)
+			opts->tenant_template = value;
+		else if (strcmp(def->defname, "archive_folder") == 0)
+			opts->archive_folder = value;
 	}
 	if (opts->directory == NULL)
 		ereport(ERROR,

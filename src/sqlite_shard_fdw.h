@@ -37,6 +37,9 @@ typedef struct ShardServerOptions
 	bool		file_per_tenant;	/* layout 'file_per_tenant': each shard
 									 * file is one tenant's */
 	char	   *tenant_path;	/* pattern naming a tenant's file, or NULL */
+	char	   *tenant_template;	/* database tenant_create copies, or NULL */
+	char	   *archive_folder; /* where tenant_remove moves a tenant's
+								 * file, or NULL: it deletes it */
 } ShardServerOptions;
 
 typedef struct ShardTableOptions
@@ -966,6 +969,11 @@ extern const char *shard_time_index_choose_order(ShardConn *conn,
 												 double tenant_rows);
 extern bool shard_index_orders(ShardConn *conn, const char *table,
 							   const char *column);
+
+/* in control/tenantcreate.c */
+
+extern void shard_tenant_file_copy(ShardServerOptions *opts, sqlite3 *src,
+								   const char *tenant, const char *target);
 
 /* in admin.c */
 

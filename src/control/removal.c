@@ -23,9 +23,22 @@
  *
  * Neither touches a shard's file otherwise: removing a shard forgets it.
  *
+ * On a server of layout 'file_per_tenant' the file is the tenant, and
+ * tenant_remove removes it (with its -wal, -shm and -journal files), or,
+ * with the server option archive_folder, moves a copy of it there first.
+ * The file's write lock is taken without waiting: a tenant whose file
+ * another transaction is writing is refused (55P03), and the file goes
+ * while the lock is held.  Rows in it are refused as above unless
+ * delete_rows (or archived).  The file goes at once, not at commit: where
+ * the directory names the files, its rows go in the transaction, and a
+ * rollback leaves them naming a missing file.
+ *
  *-------------------------------------------------------------------------
  */
 #include "sqlite_shard_fdw.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "utils/builtins.h"
 
@@ -128,6 +141,198 @@ tenant_rows_on_owner(ShardServerOptions *opts, ShardInfo *info,
 }
 
 /*
+ * file_rows
+ *		The rows of every table of a tenant's file; *detail receives
+ *		"table: rows" for each table holding some.
+ */
+static int64
+file_rows(sqlite3 *db, const char *tenant, StringInfo detail)
+{
+	sqlite3_stmt *stmt;
+	List	   *tables = NIL;
+	ListCell   *lc;
+	int64		total = 0;
+
+	if (sqlite3_prepare_v2(db,
+						   "SELECT name FROM sqlite_schema WHERE type = 'table' "
+						   "AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' ORDER BY name",
+						   -1, &stmt, NULL) != SQLITE_OK)
+		ereport(ERROR,
+				(errcode(ERRCODE_FDW_UNABLE_TO_ESTABLISH_CONNECTION),
+				 errmsg("could not read the tables of the file of tenant \"%s\"",
+						tenant),
+				 errdetail_internal("%s", sqlite3_errmsg(db))));
+	while (sqlite3_step(stmt) == SQLITE_ROW)
+		tables = lappend(tables, pstrdup((const char *) sqlite3_column_text(stmt, 0)));
+	sqlite3_finalize(stmt);
+	foreach(lc, tables)
+	{
+		StringInfoData sql;
+		int64		rows = 0;
+
+		initStringInfo(&sql);
+		appendStringInfoString(&sql, "SELECT count(*) FROM ");
+		shard_quote_identifier(&sql, lfirst(lc));
+		if (sqlite3_prepare_v2(db, sql.data, -1, &stmt, NULL) == SQLITE_OK &&
+			sqlite3_step(stmt) == SQLITE_ROW)
+			rows = sqlite3_column_int64(stmt, 0);
+		sqlite3_finalize(stmt);
+		if (rows > 0)
+			appendStringInfo(detail, "%s\"%s\" %lld",
+							 detail->len ? ", " : "", (char *) lfirst(lc),
+							 (long long) rows);
+		total += rows;
+	}
+	return total;
+}
+
+/*
+ * remove_tenant_file
+ *		tenant_remove on a server of layout 'file_per_tenant': remove the
+ *		tenant's file (archived first with archive_folder) under its write
+ *		lock, and its directory rows where the directory names the files.
+ *		Returns the rows deleted (with delete_rows).
+ */
+static int64
+remove_tenant_file(ShardServerOptions *opts, const char *tenant,
+				   bool delete_rows)
+{
+	ShardDirectory *dir = shard_directory_get(opts);
+	ShardConn  *conn = NULL;
+	sqlite3    *db = NULL;
+	ShardInfo  *info;
+	sqlite3    *file;
+	struct stat st;
+	char		errbuf[SHARDIO_ERRLEN];
+	StringInfoData detail;
+	volatile int64 rows = 0;
+	int			rc;
+	static const char *const sidecars[] = {"-wal", "-shm", "-journal", NULL};
+	int			i;
+
+	if (opts->tenant_path != NULL)
+	{
+		shard_tenant_id_path_check(tenant);
+		info = shard_directory_shard(dir, tenant);
+	}
+	else
+	{
+		ShardLocation *loc;
+
+		/* the directory's lock first, as for any tenant */
+		conn = shard_conn_directory_for_write(opts, false);
+		db = shard_conn_db(conn);
+		loc = shard_directory_locate(dir, tenant);
+		info = loc ? shard_directory_shard(dir, loc->owner) : NULL;
+		if (loc == NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_UNDEFINED_OBJECT),
+					 errmsg("tenant \"%s\" does not exist in directory \"%s\"",
+							tenant, opts->directory)));
+	}
+	if (info == NULL || stat(info->path, &st) != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("tenant \"%s\" has no file", tenant),
+				 info ? errdetail("File \"%s\" does not exist.", info->path) : 0));
+
+	/* the file's write lock, without waiting for it */
+	rc = shardio_open(info->path, SHARDIO_OPEN_READWRITE, 0, &file, errbuf);
+	if (rc == SQLITE_OK)
+		rc = shardio_exec(file, "BEGIN IMMEDIATE", errbuf);
+	if (rc == SQLITE_BUSY || rc == SQLITE_LOCKED)
+	{
+		shardio_close(file);
+		ereport(ERROR,
+				(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
+				 errmsg("cannot remove tenant \"%s\": a transaction is writing its file",
+						tenant),
+				 errdetail("File \"%s\" is locked for writing.", info->path),
+				 errhint("Try again once that transaction has ended.")));
+	}
+	if (rc != SQLITE_OK)
+	{
+		shardio_close(file);
+		ereport(ERROR,
+				(errcode(ERRCODE_FDW_UNABLE_TO_ESTABLISH_CONNECTION),
+				 errmsg("could not open the file of tenant \"%s\"", tenant),
+				 errdetail_internal("%s", errbuf)));
+	}
+
+	PG_TRY();
+	{
+		initStringInfo(&detail);
+		rows = file_rows(file, tenant, &detail);
+		if (rows > 0 && !delete_rows && opts->archive_folder == NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_DEPENDENT_OBJECTS_STILL_EXIST),
+					 errmsg("cannot remove tenant \"%s\": its file holds rows",
+							tenant),
+					 errdetail("Rows per table: %s.", detail.data),
+					 errhint("Call tenant_remove('%s', '%s', delete_rows => true), or set the server option \"archive_folder\" to keep the file.",
+							 opts->servername, tenant)));
+		if (opts->archive_folder != NULL)
+		{
+			const char *slash = strrchr(info->path, '/');
+			char	   *folder;
+			sqlite3    *reader;
+
+			/*
+			 * Copied through a second handle: SQLite copies nothing from a
+			 * handle in a write transaction, and the lock the first one
+			 * holds keeps every writer out until the file is gone.
+			 */
+			folder = shard_resolve_checked_path(opts, tenant,
+												opts->archive_folder);
+			if (shardio_open(info->path, 0, opts->busy_timeout_ms, &reader,
+							 errbuf) != SQLITE_OK)
+				ereport(ERROR,
+						(errcode(ERRCODE_FDW_UNABLE_TO_ESTABLISH_CONNECTION),
+						 errmsg("could not open the file of tenant \"%s\"",
+								tenant),
+						 errdetail_internal("%s", errbuf)));
+			PG_TRY();
+			{
+				shard_tenant_file_copy(opts, reader, tenant,
+									   psprintf("%s/%s.%lld", folder,
+												slash ? slash + 1 : info->path,
+												(long long) time(NULL)));
+			}
+			PG_FINALLY();
+			{
+				shardio_close(reader);
+			}
+			PG_END_TRY();
+		}
+		if (unlink(info->path) != 0)
+			ereport(ERROR,
+					(errcode_for_file_access(),
+					 errmsg("could not remove file \"%s\" of tenant \"%s\": %m",
+							info->path, tenant)));
+		for (i = 0; sidecars[i] != NULL; i++)
+			(void) unlink(psprintf("%s%s", info->path, sidecars[i]));
+	}
+	PG_FINALLY();
+	{
+		(void) shardio_exec(file, "ROLLBACK", errbuf);
+		shardio_close(file);
+	}
+	PG_END_TRY();
+
+	if (conn != NULL)
+	{
+		directory_delete(opts, db, "shard_map", "tenant_id", tenant,
+						 gettext_noop("could not remove a tenant in directory \"%s\""));
+		if (shard_directory_has_column(db, "shards", "shard_id"))
+			directory_delete(opts, db, "shards", "shard_id", info->shard_id,
+							 gettext_noop("could not remove a shard in directory \"%s\""));
+		shard_directory_changed(dir);
+		shard_conn_release(conn);
+	}
+	return delete_rows ? rows : 0;
+}
+
+/*
  * shard_tenant_remove
  *		tenant_remove(server, tenant [, delete_rows]): take a tenant out of
  *		the directory.  Refused while it is being moved, and while its shard
@@ -158,6 +363,8 @@ shard_tenant_remove(PG_FUNCTION_ARGS)
 	delete_rows = !PG_ARGISNULL(2) && PG_GETARG_BOOL(2);
 	shard_require_file_privilege(true, gettext_noop("permission denied to remove a tenant"),
 								 gettext_noop("Only roles with privileges of the \"%s\" role may remove a tenant."));
+	if (opts->file_per_tenant)
+		PG_RETURN_INT64(remove_tenant_file(opts, tenant, delete_rows));
 
 	/* the lock first: nothing may change between the checks and the delete */
 	conn = shard_conn_directory_for_write(opts, false);
