@@ -402,3 +402,14 @@ REVOKE ALL ON FUNCTION rollup_create(text, text),
   rollup_refresh(regclass, boolean), rollup_refresh_tenant(regclass, text),
   rollup_drop(regclass), rollup_pending(regclass),
   rollup_staleness(regclass) FROM PUBLIC;
+
+-- shard_schemas(server, table): each distinct declaration of an SQLite
+-- table among the shards (columns and declared types, NULL where a shard
+-- has no such table), the shards having it and the first of them.
+CREATE FUNCTION shard_schemas(server name, table_name text,
+                              OUT columns text, OUT shards bigint,
+                              OUT example_shard text, OUT example_path text)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'shard_schemas'
+LANGUAGE C;
+REVOKE ALL ON FUNCTION shard_schemas(name, text) FROM PUBLIC;

@@ -103,8 +103,34 @@ SELECT regress_state($$SELECT count(customer_id) FROM items$$);
 SELECT count(*) FROM items;
 
 -- ===================================================================
+-- shard_schemas: the declarations of table orders across the files
+-- ===================================================================
+SELECT * FROM shard_schemas('dr_flat', 'orders');
+SELECT * FROM shard_schemas('dr_flat', 'notes');
+SELECT regress_state($$SELECT * FROM shard_schemas('dr_flat', NULL)$$);
+SELECT regress_state($$SELECT * FROM shard_schemas('nope', 'orders')$$);
+-- a role scoped to some tenants learns nothing of the others' files
+CREATE ROLE regress_dr_one;
+CREATE USER MAPPING FOR regress_dr_one SERVER dr_flat OPTIONS (tenants 't0001');
+GRANT SELECT ON items TO regress_dr_one;
+SET ROLE regress_dr_one;
+SELECT regress_state($$SELECT * FROM shard_schemas('dr_flat', 'orders')$$);
+RESET ROLE;
+GRANT EXECUTE ON FUNCTION shard_schemas(name, text) TO regress_dr_one;
+GRANT USAGE ON FOREIGN SERVER dr_flat TO regress_dr_one;
+SET ROLE regress_dr_one;
+SELECT regress_state($$SELECT * FROM shard_schemas('dr_flat', 'orders')$$);
+SELECT count(*) FROM items;
+RESET ROLE;
+
+-- ===================================================================
 -- Clean up
 -- ===================================================================
+DROP USER MAPPING FOR regress_dr_one SERVER dr_flat;
+REVOKE SELECT ON items FROM regress_dr_one;
+REVOKE EXECUTE ON FUNCTION shard_schemas(name, text) FROM regress_dr_one;
+REVOKE USAGE ON FOREIGN SERVER dr_flat FROM regress_dr_one;
+DROP ROLE regress_dr_one;
 DROP FUNCTION regress_same(text, boolean);
 DROP FUNCTION regress_state(text);
 DROP FUNCTION regress_scan_node(text);
