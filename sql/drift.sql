@@ -124,6 +124,27 @@ SELECT count(*) FROM items;
 RESET ROLE;
 
 -- ===================================================================
+-- The shared layout reads shards so too
+-- ===================================================================
+CREATE SERVER dr_shared FOREIGN DATA WRAPPER sqlite_shard_fdw
+  OPTIONS (directory '/tmp/ssfdw_regress/drift/shared/directory.db');
+CREATE FOREIGN TABLE sh_orders (tenant_id text, order_id bigint,
+  amount bigint, customer_id bigint)
+  SERVER dr_shared OPTIONS (table 'orders');
+SELECT regress_state($$SELECT sum(customer_id) FROM sh_orders WHERE tenant_id IN ('a', 'c')$$);
+ALTER FOREIGN TABLE sh_orders OPTIONS (ADD missing_column 'null', missing_table 'empty');
+SELECT * FROM sh_orders ORDER BY order_id;
+SELECT tenant_id, count(*), count(customer_id), sum(customer_id)
+  FROM sh_orders GROUP BY 1 ORDER BY 1;
+SELECT count(*) FROM sh_orders WHERE customer_id IS NULL;
+SELECT count(*) FROM sh_orders WHERE tenant_id = 'c' AND customer_id > 0;
+SELECT n -> 'Shards Missing Columns' AS missing_columns,
+       n -> 'Shards Without Table' AS without_table
+  FROM regress_scan_node('SELECT * FROM sh_orders') n;
+SELECT columns, shards, example_shard FROM shard_schemas('dr_shared', 'orders');
+DROP SERVER dr_shared CASCADE;
+
+-- ===================================================================
 -- Clean up
 -- ===================================================================
 DROP USER MAPPING FOR regress_dr_one SERVER dr_flat;
