@@ -414,3 +414,14 @@ AS 'MODULE_PATHNAME', 'shard_tenant_create'
 LANGUAGE C;
 
 REVOKE ALL ON FUNCTION tenant_create(name, text, text) FROM PUBLIC;
+
+-- shard_schemas(server, table): each distinct declaration of an SQLite
+-- table among the shards (columns and declared types, NULL where a shard
+-- has no such table), the shards having it and the first of them.
+CREATE FUNCTION shard_schemas(server name, table_name text,
+                              OUT columns text, OUT shards bigint,
+                              OUT example_shard text, OUT example_path text)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'shard_schemas'
+LANGUAGE C;
+REVOKE ALL ON FUNCTION shard_schemas(name, text) FROM PUBLIC;

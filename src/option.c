@@ -65,6 +65,8 @@ static const ShardOption shard_options[] = {
 	{"tenant_path", ForeignServerRelationId},
 	{"tenant_template", ForeignServerRelationId},
 	{"archive_folder", ForeignServerRelationId},
+	{"missing_column", ForeignServerRelationId},
+	{"missing_table", ForeignServerRelationId},
 	{"table", ForeignTableRelationId},
 	{"auto_register", ForeignTableRelationId},
 	{"batch_size", ForeignTableRelationId},
@@ -73,6 +75,8 @@ static const ShardOption shard_options[] = {
 	{"reference_shard", ForeignTableRelationId},
 	{"analyze_values", ForeignTableRelationId},
 	{"truncatable", ForeignTableRelationId},
+	{"missing_column", ForeignTableRelationId},
+	{"missing_table", ForeignTableRelationId},
 	{"column", AttributeRelationId},
 	{"tenants", UserMappingRelationId},
 	{NULL, InvalidOid}
@@ -613,6 +617,22 @@ sqlite_shard_fdw_validator(PG_FUNCTION_ARGS)
 						 errmsg("invalid value for option \"on_missing_shard\": \"%s\"", value),
 						 errhint("Valid values are \"error\" and \"skip\".")));
 		}
+		else if (strcmp(def->defname, "missing_column") == 0)
+		{
+			if (strcmp(value, "error") != 0 && strcmp(value, "null") != 0)
+				ereport(ERROR,
+						(errcode(ERRCODE_FDW_INVALID_ATTRIBUTE_VALUE),
+						 errmsg("invalid value for option \"missing_column\": \"%s\"", value),
+						 errhint("Valid values are \"error\" and \"null\".")));
+		}
+		else if (strcmp(def->defname, "missing_table") == 0)
+		{
+			if (strcmp(value, "error") != 0 && strcmp(value, "empty") != 0)
+				ereport(ERROR,
+						(errcode(ERRCODE_FDW_INVALID_ATTRIBUTE_VALUE),
+						 errmsg("invalid value for option \"missing_table\": \"%s\"", value),
+						 errhint("Valid values are \"error\" and \"empty\".")));
+		}
 		else if (strcmp(def->defname, "tenants") == 0)
 			(void) parse_tenant_list(value);
 		else if (strcmp(def->defname, "analyze_values") == 0 ||
@@ -744,7 +764,20 @@ shard_table_options(Relation rel)
 	opts->tenant_column = "tenant_id";
 	opts->serverid = table->serverid;
 	opts->batch_size = DEFAULT_BATCH_SIZE;
-	/* the server's batch_size and auto_register, which the table's override */
+	/*
+	 * the server's batch_size, auto_register, missing_column and
+	 * missing_table, which the table's override
+	 */
+	foreach(lc, list_concat_copy(GetForeignServer(table->serverid)->options,
+								 table->options))
+	{
+		DefElem    *def = (DefElem *) lfirst(lc);
+
+		if (strcmp(def->defname, "missing_column") == 0)
+			opts->missing_column_null = (strcmp(defGetString(def), "null") == 0);
+		else if (strcmp(def->defname, "missing_table") == 0)
+			opts->missing_table_empty = (strcmp(defGetString(def), "empty") == 0);
+	}
 	foreach(lc, GetForeignServer(table->serverid)->options)
 	{
 		DefElem    *def = (DefElem *) lfirst(lc);

@@ -55,6 +55,10 @@ typedef struct ShardTableOptions
 	Oid			serverid;		/* the table's server */
 	int			batch_size;		/* rows per batch insert */
 	bool		auto_register;	/* INSERT registers unknown tenants */
+	bool		missing_column_null;	/* missing_column = null: a shard
+										 * lacking a column reads NULLs */
+	bool		missing_table_empty;	/* missing_table = empty: a shard
+										 * lacking the table reads no rows */
 } ShardTableOptions;
 
 extern int	shard_max_open_shards;

@@ -49,6 +49,11 @@ typedef struct ShardKeyedShard
 
 
 /* One shard a scan reads. */
+/* What shard_scan_schema_drift found of a shard that rejected its query. */
+#define SHARD_DRIFT_NONE		0	/* nothing it may read around */
+#define SHARD_DRIFT_COLUMNS		1	/* columns to read as NULL */
+#define SHARD_DRIFT_NO_TABLE	2	/* no table: read as empty */
+
 typedef struct ShardTarget
 {
 	ShardInfo	info;
@@ -73,6 +78,10 @@ typedef struct ShardTarget
 								 * when it reads no key */
 	ShardKeyedShard *keyed;		/* a WITHOUT ROWID table's key, or NULL */
 	bool		no_rowid;		/* the table has no rowid */
+	List	   *missing_cols;	/* columns its table lacks, read as NULL
+								 * (missing_column = null), or NIL */
+	bool		no_table;		/* lacks the table, read as empty
+								 * (missing_table = empty) */
 	bool		degraded;		/* conditions evaluated by PostgreSQL */
 	bool		unbounded;		/* returns all its groups: it does not
 								 * declare columns as the bound needs */
@@ -269,6 +278,8 @@ extern void shard_scan_eval_limit(ForeignScanState *node);
  * and chooses the time index
  */
 extern void shard_scan_plan_shard(ShardScanState *s, ShardTarget *t);
+extern int	shard_scan_schema_drift(ShardScanState *s, ShardTarget *t,
+									Relation rel);
 extern void shard_scan_prepare_failed(ShardScanState *s, ShardTarget *t,
 									  int rc, const char *errbuf,
 									  Relation rel);

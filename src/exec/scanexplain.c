@@ -115,6 +115,8 @@ shard_scan_explain_times(ShardScanState *s, ExplainState *es)
 	StringInfoData idle;
 	ShardTarget *slowest = NULL;
 	double		slowest_ms = 0;
+	int			nmissing = 0;
+	int			nno_table = 0;
 	ListCell   *lc;
 
 	if (s->fanout)
@@ -126,6 +128,12 @@ shard_scan_explain_times(ShardScanState *s, ExplainState *es)
 		ShardTarget *t = lfirst(lc);
 		double		ms = t->elapsed_ms;
 
+		if (t->no_table)
+			nno_table++;
+		else if (t->missing_cols != NIL && t->read)
+			nmissing++;
+		if (t->no_table)
+			continue;
 		if (!t->read || (s->modify_sql == NULL && !t->reader_began))
 		{
 			appendStringInfo(&idle, "%s%s", idle.len > 0 ? ", " : "",
@@ -152,6 +160,15 @@ shard_scan_explain_times(ShardScanState *s, ExplainState *es)
 
 		ExplainPropertyText("Slowest Shard", text, es);
 	}
+	/* shards read around their schema (missing_column, missing_table) */
+	if (nmissing > 0)
+		ExplainPropertyInteger(s->opts->file_per_tenant ?
+							   "Files Missing Columns" :
+							   "Shards Missing Columns", NULL, nmissing, es);
+	if (nno_table > 0)
+		ExplainPropertyInteger(s->opts->file_per_tenant ?
+							   "Files Without Table" :
+							   "Shards Without Table", NULL, nno_table, es);
 }
 
 /*

@@ -174,6 +174,21 @@ shard_scan_start_shard(ForeignScanState *node, ShardTarget *t)
 		rc = shard_conn_prepare(t->conn, t->sql, &t->stmt, errbuf);
 		if (rc == SQLITE_OK)
 			break;
+		switch (shard_scan_schema_drift(s, t, s->rel))
+		{
+			case SHARD_DRIFT_COLUMNS:
+				shard_scan_plan_shard(s, t);
+				continue;
+			case SHARD_DRIFT_NO_TABLE:
+				/* read as empty: a shard without rows */
+				MemoryContextSwitchTo(oldcxt);
+				t->no_table = true;
+				shard_conn_release(t->conn);
+				t->conn = NULL;
+				return false;
+			default:
+				break;
+		}
 		shard_scan_prepare_failed(s, t, rc, errbuf, s->rel);
 		/* a WITHOUT ROWID table: retry by its primary key, or without */
 		t->no_rowid = true;

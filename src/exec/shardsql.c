@@ -360,6 +360,49 @@ shard_scan_build_where_sql(StringInfo where, ShardScanState *s, ShardTarget *t,
 }
 
 /*
+ * file_select_sql
+ *		A shard's copy of a planned query that ends "FROM table": where the
+ *		shard's table lacks columns read as NULL (missing_column = null),
+ *		the table becomes a subquery of the same name that has them as
+ *		NULL, so that every reference to them (in the select list, a
+ *		condition, an aggregate, GROUP BY or ORDER BY) is evaluated on NULL,
+ *		as PostgreSQL evaluates it on a NULL value.  A query of another
+ *		form is kept, and its shard reports the missing column.
+ */
+static const char *
+file_select_sql(ShardScanState *s, ShardTarget *t, const char *planned)
+{
+	StringInfoData from;
+	StringInfoData sql;
+	size_t		len = strlen(planned);
+	ListCell   *lc;
+
+	if (t->missing_cols == NIL)
+		return planned;
+	initStringInfo(&from);
+	appendStringInfoString(&from, " FROM ");
+	shard_quote_identifier(&from, s->topts->table);
+	if (len < (size_t) from.len ||
+		strcmp(planned + len - from.len, from.data) != 0)
+		return planned;
+
+	initStringInfo(&sql);
+	appendBinaryStringInfo(&sql, planned, len - from.len);
+	appendStringInfoString(&sql, " FROM (SELECT ");
+	if (t->nkeys > 0 && t->keyed == NULL)
+		appendStringInfoString(&sql, "rowid AS rowid, ");
+	appendStringInfoChar(&sql, '*');
+	foreach(lc, t->missing_cols)
+	{
+		appendStringInfoString(&sql, ", NULL AS ");
+		shard_quote_identifier(&sql, (const char *) lfirst(lc));
+	}
+	appendStringInfo(&sql, "%s) AS ", from.data);
+	shard_quote_identifier(&sql, s->topts->table);
+	return sql.data;
+}
+
+/*
  * build_shard_sql
  *		The statement for one shard: the planned query plus the run-time
  *		tenant filters; with raw, thread aggregation's input query in place
@@ -373,6 +416,7 @@ build_shard_sql(ShardScanState *s, ShardTarget *t, bool raw, List **extra)
 	StringInfoData where;
 	/* read in order by a merge, not whole into its sort */
 	bool		stream = s->stream && !t->merge_sorted;
+	const char *select_sql = file_select_sql(s, t, s->select_sql);
 
 	initStringInfo(&where);
 	shard_scan_build_where_sql(&where, s, t, extra);
@@ -399,10 +443,10 @@ build_shard_sql(ShardScanState *s, ShardTarget *t, bool raw, List **extra)
 		{
 			appendStringInfoString(&select, "SELECT ");
 			append_key_columns(&select, t);
-			appendStringInfoString(&select, s->select_sql + strlen("SELECT "));
+			appendStringInfoString(&select, select_sql + strlen("SELECT "));
 		}
 		else
-			appendStringInfoString(&select, s->select_sql);
+			appendStringInfoString(&select, select_sql);
 		/* a join's FROM, its tenant values bound once for every arm */
 		if (s->join)
 			shard_join_append_from(&select, s->join, t->conn, s->tenant_kind,
@@ -416,16 +460,16 @@ build_shard_sql(ShardScanState *s, ShardTarget *t, bool raw, List **extra)
 		return sql.data;
 	}
 	if (raw)
-		appendStringInfoString(&sql, s->raw_sql);
+		appendStringInfoString(&sql, file_select_sql(s, t, s->raw_sql));
 	else if (t->nkeys > 0)
 	{
 		/* "SELECT cols ..." becomes "SELECT rowid, cols ...". */
 		appendStringInfoString(&sql, "SELECT ");
 		append_key_columns(&sql, t);
-		appendStringInfoString(&sql, s->select_sql + strlen("SELECT "));
+		appendStringInfoString(&sql, select_sql + strlen("SELECT "));
 	}
 	else
-		appendStringInfoString(&sql, s->select_sql);
+		appendStringInfoString(&sql, select_sql);
 	/* a join's ends in "FROM ": its tables, filtered for this shard */
 	if (s->join)
 		shard_join_append_from(&sql, s->join, t->conn, s->tenant_kind,
@@ -439,6 +483,83 @@ build_shard_sql(ShardScanState *s, ShardTarget *t, bool raw, List **extra)
 	if (!raw)
 		shard_scan_append_group_sql(&sql, s, t);
 	return sql.data;
+}
+
+/*
+ * shard_scan_schema_drift
+ *		A shard rejected a read's query: does it lack the table, read as
+ *		empty under missing_table = 'empty' (SHARD_DRIFT_NO_TABLE), or
+ *		columns of the foreign table, read as NULL under missing_column =
+ *		'null' (SHARD_DRIFT_COLUMNS: t->missing_cols names them, and the
+ *		shard's query is to be built again)?  Not for a join, a
+ *		modification or a read of a table the statement writes, which
+ *		report what the shard lacks (shard_scan_prepare_failed).
+ */
+int
+shard_scan_schema_drift(ShardScanState *s, ShardTarget *t, Relation rel)
+{
+	TupleDesc	tupdesc = RelationGetDescr(rel);
+	sqlite3    *db = shard_conn_db(t->conn);
+	sqlite3_stmt *stmt;
+	List	   *missing = NIL;
+	bool		found;
+	int			rc;
+	int			i;
+
+	if (s->join != NULL || s->modify_sql != NULL || s->written ||
+		t->missing_cols != NIL ||
+		(!s->topts->missing_column_null && !s->topts->missing_table_empty))
+		return SHARD_DRIFT_NONE;
+
+	if (sqlite3_prepare_v2(db, "SELECT 1 FROM main.sqlite_schema"
+						   " WHERE type IN ('table', 'view')"
+						   " AND name = ?1 COLLATE NOCASE",
+						   -1, &stmt, NULL) != SQLITE_OK)
+		return SHARD_DRIFT_NONE;
+	sqlite3_bind_text(stmt, 1, s->topts->table, -1, SQLITE_TRANSIENT);
+	rc = sqlite3_step(stmt);
+	found = (rc == SQLITE_ROW);
+	sqlite3_finalize(stmt);
+	shard_check_lock_wait(rc, false, t->info.shard_id);
+	if (!found)
+		return s->topts->missing_table_empty ? SHARD_DRIFT_NO_TABLE :
+			SHARD_DRIFT_NONE;
+	if (!s->topts->missing_column_null)
+		return SHARD_DRIFT_NONE;
+
+	if (sqlite3_prepare_v2(db, "SELECT 1 FROM pragma_table_xinfo(?1, 'main')"
+						   " WHERE name = ?2 COLLATE NOCASE",
+						   -1, &stmt, NULL) != SQLITE_OK)
+		return SHARD_DRIFT_NONE;
+	for (i = 0; i < tupdesc->natts; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(tupdesc, i);
+		char	   *colname;
+
+		if (att->attisdropped ||
+			shard_file_tenant_column_kind(RelationGetRelid(rel),
+										  att->attnum) >= 0)
+			continue;
+		colname = shard_column_name(RelationGetRelid(rel), att->attnum);
+		sqlite3_reset(stmt);
+		sqlite3_bind_text(stmt, 1, s->topts->table, -1, SQLITE_TRANSIENT);
+		sqlite3_bind_text(stmt, 2, colname, -1, SQLITE_TRANSIENT);
+		rc = sqlite3_step(stmt);
+		if (rc != SQLITE_ROW)
+		{
+			MemoryContext oldcxt = MemoryContextSwitchTo(GetMemoryChunkContext(t));
+
+			missing = lappend(missing, pstrdup(colname));
+			MemoryContextSwitchTo(oldcxt);
+		}
+	}
+	sqlite3_finalize(stmt);
+	shard_check_lock_wait(rc == SQLITE_ROW ? SQLITE_DONE : rc, false,
+						  t->info.shard_id);
+	if (missing == NIL)
+		return SHARD_DRIFT_NONE;
+	t->missing_cols = missing;
+	return SHARD_DRIFT_COLUMNS;
 }
 
 /*
@@ -720,6 +841,12 @@ shard_scan_plan_shard(ShardScanState *s, ShardTarget *t)
 						 !s->row_order && s->modify_sql == NULL &&
 						 large_tenant_without_stats(s, t));
 	t->time_index = shard_scan_choose_time_index(s, t);
+	/* a table read through a subquery of NULLs has no index to name */
+	if (t->missing_cols != NIL)
+	{
+		t->tenant_noindex = false;
+		t->time_index = NULL;
+	}
 	/* The row's key, first: its rowid, or its primary key (shard_row_key_shard) */
 	t->keyed = NULL;
 	t->nkeys = 0;
