@@ -1464,11 +1464,19 @@ List *
 shard_explain_row_key(ShardServerOptions *opts, const char *table,
 					  List **collations)
 {
-	List	   *shards = shard_directory_shards(shard_directory_get(opts));
+	List	   *shards;
 	ShardConn  *conn;
 	List	   *keys = NIL;
 
 	*collations = NIL;
+
+	/*
+	 * One file per tenant: the first file is another tenant's, which a
+	 * scoped login must not open, and listing the files would name them.
+	 */
+	if (opts->file_per_tenant)
+		return NIL;
+	shards = shard_directory_shards(shard_directory_get(opts));
 	if (shards == NIL)
 		return NIL;
 	conn = shard_conn_get_brief(opts, (ShardInfo *) linitial(shards), true);
