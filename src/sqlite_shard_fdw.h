@@ -605,6 +605,7 @@ extern List *shard_rel_deparse_conditions(PlannerInfo *root,
 										  List **param_kinds,
 										  List **tenant_sqls);
 extern double shard_rel_scanned(RelOptInfo *baserel);
+extern double shard_rel_cost_scale(RelOptInfo *baserel);
 extern ShardTableOptions *shard_rel_options(RelOptInfo *baserel);
 
 /* in join.c */
@@ -620,6 +621,9 @@ extern ForeignScan *shard_join_plan(PlannerInfo *root, RelOptInfo *joinrel,
 									Plan *outer_plan, bool final);
 extern bool shard_join_rel_pushed(RelOptInfo *rel);
 extern bool shard_join_one_tenant(PlannerInfo *root, RelOptInfo *joinrel);
+extern bool shard_join_one_shard(PlannerInfo *root, RelOptInfo *joinrel);
+extern double shard_join_scanned(RelOptInfo *joinrel);
+extern double shard_join_cost_scale(RelOptInfo *joinrel);
 extern bool shard_join_tenant_key(PlannerInfo *root, RelOptInfo *joinrel,
 								  Var *var);
 extern bool shard_join_schema_meets(PlannerInfo *root, RelOptInfo *joinrel,
@@ -652,6 +656,28 @@ extern double shard_estimate_rows(Relation rel, ShardTableOptions *topts,
 extern double shard_estimate_tenant_rows(PlannerInfo *root, Relation rel,
 										 ShardTableOptions *topts,
 										 ShardPruneKind kind, Expr *value);
+
+/* in cost.c */
+
+/* What a shard query does, for shard_cost_query. */
+typedef struct ShardQueryCost
+{
+	int			nshards;		/* shards it runs in */
+	bool		rescan;			/* a routed restart for an outer row */
+	double		scanned;		/* rows the shards look at */
+	double		pushed_rows;	/* rows a pushed sort or grouping handles */
+	double		pushed_per_row; /* its cost per row, in operators (0: none) */
+	double		merged;			/* groups of each shard the backend merges */
+	double		returned;		/* rows that come back */
+	Cost		local_startup;	/* the backend's own conditions: start-up */
+	Cost		local_per_row;	/* and per row returned */
+} ShardQueryCost;
+
+extern int	shard_cost_shards(PlannerInfo *root, RelOptInfo *rel);
+extern double shard_cost_scanned(RelOptInfo *rel);
+extern double shard_cost_scale(RelOptInfo *rel);
+extern void shard_cost_query(const ShardQueryCost *q, Cost *startup,
+							 Cost *total);
 
 /* in order.c */
 

@@ -66,9 +66,6 @@
 /* sqlite_shard_fdw.join_pushdown */
 bool		shard_join_pushdown = true;
 
-/* Cost of opening a shard and starting its query (planner.c's). */
-#define JOIN_STARTUP_COST 25.0
-
 /* Rows a shard looks at to find one row's matches through an index. */
 #define JOIN_LOOKUP_ROWS 8.0
 
@@ -92,6 +89,7 @@ typedef struct ShardJoinRelInfo
 	int			tenant_kind;	/* of every table's tenant column, or
 								 * JOIN_REFERENCE_ONLY */
 	double		scanned;		/* rows the shards look at */
+	double		cost_scale;		/* shard_join_cost_scale */
 } ShardJoinRelInfo;
 
 /*
@@ -308,10 +306,11 @@ tenants_equal(PlannerInfo *root, RelOptInfo *outerrel, RelOptInfo *innerrel,
  *		server whose conditions the shards evaluate all, or a join they run
  *		whose conditions they evaluate all, read as the query's target or
  *		with row locks never (their rows need an identity the join has not).
- *		Sets *scanned and the inputs' tenant kind.
+ *		Sets *scanned, *scale (shard_cost_scale) and the tenant kind.
  */
 static bool
-input_ok(PlannerInfo *root, RelOptInfo *rel, double *scanned, int *kind)
+input_ok(PlannerInfo *root, RelOptInfo *rel, double *scanned, double *scale,
+		 int *kind)
 {
 	ListCell   *lc;
 	int			relid = -1;
@@ -326,6 +325,7 @@ input_ok(PlannerInfo *root, RelOptInfo *rel, double *scanned, int *kind)
 		if (!shard_rel_all_pushed(rel) || !bms_is_empty(rel->lateral_relids))
 			return false;
 		*scanned = shard_rel_scanned(rel);
+		*scale = shard_rel_cost_scale(rel);
 		if (topts->reference)
 			*kind = JOIN_REFERENCE_ONLY;
 		else
@@ -344,6 +344,7 @@ input_ok(PlannerInfo *root, RelOptInfo *rel, double *scanned, int *kind)
 			return false;
 		*kind = info->tenant_kind;
 		*scanned = info->scanned;
+		*scale = info->cost_scale;
 	}
 	if (*kind == SHARDIO_TENANT_UUID)
 		return false;
@@ -545,6 +546,8 @@ join_ok(PlannerInfo *root, RelOptInfo *joinrel, RelOptInfo *outerrel,
 	ShardJoinRelInfo *iinfo;
 	double		oscanned,
 				iscanned;
+	double		oscale,
+				iscale;
 	int			okind,
 				ikind;
 	ListCell   *lc;
@@ -573,8 +576,8 @@ join_ok(PlannerInfo *root, RelOptInfo *joinrel, RelOptInfo *outerrel,
 	}
 	if (!bms_is_empty(joinrel->lateral_relids))
 		return false;
-	if (!input_ok(root, outerrel, &oscanned, &okind) ||
-		!input_ok(root, innerrel, &iscanned, &ikind) ||
+	if (!input_ok(root, outerrel, &oscanned, &oscale, &okind) ||
+		!input_ok(root, innerrel, &iscanned, &iscale, &ikind) ||
 		(okind != ikind && okind != JOIN_REFERENCE_ONLY &&
 		 ikind != JOIN_REFERENCE_ONLY))
 		return false;
@@ -597,6 +600,17 @@ join_ok(PlannerInfo *root, RelOptInfo *joinrel, RelOptInfo *outerrel,
 	 */
 	info->scanned = Min(oscanned + Min(iscanned, outerrel->rows * JOIN_LOOKUP_ROWS),
 						iscanned + Min(oscanned, innerrel->rows * JOIN_LOOKUP_ROWS));
+	/*
+	 * A row of the join stands for as many as a row of either input, but
+	 * the join's rows for no more than the larger input's, as in a join of
+	 * each row with a few of the other input.
+	 */
+	info->cost_scale = Max(oscale, iscale);
+	if (joinrel->rows * info->cost_scale >
+		Max(outerrel->rows * oscale, innerrel->rows * iscale))
+		info->cost_scale = Max(Max(outerrel->rows * oscale,
+								   innerrel->rows * iscale) / joinrel->rows,
+							   1);
 
 	/* The join's conditions: in ON, on its rows, or left to PostgreSQL. */
 	foreach(lc, extra->restrictlist)
@@ -670,6 +684,8 @@ shardGetForeignJoinPaths(PlannerInfo *root, RelOptInfo *joinrel,
 						 JoinType jointype, JoinPathExtraData *extra)
 {
 	ShardJoinRelInfo *info;
+	ShardQueryCost q = {0};
+	Cost		startup;
 	Cost		total;
 	QualCost	local;
 
@@ -683,15 +699,16 @@ shardGetForeignJoinPaths(PlannerInfo *root, RelOptInfo *joinrel,
 	info->ok = true;
 
 	cost_qual_eval(&local, info->local_conds, root);
-	total = JOIN_STARTUP_COST + local.startup +
-		info->scanned * cpu_operator_cost +
-		joinrel->rows * (cpu_tuple_cost + seq_page_cost * 0.01 +
-						 local.per_tuple);
+	q.nshards = shard_cost_shards(root, joinrel);
+	q.scanned = info->scanned;
+	q.returned = joinrel->rows * info->cost_scale;
+	q.local_startup = local.startup;
+	q.local_per_row = local.per_tuple;
+	shard_cost_query(&q, &startup, &total);
 	add_path(joinrel, (Path *)
 			 create_foreign_join_path_compat(root, joinrel, NULL,
-											 joinrel->rows,
-											 JOIN_STARTUP_COST + local.startup,
-											 total, NIL, NULL, NULL, NIL));
+											 joinrel->rows, startup, total,
+											 NIL, NULL, NULL, NIL));
 }
 
 /* What building a join's SQL collects. */
@@ -918,6 +935,46 @@ shard_join_one_tenant(PlannerInfo *root, RelOptInfo *joinrel)
 
 	return info != NULL && route_value(root, info, &kind) != NULL &&
 		kind == PRUNE_EQ;
+}
+
+/*
+ * shard_join_one_shard
+ *		Does a join the shards run read one shard: routed to one tenant, or
+ *		of reference tables only, which are read from one shard's copies?
+ */
+bool
+shard_join_one_shard(PlannerInfo *root, RelOptInfo *joinrel)
+{
+	ShardJoinRelInfo *info = join_info(joinrel);
+
+	return info != NULL &&
+		(info->tenant_kind == JOIN_REFERENCE_ONLY ||
+		 shard_join_one_tenant(root, joinrel));
+}
+
+/*
+ * shard_join_scanned
+ *		The rows the shards look at to run a join.
+ */
+double
+shard_join_scanned(RelOptInfo *joinrel)
+{
+	ShardJoinRelInfo *info = join_info(joinrel);
+
+	return info != NULL ? info->scanned : 0;
+}
+
+/*
+ * shard_join_cost_scale
+ *		How many rows a row of a join the shards run stands for in costs
+ *		(shard_rel_cost_scale).
+ */
+double
+shard_join_cost_scale(RelOptInfo *joinrel)
+{
+	ShardJoinRelInfo *info = join_info(joinrel);
+
+	return info != NULL ? info->cost_scale : 1;
 }
 
 /*

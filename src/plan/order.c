@@ -78,6 +78,12 @@
 /* Marks a path sorted by a prefix of the query's order, with ties. */
 #define ORDER_PREFIX_MARK "rows ordered by a prefix, with ties"
 
+/*
+ * The shards' work per matching row of an order they sort, in operators:
+ * they read their first rows by an index, or sort what matches.
+ */
+#define ORDER_ROW_COST 0.1
+
 /* One sort key of a row scan, as found in a pathkey. */
 typedef struct OrderKey
 {
@@ -345,8 +351,7 @@ shard_order_prefix_path(PlannerInfo *root, RelOptInfo *baserel)
 {
 	List	   *prefix = NIL;
 	ListCell   *lc;
-	ShardPruneKind kind;
-	int			nshards = 1;
+	ShardQueryCost q = {0};
 	double		rows;
 	Cost		startup;
 	Cost		total;
@@ -371,19 +376,17 @@ shard_order_prefix_path(PlannerInfo *root, RelOptInfo *baserel)
 	 * sorts only the first groups, which the limit needs.  The shards read
 	 * them by an index, as a final path's.
 	 */
-	if (shard_find_tenant_condition(baserel, shard_rel_tenant_attnum(baserel),
-									&kind) == NULL || kind != PRUNE_EQ)
-	{
-		ShardDirectory *dir;
-
-		dir = shard_directory_get(shard_server_options(baserel->serverid));
-		nshards = Max(list_length(shard_directory_shards(dir)), 1);
-	}
+	q.nshards = shard_cost_shards(root, baserel);
 	rows = baserel->rows;
-	if (root->limit_tuples > 0 && root->limit_tuples * nshards < rows)
-		rows = root->limit_tuples * nshards;
-	startup = 25.0 + baserel->rows * cpu_operator_cost * 0.1;
-	total = startup + rows * cpu_tuple_cost;
+	if (root->limit_tuples > 0 && root->limit_tuples * q.nshards < rows)
+		rows = root->limit_tuples * q.nshards;
+	q.scanned = shard_cost_scanned(baserel);
+	q.pushed_rows = baserel->rows * shard_cost_scale(baserel);
+	q.pushed_per_row = ORDER_ROW_COST;
+	q.returned = baserel->rows * shard_cost_scale(baserel);
+	if (root->limit_tuples > 0)
+		q.returned = Min(q.returned, root->limit_tuples * q.nshards);
+	shard_cost_query(&q, &startup, &total);
 	add_path(baserel, (Path *)
 			 create_foreignscan_path_compat(root, baserel, NULL, rows,
 											startup, total, prefix, NULL,
@@ -444,6 +447,7 @@ shard_order_final_paths(PlannerInfo *root, RelOptInfo *input_rel,
 	RelOptInfo *baserel;
 	List	   *keys = NIL;
 	bool		ok = true;
+	ShardQueryCost q = {0};
 	double		rows;
 	Cost		startup;
 	Cost		total;
@@ -507,8 +511,20 @@ shard_order_final_paths(PlannerInfo *root, RelOptInfo *input_rel,
 	rows = baserel->rows;
 	if (extra->count_est > 0 && extra->count_est < rows)
 		rows = extra->count_est;
-	startup = 25.0 + (keys != NIL ? baserel->rows * cpu_operator_cost * 0.1 : 0);
-	total = startup + rows * cpu_tuple_cost;
+	q.nshards = shard_cost_shards(root, baserel);
+	if (keys != NIL)
+	{
+		q.scanned = shard_cost_scanned(baserel);
+		q.pushed_rows = baserel->rows * shard_cost_scale(baserel);
+		q.pushed_per_row = ORDER_ROW_COST;
+		q.returned = Min(rows * q.nshards, q.pushed_rows);
+	}
+	else
+	{
+		/* unsorted, each shard stops at the limit, the scan when it has it */
+		q.returned = rows;
+	}
+	shard_cost_query(&q, &startup, &total);
 	add_path(output_rel, (Path *)
 			 create_foreign_upper_path_compat(root, output_rel,
 											  root->upper_targets[UPPERREL_FINAL],

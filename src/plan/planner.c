@@ -16,6 +16,8 @@
  */
 #include "sqlite_shard_fdw.h"
 
+#include <math.h>
+
 #include "access/stratnum.h"
 #include "access/table.h"
 #include "catalog/pg_type.h"
@@ -46,20 +48,12 @@ typedef struct ShardRelInfo
 	double		scanned;		/* rows the shards look at: the table's, or
 								 * the routed tenants' (estimate.c) */
 	double		tenant_rows;	/* the routed tenants' rows, or -1 */
+	double		cost_scale;		/* scanned over the rows estimated to be
+								 * looked at (MIN_SCANNED_ROWS), >= 1 */
 } ShardRelInfo;
 
 /* Marks a path of add_tenant_list_paths (its fdw_private). */
 #define TENANT_LIST_MARK "tenant list"
-
-/* Cost of opening a shard and starting its query, in page-fetch units. */
-#define SHARD_STARTUP_COST 25.0
-
-/*
- * Cost of starting a routed query again, for the next row of a join: the
- * shards' handles and statements are cached by then, and a fan-out's
- * threads are not started.
- */
-#define SHARD_RESCAN_COST 5.0
 
 /* Rows assumed for a table of which nothing is known (estimate.c). */
 #define DEFAULT_TUPLES 10000.0
@@ -70,7 +64,8 @@ typedef struct ShardRelInfo
  * and read transaction however few rows it reads, so that work the shards
  * can do (a grouping) stays cheaper there than fetching even a few rows, as
  * it was costed when such a table was taken to hold DEFAULT_TUPLES rows.
- * Only costs: the rows a scan returns are estimated as they are.
+ * Only costs: the rows a scan returns are estimated as they are, and
+ * costed as the same share of the rows looked at (cost_scale, cost.c).
  */
 #define MIN_SCANNED_ROWS 10000.0
 
@@ -312,6 +307,8 @@ shardGetForeignRelSize(PlannerInfo *root, RelOptInfo *baserel,
 	baserel->tuples = analyzed ? tuples : Max(tuples, MIN_SCANNED_ROWS);
 	fpinfo->scanned = analyzed ? tuples :
 		Max(tenant_rows >= 0 ? tenant_rows : tuples, MIN_SCANNED_ROWS);
+	fpinfo->cost_scale = analyzed ? 1 :
+		fpinfo->scanned / Max(tenant_rows >= 0 ? tenant_rows : tuples, 1);
 
 	/*
 	 * The routed tenants' rows by ANALYZE's statistics of the tenant column,
@@ -401,6 +398,18 @@ shard_rel_remote_conds(RelOptInfo *baserel)
 }
 
 /*
+ * shard_rel_cost_scale
+ *		How many rows a row the scan returns stands for in costs: more than
+ *		one where a table ANALYZE never measured is costed as holding at
+ *		least MIN_SCANNED_ROWS rows.
+ */
+double
+shard_rel_cost_scale(RelOptInfo *baserel)
+{
+	return ((ShardRelInfo *) baserel->fdw_private)->cost_scale;
+}
+
+/*
  * shard_rel_scanned
  *		The rows a scan's shards look at (estimate.c), for the costs of a
  *		join the shards run.
@@ -478,16 +487,18 @@ shardGetForeignPaths(PlannerInfo *root, RelOptInfo *baserel,
 {
 	Relids		required_outer = baserel->lateral_relids;
 	double		rows = baserel->rows;
-	Cost		startup = SHARD_STARTUP_COST;
+	ShardQueryCost q = {0};
+	Cost		startup;
 	Cost		total;
 
 	/* the shards return baserel->rows; the join clauses keep ppi_rows */
 	if (!bms_is_empty(required_outer))
 		rows = get_baserel_parampathinfo(root, baserel,
 										 required_outer)->ppi_rows;
-	total = startup +
-		((ShardRelInfo *) baserel->fdw_private)->scanned * cpu_operator_cost +
-		baserel->rows * (cpu_tuple_cost + seq_page_cost * 0.01);
+	q.nshards = shard_cost_shards(root, baserel);
+	q.scanned = ((ShardRelInfo *) baserel->fdw_private)->scanned;
+	q.returned = baserel->rows * shard_rel_cost_scale(baserel);
+	shard_cost_query(&q, &startup, &total);
 	add_path(baserel, (Path *)
 			 create_foreignscan_path_compat(root, baserel, NULL, rows,
 											startup, total, NIL,
@@ -838,6 +849,8 @@ add_tenant_param_paths(PlannerInfo *root, RelOptInfo *baserel)
 		bool		seen = false;
 		double		rows;
 		Relation	rel;
+		ShardQueryCost q;
+		Cost		startup;
 		Cost		total;
 
 		outer = bms_union(bms_difference(ri->clause_relids, baserel->relids),
@@ -872,11 +885,15 @@ add_tenant_param_paths(PlannerInfo *root, RelOptInfo *baserel)
 								 clauselist_selectivity(root,
 														baserel->baserestrictinfo,
 														0, JOIN_INNER, NULL));
-		total = SHARD_RESCAN_COST +
-			rows * (cpu_operator_cost + cpu_tuple_cost + seq_page_cost * 0.01);
+		memset(&q, 0, sizeof(q));
+		q.nshards = 1;
+		q.rescan = true;
+		q.scanned = rows * fpinfo->cost_scale;
+		q.returned = rows * fpinfo->cost_scale;
+		shard_cost_query(&q, &startup, &total);
 		add_path(baserel, (Path *)
 				 create_foreignscan_path_compat(root, baserel, NULL, rows,
-												SHARD_RESCAN_COST, total,
+												startup, total,
 												NIL, outer, NULL, NIL));
 	}
 }
@@ -922,8 +939,10 @@ add_tenant_list_paths(PlannerInfo *root, RelOptInfo *baserel)
 		ShardPruneKind kind;
 		Expr	   *value;
 		double		scanned;
+		double		values;
 		double		rows;
 		Relation	rel;
+		ShardQueryCost q;
 		Cost		startup;
 		Cost		total;
 		int			relid;
@@ -946,16 +965,22 @@ add_tenant_list_paths(PlannerInfo *root, RelOptInfo *baserel)
 		table_close(rel, NoLock);
 		if (scanned < 0)
 			continue;
-		scanned *= shard_tenant_list_values(root, source, value);
+		values = shard_tenant_list_values(root, source, value);
+		scanned *= values;
 		if (scanned >= fpinfo->scanned)
 			continue;
 		rows = clamp_row_est(scanned *
 							 clauselist_selectivity(root,
 													baserel->baserestrictinfo,
 													0, JOIN_INNER, NULL));
-		startup = SHARD_STARTUP_COST + shard_tenant_list_cost(root, source);
-		total = startup + scanned * cpu_operator_cost +
-			rows * (cpu_tuple_cost + seq_page_cost * 0.01);
+		memset(&q, 0, sizeof(q));
+		/* the listed tenants' shards, at most */
+		q.nshards = Min(shard_cost_shards(root, baserel),
+						(int) Min(ceil(values), (double) INT_MAX));
+		q.scanned = scanned;
+		q.returned = rows * fpinfo->cost_scale;
+		q.local_startup = shard_tenant_list_cost(root, source);
+		shard_cost_query(&q, &startup, &total);
 		add_path(baserel, (Path *)
 				 create_foreignscan_path_compat(root, baserel, NULL, rows,
 												startup, total, NIL, NULL,

@@ -101,6 +101,9 @@ bool		shard_aggregate_pushdown = true;
 /* GUC: let the reading threads group the shards' rows (threadagg.c). */
 bool		shard_thread_aggregation = true;
 
+/* The shards' work per row they group, in operators (cost.c). */
+#define GROUP_ROW_COST 0.25
+
 /* Planner state of a pushed-down aggregation (upperrel->fdw_private). */
 typedef struct ShardUpperInfo
 {
@@ -755,6 +758,7 @@ shardGetForeignUpperPaths(PlannerInfo *root, UpperRelationKind stage,
 	AttrNumber	tenant_attnum;
 	double		input_rows;
 	double		groups;
+	ShardQueryCost q = {0};
 	Cost		startup,
 				total;
 	int			i;
@@ -916,12 +920,18 @@ shardGetForeignUpperPaths(PlannerInfo *root, UpperRelationKind stage,
 
 	/*
 	 * The shards scan and group; the backend merges one row per group and
-	 * shard before it returns the first.  Cheaper than fetching every row,
-	 * which is the point.
+	 * shard (one per group when the groups are whole in their shards)
+	 * before it returns the first.  Cheaper than fetching every row, which
+	 * is the point.
 	 */
-	startup = 25.0 + input_rel->tuples * cpu_operator_cost * 0.25 +
-		groups * cpu_operator_cost;
-	total = startup + groups * cpu_tuple_cost;
+	q.nshards = shard_cost_shards(root, input_rel);
+	q.scanned = shard_cost_scanned(input_rel);
+	q.pushed_rows = input_rows * shard_cost_scale(input_rel);
+	q.pushed_per_row = GROUP_ROW_COST;
+	q.merged = info->by_tenant ? groups :
+		Min(groups * q.nshards, Max(input_rows, groups));
+	q.returned = groups;
+	shard_cost_query(&q, &startup, &total);
 
 	output_rel->fdw_private = info;
 	add_path(output_rel, (Path *)
