@@ -676,6 +676,8 @@ typedef struct ShardQueryCost
 extern int	shard_cost_shards(PlannerInfo *root, RelOptInfo *rel);
 extern double shard_cost_scanned(RelOptInfo *rel);
 extern double shard_cost_scale(RelOptInfo *rel);
+extern void shard_cost_scan(PlannerInfo *root, RelOptInfo *baserel,
+							Cost *startup, Cost *total);
 extern void shard_cost_query(const ShardQueryCost *q, Cost *startup,
 							 Cost *total);
 

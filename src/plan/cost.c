@@ -143,6 +143,23 @@ shard_cost_scale(RelOptInfo *rel)
 }
 
 /*
+ * shard_cost_scan
+ *		The cost of a plain scan of a foreign table of this wrapper: its
+ *		rows, filtered in the shards, returned as they are.
+ */
+void
+shard_cost_scan(PlannerInfo *root, RelOptInfo *baserel, Cost *startup,
+				Cost *total)
+{
+	ShardQueryCost q = {0};
+
+	q.nshards = shard_cost_shards(root, baserel);
+	q.scanned = shard_rel_scanned(baserel);
+	q.returned = baserel->rows * shard_rel_cost_scale(baserel);
+	shard_cost_query(&q, startup, total);
+}
+
+/*
  * shard_cost_query
  *		The start-up and total cost of a shard query (see the file header).
  */

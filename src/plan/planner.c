@@ -487,7 +487,6 @@ shardGetForeignPaths(PlannerInfo *root, RelOptInfo *baserel,
 {
 	Relids		required_outer = baserel->lateral_relids;
 	double		rows = baserel->rows;
-	ShardQueryCost q = {0};
 	Cost		startup;
 	Cost		total;
 
@@ -495,10 +494,7 @@ shardGetForeignPaths(PlannerInfo *root, RelOptInfo *baserel,
 	if (!bms_is_empty(required_outer))
 		rows = get_baserel_parampathinfo(root, baserel,
 										 required_outer)->ppi_rows;
-	q.nshards = shard_cost_shards(root, baserel);
-	q.scanned = ((ShardRelInfo *) baserel->fdw_private)->scanned;
-	q.returned = baserel->rows * shard_rel_cost_scale(baserel);
-	shard_cost_query(&q, &startup, &total);
+	shard_cost_scan(root, baserel, &startup, &total);
 	add_path(baserel, (Path *)
 			 create_foreignscan_path_compat(root, baserel, NULL, rows,
 											startup, total, NIL,
@@ -886,10 +882,11 @@ add_tenant_param_paths(PlannerInfo *root, RelOptInfo *baserel)
 														baserel->baserestrictinfo,
 														0, JOIN_INNER, NULL));
 		memset(&q, 0, sizeof(q));
+		/* the tenant's rows, read by its index: no minimum (cost_scale) */
 		q.nshards = 1;
 		q.rescan = true;
-		q.scanned = rows * fpinfo->cost_scale;
-		q.returned = rows * fpinfo->cost_scale;
+		q.scanned = rows;
+		q.returned = rows;
 		shard_cost_query(&q, &startup, &total);
 		add_path(baserel, (Path *)
 				 create_foreignscan_path_compat(root, baserel, NULL, rows,

@@ -142,12 +142,22 @@ shard_tenant_list_values(PlannerInfo *root, RelOptInfo *rel, Expr *value)
 
 /*
  * shard_tenant_list_cost
- *		What computing the list costs: a scan of rel with its conditions.
+ *		What computing the list costs: a scan of rel with its conditions
+ *		(of a foreign table of this wrapper, its shards' scan, cost.c).
  */
 Cost
 shard_tenant_list_cost(PlannerInfo *root, RelOptInfo *rel)
 {
 	QualCost	qc;
+	Cost		startup;
+	Cost		total;
+
+	if (rel->fdwroutine != NULL && rel->fdw_private != NULL &&
+		rel->fdwroutine->GetForeignUpperPaths == shardGetForeignUpperPaths)
+	{
+		shard_cost_scan(root, rel, &startup, &total);
+		return total + rel->rows * cpu_operator_cost;
+	}
 
 	cost_qual_eval(&qc, source_quals(rel), root);
 	return rel->pages * seq_page_cost +
