@@ -243,6 +243,66 @@ SELECT cond FROM regress_epoch_conds
   ORDER BY 1;
 RESET TimeZone;
 SELECT * FROM regress_same('SELECT id FROM {t} WHERE extract(epoch from ts)::bigint BETWEEN 1710054000 AND 1710115200');
+-- extract(epoch FROM x) itself, a numeric with the microseconds as a
+-- fraction, compared with numerics (Grafana's $__unixEpochFilter on a
+-- subquery's epoch column): the time compared with the first and last
+-- times of the numeric, in every TimeZone alike; fractions between two
+-- microseconds, infinities, NaN (above them) and NULL
+EXPLAIN (VERBOSE, COSTS OFF)
+SELECT id FROM items WHERE extract(epoch from ts) BETWEEN 1710054000 AND 1710115200;
+EXPLAIN (VERBOSE, COSTS OFF)
+SELECT floor(("time")/3600)*3600 AS "time", count(*) AS "orders"
+  FROM (SELECT extract(epoch from ts) AS "time", n FROM items) t
+  WHERE "time" >= 1710054000 AND "time" <= 1710115200 GROUP BY 1 ORDER BY 1;
+TRUNCATE regress_epoch_conds;
+INSERT INTO regress_epoch_conds
+  SELECT format('extract(epoch from %s) %s %s', c, op, v)
+  FROM unnest(ARRAY['ts', 'tz', 'tt']) c,
+       unnest(ARRAY['=', '<>', '<', '<=', '>', '>=']) op,
+       unnest(ARRAY['1710054000', '1710054000.5', '1710054000.4999995',
+                    '1710055800.123456', '1710055800.1234565',
+                    '1710115200', '1710115199.999999', '1710115199.9999996',
+                    '-86400.25', '0', '-62135596800', '253402300799',
+                    '$$NaN$$::numeric', '$$Infinity$$::numeric',
+                    '$$-Infinity$$::numeric']) v;
+INSERT INTO regress_epoch_conds VALUES
+  ('extract(epoch from ts) BETWEEN 1710054000 AND 1710115200'),
+  ('extract(epoch from tz) BETWEEN 1710054000.5 AND 1710055800.123456'),
+  ('extract(epoch from tt) >= 1710054000 AND extract(epoch from tt) < 1710115200.5'),
+  ('EXTRACT(EPOCH FROM ts) BETWEEN 1 AND 0');
+SELECT cond FROM regress_epoch_conds
+  WHERE regress_filtered(cond)
+     OR NOT (SELECT bool_and(same) FROM regress_same(
+               format('SELECT id FROM {t} WHERE %s', cond)))
+  ORDER BY 1;
+SET TimeZone = 'America/New_York';
+SELECT cond FROM regress_epoch_conds
+  WHERE NOT (SELECT bool_and(same) FROM regress_same(
+               format('SELECT id FROM {t} WHERE %s', cond)))
+  ORDER BY 1;
+SET TimeZone = 'Asia/Kolkata';
+SELECT cond FROM regress_epoch_conds
+  WHERE NOT (SELECT bool_and(same) FROM regress_same(
+               format('SELECT id FROM {t} WHERE %s', cond)))
+  ORDER BY 1;
+SELECT * FROM regress_same('SELECT floor(("time")/3600)*3600 AS "time", count(*) FROM (SELECT extract(epoch from tz) AS "time" FROM {t}) t WHERE "time" >= 1710054000 AND "time" <= 1710115200 GROUP BY 1');
+RESET TimeZone;
+SELECT * FROM regress_same('SELECT floor(("time")/3600)*3600 AS "time", count(*) FROM (SELECT extract(epoch from ts) AS "time" FROM {t}) t WHERE "time" >= 1710054000 AND "time" <= 1710115200 GROUP BY 1');
+-- a parameter of a generic plan: bound when the scan starts
+SET plan_cache_mode = force_generic_plan;
+PREPARE regress_epoch(numeric) AS
+  SELECT id FROM items WHERE extract(epoch from ts) >= $1 ORDER BY id;
+EXPLAIN (VERBOSE, COSTS OFF) EXECUTE regress_epoch(1710054000.5);
+EXECUTE regress_epoch(1710054000.5);
+EXECUTE regress_epoch(1710115199.9999996);
+EXECUTE regress_epoch(NULL);
+DEALLOCATE regress_epoch;
+RESET plan_cache_mode;
+-- not the epoch of a date, nor against a float: PostgreSQL filters
+EXPLAIN (VERBOSE, COSTS OFF)
+SELECT id FROM items WHERE extract(epoch from d) >= 1710054000;
+EXPLAIN (VERBOSE, COSTS OFF)
+SELECT id FROM items WHERE extract(epoch from ts)::float8 >= 1710054000;
 DROP TABLE regress_epoch_conds;
 DROP FUNCTION regress_filtered(text);
 

@@ -719,9 +719,9 @@ shard_time_key_form_value(void *form, Datum value, bool *isnull)
 
 /*
  * shard_time_key_form_groups
- *		The groups of a bucket form: at most one per step of its grid over
- *		the column's span, and no more than of its column; -1 for any other
- *		key.
+ *		The groups of a bucket form: at most one per step of its grid (or
+ *		per bin) over the column's span, and no more than of its column; -1
+ *		for any other key.
  */
 double
 shard_time_key_form_groups(PlannerInfo *root, Expr *expr, RelOptInfo *baserel,
@@ -737,5 +737,7 @@ shard_time_key_form_groups(PlannerInfo *root, Expr *expr, RelOptInfo *baserel,
 								 NULL, NULL);
 	if (f.kind == FORM_GRID && shard_time_column_span(root, f.var, &span))
 		groups = Min(groups, floor(span / f.secs) + 2);
+	else if (f.kind == FORM_BIN && shard_time_column_span(root, f.var, &span))
+		groups = Min(groups, floor(span / f.bin_width) + 2);
 	return groups;
 }

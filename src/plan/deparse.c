@@ -83,8 +83,10 @@ typedef enum PushCategory
 	PUSH_NONE,
 	PUSH_INT,
 	PUSH_TEXT,
-	PUSH_TIME						/* bound as microseconds or days since
+	PUSH_TIME,						/* bound as microseconds or days since
 									 * 2000 */
+	PUSH_EPOCH_NUMERIC				/* a numeric compared with extract(epoch
+									 * FROM a time), never a column's */
 } PushCategory;
 
 /* State of one deparse: the relation and the parameters collected. */
@@ -178,6 +180,18 @@ is_own_column(Expr *expr, RelOptInfo *baserel)
 }
 
 /*
+ * value_category
+ *		The category of a value's type: its type_category, or for a numeric
+ *		PUSH_EPOCH_NUMERIC, which only the epoch seconds of a time are
+ *		compared with.
+ */
+static PushCategory
+value_category(Oid typid)
+{
+	return typid == NUMERICOID ? PUSH_EPOCH_NUMERIC : type_category(typid);
+}
+
+/*
  * is_value
  *		Is expr a constant, a parameter or (with computed_ok) an expression
  *		computed once per scan whose value may be bound for this category?
@@ -192,7 +206,7 @@ is_value(Expr *expr, PushCategory cat, bool computed_ok)
 	{
 		Const	   *c = (Const *) expr;
 
-		return type_category(c->consttype) == cat;
+		return value_category(c->consttype) == cat;
 	}
 	if (IsA(expr, Param))
 	{
@@ -201,7 +215,7 @@ is_value(Expr *expr, PushCategory cat, bool computed_ok)
 		/* a subquery's value may fail to compute, like an expression */
 		return (p->paramkind == PARAM_EXTERN ||
 				(p->paramkind == PARAM_EXEC && computed_ok)) &&
-			type_category(p->paramtype) == cat;
+			value_category(p->paramtype) == cat;
 	}
 
 	/*
@@ -213,7 +227,7 @@ is_value(Expr *expr, PushCategory cat, bool computed_ok)
 	 * computing it may fail.
 	 */
 	return computed_ok &&
-		type_category(exprType((Node *) expr)) == cat &&
+		value_category(exprType((Node *) expr)) == cat &&
 		!contain_var_clause((Node *) expr) &&
 		!contain_volatile_functions((Node *) expr) &&
 		!contain_subplans((Node *) expr) &&
@@ -335,6 +349,21 @@ column_category(Expr *col)
 	if (shard_time_epoch_of(col, NULL) != NULL)
 		return PUSH_TIME;
 	return type_category(exprType((Node *) shard_strip_relabel(col)));
+}
+
+/*
+ * epoch_value_category
+ *		The category of the values a column side of category cat is
+ *		compared with: integers for CAST(extract(epoch FROM t) AS bigint),
+ *		numerics for extract(epoch FROM t) itself, else cat.
+ */
+static PushCategory
+epoch_value_category(Expr *col, PushCategory cat)
+{
+	if (shard_time_epoch_of(col, NULL) == NULL)
+		return cat;
+	return exprType((Node *) shard_strip_relabel(col)) == NUMERICOID ?
+		PUSH_EPOCH_NUMERIC : PUSH_INT;
 }
 
 /*
@@ -485,8 +514,7 @@ pushable(PlannerInfo *root, RelOptInfo *baserel, Expr *expr, bool computed_ok)
 
 				name = comparison_name(op->opno);
 				if (name == NULL ||
-					!is_value(val, shard_time_epoch_of(col, NULL) ? PUSH_INT : cat,
-							  computed_ok))
+					!is_value(val, epoch_value_category(col, cat), computed_ok))
 					return false;
 				/*
 				 * Times of any two types: a value of another type than the

@@ -52,9 +52,11 @@
  * function of each group's time.  The keys BI tools build around these
  * (casts, Sunday weeks, epoch grids, minute grains, report time zones,
  * numeric bins) are bucket forms: the shards group by a stand-in of the
- * column and the merge computes the whole key of it (bucketform.c).  CAST(extract(epoch FROM col) AS bigint) compared with an
- * integer is compared as its column, with the first and last times of the
- * integer (shard_time_epoch_of, cross_time_cmp).
+ * column and the merge computes the whole key of it (bucketform.c).
+ * CAST(extract(epoch FROM col) AS bigint) compared with an integer, and
+ * extract(epoch FROM col) compared with a numeric, are compared as their
+ * column, with the first and last times of the value (shard_time_epoch_of,
+ * cross_time_cmp).
  *
  *-------------------------------------------------------------------------
  */
@@ -93,13 +95,15 @@ enum
 
 /*
  * The type of a value compared (the "valtype" of SHARD_TIME_KIND): a time
- * (time_code), or the integer compared with CAST(extract(epoch FROM col) AS
- * bigint) (epoch_code).
+ * (time_code), the integer compared with CAST(extract(epoch FROM col) AS
+ * bigint), or the numeric compared with extract(epoch FROM col) itself
+ * (epoch_code).
  */
 #define TIME_VAL_EPOCH_INT2	3
 #define TIME_VAL_EPOCH_INT4	4
 #define TIME_VAL_EPOCH_INT8	5
-#define TIME_NVALTYPES		6
+#define TIME_VAL_EPOCH_NUMERIC	6
+#define TIME_NVALTYPES		7
 
 /* Which bound of a value (the "which" of SHARD_TIME_KIND). */
 #define TIME_FIRST	0			/* the first column value >= the value */
@@ -152,8 +156,8 @@ time_code(Oid typid)
 
 /*
  * epoch_code
- *		The valtype of an integer compared with a time's epoch seconds, or
- *		-1 for other types.
+ *		The valtype of an integer or a numeric compared with a time's epoch
+ *		seconds, or -1 for other types.
  */
 static int
 epoch_code(Oid typid)
@@ -166,6 +170,8 @@ epoch_code(Oid typid)
 			return TIME_VAL_EPOCH_INT4;
 		case INT8OID:
 			return TIME_VAL_EPOCH_INT8;
+		case NUMERICOID:
+			return TIME_VAL_EPOCH_NUMERIC;
 		default:
 			return -1;
 	}
@@ -230,8 +236,11 @@ shard_time_deparse_column_value(StringInfo buf, PlannerInfo *root, Var *var)
 bool
 shard_time_comparable(Expr *col, Oid valtype)
 {
+	/* extract's own numeric against a numeric, its bigint an integer */
 	if (shard_time_epoch_of(col, NULL) != NULL)
-		return epoch_code(valtype) >= 0;
+		return epoch_code(valtype) >= 0 &&
+			(exprType((Node *) shard_strip_relabel(col)) == NUMERICOID) ==
+			(epoch_code(valtype) == TIME_VAL_EPOCH_NUMERIC);
 	return time_code(exprType((Node *) shard_strip_relabel(col))) >= 0 &&
 		time_code(valtype) >= 0;
 }
@@ -241,8 +250,11 @@ shard_time_comparable(Expr *col, Oid valtype)
  *		The timestamp or timestamptz column of this table (of any table
  *		with baserel NULL) whose epoch expr is: CAST(extract(epoch FROM
  *		col) AS bigint), which a filter in Unix seconds such as Grafana's
- *		$__unixEpochFilter compares with integers; or NULL.  It is compared
- *		as its column, with the integer's first and last times.
+ *		$__unixEpochFilter compares with integers, or extract(epoch FROM
+ *		col) itself, a numeric (the microseconds a fraction) that the same
+ *		filter on a subquery's epoch column compares with numerics; or
+ *		NULL.  It is compared as its column, with the first and last times
+ *		of the integer or the numeric.
  */
 Var *
 shard_time_epoch_of(Expr *expr, RelOptInfo *baserel)
@@ -252,11 +264,13 @@ shard_time_epoch_of(Expr *expr, RelOptInfo *baserel)
 	char	   *field;
 	Var		   *var;
 
-	if (f == NULL || !IsA(f, FuncExpr) || f->funcid != F_INT8_NUMERIC ||
-		list_length(f->args) != 1)
+	if (f == NULL || !IsA(f, FuncExpr))
 		return NULL;
-	ex = (FuncExpr *) shard_strip_relabel(linitial(f->args));
-	if (!IsA(ex, FuncExpr) || list_length(ex->args) != 2 ||
+	if (f->funcid == F_INT8_NUMERIC && list_length(f->args) == 1)
+		ex = (FuncExpr *) shard_strip_relabel(linitial(f->args));
+	else
+		ex = f;
+	if (ex == NULL || !IsA(ex, FuncExpr) || list_length(ex->args) != 2 ||
 		(ex->funcid != F_EXTRACT_TEXT_TIMESTAMP &&
 		 ex->funcid != F_EXTRACT_TEXT_TIMESTAMPTZ) ||
 		(field = shard_const_text(linitial(ex->args))) == NULL ||
@@ -582,7 +596,8 @@ shard_time_deparse_bucket(StringInfo buf, PlannerInfo *root, FuncExpr *func,
  * shard_time_column_span
  *		The seconds between the least and the greatest value of a date or
  *		time column that its statistics know (histogram bounds and most
- *		common values); false without statistics.
+ *		common values), or the difference of an integer column's; false
+ *		without statistics.
  */
 bool
 shard_time_column_span(PlannerInfo *root, Var *var, double *secs)
@@ -607,7 +622,13 @@ shard_time_column_span(PlannerInfo *root, Var *var, double *secs)
 		{
 			double		t;
 
-			if (var->vartype == DATEOID)
+			if (var->vartype == INT2OID)
+				t = DatumGetInt16(sslot.values[i]);
+			else if (var->vartype == INT4OID)
+				t = DatumGetInt32(sslot.values[i]);
+			else if (var->vartype == INT8OID)
+				t = (double) DatumGetInt64(sslot.values[i]);
+			else if (var->vartype == DATEOID)
 			{
 				DateADT		d = DatumGetDateADT(sslot.values[i]);
 
@@ -1205,17 +1226,24 @@ cross_time_cmp(int coltype, int valtype, int64 c, Datum val)
 	Datum		cd = (coltype == 2) ? DateADTGetDatum((DateADT) c) :
 		TimestampGetDatum((Timestamp) c);
 
-	/* CAST(extract(epoch FROM c) AS bigint), as PostgreSQL computes it */
+	/*
+	 * extract(epoch FROM c) against a numeric, or CAST(extract(epoch FROM
+	 * c) AS bigint) against an integer, as PostgreSQL computes them
+	 */
 	if (valtype >= TIME_VAL_EPOCH_INT2)
 	{
 		Datum		epoch = DirectFunctionCall2(coltype == 0 ? extract_timestamp :
 												extract_timestamptz,
 												CStringGetTextDatum("epoch"), cd);
-		int64		e = DatumGetInt64(DirectFunctionCall1(numeric_int8, epoch));
-		int64		v = (valtype == TIME_VAL_EPOCH_INT2) ? DatumGetInt16(val) :
+		int64		e;
+		int64		v;
+
+		if (valtype == TIME_VAL_EPOCH_NUMERIC)
+			return DatumGetInt32(DirectFunctionCall2(numeric_cmp, epoch, val));
+		e = DatumGetInt64(DirectFunctionCall1(numeric_int8, epoch));
+		v = (valtype == TIME_VAL_EPOCH_INT2) ? DatumGetInt16(val) :
 			(valtype == TIME_VAL_EPOCH_INT4) ? DatumGetInt32(val) :
 			DatumGetInt64(val);
-
 		return (e > v) - (e < v);
 	}
 	return DatumGetInt32(DirectFunctionCall2(cmps[coltype][valtype], cd, val));
@@ -1245,6 +1273,19 @@ time_bound(int coltype, int valtype, Datum val, int which)
 	bool		nobegin = epoch ? false : (valtype == 2) ?
 		DATE_IS_NOBEGIN(DatumGetDateADT(val)) :
 		TIMESTAMP_IS_NOBEGIN(DatumGetTimestamp(val));
+
+	/* a numeric's infinities (and NaN, above them) compare as a time's */
+	if (valtype == TIME_VAL_EPOCH_NUMERIC)
+	{
+		Numeric		n = DatumGetNumeric(val);
+		bool		inf = numeric_is_inf(n);
+		bool		above = inf &&
+			DatumGetInt32(DirectFunctionCall2(numeric_cmp, val,
+											  NumericGetDatum(int64_to_numeric(0)))) > 0;
+
+		noend = numeric_is_nan(n) || above;
+		nobegin = inf && !above;
+	}
 
 	if (noend)
 		return which == TIME_FIRST ? PG_INT64_MAX : PG_INT64_MAX - 1;
