@@ -105,6 +105,19 @@ RESET sqlite_shard_fdw.fanout_parallelism;
 RESET sqlite_shard_fdw.max_open_shards;
 
 -- ===================================================================
+-- A commit of one shard in WAL mode writes its changed pages and no more:
+-- the last of them marks the commit (the row and its key: two frames of
+-- the shard's WAL, 4096 + 24 bytes each), with no extra frame of the
+-- database's first page
+-- ===================================================================
+INSERT INTO t VALUES ('b', 40, 'w');
+SELECT (pg_stat_file('/tmp/ssfdw_regress/commits/shards/k2.db-wal')).size AS wal_before \gset
+INSERT INTO t VALUES ('b', 41, 'w');
+SELECT ((pg_stat_file('/tmp/ssfdw_regress/commits/shards/k2.db-wal')).size
+        - :wal_before) / (4096 + 24) AS wal_frames;
+SELECT id, v FROM t WHERE tenant_id = 'b' AND id >= 40 ORDER BY id;
+
+-- ===================================================================
 -- Clean up
 -- ===================================================================
 DROP SERVER commits_srv CASCADE;

@@ -1307,6 +1307,30 @@ shardio_read_header(const char *path, unsigned char *buf, int len)
 }
 
 /*
+ * shardio_in_wal_mode
+ *		1 when the main database of a handle is in WAL mode, as its file's
+ *		header says (the format's write and read versions, bytes 18 and 19,
+ *		are 2), read through the handle's own open file; 0 when it is not or
+ *		cannot be told.  Leaving WAL mode needs every other connection's
+ *		lock gone, so the answer holds while the handle is in a transaction.
+ */
+int
+shardio_in_wal_mode(sqlite3 *db)
+{
+	sqlite3_file *file = NULL;
+	unsigned char versions[2];
+
+	if (sqlite3_file_control(db, "main", SQLITE_FCNTL_FILE_POINTER,
+							 &file) != SQLITE_OK ||
+		file == NULL || file->pMethods == NULL)
+		return 0;
+	if (file->pMethods->xRead(file, versions, sizeof(versions), 18) !=
+		SQLITE_OK)
+		return 0;
+	return versions[0] == 2 && versions[1] == 2;
+}
+
+/*
  * shardio_change_stamp
  *		Take a stamp of the main database of a handle that changes with every
  *		commit to it, without a lock or a transaction: equal stamps taken at

@@ -160,6 +160,7 @@ typedef struct ShardioStamp
 } ShardioStamp;
 
 extern int	shardio_change_stamp(sqlite3 *db, ShardioStamp *stamp);
+extern int	shardio_in_wal_mode(sqlite3 *db);
 
 /* A date and time in one of the text forms SQLite's date functions use. */
 typedef struct ShardDatetime
