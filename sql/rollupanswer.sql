@@ -227,6 +227,15 @@ SELECT ra_live($$SELECT status, count(*) FROM %s GROUP BY 1$$);
 SELECT rollup_answer_live('ra_daily');
 RESET ROLE;
 SELECT rollup_answer_live('ra_daily');
+-- ... and its own tenant's change is read live, for it alone
+\! bash test/fixtures/rollupanswer_app.sh s0 "INSERT INTO orders VALUES ('acme', 7, 'open', 2, '2024-03-04 00:00:00')"
+INSERT INTO ra_native VALUES ('acme', 7, 'open', 2, '2024-03-04 00:00:00');
+SET ROLE regress_ra_acme;
+SELECT ra_live($$SELECT status, count(*) FROM %s GROUP BY 1$$);
+SELECT ra_rows($$SELECT status, count(*), sum(amount_cents) FROM %s GROUP BY status$$, 'live', 'ra_orders');
+SELECT ra_rows($$SELECT status, count(*), sum(amount_cents) FROM %s WHERE tenant_id = 'acme' GROUP BY status$$, 'off', 'ra_native');
+RESET ROLE;
+SELECT ra_live($$SELECT status, count(*) FROM %s GROUP BY 1$$);
 -- a role that may not read the rollup: the ordinary plan, no error
 SET ROLE regress_ra_norollup;
 SELECT ra_from_rollup($$SELECT status, count(*) FROM %s GROUP BY status$$);
