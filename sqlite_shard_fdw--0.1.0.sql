@@ -425,3 +425,15 @@ RETURNS SETOF record
 AS 'MODULE_PATHNAME', 'shard_schemas'
 LANGUAGE C;
 REVOKE ALL ON FUNCTION shard_schemas(name, text) FROM PUBLIC;
+
+-- rollup_answer_live(rollup [, max_staleness]): the tenants whose groups a
+-- query answered from the rollup reads live now, those whose rows changed
+-- since their refresh (with max_staleness: none while no change has waited
+-- longer).  Queries answered from a rollup call it once per execution
+-- (sqlite_shard_fdw.rollup_answer); the caller must be allowed to read the
+-- rollup table, and sees only the tenants its user mapping allows.
+CREATE FUNCTION rollup_answer_live(rollup regclass,
+                                   max_staleness interval DEFAULT NULL)
+RETURNS text[]
+AS 'MODULE_PATHNAME', 'shard_rollup_answer_live'
+LANGUAGE C VOLATILE;

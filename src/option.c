@@ -40,6 +40,7 @@
 #include "utils/varlena.h"
 
 #include "compat.h"
+#include "plan/rollupanswer.h"
 
 PG_MODULE_MAGIC;
 
@@ -229,6 +230,7 @@ _PG_init(void)
 
 	shard_move_define_gucs();
 	shard_commitlog_define_gucs();
+	shard_rollupanswer_init();
 	MarkGUCPrefixReserved_compat("sqlite_shard_fdw");
 }
 

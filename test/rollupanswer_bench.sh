@@ -1,0 +1,126 @@
+#!/usr/bin/env bash
+#
+# test/rollupanswer_bench.sh
+#	A fleet-wide daily report answered from a rollup
+#	(sqlite_shard_fdw.rollup_answer), against the same report over a
+#	native table holding the rollup's rows and against the fan-out, on the
+#	fleet of test/rollup_bench.sh (8 shards, 1,000 tenants,
+#	ROLLUP_BENCH_ROWS orders each: 1,000), with nothing changed and after
+#	1 % of the tenants changed.  Each figure is the best of five runs.
+#
+# Not part of make test (no test asserts a time).  After make install:
+#	flock -o /tmp/ssfdw_install.lock bash test/rollupanswer_bench.sh
+
+set -euo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+export LC_ALL=C.UTF-8
+source test/harness.sh
+source test/fixtures/common.sh
+
+if [ -z "${RABENCH_INNER:-}" ]; then
+	RABENCH_INNER=1 ssfdw_virtualenv bash "$0"
+	exit $?
+fi
+
+ROWS=${ROLLUP_BENCH_ROWS:-1000}
+tmp=$(mktemp -d -t ssfdw_rabench.XXXXXX)
+chmod 0777 "$tmp"
+trap 'rm -rf "$tmp"' EXIT
+
+d="$tmp/fleet"
+mkdir -p "$d/shards"
+fx_directory "$d"
+for s in 0 1 2 3 4 5 6 7; do
+	fx_sqlite "$d/shards/s$s.db" "PRAGMA journal_mode = WAL;
+	  CREATE TABLE orders(tenant_id TEXT NOT NULL, order_id INTEGER NOT NULL,
+	    status TEXT, amount_cents INTEGER, created_at TEXT,
+	    PRIMARY KEY (tenant_id, order_id));
+	  WITH RECURSIVE t(i) AS (SELECT $s UNION ALL SELECT i + 8 FROM t WHERE i + 8 < 1000),
+	    n(j) AS (SELECT 1 UNION ALL SELECT j + 1 FROM n WHERE j < $ROWS)
+	  INSERT INTO orders SELECT printf('t%04d', i), j,
+	    CASE j % 3 WHEN 0 THEN 'open' WHEN 1 THEN 'paid' ELSE 'void' END,
+	    (i * 7 + j * 13) % 5000,
+	    printf('2024-%02d-%02d %02d:00:00', 1 + j % 12, 1 + j % 28, j % 24)
+	  FROM t, n;"
+	fx_add_shard "$d" "s$s" "shards/s$s.db"
+	fx_sqlite "$d/directory.db" "WITH RECURSIVE t(i) AS (SELECT $s UNION ALL
+	    SELECT i + 8 FROM t WHERE i + 8 < 1000)
+	  INSERT INTO shard_map(tenant_id, shard_id, status, updated_at)
+	  SELECT printf('t%04d', i), 's$s', 'ACTIVE', 0 FROM t;"
+done
+fx_done "$d"
+
+q()
+{
+	psql -X -q -At -v ON_ERROR_STOP=1 -c "$@"
+}
+
+# ms SQL: the milliseconds one statement takes, as psql's \timing says.
+ms()
+{
+	psql -X -q -At -v ON_ERROR_STOP=1 -c '\timing on' -c "$1" |
+		sed -n 's/^Time: \([0-9.]*\) ms.*/\1/p' | tail -n 1
+}
+
+# best SETTINGS SQL: the fastest of five runs of SQL after SETTINGS.
+best()
+{
+	local i
+	for i in 1 2 3 4 5; do
+		psql -X -q -At -v ON_ERROR_STOP=1 -c "$1" -c '\timing on' -c "$2" |
+			sed -n 's/^Time: \([0-9.]*\) ms.*/\1/p' | tail -n 1
+	done | sort -g | head -n 1
+}
+
+psql -X -q -v ON_ERROR_STOP=1 <<SQL >/dev/null
+SET client_min_messages = warning;
+CREATE EXTENSION sqlite_shard_fdw;
+CREATE SERVER rbench FOREIGN DATA WRAPPER sqlite_shard_fdw
+  OPTIONS (directory '$d/directory.db', busy_timeout_ms '10000');
+CREATE FOREIGN TABLE orders (tenant_id text, order_id bigint, status text,
+  amount_cents bigint, created_at timestamp) SERVER rbench;
+SQL
+rows=$(q "SELECT count(*) FROM orders")
+echo "fleet: 8 shards, 1000 tenants, $rows orders"
+
+query="SELECT tenant_id, date_trunc('day', created_at) AS day, status,
+  count(*), sum(amount_cents) AS amount, avg(amount_cents) AS avg_amount
+  FROM orders GROUP BY 1, 2, 3"
+q "SELECT rollup_create('orders_daily', \$\$$query\$\$)" >/dev/null
+# a native table holding the rollup's rows, and the report written over it
+q "CREATE TABLE native_daily AS TABLE orders_daily; ANALYZE native_daily; ANALYZE orders_daily" >/dev/null
+echo "rollup: $(q "SELECT count(*) FROM orders_daily") groups"
+
+report="SELECT date_trunc('day', created_at) AS day, count(*), sum(amount_cents),
+  avg(amount_cents) FROM orders GROUP BY 1 ORDER BY 1"
+native="SELECT day, sum(count)::bigint, sum(amount)::bigint,
+  sum(avg_amount_sum) / sum(avg_amount_count) FROM native_daily GROUP BY 1 ORDER BY 1"
+# the library loaded first, so that the setting applies to the session's
+# first query through the wrapper
+off="LOAD 'sqlite_shard_fdw'; SET sqlite_shard_fdw.rollup_answer = off"
+live="LOAD 'sqlite_shard_fdw'; SET sqlite_shard_fdw.rollup_answer = live"
+stale="LOAD 'sqlite_shard_fdw'; SET sqlite_shard_fdw.rollup_answer = stale"
+
+r_native=$(best "$off" "$native")
+r_fanout=$(best "$off" "$report")
+r_live=$(best "$live" "$report")
+r_stale=$(best "$stale" "$report")
+echo "daily report, nothing changed: native table of the rollup's rows $r_native ms, fan-out $r_fanout ms, rollup_answer = live $r_live ms, stale $r_stale ms"
+
+# 1 % of the tenants change, written by the application
+for k in $(seq 0 9); do
+	t=$(printf 't%04d' $((k * 97 + 1)))
+	s=$(( (k * 97 + 1) % 8 ))
+	runuser -u postgres -- sqlite3 -cmd ".timeout 5000" "$d/shards/s$s.db" \
+		"UPDATE orders SET amount_cents = amount_cents + 1 WHERE tenant_id = '$t' AND order_id = 1"
+done
+r_live10=$(best "$live" "$report")
+r_stale10=$(best "$stale" "$report")
+echo "daily report, 10 tenants (1 %) changed: rollup_answer = live $r_live10 ms, stale $r_stale10 ms"
+psql -X -q -At -c "$live" -c "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) $report"
+
+# the answers: live equals the fan-out
+d1=$(psql -X -q -At -v ON_ERROR_STOP=1 -c "$live" -c "CREATE TEMP TABLE a AS $report" -c "$off" \
+	-c "SELECT count(*) FROM ((TABLE a EXCEPT ALL ($report)) UNION ALL (($report) EXCEPT ALL TABLE a)) x")
+echo "live answer against the fan-out: $d1 rows differ"
