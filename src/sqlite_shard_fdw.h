@@ -157,6 +157,8 @@ extern ShardInfo *shard_reference_shard(ShardDirectory *dir,
 /* in move.c */
 
 extern void shard_move_define_gucs(void);
+extern void shard_move_refuse_file_per_tenant(ShardServerOptions *opts,
+											  const char *tenant);
 
 /*
  * The message a moved tenant's fence raises in its old shard (movecopy.c
