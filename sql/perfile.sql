@@ -187,6 +187,23 @@ INSERT INTO items VALUES ('t0004', 100002, 'new', 7, '2025-06-02');
 DELETE FROM items WHERE tenant_id = 't0004' AND order_id = 100002;
 -- A row's tenant is its file: it cannot change.
 UPDATE items SET tenant_id = 't0005' WHERE tenant_id = 't0004';
+-- Row by row, rowids that do not fit beside the file's number in a ctid
+-- (negative, or beyond 2^43 with 12 files read) are kept as records.
+BEGIN;
+INSERT INTO items VALUES ('t0004', 70368744177669, 'new', 1, '2025-06-01'),
+  ('t0007', -5, 'new', 2, '2025-06-01');
+WITH u AS (UPDATE items SET status = 'odd'
+  WHERE (order_id < 0 OR order_id > 1e13) AND random() < 2
+  RETURNING tenant_id, order_id, status)
+SELECT * FROM u ORDER BY 1;
+SELECT tenant_id, order_id, status, amount_cents FROM items
+ WHERE order_id < 0 OR order_id > 1e13 ORDER BY 1;
+WITH d AS (DELETE FROM items
+  WHERE (order_id < 0 OR order_id > 1e13 OR order_id = 7) AND random() < 2
+  RETURNING tenant_id, order_id)
+SELECT * FROM d ORDER BY 1;
+SELECT count(*) FROM items WHERE order_id < 0 OR order_id > 1e13;
+ROLLBACK;
 
 -- ===================================================================
 -- Files that are not tenants, and files that cannot be read
@@ -219,6 +236,7 @@ SELECT count(*) FROM items_dirbad WHERE tenant_id = 't0002';
 -- ===================================================================
 CREATE ROLE regress_pf_two;
 GRANT SELECT ON items, items_bad TO regress_pf_two;
+GRANT UPDATE, DELETE ON items_bad TO regress_pf_two;
 CREATE USER MAPPING FOR regress_pf_two SERVER pf_flat
   OPTIONS (tenants 't0002,t0003');
 CREATE USER MAPPING FOR regress_pf_two SERVER pf_bad
@@ -229,6 +247,14 @@ SELECT tenant_id, count(*) FROM items GROUP BY 1 ORDER BY 1;
 SELECT count(*) FROM items WHERE tenant_id = 't0005';
 -- another tenant's unreadable file, and the misplaced names, stay unseen
 SELECT tenant_id, count(*) FROM items_bad GROUP BY 1 ORDER BY 1;
+-- ... by a row-by-row UPDATE or DELETE too, which lists no files
+BEGIN;
+UPDATE items_bad SET order_id = order_id + 1000
+ WHERE order_id % 7 = 0 AND random() < 2 RETURNING tenant_id, order_id;
+DELETE FROM items_bad WHERE order_id > 1000 AND random() < 2
+ RETURNING tenant_id, order_id;
+SELECT count(*) FROM items_bad;
+ROLLBACK;
 RESET ROLE;
 
 -- ===================================================================
@@ -237,6 +263,7 @@ RESET ROLE;
 DROP USER MAPPING FOR regress_pf_two SERVER pf_flat;
 DROP USER MAPPING FOR regress_pf_two SERVER pf_bad;
 REVOKE SELECT ON items, items_bad FROM regress_pf_two;
+REVOKE UPDATE, DELETE ON items_bad FROM regress_pf_two;
 DROP ROLE regress_pf_two;
 DROP FUNCTION regress_same(text, boolean);
 DROP TABLE items_native;

@@ -120,11 +120,100 @@ SELECT * FROM shard_list('tc_dir') WHERE shard_id = 'dcme';
 INSERT INTO tc_dir_orders VALUES ('dcme', 8, 'new', 1, '2026-01-02');  -- 23503
 
 -- ===================================================================
+-- tenant_remove: the file goes when the transaction commits
+-- ===================================================================
+SELECT tenant_create('tc_hashed', 'gcme');
+INSERT INTO tc_orders VALUES ('gcme', 1, 'new', 100, '2026-01-02');
+-- rolled back: the file stays as it was, without the fence
+BEGIN;
+SELECT tenant_remove('tc_hashed', 'gcme', delete_rows => true);
+-- removed already by this transaction: 42704
+SELECT tenant_remove('tc_hashed', 'gcme', delete_rows => true);
+ROLLBACK;
+\! ls /tmp/ssfdw_regress/tenantcreate/hashed/tenants/*/gcme.db | wc -l
+\! sqlite3 /tmp/ssfdw_regress/tenantcreate/hashed/tenants/*/gcme.db "SELECT count(*) FROM sqlite_schema WHERE type = 'trigger'"
+SELECT count(*) FROM tc_orders WHERE tenant_id = 'gcme';
+INSERT INTO tc_orders VALUES ('gcme', 2, 'new', 200, '2026-01-02');
+-- until the commit the file is there, and this transaction reads it; a
+-- write to it waits for the removal's lock: 55P03
+ALTER SERVER tc_hashed OPTIONS (ADD busy_timeout_ms '200');
+BEGIN;
+SELECT tenant_remove('tc_hashed', 'gcme', delete_rows => true);
+SELECT count(*) FROM tc_orders WHERE tenant_id = 'gcme';
+INSERT INTO tc_orders VALUES ('gcme', 3, 'new', 300, '2026-01-02');
+ROLLBACK;
+ALTER SERVER tc_hashed OPTIONS (DROP busy_timeout_ms);
+-- a savepoint rolled back keeps it, and lets it go: removed again
+BEGIN;
+SAVEPOINT s1;
+SELECT tenant_remove('tc_hashed', 'gcme', delete_rows => true);
+ROLLBACK TO SAVEPOINT s1;
+SAVEPOINT s2;
+SELECT tenant_remove('tc_hashed', 'gcme', delete_rows => true);
+ROLLBACK TO SAVEPOINT s2;
+COMMIT;
+SELECT count(*) FROM tc_orders WHERE tenant_id = 'gcme';
+-- an exception block that fails keeps it too
+DO $$
+BEGIN
+  PERFORM tenant_remove('tc_hashed', 'gcme', delete_rows => true);
+  RAISE EXCEPTION 'changed my mind';
+EXCEPTION WHEN raise_exception THEN
+  RAISE NOTICE 'caught: %', SQLERRM;
+END $$;
+SELECT count(*) FROM tc_orders WHERE tenant_id = 'gcme';
+-- a transaction that cannot be prepared: 0A000
+BEGIN;
+SELECT tenant_remove('tc_hashed', 'gcme', delete_rows => true);
+PREPARE TRANSACTION 'regress_tc_remove';
+SELECT count(*) FROM tc_orders WHERE tenant_id = 'gcme';
+-- another session's writer waits for the file's lock and, once the
+-- removal has committed, fails on the fence naming the tenant (40001)
+BEGIN;
+SELECT tenant_remove('tc_hashed', 'gcme', delete_rows => true);
+\! psql -X -q -d contrib_regression -c "INSERT INTO tc_orders VALUES ('gcme', 3, 'new', 1, '2026-01-02')" > /tmp/ssfdw_regress/tenantcreate/writer.out 2>&1 & sleep 1
+\! ls /tmp/ssfdw_regress/tenantcreate/hashed/tenants/*/ | grep gcme
+COMMIT;
+\! bash test/fixtures/wait_file.sh /tmp/ssfdw_regress/tenantcreate/writer.out ERROR
+-- gone with its -wal and -shm files
+\! ls /tmp/ssfdw_regress/tenantcreate/hashed/tenants/*/ | grep -c gcme
+SELECT count(*) FROM tc_orders WHERE tenant_id = 'gcme';
+INSERT INTO tc_orders VALUES ('gcme', 4, 'new', 1, '2026-01-02');  -- 23503
+SELECT tenant_remove('tc_hashed', 'gcme');                 -- no file
+-- an application's writer waiting for the lock of a rollback-journal
+-- file fails on the fence too
+BEGIN;
+SELECT tenant_remove('tc_hashed', 't0003', delete_rows => true);
+\! python3 test/fixtures/wait_write.py /tmp/ssfdw_regress/tenantcreate/hashed/tenants/$(printf t0003 | md5sum | cut -c1-2)/t0003.db /tmp/ssfdw_regress/tenantcreate/app.out "INSERT INTO orders (order_id, status, amount_cents, created_at) VALUES (99, 'new', 1, '2026-01-02')"
+COMMIT;
+\! bash test/fixtures/wait_file.sh /tmp/ssfdw_regress/tenantcreate/app.out
+\! ls /tmp/ssfdw_regress/tenantcreate/hashed/tenants/*/ | grep -c t0003
+SELECT count(*) FROM tc_orders WHERE tenant_id = 't0003';
+-- where the directory names the files: a rollback keeps rows and file
+BEGIN;
+SELECT tenant_remove('tc_dir', 't0002', delete_rows => true);
+ROLLBACK;
+SELECT count(*) FROM tenant_locate('tc_dir', 't0002');
+SELECT count(*) FROM tc_dir_orders WHERE tenant_id = 't0002';
+-- bad input
+SELECT tenant_remove('tc_hashed', '../t0002');             -- HV024
+SELECT tenant_remove('tc_hashed', NULL);
+SELECT tenant_remove('tc_none', 't0002');
+
+-- ===================================================================
 -- tenant_remove with archive_folder: the file is kept there
 -- ===================================================================
 ALTER SERVER tc_hashed OPTIONS (ADD archive_folder 'archive');
+-- rolled back: the file stays, the copy goes
+BEGIN;
 SELECT tenant_remove('tc_hashed', 't0001');
 \! ls /tmp/ssfdw_regress/tenantcreate/hashed/archive | sed 's/\.[0-9]*$/.<time>/'
+ROLLBACK;
+\! ls /tmp/ssfdw_regress/tenantcreate/hashed/archive | wc -l
+SELECT count(*) FROM tc_orders WHERE tenant_id = 't0001';
+SELECT tenant_remove('tc_hashed', 't0001');
+\! ls /tmp/ssfdw_regress/tenantcreate/hashed/archive | sed 's/\.[0-9]*$/.<time>/'
+\! ls /tmp/ssfdw_regress/tenantcreate/hashed/tenants/*/ | grep -c t0001
 \! sqlite3 /tmp/ssfdw_regress/tenantcreate/hashed/archive/t0001.db.* 'SELECT count(*) FROM orders'
 SELECT count(*) FROM tc_orders WHERE tenant_id = 't0001';
 ALTER SERVER tc_dir OPTIONS (ADD archive_folder '../archive');

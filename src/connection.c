@@ -699,6 +699,11 @@ shard_conn_get_internal(ShardServerOptions *opts, ShardInfo *shard,
 		if (stat(shard->path, &st) != 0 || st.st_dev != conn->dev ||
 			st.st_ino != conn->ino)
 		{
+			int			persist = 1;
+
+			/* the names beside it are another file's now, or nobody's */
+			(void) sqlite3_file_control(conn->db, "main",
+										SQLITE_FCNTL_PERSIST_WAL, &persist);
 			end_read_xact(conn);
 			close_conn(conn);
 			conn = NULL;

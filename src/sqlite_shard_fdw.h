@@ -157,6 +157,8 @@ extern ShardInfo *shard_reference_shard(ShardDirectory *dir,
 /* in move.c */
 
 extern void shard_move_define_gucs(void);
+extern void shard_move_refuse_file_per_tenant(ShardServerOptions *opts,
+											  const char *tenant);
 
 /*
  * The message a moved tenant's fence raises in its old shard (movecopy.c
@@ -167,6 +169,16 @@ extern void shard_move_define_gucs(void);
 #define SHARD_FENCE_MARK "\" has moved to shard \""
 #define SHARD_FENCE_FORMAT \
 	SHARD_FENCE_LEAD "%s" SHARD_FENCE_MARK "%s\": write it there"
+
+/*
+ * The message the fence of a removed tenant's file raises (removal.c
+ * writes it, sqliteerror.c recognises it): the file goes once the
+ * transaction that removed it has committed, and a writer that had it
+ * open, or was waiting for its lock, must not write to it unseen.
+ */
+#define SHARD_REMOVED_MARK "\" was removed"
+#define SHARD_REMOVED_FORMAT \
+	SHARD_FENCE_LEAD "%s" SHARD_REMOVED_MARK ": its file is being deleted"
 
 /* in connection.c */
 

@@ -406,6 +406,23 @@ shard_write_error(int rc, const char *shard_id, const char *table,
 								shard_id),
 						 errdetail_internal("%s", msg),
 						 errhint("The tenant moved while the statement ran; the transaction might succeed if retried.")));
+
+			/*
+			 * The fence of a removed tenant's file (removal.c): the
+			 * tenant was removed while the statement waited for the
+			 * file's lock.  Run again, it finds no file.
+			 */
+			if (msg != NULL &&
+				strncmp(msg, SHARD_FENCE_LEAD, strlen(SHARD_FENCE_LEAD)) == 0 &&
+				strstr(msg, SHARD_REMOVED_MARK) != NULL)
+				ereport(ERROR,
+						(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+						 errmsg("could not write to the file of tenant \"%.*s\": the tenant was removed",
+								(int) (strstr(msg, SHARD_REMOVED_MARK) -
+									   msg - strlen(SHARD_FENCE_LEAD)),
+								msg + strlen(SHARD_FENCE_LEAD)),
+						 errdetail_internal("%s", msg),
+						 errhint("The tenant was removed while the statement ran; the transaction might succeed if retried.")));
 			sqlstate = ERRCODE_INTEGRITY_CONSTRAINT_VIOLATION;
 			break;
 		default:

@@ -25,6 +25,11 @@
  * both assume rows of one table are of similar size.  The method used is
  * reported with every tenant.
  *
+ * On a server of layout 'file_per_tenant' each file is one tenant's, whole:
+ * shard_stats counts one tenant per file, and tenant_stats gives each
+ * file's tenant every row of every table of the file, and the bytes its
+ * database holds (method "file"), without reading a tenant column.
+ *
  *-------------------------------------------------------------------------
  */
 #include "sqlite_shard_fdw.h"
@@ -363,7 +368,7 @@ shard_stats(PG_FUNCTION_ARGS)
 		values[4] = Int64GetDatum(fs->page_size);
 		values[5] = Int64GetDatum(fs->page_count);
 		values[6] = Int64GetDatum(fs->freelist_count);
-		values[7] = Int64GetDatum(loads[s].tenants);
+		values[7] = Int64GetDatum(opts->file_per_tenant ? 1 : loads[s].tenants);
 		values[8] = Int64GetDatum(opts->max_shard_bytes);
 		if (used < 0)
 			nulls[3] = nulls[9] = nulls[10] = nulls[11] = true;
@@ -412,6 +417,97 @@ table_rows_jsonb(List *table_rows)
 }
 
 /*
+ * file_tenant_stats
+ *		tenant_stats of a file that is one tenant's (layout
+ *		'file_per_tenant'): its rows in every table, and what its database
+ *		holds, all the tenant's.
+ */
+static void
+file_tenant_stats(ReturnSetInfo *rsinfo, ShardServerOptions *opts,
+				  ShardDirectory *dir, ShardInfo *info)
+{
+	ShardFleetStat *fs;
+	ShardConn  *conn;
+	sqlite3    *db;
+	sqlite3_stmt *stmt;
+	List	   *tables = NIL;
+	List	   *table_rows = NIL;
+	int64		rows = 0;
+	int64		used;
+	double		file;
+	ListCell   *lc;
+	Datum		values[7];
+	bool		nulls[7] = {false, false, false, false, false, false, false};
+	int			rc;
+
+	/* under tenant_path a file gone since it was listed has no tenant */
+	fs = shard_fleet_stats(opts, info, NIL, false,
+						   opts->skip_missing || opts->tenant_path != NULL);
+	if (fs->file_bytes < 0)
+	{
+		if (opts->tenant_path == NULL)
+			shard_warn_skipped(info, NULL);
+		return;
+	}
+	conn = shard_conn_get(opts, info, false);
+	db = shard_conn_db(conn);
+	rc = sqlite3_prepare_v2(db,
+							"SELECT name FROM main.sqlite_schema"
+							" WHERE type = 'table'"
+							" AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\'"
+							" AND name NOT LIKE '\\_ssfdw\\_%' ESCAPE '\\'"
+							" ORDER BY name", -1, &stmt, NULL);
+	if (rc != SQLITE_OK)
+		stat_failed(db, NULL, rc, info->shard_id,
+					_("could not list the tables of a tenant's file"));
+	while ((rc = sqlite3_step(stmt)) == SQLITE_ROW)
+		tables = lappend(tables,
+						 pstrdup((const char *) sqlite3_column_text(stmt, 0)));
+	if (rc != SQLITE_DONE)
+		stat_failed(db, stmt, rc, info->shard_id,
+					_("could not list the tables of a tenant's file"));
+	sqlite3_finalize(stmt);
+	foreach(lc, tables)
+	{
+		StringInfoData sql;
+		ShardTenantRows *tr = palloc0(sizeof(ShardTenantRows));
+
+		initStringInfo(&sql);
+		appendStringInfoString(&sql, "SELECT count(*) FROM main.");
+		shard_quote_identifier(&sql, lfirst(lc));
+		rc = sqlite3_prepare_v2(db, sql.data, -1, &stmt, NULL);
+		if (rc != SQLITE_OK)
+			stat_failed(db, NULL, rc, info->shard_id,
+						_("could not count the rows of a tenant's file"));
+		rc = sqlite3_step(stmt);
+		if (rc != SQLITE_ROW)
+			stat_failed(db, stmt, rc, info->shard_id,
+						_("could not count the rows of a tenant's file"));
+		tr->rows = sqlite3_column_int64(stmt, 0);
+		sqlite3_finalize(stmt);
+		rows += tr->rows;
+		table_rows = lappend(table_rows, list_make2(lfirst(lc), tr));
+	}
+	shard_conn_release(conn);
+	shard_conn_end_reads();		/* its rows are all it needs of the file */
+
+	used = shard_fleet_used_bytes(fs);
+	file = (double) fs->page_count * fs->page_size;
+	values[0] = shard_tenant_id_datum(shard_directory_file_tenant(dir,
+																  info->shard_id));
+	values[1] = CStringGetTextDatum(info->shard_id);
+	values[2] = Int64GetDatum(rows);
+	values[3] = table_rows_jsonb(table_rows);
+	values[4] = Int64GetDatum(Max(used, 0));
+	values[5] = DirectFunctionCall2(numeric_round,
+									DirectFunctionCall1(float8_numeric,
+														Float8GetDatum(file > 0 ? 100.0 * used / file : 0)),
+									Int32GetDatum(1));
+	values[6] = CStringGetTextDatum("file");
+	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+}
+
+/*
  * shard_tenant_stats
  *		tenant_stats(server [, shard]): per tenant (of every shard, or of
  *		the one named), its rows, rows per table, estimated bytes and share
@@ -438,6 +534,13 @@ shard_tenant_stats(PG_FUNCTION_ARGS)
 	else
 		shards = list_make1(shard_admin_shard(opts, dir,
 											  text_to_cstring(PG_GETARG_TEXT_PP(1))));
+
+	if (opts->file_per_tenant)
+	{
+		foreach(lc, shards)
+			file_tenant_stats(rsinfo, opts, dir, lfirst(lc));
+		return (Datum) 0;
+	}
 
 	owners = shard_fleet_owners(dir);
 	foreach(lc, shards)

@@ -19,6 +19,15 @@
  * numeric, because SQLite leaves any value that does not look like a number
  * as text in such a column.
  *
+ * On a server of layout 'file_per_tenant' each file is one tenant's and
+ * stores no tenant column: every table is imported as a table of tenants
+ * (never a reference table), with the tenant column declared first, as
+ * text, though no file stores it (a stored column of that name, which the
+ * tenant column would hide, is left out with a NOTICE).  The schema is
+ * read from a tenant's file (the "tenant" option; for a role whose user
+ * mapping has tenants, the first of those), a template database (the
+ * "template" option, or the server's tenant_template), or the first file.
+ *
  * Shard files are not trusted: table and column names read from them are
  * validated as the database encoding before they reach the generated SQL,
  * every identifier is quoted with quote_identifier() and every option value
@@ -36,6 +45,7 @@
 #include "foreign/fdwapi.h"
 #include "foreign/foreign.h"
 #include "mb/pg_wchar.h"
+#include "miscadmin.h"
 #include "nodes/parsenodes.h"
 #include "utils/builtins.h"
 #include "utils/numeric.h"
@@ -46,6 +56,9 @@
 typedef struct ImportOptions
 {
 	char	   *shard;			/* shard whose schema is read, or NULL */
+	char	   *tenant;			/* ... or the shard of this tenant */
+	char	   *template;		/* ... or this file (a path relative to the
+								 * directory's folder) */
 	char	   *tenant_column;	/* SQLite name of the tenant column */
 	bool		import_not_null;	/* copy NOT NULL constraints */
 	bool		reference_tables;	/* import tables without the tenant
@@ -70,7 +83,7 @@ typedef struct ImportOptions
 static void parse_import_options(ImportForeignSchemaStmt *stmt,
 								 ImportOptions *iopts);
 static ShardInfo *choose_shard(ShardServerOptions *opts, ShardDirectory *dir,
-							   const char *shard_id);
+							   ImportOptions *iopts, bool *template);
 static char *sqlite_name_to_server(const char *name);
 static char *pg_relname_for(const char *name);
 static char *normalize_decltype(const char *decltype, char **args);
@@ -79,7 +92,7 @@ static const char *map_sqlite_type(const char *decltype, StringInfo buf);
 static char *deparse_table(sqlite3 *db, sqlite3_stmt *colstmt,
 						   ShardInfo *shard, const char *servername,
 						   const char *tabname, const char *pgname,
-						   ImportOptions *iopts);
+						   ImportOptions *iopts, bool file_per_tenant);
 
 /*
  * shardImportForeignSchema
@@ -97,7 +110,9 @@ shardImportForeignSchema(ImportForeignSchemaStmt *stmt, Oid serverOid)
 	ShardServerOptions *opts;
 	ShardDirectory *dir;
 	ShardInfo  *shard;
+	bool		template;
 	ShardConn  *volatile conn = NULL;
+	sqlite3    *volatile template_db = NULL;
 	sqlite3_stmt *volatile tabstmt = NULL;
 	sqlite3_stmt *volatile colstmt = NULL;
 	List	   *commands = NIL;
@@ -118,13 +133,34 @@ shardImportForeignSchema(ImportForeignSchemaStmt *stmt, Oid serverOid)
 				 errhint("SQLite shards have one schema, \"main\".")));
 
 	dir = shard_directory_get(opts);
-	shard = choose_shard(opts, dir, iopts.shard);
+	shard = choose_shard(opts, dir, &iopts, &template);
 
-	conn = shard_conn_get(opts, shard, false);
+	/* a template is no shard: opened on its own, read-only */
+	if (template)
+	{
+		sqlite3    *db;
+		char		errbuf[SHARDIO_ERRLEN];
+
+		if (shardio_file_state(shard->path) != SHARDIO_FILE_OK)
+			ereport(ERROR,
+					(errcode(ERRCODE_UNDEFINED_FILE),
+					 errmsg("template \"%s\" does not exist or cannot be read",
+							shard->shard_id)));
+		if (shard_file_kind(shard->path) == SHARD_FILE_NOT_SQLITE ||
+			shardio_open(shard->path, 0, opts->busy_timeout_ms, &db,
+						 errbuf) != SQLITE_OK)
+			ereport(ERROR,
+					(errcode(ERRCODE_DATA_CORRUPTED),
+					 errmsg("template \"%s\" is not a valid SQLite database",
+							shard->shard_id)));
+		template_db = db;
+	}
+	else
+		conn = shard_conn_get(opts, shard, false);
 
 	PG_TRY();
 	{
-		sqlite3    *db = shard_conn_db(conn);
+		sqlite3    *db = template ? template_db : shard_conn_db(conn);
 		sqlite3_stmt *s;
 		char		errbuf[SHARDIO_ERRLEN];
 		int			rc;
@@ -205,7 +241,8 @@ shardImportForeignSchema(ImportForeignSchemaStmt *stmt, Oid serverOid)
 				continue;
 
 			cmd = deparse_table(db, colstmt, shard, opts->servername,
-								tabname, pgname, &iopts);
+								tabname, pgname, &iopts,
+								opts->file_per_tenant);
 			if (cmd != NULL)
 				commands = lappend(commands, cmd);
 		}
@@ -218,7 +255,10 @@ shardImportForeignSchema(ImportForeignSchemaStmt *stmt, Oid serverOid)
 	{
 		sqlite3_finalize(colstmt);
 		sqlite3_finalize(tabstmt);
-		shard_conn_release(conn);
+		if (conn != NULL)
+			shard_conn_release(conn);
+		if (template_db != NULL)
+			shardio_close(template_db);
 	}
 	PG_END_TRY();
 
@@ -238,6 +278,8 @@ parse_import_options(ImportForeignSchemaStmt *stmt, ImportOptions *iopts)
 	ListCell   *lc;
 
 	iopts->shard = NULL;
+	iopts->tenant = NULL;
+	iopts->template = NULL;
 	iopts->tenant_column = DEFAULT_TENANT_COLUMN;
 	iopts->import_not_null = true;
 	iopts->reference_tables = true;
@@ -250,6 +292,10 @@ parse_import_options(ImportForeignSchemaStmt *stmt, ImportOptions *iopts)
 
 		if (strcmp(def->defname, "shard") == 0)
 			iopts->shard = defGetString(def);
+		else if (strcmp(def->defname, "tenant") == 0)
+			iopts->tenant = defGetString(def);
+		else if (strcmp(def->defname, "template") == 0)
+			iopts->template = defGetString(def);
 		else if (strcmp(def->defname, "tenant_column") == 0)
 		{
 			iopts->tenant_column = defGetString(def);
@@ -271,32 +317,112 @@ parse_import_options(ImportForeignSchemaStmt *stmt, ImportOptions *iopts)
 			ereport(ERROR,
 					(errcode(ERRCODE_FDW_INVALID_OPTION_NAME),
 					 errmsg("invalid option \"%s\"", def->defname),
-					 errhint("Valid options in this context are: shard, tenant_column, import_not_null, reference_tables, infer_times, infer_unix_seconds.")));
+					 errhint("Valid options in this context are: shard, tenant, template, tenant_column, import_not_null, reference_tables, infer_times, infer_unix_seconds.")));
 	}
+	if ((iopts->shard != NULL) + (iopts->tenant != NULL) +
+		(iopts->template != NULL) > 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("options \"shard\", \"tenant\" and \"template\" cannot be used together"),
+				 errdetail("Each names the file whose schema is imported.")));
 }
 
 /*
  * choose_shard
- *		The shard whose schema is imported: the one named, or else the first
- *		by shard_id, so that repeating an import reads the same file.
+ *		The file whose schema is imported: the shard named, the shard (or
+ *		file) of the tenant named, the template named (*template set: a
+ *		file that is no shard, a path relative to the directory's folder,
+ *		read with the privileges of pg_read_server_files), or else the
+ *		first shard by shard_id, so that repeating an import reads the same
+ *		file.  On a fleet of one file per tenant, "else" is the server's
+ *		tenant_template, or for a role whose user mapping has tenants the
+ *		first of their files (no other tenant's file is listed for it),
+ *		or the first file.
  */
 static ShardInfo *
 choose_shard(ShardServerOptions *opts, ShardDirectory *dir,
-			 const char *shard_id)
+			 ImportOptions *iopts, bool *template)
 {
 	ShardInfo  *shard;
 	List	   *shards;
+	List	   *allowed = NIL;
+	const char *path = iopts->template;
 
-	if (shard_id != NULL)
+	*template = false;
+	if (iopts->shard != NULL)
 	{
-		shard = shard_directory_shard(dir, shard_id);
+		shard = shard_directory_shard(dir, iopts->shard);
 		if (shard == NULL)
 			ereport(ERROR,
 					(errcode(ERRCODE_FDW_INVALID_ATTRIBUTE_VALUE),
 					 errmsg("shard \"%s\" does not exist on foreign server \"%s\"",
-							shard_id, opts->servername),
+							iopts->shard, opts->servername),
 					 errhint("The \"shard\" option must name a shard listed by shard_list().")));
 		return shard;
+	}
+
+	if (opts->file_per_tenant || iopts->tenant != NULL)
+		allowed = shard_tenant_ids_text(shard_user_tenants(opts->serverid,
+														   GetUserId()));
+	if (iopts->tenant != NULL)
+	{
+		ShardLocation *loc;
+		bool		may = (allowed == NIL);
+		ListCell   *lc;
+
+		foreach(lc, allowed)
+			may |= (strcmp(lfirst(lc), iopts->tenant) == 0);
+		if (!may)
+			ereport(ERROR,
+					(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+					 errmsg("permission denied to read tenant \"%s\" on foreign server \"%s\"",
+							iopts->tenant, opts->servername),
+					 errdetail("The user mapping of role \"%s\" lists the tenants it may read.",
+							   GetUserNameFromId(GetUserId(), false))));
+		loc = shard_directory_locate(dir, iopts->tenant);
+		if (loc == NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_FDW_INVALID_ATTRIBUTE_VALUE),
+					 opts->file_per_tenant ?
+					 errmsg("tenant \"%s\" has no file on foreign server \"%s\"",
+							iopts->tenant, opts->servername) :
+					 errmsg("tenant \"%s\" does not exist on foreign server \"%s\"",
+							iopts->tenant, opts->servername),
+					 errhint("The \"tenant\" option must name a tenant listed by tenant_list().")));
+		return shard_directory_shard(dir, loc->owner);
+	}
+
+	if (path == NULL && opts->file_per_tenant && allowed == NIL)
+		path = opts->tenant_template;
+	if (path != NULL)
+	{
+		shard_require_file_privilege(false, gettext_noop("permission denied to import from a template"),
+									 gettext_noop("Only roles with privileges of the \"%s\" role may import the schema of a file named by a path."));
+		shard = palloc0(sizeof(ShardInfo));
+		shard->shard_id = pstrdup(path);
+		shard->path = shard_resolve_checked_path(opts, path, path);
+		*template = true;
+		return shard;
+	}
+
+	/* a scoped role: the first of its tenants that has a file */
+	if (opts->file_per_tenant && allowed != NIL)
+	{
+		ListCell   *lc;
+
+		foreach(lc, allowed)
+		{
+			ShardLocation *loc = shard_directory_locate(dir, lfirst(lc));
+
+			if (loc != NULL)
+				return shard_directory_shard(dir, loc->owner);
+		}
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("none of the tenants of role \"%s\" has a file on foreign server \"%s\"",
+						GetUserNameFromId(GetUserId(), false),
+						opts->servername),
+				 errhint("Import with OPTIONS (template '...') naming a template database.")));
 	}
 
 	shards = shard_directory_shards(dir);
@@ -305,6 +431,8 @@ choose_shard(ShardServerOptions *opts, ShardDirectory *dir,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("foreign server \"%s\" has no shards",
 						opts->servername),
+				 opts->file_per_tenant ?
+				 errhint("Import with OPTIONS (template '...') naming a template database, or create a tenant with tenant_create() first.") :
 				 errhint("Add a shard with shard_add() before importing.")));
 	return (ShardInfo *) linitial(shards);
 }
@@ -638,7 +766,7 @@ infer_time_type(sqlite3 *db, ShardInfo *shard, const char *tabname,
 static char *
 deparse_table(sqlite3 *db, sqlite3_stmt *colstmt, ShardInfo *shard,
 			  const char *servername, const char *tabname,
-			  const char *pgname, ImportOptions *iopts)
+			  const char *pgname, ImportOptions *iopts, bool file_per_tenant)
 {
 	StringInfoData cmd;
 	StringInfoData typebuf;
@@ -660,6 +788,11 @@ deparse_table(sqlite3 *db, sqlite3_stmt *colstmt, ShardInfo *shard,
 	appendStringInfo(&cmd, "CREATE FOREIGN TABLE %s (\n",
 					 quote_identifier(pgname));
 
+	/* the file's tenant, which no file stores, comes first */
+	if (file_per_tenant)
+		appendStringInfo(&cmd, "  %s text NOT NULL",
+						 quote_identifier(iopts->tenant_column));
+
 	while ((rc = sqlite3_step(colstmt)) == SQLITE_ROW)
 	{
 		const char *colname = (const char *) sqlite3_column_text(colstmt, 0);
@@ -676,7 +809,20 @@ deparse_table(sqlite3 *db, sqlite3_stmt *colstmt, ShardInfo *shard,
 		fullcol = sqlite_name_to_server(colname);
 		pgcol = pg_relname_for(colname);
 
-		if (ncols++ > 0)
+		/* the tenant column is the file's tenant: a stored one is hidden */
+		if (file_per_tenant &&
+			sqlite3_stricmp(colname, iopts->tenant_column) == 0)
+		{
+			ereport(NOTICE,
+					(errmsg("leaving out column \"%s\" of table \"%s\" of shard \"%s\"",
+							pgcol, pgname, shard->shard_id),
+					 errdetail("On a server that keeps one file per tenant, the tenant column \"%s\" is the tenant of the file each row comes from, not a stored column.",
+							   iopts->tenant_column),
+					 errhint("Import with the import option \"tenant_column\" naming another column to read the stored one.")));
+			continue;
+		}
+
+		if (ncols++ > 0 || file_per_tenant)
 			appendStringInfoString(&cmd, ",\n");
 		pgtype = map_sqlite_type(decltype ? decltype : "", &typebuf);
 
@@ -743,6 +889,8 @@ deparse_table(sqlite3 *db, sqlite3_stmt *colstmt, ShardInfo *shard,
 
 	if (ncols == 0)
 		return NULL;			/* nothing SELECT * could return */
+	if (file_per_tenant)
+		tenant_column = sqlite_name_to_server(iopts->tenant_column);
 
 	/*
 	 * A table with the usual tenant column but not the one the import

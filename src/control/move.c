@@ -945,6 +945,30 @@ refuse_new_move(MoveShards *ms)
 }
 
 /*
+ * shard_move_refuse_file_per_tenant
+ *		Refuse a move of tenant (NULL: of any tenant, a rebalancing or a
+ *		cleanup) on a server of layout 'file_per_tenant', where each file
+ *		is one tenant's: there is no shard to move a tenant to, and a move
+ *		would map two tenants to one file.
+ */
+void
+shard_move_refuse_file_per_tenant(ShardServerOptions *opts,
+								  const char *tenant)
+{
+	if (!opts->file_per_tenant)
+		return;
+	ereport(ERROR,
+			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+			 tenant ?
+			 errmsg("cannot move tenant \"%s\": server \"%s\" keeps one file per tenant",
+					tenant, opts->servername) :
+			 errmsg("cannot move tenants of server \"%s\": it keeps one file per tenant",
+					opts->servername),
+			 errdetail("A tenant's file is the tenant; there is no shard to move it to."),
+			 errhint("Moves, their cleanup and rebalancing apply to servers whose shards hold many tenants.")));
+}
+
+/*
  * shard_tenant_move
  *		tenant_move(server, tenant, target_shard): move a tenant's rows to
  *		another shard while its writers keep going (see the file's head).
@@ -969,6 +993,7 @@ shard_tenant_move(PG_FUNCTION_ARGS)
 	opts = shard_admin_server(PG_GETARG_NAME(0));
 	tenant = shard_tenant_id_text(text_to_cstring(PG_GETARG_TEXT_PP(1)));
 	target = text_to_cstring(PG_GETARG_TEXT_PP(2));
+	shard_move_refuse_file_per_tenant(opts, tenant);
 	move_lock_tenant(opts, tenant);
 
 	memset(&ms, 0, sizeof(ms));
@@ -1123,6 +1148,7 @@ shard_tenant_move_abort(PG_FUNCTION_ARGS)
 					gettext_noop("Only roles with privileges of the \"%s\" role may abort a move."));
 	opts = shard_admin_server(PG_GETARG_NAME(0));
 	tenant = shard_tenant_id_text(text_to_cstring(PG_GETARG_TEXT_PP(1)));
+	shard_move_refuse_file_per_tenant(opts, tenant);
 	move_lock_tenant(opts, tenant);
 
 	memset(&ms, 0, sizeof(ms));

@@ -620,6 +620,8 @@ shard_tenant_cleanup(PG_FUNCTION_ARGS)
 					gettext_noop("permission denied to clean up after a move"),
 					gettext_noop("Only roles with privileges of the \"%s\" role may clean up after a move."));
 	opts = shard_admin_server(PG_GETARG_NAME(0));
+	shard_move_refuse_file_per_tenant(opts, PG_ARGISNULL(1) ? NULL :
+									  text_to_cstring(PG_GETARG_TEXT_PP(1)));
 	InitMaterializedSRF(fcinfo, 0);
 	move_dir_open(&md, opts);
 	PG_TRY();

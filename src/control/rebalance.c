@@ -297,6 +297,7 @@ shard_rebalance_plan(PG_FUNCTION_ARGS)
 		threshold = PG_GETARG_FLOAT8(1);
 	shard_require_admin(gettext_noop("permission denied to plan a rebalancing"),
 						gettext_noop("Only roles with privileges of the \"%s\" role may plan a rebalancing."));
+	shard_move_refuse_file_per_tenant(opts, NULL);
 	InitMaterializedSRF(fcinfo, 0);
 	foreach(lc, plan_moves(opts, threshold))
 	{
@@ -392,6 +393,7 @@ shard_rebalance(PG_FUNCTION_ARGS)
 	}
 	shard_require_admin(gettext_noop("permission denied to rebalance shards"),
 						gettext_noop("Only roles with privileges of the \"%s\" role may rebalance shards."));
+	shard_move_refuse_file_per_tenant(opts, NULL);
 
 	/* the moves run as tenant_move of this procedure's schema */
 	move_sql = psprintf("SELECT %s.tenant_move($1, $2, $3)",

@@ -25,13 +25,35 @@
  *
  * On a server of layout 'file_per_tenant' the file is the tenant, and
  * tenant_remove removes it (with its -wal, -shm and -journal files), or,
- * with the server option archive_folder, moves a copy of it there first.
- * The file's write lock is taken without waiting: a tenant whose file
- * another transaction is writing is refused (55P03), and the file goes
- * while the lock is held.  Rows in it are refused as above unless
- * delete_rows (or archived).  The file goes at once, not at commit: where
- * the directory names the files, its rows go in the transaction, and a
- * rollback leaves them naming a missing file.
+ * with the server option archive_folder, keeps a copy of it there.  The
+ * file goes when the transaction commits, not before: a transaction, or a
+ * savepoint, that rolls back leaves it as it was.
+ *
+ * - tenant_remove takes the file's write lock without waiting (a tenant
+ *   whose file another transaction is writing is refused, 55P03) and holds
+ *   it until the transaction ends, so that no row arrives after the rows
+ *   were counted (refused as above unless delete_rows, or archived) nor
+ *   after the archive's copy was made.
+ * - In that write transaction it creates a fence: triggers that make every
+ *   write to the file fail with a message naming the tenant
+ *   (SHARD_REMOVED_FORMAT; sqliteerror.c reports it as a serialization
+ *   failure).
+ * - Once PostgreSQL's commit is certain (the release of the transaction's
+ *   resources, after its commit record and every transaction callback), the
+ *   fence commits, the write-ahead log is copied into the file, and the
+ *   file and its companions are removed.  A writer of another session, or
+ *   of the application, that had the file open or was waiting for its lock
+ *   then fails on the fence instead of writing to a removed file; readers
+ *   read the file as it was until they next look for it.  Nothing there
+ *   may raise an error: a failure is a WARNING naming the file.
+ * - Should the transaction abort, even after the directory committed (a
+ *   later file's commit failed), the fence rolls back, the file stays and
+ *   the archive's copy goes.
+ *
+ * Where the directory names the files, the tenant's shard_map and shards
+ * rows are deleted in the transaction's directory transaction, which
+ * commits before PostgreSQL does: should PostgreSQL's commit fail after
+ * it, the file stays without its rows.
  *
  *-------------------------------------------------------------------------
  */
@@ -40,7 +62,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "access/xact.h"
 #include "utils/builtins.h"
+#include "utils/memutils.h"
+#include "utils/resowner.h"
 
 PG_FUNCTION_INFO_V1(shard_tenant_remove);
 PG_FUNCTION_INFO_V1(shard_remove);
@@ -187,11 +212,348 @@ file_rows(sqlite3 *db, const char *tenant, StringInfo detail)
 }
 
 /*
+ * A tenant's file that goes when the transaction commits: the handle that
+ * holds its write lock, with the fence in its open transaction, and what
+ * the commit needs, computed beforehand (TopMemoryContext), since nothing
+ * may fail once PostgreSQL has committed.
+ */
+typedef struct PendingRemoval
+{
+	char	   *tenant;
+	char	   *path;
+	char	   *companions[3];	/* its -wal, -shm and -journal files */
+	char	   *archive;		/* the copy made in archive_folder, or NULL */
+	sqlite3    *db;
+	dev_t		dev;			/* the file locked, to remove no other */
+	ino_t		ino;
+	int			busy_timeout_ms;
+	SubTransactionId subid;		/* the subtransaction that removed it */
+} PendingRemoval;
+
+static List *pending_removals = NIL;
+static bool removal_callbacks_registered = false;
+
+/*
+ * drop_pending
+ *		The transaction or subtransaction that removed a tenant's file
+ *		rolls back: the fence rolls back with the file's write transaction,
+ *		the lock goes with the handle, the file stays, and the archive's
+ *		copy, which no commit vouches for, is removed.
+ */
+static void
+drop_pending(PendingRemoval *pr)
+{
+	char		errbuf[SHARDIO_ERRLEN];
+	int			i;
+
+	(void) shardio_exec(pr->db, "ROLLBACK", errbuf);
+	shardio_close(pr->db);
+	if (pr->archive != NULL && unlink(pr->archive) != 0 && errno != ENOENT)
+		ereport(WARNING,
+				(errcode_for_file_access(),
+				 errmsg("could not remove file \"%s\": %m", pr->archive)));
+	pfree(pr->tenant);
+	pfree(pr->path);
+	for (i = 0; i < lengthof(pr->companions); i++)
+		pfree(pr->companions[i]);
+	if (pr->archive != NULL)
+		pfree(pr->archive);
+	pfree(pr);
+}
+
+/*
+ * finish_pending
+ *		PostgreSQL has committed the removal of a tenant's file: commit the
+ *		fence, so that a writer that opened the file before, or waits for
+ *		its lock, fails (naming the tenant) rather than writes to a file
+ *		about to be gone; copy the write-ahead log into the file, so that a
+ *		reader opening it meanwhile reads it whole; then remove the file
+ *		and its -wal, -shm and -journal files.  Nothing may raise an error
+ *		here: a failure is a WARNING naming the file.
+ */
+static void
+finish_pending(PendingRemoval *pr)
+{
+	char		errbuf[SHARDIO_ERRLEN];
+	struct stat st;
+	int			persist = 1;
+	int			i;
+
+	/* readers of a rollback-journal file hold the commit off a while */
+	sqlite3_busy_timeout(pr->db, pr->busy_timeout_ms);
+	if (shardio_exec(pr->db, "COMMIT", errbuf) != SQLITE_OK)
+	{
+		ereport(WARNING,
+				(errmsg("could not fence the file of removed tenant \"%s\"",
+						pr->tenant),
+				 errdetail_internal("%s", errbuf),
+				 errhint("A connection that was waiting to write file \"%s\" may write to it after it is removed.",
+						 pr->path)));
+		(void) shardio_exec(pr->db, "ROLLBACK", errbuf);
+	}
+	else
+		(void) shardio_exec(pr->db, "PRAGMA wal_checkpoint(PASSIVE)", errbuf);
+	/* the names are this file's no more: closing must not remove them */
+	(void) sqlite3_file_control(pr->db, "main", SQLITE_FCNTL_PERSIST_WAL,
+								&persist);
+	shardio_close(pr->db);
+	pr->db = NULL;
+
+	if (stat(pr->path, &st) != 0 || st.st_dev != pr->dev ||
+		st.st_ino != pr->ino)
+	{
+		ereport(WARNING,
+				(errmsg("did not remove file \"%s\" of tenant \"%s\": it was replaced or removed meanwhile",
+						pr->path, pr->tenant)));
+		return;
+	}
+	if (unlink(pr->path) != 0)
+		ereport(WARNING,
+				(errcode_for_file_access(),
+				 errmsg("could not remove file \"%s\" of tenant \"%s\": %m",
+						pr->path, pr->tenant)));
+	for (i = 0; i < lengthof(pr->companions); i++)
+		(void) unlink(pr->companions[i]);
+}
+
+/*
+ * removal_xact_callback
+ *		Refuse to prepare a transaction that removed a tenant's file (the
+ *		file would have to go at COMMIT PREPARED, which no session of this
+ *		backend may see); keep the files of an aborted one.
+ */
+static void
+removal_xact_callback(XactEvent event, void *arg)
+{
+	ListCell   *lc;
+
+	if (pending_removals == NIL)
+		return;
+	if (event == XACT_EVENT_PRE_PREPARE)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("cannot prepare a transaction that removed tenant \"%s\"",
+						((PendingRemoval *) linitial(pending_removals))->tenant),
+				 errdetail("The file of a removed tenant goes when its transaction commits.")));
+	if (event != XACT_EVENT_ABORT && event != XACT_EVENT_PARALLEL_ABORT)
+		return;
+	foreach(lc, pending_removals)
+		drop_pending(lfirst(lc));
+	list_free(pending_removals);
+	pending_removals = NIL;
+}
+
+/*
+ * removal_subxact_callback
+ *		A savepoint rolled back: the files removed since stay.  A committed
+ *		subtransaction hands its removals to its parent.
+ */
+static void
+removal_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
+						 SubTransactionId parentSubid, void *arg)
+{
+	ListCell   *lc;
+
+	if (event != SUBXACT_EVENT_ABORT_SUB && event != SUBXACT_EVENT_COMMIT_SUB)
+		return;
+	foreach(lc, pending_removals)
+	{
+		PendingRemoval *pr = lfirst(lc);
+
+		if (pr->subid != mySubid)
+			continue;
+		if (event == SUBXACT_EVENT_COMMIT_SUB)
+			pr->subid = parentSubid;
+		else
+		{
+			pending_removals = foreach_delete_current(pending_removals, lc);
+			drop_pending(pr);
+		}
+	}
+}
+
+/*
+ * removal_release_callback
+ *		Remove the files once PostgreSQL's commit is certain.
+ *
+ * The transaction's resources are released after its commit record is
+ * written and after every transaction callback ran (connection.c ends this
+ * backend's own reads of the files there, which in rollback-journal mode
+ * would hold the fence's commit off).  The files go in the last phase; the
+ * list is emptied first, so the call for each resource owner of the tree
+ * finds nothing left.
+ */
+static void
+removal_release_callback(ResourceReleasePhase phase, bool isCommit,
+						 bool isTopLevel, void *arg)
+{
+	List	   *done = pending_removals;
+	ListCell   *lc;
+
+	if (phase != RESOURCE_RELEASE_AFTER_LOCKS || !isCommit || !isTopLevel ||
+		done == NIL)
+		return;
+	pending_removals = NIL;
+	foreach(lc, done)
+	{
+		PendingRemoval *pr = lfirst(lc);
+
+		finish_pending(pr);
+		pr->archive = NULL;		/* kept: it is the tenant's file now */
+		pr->db = NULL;
+	}
+	foreach(lc, done)
+	{
+		PendingRemoval *pr = lfirst(lc);
+		int			i;
+
+		pfree(pr->tenant);
+		pfree(pr->path);
+		for (i = 0; i < lengthof(pr->companions); i++)
+			pfree(pr->companions[i]);
+		pfree(pr);
+	}
+	list_free(done);
+}
+
+/*
+ * find_pending
+ *		The removal this transaction made of the file at path, or NULL.
+ */
+static PendingRemoval *
+find_pending(const char *path)
+{
+	ListCell   *lc;
+
+	foreach(lc, pending_removals)
+	{
+		PendingRemoval *pr = lfirst(lc);
+
+		if (strcmp(pr->path, path) == 0)
+			return pr;
+	}
+	return NULL;
+}
+
+/*
+ * remember_pending
+ *		Have the file at path (st: what was locked) removed when the
+ *		transaction commits, through db, which holds its write lock and the
+ *		fence; archive is the copy to remove should it roll back instead.
+ *		On success the handle is the list's; on an error, still the
+ *		caller's.
+ */
+static void
+remember_pending(ShardServerOptions *opts, const char *tenant,
+				 const char *path, const char *archive, sqlite3 *db,
+				 struct stat *st)
+{
+	MemoryContext oldcxt;
+	PendingRemoval *pr;
+
+	if (!removal_callbacks_registered)
+	{
+		RegisterXactCallback(removal_xact_callback, NULL);
+		RegisterSubXactCallback(removal_subxact_callback, NULL);
+		RegisterResourceReleaseCallback(removal_release_callback, NULL);
+		removal_callbacks_registered = true;
+	}
+	oldcxt = MemoryContextSwitchTo(TopMemoryContext);
+	pr = palloc0(sizeof(PendingRemoval));
+	pr->tenant = pstrdup(tenant);
+	pr->path = pstrdup(path);
+	pr->companions[0] = psprintf("%s-wal", path);
+	pr->companions[1] = psprintf("%s-shm", path);
+	pr->companions[2] = psprintf("%s-journal", path);
+	pr->archive = archive ? pstrdup(archive) : NULL;
+	pr->dev = st->st_dev;
+	pr->ino = st->st_ino;
+	pr->busy_timeout_ms = opts->busy_timeout_ms;
+	pr->subid = GetCurrentSubTransactionId();
+	pending_removals = lappend(pending_removals, pr);
+	pr->db = db;
+	MemoryContextSwitchTo(oldcxt);
+}
+
+/*
+ * install_fence
+ *		Create, in the open write transaction of db (the tenant's file),
+ *		triggers that make every insert, update and delete of every table
+ *		fail with SHARD_REMOVED_FORMAT, from any connection.  They commit
+ *		only once the removal has: then a writer that opened the file
+ *		before it goes fails instead of writing to a removed file.
+ */
+static void
+install_fence(sqlite3 *db, const char *tenant)
+{
+	static const char *const events[][2] = {
+		{"i", "INSERT"}, {"u", "UPDATE"}, {"d", "DELETE"}
+	};
+	sqlite3_stmt *stmt;
+	List	   *tables = NIL;
+	StringInfoData raise;
+	ListCell   *lc;
+	char		errbuf[SHARDIO_ERRLEN];
+
+	if (sqlite3_prepare_v2(db,
+						   "SELECT name FROM sqlite_schema WHERE type = 'table' "
+						   "AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' "
+						   "AND sql NOT LIKE 'CREATE VIRTUAL %' ORDER BY name",
+						   -1, &stmt, NULL) != SQLITE_OK)
+		ereport(ERROR,
+				(errcode(ERRCODE_FDW_UNABLE_TO_ESTABLISH_CONNECTION),
+				 errmsg("could not read the tables of the file of tenant \"%s\"",
+						tenant),
+				 errdetail_internal("%s", sqlite3_errmsg(db))));
+	while (sqlite3_step(stmt) == SQLITE_ROW)
+		tables = lappend(tables, pstrdup((const char *) sqlite3_column_text(stmt, 0)));
+	sqlite3_finalize(stmt);
+
+	initStringInfo(&raise);
+	appendStringInfoString(&raise, " BEGIN SELECT RAISE(ABORT, ");
+	shard_append_sql_literal(&raise, psprintf(SHARD_REMOVED_FORMAT, tenant));
+	appendStringInfoString(&raise, "); END");
+	foreach(lc, tables)
+	{
+		int			e;
+
+		for (e = 0; e < lengthof(events); e++)
+		{
+			StringInfoData sql;
+
+			initStringInfo(&sql);
+			appendStringInfoString(&sql, "CREATE TRIGGER main.");
+			shard_quote_identifier(&sql,
+								   psprintf("_ssfdw_removed_%d_%s",
+											foreach_current_index(lc),
+											events[e][0]));
+			appendStringInfo(&sql, " BEFORE %s ON ", events[e][1]);
+			shard_quote_identifier(&sql, lfirst(lc));
+			appendStringInfoString(&sql, raise.data);
+			if (shardio_exec(db, sql.data, errbuf) != SQLITE_OK)
+				ereport(ERROR,
+						(errcode(ERRCODE_FDW_UNABLE_TO_ESTABLISH_CONNECTION),
+						 errmsg("could not fence table \"%s\" in the file of tenant \"%s\"",
+								(char *) lfirst(lc), tenant),
+						 errdetail_internal("%s", errbuf)));
+			pfree(sql.data);
+		}
+	}
+}
+
+/*
  * remove_tenant_file
- *		tenant_remove on a server of layout 'file_per_tenant': remove the
- *		tenant's file (archived first with archive_folder) under its write
- *		lock, and its directory rows where the directory names the files.
- *		Returns the rows deleted (with delete_rows).
+ *		tenant_remove on a server of layout 'file_per_tenant': take the
+ *		tenant's file's write lock, check its rows, archive a copy with
+ *		archive_folder, fence it, and have it removed when the transaction
+ *		commits (removal_release_callback); where the directory names the
+ *		files, delete its directory rows in the transaction.  Returns the
+ *		rows of the file (with delete_rows).
+ *
+ * The lock is held until the transaction ends, so that no row can arrive
+ * after the count nor after the archive's copy: other sessions' writers
+ * wait for it, then fail on the fence once the removal has committed.  A
+ * rollback (or a savepoint's) releases it and leaves the file as it was.
  */
 static int64
 remove_tenant_file(ShardServerOptions *opts, const char *tenant,
@@ -206,9 +568,8 @@ remove_tenant_file(ShardServerOptions *opts, const char *tenant,
 	char		errbuf[SHARDIO_ERRLEN];
 	StringInfoData detail;
 	volatile int64 rows = 0;
+	char	   *volatile archive = NULL;
 	int			rc;
-	static const char *const sidecars[] = {"-wal", "-shm", "-journal", NULL};
-	int			i;
 
 	if (opts->tenant_path != NULL)
 	{
@@ -230,6 +591,12 @@ remove_tenant_file(ShardServerOptions *opts, const char *tenant,
 					 errmsg("tenant \"%s\" does not exist in directory \"%s\"",
 							tenant, opts->directory)));
 	}
+	if (info != NULL && find_pending(info->path) != NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("tenant \"%s\" has no file", tenant),
+				 errdetail("This transaction removed it already; file \"%s\" goes when the transaction commits.",
+						   info->path)));
 	if (info == NULL || stat(info->path, &st) != 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
@@ -258,6 +625,14 @@ remove_tenant_file(ShardServerOptions *opts, const char *tenant,
 				 errmsg("could not open the file of tenant \"%s\"", tenant),
 				 errdetail_internal("%s", errbuf)));
 	}
+	/* the file locked is the one to remove: not one renamed over it since */
+	if (stat(info->path, &st) != 0)
+	{
+		shardio_close(file);
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not read the file of tenant \"%s\": %m", tenant)));
+	}
 
 	PG_TRY();
 	{
@@ -275,6 +650,7 @@ remove_tenant_file(ShardServerOptions *opts, const char *tenant,
 		{
 			const char *slash = strrchr(info->path, '/');
 			char	   *folder;
+			char	   *copy;
 			sqlite3    *reader;
 
 			/*
@@ -284,6 +660,9 @@ remove_tenant_file(ShardServerOptions *opts, const char *tenant,
 			 */
 			folder = shard_resolve_checked_path(opts, tenant,
 												opts->archive_folder);
+			copy = psprintf("%s/%s.%lld", folder,
+							slash ? slash + 1 : info->path,
+							(long long) time(NULL));
 			if (shardio_open(info->path, 0, opts->busy_timeout_ms, &reader,
 							 errbuf) != SQLITE_OK)
 				ereport(ERROR,
@@ -293,29 +672,25 @@ remove_tenant_file(ShardServerOptions *opts, const char *tenant,
 						 errdetail_internal("%s", errbuf)));
 			PG_TRY();
 			{
-				shard_tenant_file_copy(opts, reader, tenant,
-									   psprintf("%s/%s.%lld", folder,
-												slash ? slash + 1 : info->path,
-												(long long) time(NULL)));
+				shard_tenant_file_copy(opts, reader, tenant, copy);
 			}
 			PG_FINALLY();
 			{
 				shardio_close(reader);
 			}
 			PG_END_TRY();
+			archive = copy;
 		}
-		if (unlink(info->path) != 0)
-			ereport(ERROR,
-					(errcode_for_file_access(),
-					 errmsg("could not remove file \"%s\" of tenant \"%s\": %m",
-							info->path, tenant)));
-		for (i = 0; sidecars[i] != NULL; i++)
-			(void) unlink(psprintf("%s%s", info->path, sidecars[i]));
+		install_fence(file, tenant);
+		remember_pending(opts, tenant, info->path, archive, file, &st);
 	}
-	PG_FINALLY();
+	PG_CATCH();
 	{
 		(void) shardio_exec(file, "ROLLBACK", errbuf);
 		shardio_close(file);
+		if (archive != NULL)
+			(void) unlink(archive);
+		PG_RE_THROW();
 	}
 	PG_END_TRY();
 

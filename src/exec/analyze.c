@@ -24,6 +24,15 @@
  *   into pg_statistic by running ANALYZE.
  * - With on_missing_shard = 'skip', a shard whose file is missing is left
  *   out with a WARNING, as scans do.
+ * - A shard that lacks the table, or a column, is an error naming it, or
+ *   with missing_table 'empty' has no rows and with missing_column 'null'
+ *   reads the column as NULL, as scans read it.
+ * - On a server of layout 'file_per_tenant' no file stores the tenant
+ *   column: it is ssfdw_file_tenant(kind), the file's tenant, as in every
+ *   scan's SQL (tenantfile.c).  A restricted role samples its tenants'
+ *   files, found without listing the others (nothing of another tenant's
+ *   file, not even a WARNING about its name, reaches it), and needs no
+ *   tenant filter inside them.
  *
  * Value statistics (most common values, histograms, distinct counts) are
  * not private to the rows a role may read: the planner passes them to the
@@ -84,6 +93,8 @@ typedef struct ShardAnalyzeState
 	int			ncols;			/* columns selected from SQLite */
 	AttrNumber *attnums;		/* their attribute numbers */
 	char	  **colnames;		/* their SQLite names */
+	char	  **colsql;			/* how a shard's SQL reads each */
+	bool	   *stored;			/* false: the file's tenant, not stored */
 	ShardColumnConv *convs;		/* their converters */
 	Datum	   *values;
 	bool	   *nulls;
@@ -97,6 +108,10 @@ typedef struct ShardAnalyzeState
 	int			tenant_kind;	/* how ssfdw_tenant reads it */
 	List	   *allowed;		/* user mapping tenants, or NIL for all */
 	List	   *excluded;		/* tenants whose rows here are stale */
+
+	/* drift: what a shard lacking the table or a column reads */
+	bool		missing_table_empty;
+	bool		missing_column_null;
 
 	/* for the error context */
 	const char *relname;
@@ -112,14 +127,14 @@ static int	shard_acquire_sample_rows(Relation relation, int elevel,
 static BlockNumber estimate_pages(List *shards);
 static double shard_file_pages(ShardInfo *shard);
 static List *copy_shard_list(List *shards);
-static List *analyzed_shards(ShardDirectory *dir, ShardTableOptions *topts,
-							 Relation relation);
+static List *analyzed_shards(ShardServerOptions *opts, ShardDirectory *dir,
+							 ShardTableOptions *topts, Relation relation);
 static bool shard_owns_allowed(ShardDirectory *dir, ShardInfo *shard,
 							   List *allowed);
 static char *shard_query(ShardAnalyzeState *astate, ShardConn *conn,
-						 const char *base, ShardValue *binds, int *nbinds);
+						 ShardValue *binds, int *nbinds, bool *empty);
 static void sample_shard(ShardAnalyzeState *astate, ShardServerOptions *opts,
-						 ShardInfo *shard, const char *base);
+						 ShardInfo *shard);
 static void sample_row(ShardAnalyzeState *astate, const ShardValue *row);
 static HeapTuple convert_row(ShardAnalyzeState *astate, const ShardValue *row);
 static void forget_value_statistics(Relation relation);
@@ -146,23 +161,45 @@ shardAnalyzeForeignTable(Relation relation, AcquireSampleRowsFunc *func,
 	ShardDirectory *dir = shard_directory_get(opts);
 
 	*func = shard_acquire_sample_rows;
-	*totalpages = estimate_pages(analyzed_shards(dir, topts, relation));
+	*totalpages = estimate_pages(analyzed_shards(opts, dir, topts, relation));
 	return true;
 }
 
 /*
  * analyzed_shards
  *		The shards ANALYZE reads: every shard of the directory, or the one
- *		a reference table is read from.
+ *		a reference table is read from.  On a fleet of one file per tenant,
+ *		a table whose owner is restricted to some tenants (whose tenants
+ *		ANALYZE samples) reads only their files, found by name, not in a listing of
+ *		every file; a tenant without a file has no rows.
  */
 static List *
-analyzed_shards(ShardDirectory *dir, ShardTableOptions *topts,
-				Relation relation)
+analyzed_shards(ShardServerOptions *opts, ShardDirectory *dir,
+				ShardTableOptions *topts, Relation relation)
 {
+	List	   *allowed;
+	List	   *files = NIL;
+	ListCell   *lc;
+
 	if (topts->reference)
 		return list_make1(shard_reference_shard(dir, topts,
 												RelationGetRelationName(relation)));
-	return shard_directory_shards(dir);
+	if (!opts->file_per_tenant)
+		return shard_directory_shards(dir);
+	/* the owner's: ANALYZE asks for the pages before it becomes the owner */
+	allowed = shard_tenant_ids_text(shard_user_tenants(topts->serverid,
+													   relation->rd_rel->relowner));
+	if (allowed == NIL)
+		return shard_directory_shards(dir);
+	foreach(lc, allowed)
+	{
+		ShardLocation *loc = shard_directory_locate(dir, lfirst(lc));
+		ShardInfo  *info = loc ? shard_directory_shard(dir, loc->owner) : NULL;
+
+		if (info != NULL)
+			files = lappend(files, info);
+	}
+	return files;
 }
 
 /*
@@ -269,14 +306,16 @@ shard_acquire_sample_rows(Relation relation, int elevel,
 	 */
 	astate.attnums = palloc(sizeof(AttrNumber) * astate.tupdesc->natts);
 	astate.colnames = palloc(sizeof(char *) * astate.tupdesc->natts);
+	astate.colsql = palloc(sizeof(char *) * astate.tupdesc->natts);
+	astate.stored = palloc(sizeof(bool) * astate.tupdesc->natts);
+	astate.missing_table_empty = topts->missing_table_empty;
+	astate.missing_column_null = topts->missing_column_null;
 	astate.convs = palloc0(sizeof(ShardColumnConv) * astate.tupdesc->natts);
 	astate.values = palloc(sizeof(Datum) * astate.tupdesc->natts);
 	astate.nulls = palloc(sizeof(bool) * astate.tupdesc->natts);
 	astate.tenant_attnum = topts->tenant_attnum;
 	astate.tenant_col = -1;
 
-	initStringInfo(&query);
-	appendStringInfoString(&query, "SELECT ");
 	for (i = 0; i < astate.tupdesc->natts; i++)
 	{
 		Form_pg_attribute att = TupleDescAttr(astate.tupdesc, i);
@@ -292,21 +331,23 @@ shard_acquire_sample_rows(Relation relation, int elevel,
 		shard_conv_init(&astate.convs[c], att->atttypid, att->atttypmod);
 		if (att->attnum == astate.tenant_attnum)
 			astate.tenant_col = c;
-		if (c > 0)
-			appendStringInfoString(&query, ", ");
-		shard_quote_identifier(&query, astate.colnames[c]);
+		initStringInfo(&query);
+		shard_append_column_sql(&query, RelationGetRelid(relation),
+								att->attnum);
+		astate.colsql[c] = query.data;
+		astate.stored[c] = shard_file_tenant_column_kind(RelationGetRelid(relation),
+														 att->attnum) < 0;
 	}
-	appendStringInfoString(&query, " FROM ");
-	shard_quote_identifier(&query, topts->table);
 	if (astate.tenant_col < 0 && !topts->reference)
 		elog(ERROR, "tenant column of foreign table \"%s\" is not fetched",
 			 astate.relname);
 
 	/*
 	 * ANALYZE runs as the table owner, so GetUserId() is the role whose
-	 * user mapping decides which tenants the sample may contain.
+	 * user mapping decides which tenants the sample may contain.  The files
+	 * of one tenant each need no filter: analyzed_shards chose them.
 	 */
-	if (!topts->reference)
+	if (!topts->reference && !opts->file_per_tenant)
 	{
 		astate.tenant_column = topts->tenant_column;
 		astate.tenant_kind = shard_tenant_kind(TupleDescAttr(astate.tupdesc,
@@ -316,7 +357,7 @@ shard_acquire_sample_rows(Relation relation, int elevel,
 	}
 
 	dir = shard_directory_get(opts);
-	shards = copy_shard_list(analyzed_shards(dir, topts, relation));
+	shards = copy_shard_list(analyzed_shards(opts, dir, topts, relation));
 
 	errcallback.callback = analyze_error_callback;
 	errcallback.arg = (void *) &astate;
@@ -346,10 +387,10 @@ shard_acquire_sample_rows(Relation relation, int elevel,
 	{
 		ShardInfo  *shard = (ShardInfo *) lfirst(lc);
 
-		astate.excluded = topts->reference ? NIL :
+		astate.excluded = topts->reference || opts->file_per_tenant ? NIL :
 			shard_directory_stale_tenants(dir, shard->shard_id);
 		astate.shard_id = shard->shard_id;
-		sample_shard(&astate, opts, shard, query.data);
+		sample_shard(&astate, opts, shard);
 		astate.shard_id = NULL;
 		nshards++;
 		pages_done = Min(pages_done + shard_file_pages(shard), pages_total);
@@ -450,25 +491,105 @@ shard_owns_allowed(ShardDirectory *dir, ShardInfo *shard, List *allowed)
 }
 
 /*
+ * column_present
+ *		Does the shard's table have column col?  (The lookup
+ *		shard_conn_check_table makes, without raising.)
+ */
+static bool
+column_present(sqlite3 *db, const char *table, const char *col)
+{
+	sqlite3_stmt *stmt;
+	bool		found;
+
+	if (sqlite3_prepare_v2(db,
+						   "SELECT 1 FROM pragma_table_xinfo(?1, 'main')"
+						   " WHERE name = ?2 COLLATE NOCASE",
+						   -1, &stmt, NULL) != SQLITE_OK)
+		return true;			/* the query's own error names what fails */
+	sqlite3_bind_text(stmt, 1, table, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_text(stmt, 2, col, -1, SQLITE_TRANSIENT);
+	found = (sqlite3_step(stmt) == SQLITE_ROW);
+	sqlite3_finalize(stmt);
+	return found;
+}
+
+/*
+ * table_present
+ *		Does the shard have table (or view) table?
+ */
+static bool
+table_present(sqlite3 *db, const char *table)
+{
+	sqlite3_stmt *stmt;
+	bool		found;
+
+	if (sqlite3_prepare_v2(db,
+						   "SELECT 1 FROM main.sqlite_schema"
+						   " WHERE type IN ('table', 'view')"
+						   " AND name = ?1 COLLATE NOCASE",
+						   -1, &stmt, NULL) != SQLITE_OK)
+		return true;			/* the query's own error names what fails */
+	sqlite3_bind_text(stmt, 1, table, -1, SQLITE_TRANSIENT);
+	found = (sqlite3_step(stmt) == SQLITE_ROW);
+	sqlite3_finalize(stmt);
+	return found;
+}
+
+/*
  * shard_query
- *		The sampling query for one shard: base plus the allowed and stale
- *		tenant filters (binds[], *nbinds of them), as a scan has them.
+ *		The sampling query for one shard: each column the pass reads, as
+ *		the shard has it (NULL for a column it lacks, with missing_column
+ *		'null'; otherwise the lack is an error naming the shard), plus the
+ *		allowed and stale tenant filters (binds[], *nbinds of them), as a
+ *		scan has them.  *empty is set, and NULL returned, for a shard
+ *		without the table when missing_table is 'empty'.
  */
 static char *
-shard_query(ShardAnalyzeState *astate, ShardConn *conn, const char *base,
-			ShardValue *binds, int *nbinds)
+shard_query(ShardAnalyzeState *astate, ShardConn *conn, ShardValue *binds,
+			int *nbinds, bool *empty)
 {
 	StringInfoData sql;
 	ShardTenantRule rule;
+	sqlite3    *db = shard_conn_db(conn);
+	char	  **checked = palloc(sizeof(char *) * Max(astate->ncols, 1));
+	int			nchecked = 0;
+	int			c;
 
 	*nbinds = 0;
-	if (astate->allowed == NIL && astate->excluded == NIL)
-		return pstrdup(base);
-
-	shard_tenant_rule_lookup(&rule, shard_conn_db(conn), astate->table,
-							 astate->tenant_column, astate->tenant_kind);
+	*empty = false;
 	initStringInfo(&sql);
-	appendStringInfo(&sql, "%s WHERE ", base);
+	appendStringInfoString(&sql, "SELECT ");
+	for (c = 0; c < astate->ncols; c++)
+	{
+		bool		missing = false;
+
+		if (astate->stored[c] && astate->missing_column_null &&
+			!column_present(db, astate->table, astate->colnames[c]))
+			missing = true;
+		else if (astate->stored[c])
+			checked[nchecked++] = astate->colnames[c];
+		if (c > 0)
+			appendStringInfoString(&sql, ", ");
+		appendStringInfoString(&sql, missing ? "NULL" : astate->colsql[c]);
+	}
+	appendStringInfoString(&sql, " FROM ");
+	shard_quote_identifier(&sql, astate->table);
+
+	/* a missing table or column is named, shard and all */
+	if (astate->missing_table_empty && !table_present(db, astate->table))
+	{
+		*empty = true;
+		return NULL;
+	}
+	shard_conn_check_table(conn, astate->relname, astate->table,
+						   checked, nchecked);
+
+	if (astate->allowed == NIL && astate->excluded == NIL)
+		return sql.data;
+
+	shard_tenant_rule_lookup(&rule, db, astate->table,
+							 astate->tenant_column, astate->tenant_kind);
+	appendStringInfoString(&sql, " WHERE ");
 	if (astate->allowed != NIL)
 	{
 		binds[*nbinds] = shard_tenant_condition(&sql, astate->tenant_column,
@@ -501,16 +622,19 @@ shard_query(ShardAnalyzeState *astate, ShardConn *conn, const char *base,
  */
 static void
 sample_shard(ShardAnalyzeState *astate, ShardServerOptions *opts,
-			 ShardInfo *shard, const char *base)
+			 ShardInfo *shard)
 {
 	ShardConn  *volatile conn;
 	sqlite3_stmt *volatile stmt = NULL;
 	ShardBatch *volatile batch = NULL;
 
-	conn = shard_conn_get(opts, shard, opts->skip_missing);
+	/* under tenant_path a file gone since it was found has no rows */
+	conn = shard_conn_get(opts, shard,
+						  opts->skip_missing || opts->tenant_path != NULL);
 	if (conn == NULL)
 	{
-		shard_warn_skipped(shard, astate->relname);
+		if (opts->tenant_path == NULL)
+			shard_warn_skipped(shard, astate->relname);
 		return;
 	}
 
@@ -521,51 +645,52 @@ sample_shard(ShardAnalyzeState *astate, ShardServerOptions *opts,
 		char		errbuf[SHARDIO_ERRLEN];
 		ShardValue	binds[2];
 		int			nbinds;
+		bool		empty;
 		char	   *query;
 		int			rc;
 
-		/* A missing table or column is named, shard and all. */
-		shard_conn_check_table(conn, astate->relname, astate->table,
-							   astate->colnames, astate->ncols);
-
-		query = shard_query(astate, conn, base, binds, &nbinds);
-		rc = shardio_prepare(db, query, 0, &s, errbuf);
-		if (rc != SQLITE_OK)
-			shard_sqlite_error(ERROR, rc, shard->shard_id, errbuf,
-							   "could not read the table to analyze on shard \"%s\"",
-							   shard->shard_id);
-		stmt = s;
-
-		rc = shardio_bind(stmt, 1, binds, nbinds, errbuf);
-		if (rc != SQLITE_OK)
-			shard_sqlite_error(ERROR, rc, shard->shard_id, errbuf,
-							   "could not read the table to analyze on shard \"%s\"",
-							   shard->shard_id);
-
-		batch = shardio_batch_create(astate->ncols, ANALYZE_BATCH_ROWS);
-		if (batch == NULL)
-			ereport(ERROR,
-					(errcode(ERRCODE_OUT_OF_MEMORY),
-					 errmsg("out of memory")));
-
-		for (;;)
+		query = shard_query(astate, conn, binds, &nbinds, &empty);
+		/* a shard without the table, read as empty, has no rows */
+		if (!empty)
 		{
-			int			r;
-
-			rc = shardio_fetch(stmt, batch, errbuf);
-			if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+			rc = shardio_prepare(db, query, 0, &s, errbuf);
+			if (rc != SQLITE_OK)
 				shard_sqlite_error(ERROR, rc, shard->shard_id, errbuf,
 								   "could not read the table to analyze on shard \"%s\"",
 								   shard->shard_id);
-			for (r = 0; r < batch->nrows; r++)
-			{
-				const ShardValue *row = &batch->values[(size_t) r * batch->ncols];
+			stmt = s;
 
-				vacuum_delay_point();
-				sample_row(astate, row);
+			rc = shardio_bind(stmt, 1, binds, nbinds, errbuf);
+			if (rc != SQLITE_OK)
+				shard_sqlite_error(ERROR, rc, shard->shard_id, errbuf,
+								   "could not read the table to analyze on shard \"%s\"",
+								   shard->shard_id);
+
+			batch = shardio_batch_create(astate->ncols, ANALYZE_BATCH_ROWS);
+			if (batch == NULL)
+				ereport(ERROR,
+						(errcode(ERRCODE_OUT_OF_MEMORY),
+						 errmsg("out of memory")));
+
+			for (;;)
+			{
+				int			r;
+
+				rc = shardio_fetch(stmt, batch, errbuf);
+				if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+					shard_sqlite_error(ERROR, rc, shard->shard_id, errbuf,
+									   "could not read the table to analyze on shard \"%s\"",
+									   shard->shard_id);
+				for (r = 0; r < batch->nrows; r++)
+				{
+					const ShardValue *row = &batch->values[(size_t) r * batch->ncols];
+
+					vacuum_delay_point();
+					sample_row(astate, row);
+				}
+				if (rc == SQLITE_DONE)
+					break;
 			}
-			if (rc == SQLITE_DONE)
-				break;
 		}
 	}
 	PG_FINALLY();

@@ -13,6 +13,17 @@
  * ROWID table the number of its primary key, which is kept here exactly as
  * SQLite returned it.  modify.c reads the ctid back to find the row again.
  *
+ * The shards are numbered as rows first come from them, in as many bits
+ * as the shards the statement may read need when its first row is read:
+ * those of the directory, or, on a fleet of one file per tenant, those the
+ * scan reads (listing millions of files for the number would cost every
+ * statement the listing, and a tenant-scoped login must not learn of other
+ * tenants' files, even by a WARNING).  A row that does not fit (a shard
+ * numbered past those bits, as the rescans of a parameterized scan read
+ * other shards, or a rowid too large beside the number) has its shard and
+ * rowid kept as a record, as a key is, and its ctid is the record's number
+ * with ROW_RECORD set.
+ *
  * The keys are kept as records one after another, each a small header and
  * the storage class and bytes of each key value, numbered by where they
  * start: an UPDATE that changes millions of rows of a WITHOUT ROWID table
@@ -49,6 +60,16 @@ typedef struct ShardKeyRecord
 #define KEY_ALIGN	8
 
 /*
+ * The bit of a ctid's 48 that marks the number of a record (a row kept
+ * whole: its shard and its rowid or key) rather than a shard and a rowid
+ * packed together.
+ */
+#define ROW_RECORD	(INT64CONST(1) << 47)
+
+static void read_key_bytes(ShardRowKeys *rk, int64 offset, void *dest,
+						   size_t len);
+
+/*
  * The identity of the rows a scan below a row-by-row UPDATE or DELETE
  * returned.  A row is changed on the shard it was read from, whatever the
  * directory says of its tenant (leftovers of a tenant the directory places
@@ -80,6 +101,7 @@ struct ShardRowKeys
 
 	ShardInfo  *read;			/* the shards rows came from, by number */
 	int			nread;
+	int			maxread;		/* entries read has room for */
 	int			shard_bits;		/* 0 until the first row */
 };
 
@@ -262,16 +284,15 @@ append_key_record(ShardRowKeys *rk)
 
 /*
  * remember_row_key
- *		Keep the key of a row read from a keyed shard (its first values,
- *		exactly as SQLite returned them: storage class and bytes) and
- *		return its number, for a row-by-row UPDATE or DELETE to find the
- *		row again by.
+ *		Keep the key of a row read from a keyed shard (its first nkeys
+ *		values, exactly as SQLite returned them: storage class and bytes),
+ *		or the rowid of a row kept as a record, and return its number, for
+ *		a row-by-row UPDATE or DELETE to find the row again by.
  */
 static int64
-remember_row_key(ShardScanState *s, ShardTarget *t, const ShardValue *row,
+remember_row_key(ShardRowKeys *rk, const ShardValue *row, int nkeys,
 				 int shard)
 {
-	ShardRowKeys *rk = s->row_keys;
 	StringInfo	buf = &rk->record;
 	ShardKeyRecord header;
 	int64		offset = rk->size;
@@ -281,7 +302,7 @@ remember_row_key(ShardScanState *s, ShardTarget *t, const ShardValue *row,
 	header.len = 0;
 	header.shard = shard;
 	appendBinaryStringInfo(buf, (char *) &header, sizeof(header));
-	for (i = 0; i < t->nkeys; i++)
+	for (i = 0; i < nkeys; i++)
 	{
 		char		type = (char) row[i].type;
 		int32		len = row[i].len;
@@ -318,9 +339,11 @@ remember_row_key(ShardScanState *s, ShardTarget *t, const ShardValue *row,
 /*
  * row_shard_number
  *		The number of shard t among the shards a row-by-row UPDATE or
- *		DELETE read rows from, numbering it at its first row.  The number
- *		takes the low bits of each ctid, as many as the directory's shards
- *		need when the first row is read.
+ *		DELETE read rows from, numbering it at its first row.  When the
+ *		first row is read, the ctid's low bits that pack the number are
+ *		sized for the shards the statement may read: the directory's, or
+ *		on a fleet of one file per tenant the scan's own (see the head of
+ *		this file).
  */
 static int
 row_shard_number(ShardScanState *s, ShardTarget *t)
@@ -334,20 +357,23 @@ row_shard_number(ShardScanState *s, ShardTarget *t)
 			return i;
 	if (rk->shard_bits == 0)
 	{
-		int			nshards = list_length(shard_directory_shards(s->dir));
+		int			nshards = s->opts->file_per_tenant ?
+			list_length(s->targets) :
+			list_length(shard_directory_shards(s->dir));
 
 		rk->shard_bits = 1;
 		while ((1 << rk->shard_bits) < nshards && rk->shard_bits < 16)
 			rk->shard_bits++;
-		rk->read = MemoryContextAllocZero(rk->cxt, sizeof(ShardInfo) <<
-										  rk->shard_bits);
 	}
-	if (rk->nread >= (1 << rk->shard_bits))
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("cannot change rows of table \"%s\" one by one on more than %d shards",
-						s->topts->table, 1 << rk->shard_bits),
-				 errdetail("Shards were added to the directory while the statement ran.")));
+	if (rk->nread == rk->maxread)
+	{
+		int			n = Max(rk->maxread * 2, 1 << rk->shard_bits);
+
+		rk->read = rk->read == NULL ?
+			MemoryContextAllocZero(rk->cxt, sizeof(ShardInfo) * n) :
+			repalloc(rk->read, sizeof(ShardInfo) * n);
+		rk->maxread = n;
+	}
 	oldcxt = MemoryContextSwitchTo(rk->cxt);
 	rk->read[rk->nread].shard_id = pstrdup(t->info.shard_id);
 	rk->read[rk->nread].path = pstrdup(t->info.path);
@@ -358,13 +384,14 @@ row_shard_number(ShardScanState *s, ShardTarget *t)
 /*
  * shard_row_set_identity
  *		Put the identity of the row just read from shard t into tid: the
- *		shard's number and the row's rowid (or its key's number), or an
- *		invalid ctid when the rowid does not fit beside the number.
+ *		shard's number and the row's rowid (or its key's number), or, when
+ *		they do not fit together, the number of a record of both.
  */
 void
 shard_row_set_identity(ShardScanState *s, ShardTarget *t, const ShardValue *row,
 				 ItemPointer tid)
 {
+	ShardRowKeys *rk = s->row_keys;
 	int			shard;
 	int			bits;
 	int64		id;
@@ -372,15 +399,37 @@ shard_row_set_identity(ShardScanState *s, ShardTarget *t, const ShardValue *row,
 	/* a view reads "rowid" as NULL: nothing to find its rows again by */
 	if (t->keyed == NULL && t->nkeys > 0 && row[0].type != SQLITE_INTEGER)
 		report_no_row_key(s, t);
-	shard = row_shard_number(s, t);
-	bits = s->row_keys->shard_bits;
-	id = t->keyed != NULL ? remember_row_key(s, t, row, shard) : s->cur_rowid;
 	if (t->keyed == NULL && t->nkeys == 0)
+	{
 		ItemPointerSetInvalid(tid);
-	else if (id < 0 || id >= ((INT64CONST(1) << 48) - 0x10000) >> bits)
-		ItemPointerSetInvalid(tid);
-	else
+		return;
+	}
+	shard = row_shard_number(s, t);
+	bits = rk->shard_bits;
+	id = t->keyed != NULL ? remember_row_key(rk, row, t->nkeys, shard) :
+		s->cur_rowid;
+	if (shard < (1 << bits) && id >= 0 && id < (ROW_RECORD >> bits))
+	{
 		shard_rowid_to_tid((id << bits) | shard, tid);
+		return;
+	}
+
+	/* kept whole: the key's record, or a record of the shard and rowid */
+	if (t->keyed == NULL)
+	{
+		ShardValue	rowid;
+
+		memset(&rowid, 0, sizeof(rowid));
+		rowid.type = SQLITE_INTEGER;
+		rowid.u.i = s->cur_rowid;
+		id = remember_row_key(rk, &rowid, 1, shard);
+	}
+	if (id >= ROW_RECORD - 0x10000)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("cannot change more rows of table \"%s\" one by one in one statement",
+						s->topts->table)));
+	shard_rowid_to_tid(ROW_RECORD | id, tid);
 }
 
 /* What find_row_keys seeks: the scan of a result relation. */
@@ -471,6 +520,36 @@ shard_row_identity(ShardRowKeys *keys, int64 tid_value, int64 *id)
 
 	if (keys == NULL || keys->shard_bits == 0)
 		elog(ERROR, "no rows were read for a row-by-row change");
+	if (tid_value & ROW_RECORD)
+	{
+		int64		n = tid_value & ~ROW_RECORD;
+		ShardKeyRecord header;
+		List	   *collations;
+
+		/* a record: its shard, then its key's number or its rowid */
+		if (n < 1 || (n - 1) * KEY_ALIGN + (int64) sizeof(header) > keys->size)
+			elog(ERROR, "row record %lld of a row-by-row change is not known",
+				 (long long) n);
+		read_key_bytes(keys, (n - 1) * KEY_ALIGN, &header, sizeof(header));
+		shard = header.shard;
+		if (shard < 0 || shard >= keys->nread)
+			elog(ERROR, "shard %d of a row-by-row change is not known", shard);
+		if (shard_row_keys_of(keys, keys->read[shard].shard_id,
+							  &collations) != NIL)
+			*id = n;
+		else
+		{
+			const ShardValue *rowid = shard_row_key(keys,
+													keys->read[shard].shard_id,
+													n);
+
+			if (rowid[0].type != SQLITE_INTEGER)
+				elog(ERROR, "row record %lld of a row-by-row change holds no rowid",
+					 (long long) n);
+			*id = rowid[0].u.i;
+		}
+		return &keys->read[shard];
+	}
 	shard = (int) (tid_value & ((1 << keys->shard_bits) - 1));
 	if (shard >= keys->nread)
 		elog(ERROR, "shard %d of a row-by-row change is not known", shard);
