@@ -8,7 +8,8 @@
 #	- rollup_create, and a full refresh (when nothing, and when every
 #	  group, differs from what the rollup holds);
 #	- an incremental refresh after 1 % of the tenants (10) changed, by the
-#	  application writing their shards directly;
+#	  application writing their shards directly (sqlite3, while a process
+#	  keeps a connection to each shard open);
 #	- reading a day-level report from the rollup instead of the fleet;
 #	- the routed single-row INSERT through the wrapper (pgbench -M
 #	  prepared, 2 clients, ROLLUP_BENCH_SECONDS each) with the capture
@@ -129,8 +130,21 @@ echo "full refresh, every group different: $full_all ms"
 none=$(best3 "SELECT * FROM rollup_refresh('orders_daily')")
 echo "refresh with nothing changed: $none ms"
 
-# 1 % of the tenants change, written by the application
-inc_total=0
+# 1 % of the tenants change, written by the application, which keeps a
+# connection to every shard open meanwhile (as an application server does:
+# no close of the last connection checkpoints and deletes a WAL file)
+python3 - "$d" "$tmp/app.stop" <<'PY' &
+import os, pwd, sqlite3, sys, time
+pw = pwd.getpwnam("postgres")
+os.setgid(pw.pw_gid); os.setuid(pw.pw_uid)
+cons = [sqlite3.connect("%s/shards/s%d.db" % (sys.argv[1], s)) for s in range(8)]
+for c in cons:
+    c.execute("SELECT count(*) FROM sqlite_schema").fetchall()
+while not os.path.exists(sys.argv[2]):
+    time.sleep(0.1)
+PY
+app_pid=$!
+sleep 1
 for round in 1 2 3; do
 	for k in $(seq 0 9); do
 		t=$(printf 't%04d' $((k * 97 + round)))
@@ -141,6 +155,8 @@ for round in 1 2 3; do
 	inc=$(ms "SELECT * FROM rollup_refresh('orders_daily')")
 	echo "refresh after 10 tenants (1 %) changed, run $round: $inc ms"
 done
+touch "$tmp/app.stop"
+wait "$app_pid"
 diff=$(q "SELECT count(*) FROM ((TABLE orders_daily EXCEPT ALL
   SELECT tenant_id, date_trunc('day', created_at), status, count(*),
     sum(amount_cents), sum(amount_cents), count(amount_cents) FROM orders GROUP BY 1, 2, 3)

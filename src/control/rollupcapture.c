@@ -371,8 +371,8 @@ julian_to_timestamptz(double jd)
  *		tenant logged above the mark is not stamped again (see
  *		append_log_row).  Any mark is safe to publish, as long as it never
  *		goes down: a refresh takes as its own the mark it reads, and reads
- *		after publishing.  So the write need not wait for the disk nor
- *		checkpoint (in WAL mode), and a shard whose write lock stays taken (an application's
+ *		after publishing.  So the write need not wait for the disk (in WAL
+ *		mode), and a shard whose write lock stays taken (an application's
  *		long transaction) is left as it is: the next refresh computes its
  *		tenants logged above the old mark once more.
  */
@@ -404,11 +404,7 @@ publish_mark(sqlite3 *db, const char *shard_id, const char *table)
 		return;
 
 	if (wal)
-	{
-		/* nor a checkpoint, when this handle is the file's last to close */
 		(void) sqlite3_exec(db, "PRAGMA synchronous = NORMAL", NULL, NULL, NULL);
-		(void) sqlite3_db_config(db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, NULL);
-	}
 	rc = sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
 	if ((rc & 0xff) == SQLITE_BUSY || (rc & 0xff) == SQLITE_LOCKED)
 		return;
@@ -631,6 +627,9 @@ open_shard(Rollup *r, ShardInfo *info, bool write)
 		shard_check_wal_folder(info->shard_id, info->path);
 	rc = shardio_open(info->path, write ? SHARDIO_OPEN_READWRITE : 0,
 					  r->opts->busy_timeout_ms, &db, errbuf);
+	/* a refresh never checkpoints a WAL file: its writers do */
+	if (rc == SQLITE_OK)
+		(void) sqlite3_db_config(db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, NULL);
 	if (rc != SQLITE_OK)
 	{
 		if (db != NULL)
