@@ -652,10 +652,10 @@ open_shard(Rollup *r, ShardInfo *info, bool write)
  *		taken of its change log yet, as RollupShardLog: with install, the
  *		capture is installed where it is missing (a new shard, a table a
  *		move created, triggers dropped), committed before the log is read,
- *		and the highest change number read is published as the shard's
- *		mark.  A shard whose file is missing is an error, or with the
- *		server's on_missing_shard = skip a warning, and left out (epoch
- *		NULL).
+ *		and the log's highest change number is published as the shard's
+ *		mark before it is read (see read_log).  A shard whose file is
+ *		missing is an error, or with the server's on_missing_shard = skip
+ *		a warning, and left out (epoch NULL).
  */
 List *
 rollup_capture_read(Rollup *r, bool install)

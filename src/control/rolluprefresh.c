@@ -282,8 +282,8 @@ shard_tenant_ids(Rollup *r, const char *shard_id)
  *		a tenant that differs has all its groups replaced.  A full refresh
  *		after little has changed so writes little, and leaves no dead
  *		rows.  The comparison runs with work_mem 64 MB at least, so that
- *		it hashes in memory rather than sorting.  Returns the ids of the tenants with groups; *groups gets the
- *		count of the groups.
+ *		it hashes in memory rather than sorting.  Returns the ids of the
+ *		tenants with groups; *groups gets the count of the groups.
  */
 static List *
 rewrite_differing(Rollup *r, int64 *groups)
