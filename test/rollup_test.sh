@@ -310,6 +310,24 @@ helpers=()
 q "SELECT tenants FROM rollup_refresh('orders_daily')" >/dev/null
 check_same "a tenant written $(cat "$tmp/hammer") times during 15 refreshes in a row: the rollup equals the aggregate"
 
+# the log emptied under its marks (numbers start again from 1), then the
+# capture dropped whole but the marks: later writes are still taken
+app t13 "DELETE FROM _ssfdw_rollup_log"
+app t13 "INSERT INTO orders VALUES ('t13', 300010, 'void', 10, '2024-03-03 10:00:00')"
+q "SELECT tenants FROM rollup_refresh('orders_daily')" >/dev/null
+app t13 "INSERT INTO orders VALUES ('t13', 300011, 'void', 11, '2024-03-04 10:00:00')"
+q "SELECT tenants FROM rollup_refresh('orders_daily')" >/dev/null
+check_same "writes after the shard's log was emptied under its marks are in the rollup"
+app t14 "DROP TRIGGER _ssfdw_rollup_i_orders; DROP TRIGGER _ssfdw_rollup_u_orders;
+  DROP TRIGGER _ssfdw_rollup_d_orders; DROP TABLE _ssfdw_rollup_log;
+  DROP TABLE _ssfdw_rollup_epoch;"
+q "SELECT tenants FROM rollup_refresh('orders_daily')" >/dev/null
+app t14 "INSERT INTO orders VALUES ('t14', 300012, 'void', 12, '2024-03-05 10:00:00')"
+q "SELECT tenants FROM rollup_refresh('orders_daily')" >/dev/null
+app t14 "INSERT INTO orders VALUES ('t14', 300013, 'void', 13, '2024-03-06 10:00:00')"
+q "SELECT tenants FROM rollup_refresh('orders_daily')" >/dev/null
+check_same "writes after the capture was dropped but its marks, and installed again, are in the rollup"
+
 # a tenant computed alone, then written: pending
 q "SELECT groups FROM rollup_refresh_tenant('orders_daily', 't12')" >/dev/null
 app t12 "INSERT INTO orders VALUES ('t12', 300007, 'paid', 7, '2024-03-02 10:00:00')"

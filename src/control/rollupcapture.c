@@ -367,11 +367,13 @@ julian_to_timestamptz(double jd)
 /*
  * publish_mark
  *		Publish the highest change number of the shard's log as table's
- *		mark, when it is above the mark there: from then on a write of a
+ *		mark, when it is not the mark there: from then on a write of a
  *		tenant logged above the mark is not stamped again (see
- *		append_log_row).  Any mark is safe to publish, as long as it never
- *		goes down: a refresh takes as its own the mark it reads, and reads
- *		after publishing.  So the write need not wait for the disk (in WAL
+ *		append_log_row).  Any mark up to the highest number is safe to
+ *		publish, as long as it does not go down below a number logged: a
+ *		refresh takes as its own the mark it reads, and reads after
+ *		publishing.  (The mark goes down only to the highest number of a
+ *		log emptied under it, which read_log tells.)  So the write need not wait for the disk (in WAL
  *		mode), and a shard whose write lock stays taken (an application's
  *		long transaction) is left as it is: the next refresh computes its
  *		tenants logged above the old mark once more.
@@ -387,7 +389,7 @@ publish_mark(sqlite3 *db, const char *shard_id, const char *table)
 
 	/* first without the write lock: nothing to do when nothing changed */
 	if (sqlite3_prepare_v2(db, "SELECT (SELECT coalesce(max(v), 0) FROM " ROLLUP_LOG
-						   ") > (SELECT coalesce(max(mark), 0) FROM " ROLLUP_MARK
+						   ") <> (SELECT coalesce(max(mark), 0) FROM " ROLLUP_MARK
 						   " WHERE tbl = ?1), (SELECT journal_mode = 'wal' FROM"
 						   " pragma_journal_mode)", -1, &stmt, NULL) != SQLITE_OK)
 		capture_error(db, shard_id, table, fmt);
@@ -410,9 +412,9 @@ publish_mark(sqlite3 *db, const char *shard_id, const char *table)
 		return;
 	if (rc != SQLITE_OK)
 		capture_error(db, shard_id, table, fmt);
-	if (sqlite3_prepare_v2(db, "INSERT INTO " ROLLUP_MARK " SELECT ?1, max(v) FROM "
-						   ROLLUP_LOG " WHERE true ON CONFLICT (tbl) DO UPDATE"
-						   " SET mark = max(mark, excluded.mark)", -1, &stmt,
+	if (sqlite3_prepare_v2(db, "INSERT INTO " ROLLUP_MARK " SELECT ?1, coalesce(max(v), 0)"
+						   " FROM " ROLLUP_LOG " WHERE true ON CONFLICT (tbl) DO UPDATE"
+						   " SET mark = excluded.mark", -1, &stmt,
 						   NULL) != SQLITE_OK)
 		capture_error(db, shard_id, table, fmt);
 	sqlite3_bind_text(stmt, 1, table, -1, SQLITE_TRANSIENT);
@@ -443,9 +445,11 @@ publish_mark(sqlite3 *db, const char *shard_id, const char *table)
  *		above the refresh's.  Should the mark read be below since (a mark
  *		published, then lost with the file's last writes in a crash),
  *		the tenants above it are read: their writes may not have been
- *		stamped.
+ *		stamped.  Returns whether the log's numbers went back below since
+ *		or the mark (a log emptied under them, whose numbers start again
+ *		from 1): what changed there cannot be known.
  */
-static void
+static bool
 read_log(sqlite3 *db, Rollup *r, const char *table, int64 since,
 		 bool publish, RollupShardLog *log)
 {
@@ -453,6 +457,8 @@ read_log(sqlite3 *db, Rollup *r, const char *table, int64 since,
 	StringInfoData sql;
 	ShardTenantRule rule;
 	const char *fmt = gettext_noop("could not read the rollup change log of table \"%s\" on shard \"%s\"");
+	int64		top;
+	bool		went_back;
 	int			rc;
 
 	if (publish)
@@ -461,8 +467,8 @@ read_log(sqlite3 *db, Rollup *r, const char *table, int64 since,
 		capture_error(db, log->shard_id, table, fmt);
 	if (sqlite3_prepare_v2(db, "SELECT (SELECT epoch FROM " ROLLUP_EPOCH
 						   " WHERE tbl = ?1), (SELECT coalesce(max(mark), 0) FROM "
-						   ROLLUP_MARK " WHERE tbl = ?1)", -1, &stmt,
-						   NULL) != SQLITE_OK)
+						   ROLLUP_MARK " WHERE tbl = ?1), (SELECT coalesce(max(v), 0) FROM "
+						   ROLLUP_LOG ")", -1, &stmt, NULL) != SQLITE_OK)
 		capture_error(db, log->shard_id, table, fmt);
 	sqlite3_bind_text(stmt, 1, table, -1, SQLITE_TRANSIENT);
 	if (sqlite3_step(stmt) != SQLITE_ROW)
@@ -473,12 +479,16 @@ read_log(sqlite3 *db, Rollup *r, const char *table, int64 since,
 	log->epoch = sqlite3_column_text(stmt, 0) ?
 		pstrdup((const char *) sqlite3_column_text(stmt, 0)) : pstrdup("?");
 	log->mark = sqlite3_column_int64(stmt, 1);
+	top = sqlite3_column_int64(stmt, 2);
 	sqlite3_finalize(stmt);
 	if (since == PG_INT64_MAX)
 	{
 		(void) sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
-		return;
+		return false;
 	}
+	/* numbers below what was taken: the log was emptied, numbers reused */
+	went_back = since > top || log->mark > top;
+	log->mark = Min(log->mark, top);
 	since = Min(since, log->mark);
 
 	/* the rule of the source's tenant type, whatever the shard declares */
@@ -516,6 +526,7 @@ read_log(sqlite3 *db, Rollup *r, const char *table, int64 since,
 	if (rc != SQLITE_DONE)
 		capture_error(db, log->shard_id, table, fmt);
 	(void) sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
+	return went_back;
 }
 
 /*
@@ -586,8 +597,9 @@ capture_shard(sqlite3 *db, Rollup *r, RollupMark *mark, bool install,
 	log->reset = mark == NULL;
 	if (mark != NULL)
 	{
-		read_log(db, r, table, mark->mark, install, log);
-		log->reset = strcmp(log->epoch, mark->epoch) != 0;
+		bool		went_back = read_log(db, r, table, mark->mark, install, log);
+
+		log->reset = went_back || strcmp(log->epoch, mark->epoch) != 0;
 	}
 	if (log->reset)
 	{
@@ -595,7 +607,7 @@ capture_shard(sqlite3 *db, Rollup *r, RollupMark *mark, bool install,
 		list_free_deep(log->tenants);
 		log->tenants = NIL;
 		log->changed_at = NIL;
-		read_log(db, r, table, 0, install, log);
+		(void) read_log(db, r, table, 0, install, log);
 	}
 }
 
@@ -723,7 +735,7 @@ rollup_capture_publish(Rollup *r, const char *tenant)
 
 		if (table != NULL &&
 			capture_present(db, info->shard_id, table, capture_column(r)))
-			read_log(db, r, table, PG_INT64_MAX, true, &log);
+			(void) read_log(db, r, table, PG_INT64_MAX, true, &log);
 	}
 	PG_FINALLY();
 	{
