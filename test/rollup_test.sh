@@ -310,6 +310,14 @@ helpers=()
 q "SELECT tenants FROM rollup_refresh('orders_daily')" >/dev/null
 check_same "a tenant written $(cat "$tmp/hammer") times during 15 refreshes in a row: the rollup equals the aggregate"
 
+# an update that moves a row from a tenant logged above the mark to one
+# that is not: the trigger runs for the new one
+q "SELECT tenants FROM rollup_refresh('orders_daily')" >/dev/null
+app t15 "INSERT INTO orders VALUES ('t15', 300020, 'paid', 20, '2024-03-07 10:00:00')"
+app t15 "UPDATE orders SET tenant_id = 't19' WHERE tenant_id = 't15' AND order_id = 300020"
+q "SELECT tenants FROM rollup_refresh('orders_daily')" >/dev/null
+check_same "a row moved by the application from one tenant to another is in the rollup as the other's"
+
 # the log emptied under its marks (numbers start again from 1), then the
 # capture dropped whole but the marks: later writes are still taken
 app t13 "DELETE FROM _ssfdw_rollup_log"

@@ -138,6 +138,33 @@ append_log_row(StringInfo buf, const char *table, const char *column,
 }
 
 /*
+ * append_unlogged
+ *		Append the condition "row's tenant value of table's column is not
+ *		logged above the table's published mark": exactly that value (no
+ *		affinity applied, as the log's key compares it), true when the
+ *		mark is missing.  A trigger whose every statement would find its
+ *		value logged above the mark does not run at all, and reads two
+ *		rows instead of running its statements for nothing.
+ */
+static void
+append_unlogged(StringInfo buf, const char *table, const char *column,
+				const char *row)
+{
+	appendStringInfoString(buf, "NOT EXISTS (SELECT 1 FROM " ROLLUP_LOG " WHERE tbl = ");
+	shard_append_sql_literal(buf, table);
+	if (column == NULL)
+		appendStringInfoString(buf, " AND tenant = ''");
+	else
+	{
+		appendStringInfo(buf, " AND tenant = +%s.", row);
+		shard_quote_identifier(buf, column);
+	}
+	appendStringInfoString(buf, " AND v > (SELECT mark FROM " ROLLUP_MARK " WHERE tbl = ");
+	shard_append_sql_literal(buf, table);
+	appendStringInfoString(buf, "))");
+}
+
+/*
  * trigger_sql
  *		The CREATE TRIGGER text of the capture trigger of kind on table,
  *		exactly as sqlite_schema keeps it once created; column is the
@@ -155,6 +182,18 @@ trigger_sql(const char *table, const char *column, char kind)
 	appendStringInfo(&buf, " AFTER %s ON ",
 					 kind == 'i' ? "INSERT" : kind == 'u' ? "UPDATE" : "DELETE");
 	shard_quote_identifier(&buf, table);
+	appendStringInfoString(&buf, " WHEN ");
+	append_unlogged(&buf, table, column, kind == 'i' ? "NEW" : "OLD");
+	if (kind == 'u' && column != NULL)
+	{
+		appendStringInfoString(&buf, " OR (NEW.");
+		shard_quote_identifier(&buf, column);
+		appendStringInfoString(&buf, " IS NOT OLD.");
+		shard_quote_identifier(&buf, column);
+		appendStringInfoString(&buf, " AND ");
+		append_unlogged(&buf, table, column, "NEW");
+		appendStringInfoChar(&buf, ')');
+	}
 	appendStringInfoString(&buf, " BEGIN ");
 	switch (kind)
 	{
