@@ -5,13 +5,17 @@
 #	and 1,000,000 orders (ROLLUP_BENCH_ROWS per tenant: 1,000):
 #
 #	- the fan-out aggregate the rollup stores, run on the fleet;
-#	- rollup_create, and a full refresh;
+#	- rollup_create, and a full refresh (when nothing, and when every
+#	  group, differs from what the rollup holds);
 #	- an incremental refresh after 1 % of the tenants (10) changed, by the
-#	  application writing their shards directly;
+#	  application writing their shards directly (sqlite3, while a process
+#	  keeps a connection to each shard open);
 #	- reading a day-level report from the rollup instead of the fleet;
 #	- the routed single-row INSERT through the wrapper (pgbench -M
-#	  prepared, 2 clients, ROLLUP_BENCH_SECONDS each) without the capture
-#	  triggers, with them, and without them again.
+#	  prepared, 2 clients, ROLLUP_BENCH_SECONDS each) with the capture
+#	  triggers and without them (dropped, then created again), in turns
+#	  (ROLLUP_BENCH_WRITER_ROUNDS pairs: 4), and the transactions with
+#	  them against those without over all the rounds.
 #
 # Not part of make test (no test asserts a time).  Builds with the
 # installed extension in a throw-away cluster:
@@ -33,6 +37,7 @@ fi
 
 ROWS=${ROLLUP_BENCH_ROWS:-1000}
 SECONDS_EACH=${ROLLUP_BENCH_SECONDS:-10}
+WRITER_ROUNDS=${ROLLUP_BENCH_WRITER_ROUNDS:-4}
 tmp=$(mktemp -d -t ssfdw_rbench.XXXXXX)
 chmod 0777 "$tmp"
 trap 'rm -rf "$tmp"' EXIT
@@ -102,6 +107,9 @@ query="SELECT tenant_id, date_trunc('day', created_at) AS day, status,
   FROM orders GROUP BY 1, 2, 3"
 fanout=$(best3 "SELECT count(*) FROM ($query) x")
 echo "fan-out aggregate (the rollup's query over the fleet): $fanout ms"
+# count(x) needs every column of every group, as the rollup stores them
+fanout_all=$(best3 "SELECT count(x) FROM ($query) x")
+echo "fan-out aggregate, every column computed: $fanout_all ms"
 
 pgb()
 {
@@ -109,19 +117,34 @@ pgb()
 		-f test/bench_pgbench_insert.sql 2>&1 |
 		sed -n 's/^tps = \([0-9.]*\).*/\1/p'
 }
-tps_plain=$(pgb)
-echo "routed INSERT without capture triggers: $tps_plain tps"
 
 create=$(ms "SELECT rollup_create('orders_daily', \$\$$query\$\$)")
 groups=$(q "SELECT count(*) FROM orders_daily")
 echo "rollup_create: $create ms ($groups groups)"
 full=$(best3 "SELECT * FROM rollup_refresh('orders_daily', full => true)")
 echo "full refresh: $full ms"
+# the worst case: every group differs from the rollup's (all rewritten)
+q "UPDATE orders_daily SET count = count + 1"
+full_all=$(ms "SELECT * FROM rollup_refresh('orders_daily', full => true)")
+echo "full refresh, every group different: $full_all ms"
 none=$(best3 "SELECT * FROM rollup_refresh('orders_daily')")
 echo "refresh with nothing changed: $none ms"
 
-# 1 % of the tenants change, written by the application
-inc_total=0
+# 1 % of the tenants change, written by the application, which keeps a
+# connection to every shard open meanwhile (as an application server does:
+# no close of the last connection checkpoints and deletes a WAL file)
+python3 - "$d" "$tmp/app.stop" <<'PY' &
+import os, pwd, sqlite3, sys, time
+pw = pwd.getpwnam("postgres")
+os.setgid(pw.pw_gid); os.setuid(pw.pw_uid)
+cons = [sqlite3.connect("%s/shards/s%d.db" % (sys.argv[1], s)) for s in range(8)]
+for c in cons:
+    c.execute("SELECT count(*) FROM sqlite_schema").fetchall()
+while not os.path.exists(sys.argv[2]):
+    time.sleep(0.1)
+PY
+app_pid=$!
+sleep 1
 for round in 1 2 3; do
 	for k in $(seq 0 9); do
 		t=$(printf 't%04d' $((k * 97 + round)))
@@ -132,6 +155,8 @@ for round in 1 2 3; do
 	inc=$(ms "SELECT * FROM rollup_refresh('orders_daily')")
 	echo "refresh after 10 tenants (1 %) changed, run $round: $inc ms"
 done
+touch "$tmp/app.stop"
+wait "$app_pid"
 diff=$(q "SELECT count(*) FROM ((TABLE orders_daily EXCEPT ALL
   SELECT tenant_id, date_trunc('day', created_at), status, count(*),
     sum(amount_cents), sum(amount_cents), count(amount_cents) FROM orders GROUP BY 1, 2, 3)
@@ -144,14 +169,71 @@ report_fleet=$(best3 "SELECT date_trunc('day', created_at), count(*), sum(amount
 report_rollup=$(best3 "SELECT day, sum(count), sum(amount) FROM orders_daily GROUP BY 1")
 echo "a day-level report: fleet $report_fleet ms, rollup $report_rollup ms"
 
-tps_capture=$(pgb)
-echo "routed INSERT with capture triggers: $tps_capture tps"
-
-# and without again, the triggers dropped, against the fleet grown since
-for s in 0 1 2 3 4 5 6 7; do
-	runuser -u postgres -- sqlite3 -cmd ".timeout 5000" "$d/shards/s$s.db" \
-		"DROP TRIGGER _ssfdw_rollup_i_orders; DROP TRIGGER _ssfdw_rollup_u_orders;
-		 DROP TRIGGER _ssfdw_rollup_d_orders;"
+# the capture triggers of every shard off (dropped) or on (created again
+# with their exact text, so the capture stays the rollup's), in turns
+triggers()
+{
+	local s
+	for s in 0 1 2 3 4 5 6 7; do
+		if [ "$1" = off ]; then
+			runuser -u postgres -- sqlite3 -cmd ".timeout 5000" "$d/shards/s$s.db" \
+				"SELECT sql || ';' FROM sqlite_schema WHERE type = 'trigger'
+				   AND name GLOB '_ssfdw_rollup_*'" >"$tmp/triggers.s$s"
+			runuser -u postgres -- sqlite3 -cmd ".timeout 5000" "$d/shards/s$s.db" \
+				"DROP TRIGGER _ssfdw_rollup_i_orders; DROP TRIGGER _ssfdw_rollup_u_orders;
+				 DROP TRIGGER _ssfdw_rollup_d_orders;"
+		else
+			runuser -u postgres -- sqlite3 -cmd ".timeout 5000" "$d/shards/s$s.db" \
+				<"$tmp/triggers.s$s"
+		fi
+	done
+}
+sum_capture=0
+sum_plain=0
+for round in $(seq 1 "$WRITER_ROUNDS"); do
+	tps_capture=$(pgb)
+	triggers off
+	tps_plain=$(pgb)
+	triggers on
+	echo "routed INSERT, round $round: with the capture $tps_capture tps, without $tps_plain tps"
+	sum_capture=$(echo "$sum_capture + $tps_capture" | bc)
+	sum_plain=$(echo "$sum_plain + $tps_plain" | bc)
 done
-tps_again=$(pgb)
-echo "routed INSERT without capture triggers, again: $tps_again tps"
+echo "routed INSERT, $WRITER_ROUNDS rounds: $(echo "scale=1; 100 - 100 * $sum_capture / $sum_plain" | bc) % fewer transactions with the capture"
+
+# A fleet of one file per tenant (ROLLUP_BENCH_FILES files of 100 orders,
+# named by a pattern; 0: none): the rollup of a daily report per tenant,
+# and the fleet-wide daily report from the files and from the rollup.
+FILES=${ROLLUP_BENCH_FILES:-1000}
+if [ "$FILES" -gt 0 ]; then
+	python3 test/fixtures/tenantfiles.py build "$tmp/files" --tenants "$FILES" \
+		--rows 100 --layout hashed >/dev/null
+	fx_done "$tmp/files"
+	psql -X -q -v ON_ERROR_STOP=1 <<SQL >/dev/null
+CREATE SERVER rbench_files FOREIGN DATA WRAPPER sqlite_shard_fdw
+  OPTIONS (directory '$tmp/files/directory.db', layout 'file_per_tenant',
+           tenant_path 'tenants/%2/%s.db', busy_timeout_ms '10000');
+CREATE FOREIGN TABLE file_orders (tenant_id text, order_id bigint,
+  status text, amount_cents bigint, created_at timestamp)
+  SERVER rbench_files OPTIONS (table 'orders');
+SQL
+	fquery="SELECT tenant_id, date_trunc('day', created_at) AS day, status,
+	  count(*), sum(amount_cents) AS amount FROM file_orders GROUP BY 1, 2, 3"
+	create=$(ms "SELECT rollup_create('files_daily', \$\$$fquery\$\$)")
+	echo "files: $FILES, $(q "SELECT count(*) FROM files_daily") groups; rollup_create: $create ms"
+	ffull=$(best3 "SELECT * FROM rollup_refresh('files_daily', full => true)")
+	fnone=$(best3 "SELECT * FROM rollup_refresh('files_daily')")
+	echo "files: full refresh $ffull ms, refresh with nothing changed $fnone ms"
+	nchanged=$((FILES / 100))
+	for i in $(seq 1 "$nchanged"); do
+		t=$(printf 't%04d' $((i * 97 % FILES + 1)))
+		h=$(printf '%s' "$t" | md5sum | cut -c1-2)
+		runuser -u postgres -- sqlite3 -cmd ".timeout 5000" "$tmp/files/tenants/$h/$t.db" \
+			"UPDATE orders SET amount_cents = amount_cents + 1 WHERE order_id % 50 = 0"
+	done
+	finc=$(ms "SELECT * FROM rollup_refresh('files_daily')")
+	echo "files: refresh after $nchanged tenants (1 %) changed: $finc ms"
+	freport=$(best3 "SELECT date_trunc('day', created_at), count(*), sum(amount_cents) FROM file_orders GROUP BY 1")
+	freport_rollup=$(best3 "SELECT day, sum(count), sum(amount) FROM files_daily GROUP BY 1")
+	echo "files: a fleet-wide daily report: from the files $freport ms, from the rollup $freport_rollup ms"
+fi

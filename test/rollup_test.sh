@@ -12,7 +12,11 @@
 #	new tenant with rows, the capture triggers of a shard dropped), and one
 #	more refresh must leave the rollup equal to the query run from
 #	scratch: a change a refresh during the writes missed would still be
-#	missing.  Last, a full refresh must agree too.
+#	missing.  Then the marks the refreshes publish in the shards: a tenant
+#	written twice between refreshes is stamped once, written again after
+#	a refresh anew; writes around a refresh rolled back, and a tenant
+#	written without pause during refreshes back to back, are all taken.
+#	Last, a full refresh must agree too.
 #
 # Run by test/run_suites.sh inside a throw-away cluster, with PGDATABASE
 # set to a fresh database.  The fleet lives in a new /tmp/ssfdw_rollup.XXXXXX
@@ -223,6 +227,127 @@ PY
 	fi
 done
 
+# The mark a refresh publishes in each shard (new orders, whose writes
+# surely fire the triggers): a tenant logged above it is
+# not stamped again when written; at or below it, it is.
+
+# shard_of TENANT: the file of the shard that answers for the tenant.
+shard_of()
+{
+	echo "$d/$(runuser -u postgres -- sqlite3 "$d/directory.db" "SELECT s.path FROM shard_map m JOIN shards s
+	  ON s.shard_id = CASE WHEN m.status = 'DONE' THEN m.target_shard_id ELSE m.shard_id END
+	  WHERE m.tenant_id = '$1'")"
+}
+
+# app TENANT SQL: the application writes the tenant's shard directly.
+app()
+{
+	runuser -u postgres -- sqlite3 -bail -cmd ".timeout 10000" "$(shard_of "$1")" "$2" >/dev/null
+}
+
+# logged TENANT: the tenant's change number in its shard's log.
+logged()
+{
+	runuser -u postgres -- sqlite3 -cmd ".timeout 10000" "$(shard_of "$1")" "SELECT v FROM _ssfdw_rollup_log WHERE tbl = 'orders' AND tenant = '$1'"
+}
+
+q "SELECT tenants FROM rollup_refresh('orders_daily')" >/dev/null
+app t08 "INSERT INTO orders VALUES ('t08', 300001, 'paid', 1, '2024-03-05 10:00:00')"
+v1=$(logged t08)
+app t08 "INSERT INTO orders VALUES ('t08', 300002, 'paid', 2, '2024-03-06 10:00:00')"
+v2=$(logged t08)
+if [ -n "$v1" ] && [ "$v1" = "$v2" ]; then
+	result ok "a tenant written twice between refreshes is stamped once ($v1)"
+else
+	result failed "a tenant written twice between refreshes: numbers $v1 then $v2"
+fi
+q "SELECT tenants FROM rollup_refresh('orders_daily')" >/dev/null
+app t08 "INSERT INTO orders VALUES ('t08', 300003, 'paid', 3, '2024-03-07 10:00:00')"
+v3=$(logged t08)
+if [ -n "$v3" ] && [ "$v3" -gt "$v2" ]; then
+	result ok "written again after a refresh took it, the tenant gets a new number"
+else
+	result failed "written again after a refresh took it: number $v3, was $v2"
+fi
+q "SELECT tenants FROM rollup_refresh('orders_daily')" >/dev/null
+check_same "the tenant's writes on both sides of a refresh are in the rollup"
+
+# a refresh rolled back moved the shards' marks, not the rollup's
+app t09 "INSERT INTO orders VALUES ('t09', 300004, 'paid', 4, '2024-03-08 10:00:00')"
+psql -X -q -c "BEGIN" -c "SELECT tenants FROM rollup_refresh('orders_daily')" \
+	-c "ROLLBACK" >/dev/null
+app t10 "INSERT INTO orders VALUES ('t10', 300005, 'paid', 5, '2024-03-09 10:00:00')"
+app t09 "INSERT INTO orders VALUES ('t09', 300006, 'paid', 6, '2024-03-01 10:00:00')"
+q "SELECT tenants FROM rollup_refresh('orders_daily')" >/dev/null
+check_same "writes before and after a refresh rolled back are in the next one"
+
+# one tenant written without pause while refreshes run back to back: each
+# refresh moves the mark while writes of the tenant come and go around it
+python3 - "$(shard_of t11)" "$tmp/stop.hammer" >"$tmp/hammer" 2>&1 <<'PY' &
+import os, pwd, sqlite3, sys
+pw = pwd.getpwnam("postgres")
+os.setgid(pw.pw_gid); os.setuid(pw.pw_uid)
+con = sqlite3.connect(sys.argv[1], timeout=10, isolation_level=None)
+n = 0
+while not os.path.exists(sys.argv[2]):
+    n += 1
+    con.execute("BEGIN IMMEDIATE")
+    con.execute("UPDATE orders SET amount_cents = amount_cents + 1 "
+                "WHERE tenant_id = 't11' AND order_id = ?", (n % 30 + 1,))
+    if n % 4 == 0:
+        con.execute("INSERT INTO orders VALUES ('t11', ?, 'open', 1, "
+                    "'2024-03-04 04:00:00')", (200000 + n,))
+    con.execute("ROLLBACK" if n % 7 == 0 else "COMMIT")
+print(n)
+PY
+helpers+=($!)
+for _ in $(seq 1 15); do
+	q "SELECT tenants FROM rollup_refresh('orders_daily')" >/dev/null
+done
+touch "$tmp/stop.hammer"
+wait "${helpers[@]}" 2>/dev/null || true
+helpers=()
+q "SELECT tenants FROM rollup_refresh('orders_daily')" >/dev/null
+check_same "a tenant written $(cat "$tmp/hammer") times during 15 refreshes in a row: the rollup equals the aggregate"
+
+# an update that moves a row from a tenant logged above the mark to one
+# that is not: the trigger runs for the new one
+q "SELECT tenants FROM rollup_refresh('orders_daily')" >/dev/null
+app t15 "INSERT INTO orders VALUES ('t15', 300020, 'paid', 20, '2024-03-07 10:00:00')"
+app t15 "UPDATE orders SET tenant_id = 't19' WHERE tenant_id = 't15' AND order_id = 300020"
+q "SELECT tenants FROM rollup_refresh('orders_daily')" >/dev/null
+check_same "a row moved by the application from one tenant to another is in the rollup as the other's"
+
+# the log emptied under its marks (numbers start again from 1), then the
+# capture dropped whole but the marks: later writes are still taken
+app t13 "DELETE FROM _ssfdw_rollup_log"
+app t13 "INSERT INTO orders VALUES ('t13', 300010, 'void', 10, '2024-03-03 10:00:00')"
+q "SELECT tenants FROM rollup_refresh('orders_daily')" >/dev/null
+app t13 "INSERT INTO orders VALUES ('t13', 300011, 'void', 11, '2024-03-04 10:00:00')"
+q "SELECT tenants FROM rollup_refresh('orders_daily')" >/dev/null
+check_same "writes after the shard's log was emptied under its marks are in the rollup"
+app t14 "DROP TRIGGER _ssfdw_rollup_i_orders; DROP TRIGGER _ssfdw_rollup_u_orders;
+  DROP TRIGGER _ssfdw_rollup_d_orders; DROP TABLE _ssfdw_rollup_log;
+  DROP TABLE _ssfdw_rollup_epoch;"
+q "SELECT tenants FROM rollup_refresh('orders_daily')" >/dev/null
+app t14 "INSERT INTO orders VALUES ('t14', 300012, 'void', 12, '2024-03-05 10:00:00')"
+q "SELECT tenants FROM rollup_refresh('orders_daily')" >/dev/null
+app t14 "INSERT INTO orders VALUES ('t14', 300013, 'void', 13, '2024-03-06 10:00:00')"
+q "SELECT tenants FROM rollup_refresh('orders_daily')" >/dev/null
+check_same "writes after the capture was dropped but its marks, and installed again, are in the rollup"
+
+# a tenant computed alone, then written: pending
+q "SELECT groups FROM rollup_refresh_tenant('orders_daily', 't12')" >/dev/null
+app t12 "INSERT INTO orders VALUES ('t12', 300007, 'paid', 7, '2024-03-02 10:00:00')"
+pending=$(q "SELECT pending FROM rollup_staleness('orders_daily') WHERE tenant_id = 't12'")
+if [ "$pending" = t ]; then
+	result ok "a tenant written after rollup_refresh_tenant computed it is pending"
+else
+	result failed "a tenant written after rollup_refresh_tenant computed it: pending is '$pending'"
+fi
+q "SELECT tenants FROM rollup_refresh('orders_daily')" >/dev/null
+check_same "and the next refresh takes it"
+
 q "SELECT tenants FROM rollup_refresh('orders_daily', full => true)" >/dev/null
 check_same "after $refreshes refreshes, a full refresh: the rollup equals the aggregate from scratch"
 check=$(q "SELECT count(*) FROM ssfdw_rollup.shards WHERE rollup = 'orders_daily'::regclass")
@@ -231,5 +356,99 @@ if [ "$check" = 5 ]; then
 else
 	result failed "the rollup keeps marks of $check shards, not 5"
 fi
+
+# A fleet of one file per tenant, named by a pattern and by the directory:
+# the capture logs each file's changes as its tenant's.
+python3 test/fixtures/tenantfiles.py build "$tmp/pf_pattern" --tenants 30 \
+	--rows 60 --layout hashed >/dev/null
+python3 test/fixtures/tenantfiles.py build "$tmp/pf_dir" --tenants 30 \
+	--rows 60 --map directory >/dev/null
+fx_done "$tmp/pf_pattern"
+fx_done "$tmp/pf_dir"
+psql -X -q -v ON_ERROR_STOP=1 <<SQL >/dev/null
+CREATE SERVER pf_pattern FOREIGN DATA WRAPPER sqlite_shard_fdw
+  OPTIONS (directory '$tmp/pf_pattern/directory.db', layout 'file_per_tenant',
+           tenant_path 'tenants/%2/%s.db', busy_timeout_ms '10000');
+CREATE SERVER pf_dir FOREIGN DATA WRAPPER sqlite_shard_fdw
+  OPTIONS (directory '$tmp/pf_dir/directory.db', layout 'file_per_tenant',
+           busy_timeout_ms '10000');
+CREATE FOREIGN TABLE pf_pattern_orders (tenant_id text, order_id bigint,
+  status text, amount_cents bigint, created_at timestamp)
+  SERVER pf_pattern OPTIONS (table 'orders');
+CREATE FOREIGN TABLE pf_dir_orders (tenant_id text, order_id bigint,
+  status text, amount_cents bigint, created_at timestamp)
+  SERVER pf_dir OPTIONS (table 'orders');
+SQL
+
+# pf_file LAYOUT TENANT: the tenant's file.
+pf_file()
+{
+	if [ "$1" = pattern ]; then
+		echo "$tmp/pf_pattern/tenants/$(printf '%s' "$2" | md5sum | cut -c1-2)/$2.db"
+	else
+		echo "$tmp/pf_dir/$(runuser -u postgres -- sqlite3 "$tmp/pf_dir/directory.db" \
+			"SELECT path FROM shards WHERE shard_id = 'f_$2'")"
+	fi
+}
+
+# pf_app LAYOUT TENANT SQL: the application writes the tenant's file.
+pf_app()
+{
+	runuser -u postgres -- sqlite3 -bail -cmd ".timeout 10000" "$(pf_file "$1" "$2")" "$3" >/dev/null
+}
+
+for layout in pattern dir; do
+	ft="pf_${layout}_orders"
+	sel="SELECT tenant_id, status, count(*), sum(amount_cents) AS amount,
+	  avg(amount_cents) AS avg_amount FROM $ft GROUP BY 1, 2"
+	scratch="SELECT tenant_id, status, count(*), sum(amount_cents) AS amount,
+	  sum(amount_cents) AS avg_amount_sum, count(amount_cents) AS avg_amount_count
+	  FROM $ft GROUP BY 1, 2"
+	pf_same()
+	{
+		local n
+		n=$(q "SELECT count(*) FROM ((TABLE ${ft}_r EXCEPT ALL $scratch)
+		       UNION ALL ($scratch EXCEPT ALL TABLE ${ft}_r)) x")
+		if [ "$n" = 0 ]; then
+			result ok "$layout files: $1"
+		else
+			result failed "$layout files: $1: $n rows differ"
+		fi
+	}
+	q "SELECT rollup_create('${ft}_r', \$\$$sel\$\$)" >/dev/null
+	pf_same "rollup_create equals the aggregate"
+	triggers=$(runuser -u postgres -- sqlite3 "$(pf_file "$layout" t0007)" \
+		"SELECT count(*) FROM sqlite_schema WHERE type = 'trigger' AND name GLOB '_ssfdw_rollup_*'")
+	if [ "$triggers" = 3 ]; then
+		result ok "$layout files: every file has the three capture triggers"
+	else
+		result failed "$layout files: $triggers capture triggers in t0007's file"
+	fi
+	pf_app "$layout" t0003 "INSERT INTO orders (order_id, status, amount_cents, created_at)
+	  VALUES (900001, 'paid', 77, '2024-05-01 10:00:00')"
+	pf_app "$layout" t0011 "UPDATE orders SET amount_cents = amount_cents + 1, status = 'void'"
+	pf_app "$layout" t0011 "DELETE FROM orders WHERE order_id % 3 = 0"
+	pf_app "$layout" t0020 "BEGIN; DELETE FROM orders; ROLLBACK;"
+	n=$(q "SELECT tenants FROM rollup_refresh('${ft}_r')")
+	if [ "$n" = 2 ]; then
+		result ok "$layout files: the refresh computes the 2 tenants whose files were written"
+	else
+		result failed "$layout files: the refresh computed $n tenants, not 2"
+	fi
+	pf_same "after the application wrote two files, a refresh"
+	pf_app "$layout" t0003 "UPDATE orders SET amount_cents = 1 WHERE order_id = 900001"
+	q "SELECT groups FROM rollup_refresh_tenant('${ft}_r', 't0003')" >/dev/null
+	pf_app "$layout" t0003 "UPDATE orders SET amount_cents = 2 WHERE order_id = 900001"
+	pending=$(q "SELECT string_agg(tenant_id, ',') FROM rollup_pending('${ft}_r')")
+	if [ "$pending" = t0003 ]; then
+		result ok "$layout files: written after rollup_refresh_tenant, the tenant is pending"
+	else
+		result failed "$layout files: pending tenants '$pending', not t0003"
+	fi
+	q "SELECT tenants FROM rollup_refresh('${ft}_r')" >/dev/null
+	pf_same "and the next refresh takes it"
+	q "SELECT tenants FROM rollup_refresh('${ft}_r', full => true)" >/dev/null
+	pf_same "a full refresh"
+done
 
 script_end

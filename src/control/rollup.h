@@ -54,6 +54,7 @@ extern uint64 rollup_spi_run(const char *sql, int nargs, Oid *types,
 
 /* in rollupcapture.c */
 extern List *rollup_capture_read(Rollup *r, bool install);
+extern void rollup_capture_publish(Rollup *r, const char *tenant);
 
 /* in rolluprefresh.c */
 extern void rollup_refresh_full(Rollup *r, int64 *tenants, int64 *groups,

@@ -17,6 +17,17 @@
  * the new mark, for the next refresh.  The log keeps a row per stored
  * value, not per write, so it does not grow with the writes.
  *
+ * Most writes do not even write the log: a refresh publishes the log's
+ * highest number as the table's mark in the shard (_ssfdw_rollup_mark),
+ * then reads the log, and takes as its own mark the published one it
+ * reads (not the highest number), and a write of a tenant already logged
+ * above the published mark leaves its row as it is.  That number is above
+ * every mark a refresh has taken, so the next refresh computes the tenant
+ * anyway; a tenant logged at or below the mark gets a new number, above
+ * them all.  A tenant written a thousand times between two refreshes
+ * costs its log one write; its time is that of its first change since
+ * the mark moved.
+ *
  * The triggers store the value as the application wrote it; which tenant
  * it is decided when the log is read, by the one tenant rule (tenantrule.c,
  * shard_tenant_key), as for every other path.  Nothing read from a shard
@@ -50,6 +61,7 @@
 /* The change log and the epochs, inside every shard. */
 #define ROLLUP_LOG "_ssfdw_rollup_log"
 #define ROLLUP_EPOCH "_ssfdw_rollup_epoch"
+#define ROLLUP_MARK "_ssfdw_rollup_mark"
 
 /* A rollup's mark of one shard, from the catalog. */
 typedef struct RollupMark
@@ -89,7 +101,11 @@ trigger_name(const char *table, char kind)
 /*
  * append_log_row
  *		Append the statement that logs row's (NEW or OLD) tenant value of
- *		table's column, when it is not NULL (and cond holds, if given).
+ *		table's column, when it is not NULL (and cond holds, if given): a
+ *		new number for a value not logged above the table's published mark,
+ *		nothing for one that is (see read_log).  A missing mark stamps
+ *		every write.  Without a column (a file of one tenant), every write
+ *		is the file's tenant's, logged as the value ''.
  */
 static void
 append_log_row(StringInfo buf, const char *table, const char *column,
@@ -97,21 +113,62 @@ append_log_row(StringInfo buf, const char *table, const char *column,
 {
 	appendStringInfoString(buf, "INSERT INTO " ROLLUP_LOG " (tbl, tenant, v, at) SELECT ");
 	shard_append_sql_literal(buf, table);
-	appendStringInfo(buf, ", %s.", row);
-	shard_quote_identifier(buf, column);
+	if (column == NULL)
+		appendStringInfoString(buf, ", ''");
+	else
+	{
+		appendStringInfo(buf, ", %s.", row);
+		shard_quote_identifier(buf, column);
+	}
 	appendStringInfoString(buf, ", coalesce((SELECT max(v) FROM " ROLLUP_LOG "), 0) + 1, julianday('now') WHERE ");
-	appendStringInfo(buf, "%s.", row);
-	shard_quote_identifier(buf, column);
-	appendStringInfoString(buf, " IS NOT NULL");
+	if (column == NULL)
+		appendStringInfoString(buf, "1");
+	else
+	{
+		appendStringInfo(buf, "%s.", row);
+		shard_quote_identifier(buf, column);
+		appendStringInfoString(buf, " IS NOT NULL");
+	}
 	if (cond)
 		appendStringInfo(buf, " AND %s", cond);
-	appendStringInfoString(buf, " ON CONFLICT (tbl, tenant) DO UPDATE SET v = excluded.v, at = excluded.at; ");
+	appendStringInfoString(buf, " ON CONFLICT (tbl, tenant) DO UPDATE SET v = excluded.v, at = excluded.at"
+						   " WHERE v <= coalesce((SELECT mark FROM " ROLLUP_MARK " WHERE tbl = ");
+	shard_append_sql_literal(buf, table);
+	appendStringInfoString(buf, "), v); ");
+}
+
+/*
+ * append_unlogged
+ *		Append the condition "row's tenant value of table's column is not
+ *		logged above the table's published mark": exactly that value (no
+ *		affinity applied, as the log's key compares it), true when the
+ *		mark is missing.  A trigger whose every statement would find its
+ *		value logged above the mark does not run at all, and reads two
+ *		rows instead of running its statements for nothing.
+ */
+static void
+append_unlogged(StringInfo buf, const char *table, const char *column,
+				const char *row)
+{
+	appendStringInfoString(buf, "NOT EXISTS (SELECT 1 FROM " ROLLUP_LOG " WHERE tbl = ");
+	shard_append_sql_literal(buf, table);
+	if (column == NULL)
+		appendStringInfoString(buf, " AND tenant = ''");
+	else
+	{
+		appendStringInfo(buf, " AND tenant = +%s.", row);
+		shard_quote_identifier(buf, column);
+	}
+	appendStringInfoString(buf, " AND v > (SELECT mark FROM " ROLLUP_MARK " WHERE tbl = ");
+	shard_append_sql_literal(buf, table);
+	appendStringInfoString(buf, "))");
 }
 
 /*
  * trigger_sql
  *		The CREATE TRIGGER text of the capture trigger of kind on table,
- *		exactly as sqlite_schema keeps it once created.
+ *		exactly as sqlite_schema keeps it once created; column is the
+ *		tenant column, NULL in a file of one tenant.
  */
 static char *
 trigger_sql(const char *table, const char *column, char kind)
@@ -125,6 +182,18 @@ trigger_sql(const char *table, const char *column, char kind)
 	appendStringInfo(&buf, " AFTER %s ON ",
 					 kind == 'i' ? "INSERT" : kind == 'u' ? "UPDATE" : "DELETE");
 	shard_quote_identifier(&buf, table);
+	appendStringInfoString(&buf, " WHEN ");
+	append_unlogged(&buf, table, column, kind == 'i' ? "NEW" : "OLD");
+	if (kind == 'u' && column != NULL)
+	{
+		appendStringInfoString(&buf, " OR (NEW.");
+		shard_quote_identifier(&buf, column);
+		appendStringInfoString(&buf, " IS NOT OLD.");
+		shard_quote_identifier(&buf, column);
+		appendStringInfoString(&buf, " AND ");
+		append_unlogged(&buf, table, column, "NEW");
+		appendStringInfoChar(&buf, ')');
+	}
 	appendStringInfoString(&buf, " BEGIN ");
 	switch (kind)
 	{
@@ -137,6 +206,8 @@ trigger_sql(const char *table, const char *column, char kind)
 		default:
 			/* the old tenant always; the new one when the update moved it */
 			append_log_row(&buf, table, column, "OLD", NULL);
+			if (column == NULL)
+				break;
 			initStringInfo(&cond);
 			appendStringInfoString(&cond, "NEW.");
 			shard_quote_identifier(&cond, column);
@@ -147,6 +218,18 @@ trigger_sql(const char *table, const char *column, char kind)
 	}
 	appendStringInfoString(&buf, "END");
 	return buf.data;
+}
+
+/*
+ * capture_column
+ *		The column whose values the rollup's triggers log: its tenant
+ *		column, or NULL on a server of one file per tenant, whose files
+ *		store no tenant column (the file is the tenant).
+ */
+static const char *
+capture_column(Rollup *r)
+{
+	return r->opts->file_per_tenant ? NULL : r->tenant_column;
 }
 
 /*
@@ -213,7 +296,11 @@ capture_present(sqlite3 *db, const char *shard_id, const char *table,
 	if (found != lengthof(kinds))
 		return false;
 
-	/* a log without its epoch table is no log of ours */
+	/* a log without its epoch table (or the marks) is no log of ours */
+	if (sqlite3_prepare_v2(db, "SELECT 1 FROM " ROLLUP_MARK, -1, &stmt,
+						   NULL) != SQLITE_OK)
+		return false;
+	sqlite3_finalize(stmt);
 	if (sqlite3_prepare_v2(db, "SELECT 1 FROM " ROLLUP_EPOCH " WHERE tbl = ?1",
 						   -1, &stmt, NULL) != SQLITE_OK)
 		return false;
@@ -281,6 +368,9 @@ install_capture(sqlite3 *db, const char *shard_id, const char *table,
 	exec_capture(db, shard_id, table,
 				 "CREATE TABLE IF NOT EXISTS main." ROLLUP_EPOCH
 				 " (tbl TEXT PRIMARY KEY, epoch TEXT NOT NULL)");
+	exec_capture(db, shard_id, table,
+				 "CREATE TABLE IF NOT EXISTS main." ROLLUP_MARK
+				 " (tbl TEXT PRIMARY KEY, mark INTEGER NOT NULL)");
 	initStringInfo(&buf);
 	for (i = 0; i < lengthof(kinds); i++)
 	{
@@ -314,28 +404,109 @@ julian_to_timestamptz(double jd)
 }
 
 /*
- * read_log
- *		In one read transaction: the epoch of table's log and its highest
- *		change number into log, and the tenants logged above since (with
- *		the time of each one's last change).  A tenant is the id its
- *		stored value reads as, by the tenant rule; values of no tenant are
- *		left out.
+ * publish_mark
+ *		Publish the highest change number of the shard's log as table's
+ *		mark, when it is not the mark there: from then on a write of a
+ *		tenant logged above the mark is not stamped again (see
+ *		append_log_row).  Any mark up to the highest number is safe to
+ *		publish, as long as it does not go down below a number logged: a
+ *		refresh takes as its own the mark it reads, and reads after
+ *		publishing.  (The mark goes down only to the highest number of a
+ *		log emptied under it, which read_log tells.)  So the write need not wait for the disk (in WAL
+ *		mode), and a shard whose write lock stays taken (an application's
+ *		long transaction) is left as it is: the next refresh computes its
+ *		tenants logged above the old mark once more.
  */
 static void
+publish_mark(sqlite3 *db, const char *shard_id, const char *table)
+{
+	const char *fmt = gettext_noop("could not publish the rollup change mark of table \"%s\" on shard \"%s\"");
+	sqlite3_stmt *stmt;
+	bool		stale;
+	bool		wal;
+	int			rc;
+
+	/* first without the write lock: nothing to do when nothing changed */
+	if (sqlite3_prepare_v2(db, "SELECT (SELECT coalesce(max(v), 0) FROM " ROLLUP_LOG
+						   ") <> (SELECT coalesce(max(mark), 0) FROM " ROLLUP_MARK
+						   " WHERE tbl = ?1), (SELECT journal_mode = 'wal' FROM"
+						   " pragma_journal_mode)", -1, &stmt, NULL) != SQLITE_OK)
+		capture_error(db, shard_id, table, fmt);
+	sqlite3_bind_text(stmt, 1, table, -1, SQLITE_TRANSIENT);
+	if (sqlite3_step(stmt) != SQLITE_ROW)
+	{
+		sqlite3_finalize(stmt);
+		capture_error(db, shard_id, table, fmt);
+	}
+	stale = sqlite3_column_int(stmt, 0) != 0;
+	wal = sqlite3_column_int(stmt, 1) != 0;
+	sqlite3_finalize(stmt);
+	if (!stale)
+		return;
+
+	if (wal)
+		(void) sqlite3_exec(db, "PRAGMA synchronous = NORMAL", NULL, NULL, NULL);
+	rc = sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
+	if ((rc & 0xff) == SQLITE_BUSY || (rc & 0xff) == SQLITE_LOCKED)
+		return;
+	if (rc != SQLITE_OK)
+		capture_error(db, shard_id, table, fmt);
+	if (sqlite3_prepare_v2(db, "INSERT INTO " ROLLUP_MARK " SELECT ?1, coalesce(max(v), 0)"
+						   " FROM " ROLLUP_LOG " WHERE true ON CONFLICT (tbl) DO UPDATE"
+						   " SET mark = excluded.mark", -1, &stmt,
+						   NULL) != SQLITE_OK)
+		capture_error(db, shard_id, table, fmt);
+	sqlite3_bind_text(stmt, 1, table, -1, SQLITE_TRANSIENT);
+	rc = sqlite3_step(stmt);
+	sqlite3_finalize(stmt);
+	if (rc != SQLITE_DONE)
+		capture_error(db, shard_id, table, fmt);
+	rc = sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
+	if (rc != SQLITE_OK && (rc & 0xff) != SQLITE_BUSY)
+		capture_error(db, shard_id, table, fmt);
+	if (!sqlite3_get_autocommit(db))
+		(void) sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+}
+
+/*
+ * read_log
+ *		In one read transaction: the epoch of table's log and its
+ *		published mark into log, and the tenants logged above since (with
+ *		the time of each one's first change after the mark moved).  A
+ *		tenant is the id its stored value reads as, by the tenant rule;
+ *		values of no tenant are left out.  With since PG_INT64_MAX, no
+ *		tenant is read.
+ *
+ *		With publish (a refresh, on a handle that may write), the mark is
+ *		published first.  The refresh takes as its own the mark it reads
+ *		here, not the highest number: a write after this read of a tenant
+ *		logged above the mark is not stamped again, and its number must be
+ *		above the refresh's.  Should the mark read be below since (a mark
+ *		published, then lost with the file's last writes in a crash),
+ *		the tenants above it are read: their writes may not have been
+ *		stamped.  Returns whether the log's numbers went back below since
+ *		or the mark (a log emptied under them, whose numbers start again
+ *		from 1): what changed there cannot be known.
+ */
+static bool
 read_log(sqlite3 *db, Rollup *r, const char *table, int64 since,
-		 RollupShardLog *log)
+		 bool publish, RollupShardLog *log)
 {
 	sqlite3_stmt *stmt;
 	StringInfoData sql;
 	ShardTenantRule rule;
 	const char *fmt = gettext_noop("could not read the rollup change log of table \"%s\" on shard \"%s\"");
+	int64		top;
+	bool		went_back;
 	int			rc;
 
+	if (publish)
+		publish_mark(db, log->shard_id, table);
 	if (sqlite3_exec(db, "BEGIN", NULL, NULL, NULL) != SQLITE_OK)
 		capture_error(db, log->shard_id, table, fmt);
-
 	if (sqlite3_prepare_v2(db, "SELECT (SELECT epoch FROM " ROLLUP_EPOCH
-						   " WHERE tbl = ?1), (SELECT coalesce(max(v), 0) FROM "
+						   " WHERE tbl = ?1), (SELECT coalesce(max(mark), 0) FROM "
+						   ROLLUP_MARK " WHERE tbl = ?1), (SELECT coalesce(max(v), 0) FROM "
 						   ROLLUP_LOG ")", -1, &stmt, NULL) != SQLITE_OK)
 		capture_error(db, log->shard_id, table, fmt);
 	sqlite3_bind_text(stmt, 1, table, -1, SQLITE_TRANSIENT);
@@ -347,15 +518,31 @@ read_log(sqlite3 *db, Rollup *r, const char *table, int64 since,
 	log->epoch = sqlite3_column_text(stmt, 0) ?
 		pstrdup((const char *) sqlite3_column_text(stmt, 0)) : pstrdup("?");
 	log->mark = sqlite3_column_int64(stmt, 1);
+	top = sqlite3_column_int64(stmt, 2);
 	sqlite3_finalize(stmt);
+	if (since == PG_INT64_MAX)
+	{
+		(void) sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
+		return false;
+	}
+	/* numbers below what was taken: the log was emptied, numbers reused */
+	went_back = since > top || log->mark > top;
+	log->mark = Min(log->mark, top);
+	since = Min(since, log->mark);
 
 	/* the rule of the source's tenant type, whatever the shard declares */
-	shard_tenant_rule_init(&rule, r->kind, NULL, NULL);
 	initStringInfo(&sql);
-	appendStringInfoString(&sql, "SELECT ");
-	shard_tenant_key(&sql, "", "tenant", &rule);
-	appendStringInfoString(&sql, " AS t, max(at) FROM " ROLLUP_LOG
-						   " WHERE tbl = ?1 AND v > ?2 GROUP BY t ORDER BY t");
+	if (r->opts->file_per_tenant)
+		appendStringInfoString(&sql, "SELECT '', max(at) FROM " ROLLUP_LOG
+							   " WHERE tbl = ?1 AND v > ?2 HAVING count(*) > 0");
+	else
+	{
+		shard_tenant_rule_init(&rule, r->kind, NULL, NULL);
+		appendStringInfoString(&sql, "SELECT ");
+		shard_tenant_key(&sql, "", "tenant", &rule);
+		appendStringInfoString(&sql, " AS t, max(at) FROM " ROLLUP_LOG
+							   " WHERE tbl = ?1 AND v > ?2 GROUP BY t ORDER BY t");
+	}
 	if (sqlite3_prepare_v2(db, sql.data, -1, &stmt, NULL) != SQLITE_OK)
 		capture_error(db, log->shard_id, table, fmt);
 	sqlite3_bind_text(stmt, 1, table, -1, SQLITE_TRANSIENT);
@@ -368,7 +555,9 @@ read_log(sqlite3 *db, Rollup *r, const char *table, int64 since,
 			continue;
 		at = palloc(sizeof(TimestampTz));
 		*at = julian_to_timestamptz(sqlite3_column_double(stmt, 1));
-		log->tenants = lappend(log->tenants,
+		log->tenants = lappend(log->tenants, r->opts->file_per_tenant ?
+							   pstrdup(shard_directory_file_tenant(shard_directory_get(r->opts),
+																   log->shard_id)) :
 							   pstrdup((const char *) sqlite3_column_text(stmt, 0)));
 		log->changed_at = lappend(log->changed_at, at);
 	}
@@ -376,6 +565,7 @@ read_log(sqlite3 *db, Rollup *r, const char *table, int64 since,
 	if (rc != SQLITE_DONE)
 		capture_error(db, log->shard_id, table, fmt);
 	(void) sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
+	return went_back;
 }
 
 /*
@@ -433,7 +623,7 @@ capture_shard(sqlite3 *db, Rollup *r, RollupMark *mark, bool install,
 		log->reset = mark == NULL || strcmp(mark->epoch, "") != 0;
 		return;
 	}
-	if (!capture_present(db, log->shard_id, table, r->tenant_column))
+	if (!capture_present(db, log->shard_id, table, capture_column(r)))
 	{
 		if (!install)
 		{
@@ -441,13 +631,14 @@ capture_shard(sqlite3 *db, Rollup *r, RollupMark *mark, bool install,
 			log->reset = true;
 			return;
 		}
-		install_capture(db, log->shard_id, table, r->tenant_column);
+		install_capture(db, log->shard_id, table, capture_column(r));
 	}
 	log->reset = mark == NULL;
 	if (mark != NULL)
 	{
-		read_log(db, r, table, mark->mark, log);
-		log->reset = strcmp(log->epoch, mark->epoch) != 0;
+		bool		went_back = read_log(db, r, table, mark->mark, install, log);
+
+		log->reset = went_back || strcmp(log->epoch, mark->epoch) != 0;
 	}
 	if (log->reset)
 	{
@@ -455,8 +646,55 @@ capture_shard(sqlite3 *db, Rollup *r, RollupMark *mark, bool install,
 		list_free_deep(log->tenants);
 		log->tenants = NIL;
 		log->changed_at = NIL;
-		read_log(db, r, table, 0, log);
+		(void) read_log(db, r, table, 0, install, log);
 	}
+}
+
+/*
+ * open_shard
+ *		A handle of the shard info for the rollup, read-write with write;
+ *		NULL, after a warning, for a missing file the server's
+ *		on_missing_shard = skip lets it pass over (otherwise an error).
+ */
+static sqlite3 *
+open_shard(Rollup *r, ShardInfo *info, bool write)
+{
+	sqlite3    *db = NULL;
+	char		errbuf[SHARDIO_ERRLEN];
+	int			rc;
+
+	if (shardio_file_state(info->path) != SHARDIO_FILE_OK)
+	{
+		ereport(r->opts->skip_missing ? WARNING : ERROR,
+				(errcode(ERRCODE_FDW_UNABLE_TO_ESTABLISH_CONNECTION),
+				 errmsg("could not open shard \"%s\": file \"%s\" does not exist or cannot be read",
+						info->shard_id, info->path),
+				 r->opts->skip_missing ?
+				 errdetail("Rollup \"%s\" takes no changes from it until it is back.",
+						   get_rel_name(r->relid)) : 0));
+		return NULL;
+	}
+	if (write)
+		shard_check_wal_folder(info->shard_id, info->path);
+	rc = shardio_open(info->path, write ? SHARDIO_OPEN_READWRITE : 0,
+					  r->opts->busy_timeout_ms, &db, errbuf);
+	/* a refresh never checkpoints a WAL file: its writers do */
+	if (rc == SQLITE_OK)
+		(void) sqlite3_db_config(db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, NULL);
+	if (rc != SQLITE_OK)
+	{
+		if (db != NULL)
+			shardio_close(db);
+		shard_check_lock_wait(rc, false, info->shard_id);
+		ereport(ERROR,
+				(errcode(shard_write_access_sqlstate(info->path, rc,
+													 shard_sqlite_sqlstate(rc))),
+				 errmsg("could not open shard \"%s\" for rollup \"%s\"",
+						info->shard_id, get_rel_name(r->relid)),
+				 errdetail_internal("File \"%s\": %s", info->path, errbuf),
+				 shard_errhint_write_access(info->path, rc)));
+	}
+	return db;
 }
 
 /*
@@ -464,9 +702,11 @@ capture_shard(sqlite3 *db, Rollup *r, RollupMark *mark, bool install,
  *		For every shard of the rollup's server, what the rollup has not
  *		taken of its change log yet, as RollupShardLog: with install, the
  *		capture is installed where it is missing (a new shard, a table a
- *		move created, triggers dropped), committed before the log is read.
- *		A shard whose file is missing is an error, or with the server's
- *		on_missing_shard = skip a warning, and left out (epoch NULL).
+ *		move created, triggers dropped), committed before the log is read,
+ *		and the log's highest change number is published as the shard's
+ *		mark before it is read (see read_log).  A shard whose file is
+ *		missing is an error, or with the server's on_missing_shard = skip
+ *		a warning, and left out (epoch NULL).
  */
 List *
 rollup_capture_read(Rollup *r, bool install)
@@ -482,9 +722,7 @@ rollup_capture_read(Rollup *r, bool install)
 		RollupShardLog *log = palloc0(sizeof(RollupShardLog));
 		RollupMark *mark = NULL;
 		ListCell   *lm;
-		sqlite3    *volatile db = NULL;
-		char		errbuf[SHARDIO_ERRLEN];
-		int			rc;
+		sqlite3    *volatile db;
 
 		log->shard_id = info->shard_id;
 		result = lappend(result, log);
@@ -492,35 +730,9 @@ rollup_capture_read(Rollup *r, bool install)
 			if (strcmp(((RollupMark *) lfirst(lm))->shard_id, info->shard_id) == 0)
 				mark = lfirst(lm);
 
-		if (shardio_file_state(info->path) != SHARDIO_FILE_OK)
-		{
-			ereport(r->opts->skip_missing ? WARNING : ERROR,
-					(errcode(ERRCODE_FDW_UNABLE_TO_ESTABLISH_CONNECTION),
-					 errmsg("could not open shard \"%s\": file \"%s\" does not exist or cannot be read",
-							info->shard_id, info->path),
-					 r->opts->skip_missing ?
-					 errdetail("Rollup \"%s\" takes no changes from it until it is back.",
-							   get_rel_name(r->relid)) : 0));
+		db = open_shard(r, info, install);
+		if (db == NULL)
 			continue;
-		}
-		if (install)
-			shard_check_wal_folder(info->shard_id, info->path);
-		rc = shardio_open(info->path,
-						  install ? SHARDIO_OPEN_READWRITE : 0,
-						  r->opts->busy_timeout_ms, (sqlite3 **) &db, errbuf);
-		if (rc != SQLITE_OK)
-		{
-			if (db != NULL)
-				shardio_close(db);
-			shard_check_lock_wait(rc, false, info->shard_id);
-			ereport(ERROR,
-					(errcode(shard_write_access_sqlstate(info->path, rc,
-														 shard_sqlite_sqlstate(rc))),
-					 errmsg("could not open shard \"%s\" for rollup \"%s\"",
-							info->shard_id, get_rel_name(r->relid)),
-					 errdetail_internal("File \"%s\": %s", info->path, errbuf),
-					 shard_errhint_write_access(info->path, rc)));
-		}
 		PG_TRY();
 		{
 			capture_shard(db, r, mark, install, log);
@@ -532,4 +744,41 @@ rollup_capture_read(Rollup *r, bool install)
 		PG_END_TRY();
 	}
 	return result;
+}
+
+/*
+ * rollup_capture_publish
+ *		Publish the highest change number of the log of the shard that
+ *		answers for tenant as its mark (see read_log), taking nothing: a
+ *		change of the tenant after it gets a new number and time, so that
+ *		a tenant computed alone (rollup_refresh_tenant) and written again
+ *		shows as pending.  Nothing to do where the capture is missing.
+ */
+void
+rollup_capture_publish(Rollup *r, const char *tenant)
+{
+	ShardDirectory *dir = shard_directory_get(r->opts);
+	ShardLocation *loc = shard_directory_locate(dir, tenant);
+	ShardInfo  *info;
+	sqlite3    *volatile db;
+
+	if (loc == NULL || (info = shard_directory_shard(dir, loc->owner)) == NULL)
+		return;
+	db = open_shard(r, info, true);
+	if (db == NULL)
+		return;
+	PG_TRY();
+	{
+		char	   *table = shard_table_name(db, info->shard_id, r->table);
+		RollupShardLog log = {.shard_id = info->shard_id};
+
+		if (table != NULL &&
+			capture_present(db, info->shard_id, table, capture_column(r)))
+			(void) read_log(db, r, table, PG_INT64_MAX, true, &log);
+	}
+	PG_FINALLY();
+	{
+		shardio_close(db);
+	}
+	PG_END_TRY();
 }

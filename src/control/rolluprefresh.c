@@ -31,12 +31,15 @@
  */
 #include "sqlite_shard_fdw.h"
 
+#include "access/table.h"
 #include "access/xact.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "funcapi.h"
+#include "miscadmin.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
+#include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/timestamp.h"
 
@@ -48,6 +51,9 @@ PG_FUNCTION_INFO_V1(shard_rollup_pending);
 
 /* Changed tenants whose groups are replaced by one pair of statements. */
 #define ROLLUP_BATCH_TENANTS 1000
+
+/* The work_mem (kB) a full refresh compares the groups in, at least. */
+#define ROLLUP_COMPARE_WORK_MEM (64 * 1024)
 
 /*
  * ids_array
@@ -152,35 +158,50 @@ record_tenants(Rollup *r, List *ids, TimestampTz as_of)
 
 /*
  * record_marks
- *		Keep what the refresh took of each shard's log, forget shards gone
- *		from the directory, and note the refresh's as_of.
+ *		Keep what the refresh took of each shard's log (writing only the
+ *		marks that moved), forget shards gone from the directory, and note
+ *		the refresh's as_of.
  */
 static void
 record_marks(Rollup *r, List *logs, TimestampTz as_of, bool full)
 {
-	Oid			types[4] = {OIDOID, TEXTOID, TEXTOID, INT8OID};
+	Oid			types[4] = {OIDOID, TEXTARRAYOID, TEXTARRAYOID, INT8ARRAYOID};
 	Datum		values[4];
-	List	   *shard_ids = NIL;
+	Datum	   *ids = palloc(sizeof(Datum) * Max(list_length(logs), 1));
+	Datum	   *taken = palloc(sizeof(Datum) * Max(list_length(logs), 1));
+	Datum	   *epochs = palloc(sizeof(Datum) * Max(list_length(logs), 1));
+	Datum	   *marks = palloc(sizeof(Datum) * Max(list_length(logs), 1));
+	int			nids = 0;
+	int			ntaken = 0;
 	ListCell   *lc;
 
-	values[0] = ObjectIdGetDatum(r->relid);
 	foreach(lc, logs)
 	{
 		RollupShardLog *log = lfirst(lc);
 
-		shard_ids = lappend(shard_ids, log->shard_id);
+		ids[nids++] = CStringGetTextDatum(log->shard_id);
 		if (log->epoch == NULL)
 			continue;			/* skipped: its changes wait */
-		values[1] = CStringGetTextDatum(log->shard_id);
-		values[2] = CStringGetTextDatum(log->epoch);
-		values[3] = Int64GetDatum(log->mark);
-		rollup_spi_run("INSERT INTO ssfdw_rollup.shards VALUES ($1, $2, $3, $4) "
-					   "ON CONFLICT (rollup, shard_id) DO UPDATE "
-					   "SET epoch = excluded.epoch, mark = excluded.mark",
-					   4, types, values);
+		taken[ntaken] = CStringGetTextDatum(log->shard_id);
+		epochs[ntaken] = CStringGetTextDatum(log->epoch);
+		marks[ntaken++] = Int64GetDatum(log->mark);
 	}
-	types[1] = TEXTARRAYOID;
-	values[1] = ids_array(shard_ids, 0, list_length(shard_ids));
+	values[0] = ObjectIdGetDatum(r->relid);
+	values[1] = PointerGetDatum(construct_array(taken, ntaken, TEXTOID, -1,
+												false, TYPALIGN_INT));
+	values[2] = PointerGetDatum(construct_array(epochs, ntaken, TEXTOID, -1,
+												false, TYPALIGN_INT));
+	values[3] = PointerGetDatum(construct_array(marks, ntaken, INT8OID, 8,
+												FLOAT8PASSBYVAL,
+												TYPALIGN_DOUBLE));
+	rollup_spi_run("INSERT INTO ssfdw_rollup.shards "
+				   "SELECT $1, s, e, m FROM unnest($2, $3, $4) AS t(s, e, m) "
+				   "ON CONFLICT (rollup, shard_id) DO UPDATE "
+				   "SET epoch = excluded.epoch, mark = excluded.mark "
+				   "WHERE (shards.epoch, shards.mark) IS DISTINCT FROM (excluded.epoch, excluded.mark)",
+				   4, types, values);
+	values[1] = PointerGetDatum(construct_array(ids, nids, TEXTOID, -1, false,
+												TYPALIGN_INT));
 	rollup_spi_run("DELETE FROM ssfdw_rollup.shards WHERE rollup = $1 AND shard_id <> ALL ($2)",
 				   2, types, values);
 
@@ -240,12 +261,103 @@ unique_ids(List *ids)
 static List *
 shard_tenant_ids(Rollup *r, const char *shard_id)
 {
+	ShardDirectory *dir = shard_directory_get(r->opts);
 	List	   *result = NIL;
 	ListCell   *lc;
 
-	foreach(lc, shard_directory_tenants(shard_directory_get(r->opts), shard_id))
+	if (r->opts->file_per_tenant)
+		return list_make1(pstrdup(shard_directory_file_tenant(dir, shard_id)));
+	foreach(lc, shard_directory_tenants(dir, shard_id))
 		result = lappend(result, ((ShardLocation *) lfirst(lc))->tenant);
 	return result;
+}
+
+/*
+ * rewrite_differing
+ *		Compute every group of the rollup anew, and write only the groups
+ *		of the tenants whose groups came out other than the table has them
+ *		(SPI connected): one statement, whose parts see the table as it
+ *		was.  Each tenant's groups are compared as a set (a GROUP BY of
+ *		the old and the new rows together on every column, NULLs equal);
+ *		a tenant that differs has all its groups replaced.  A full refresh
+ *		after little has changed so writes little, and leaves no dead
+ *		rows.  The comparison runs with work_mem 64 MB at least, so that
+ *		it hashes in memory rather than sorting.  Returns the ids of the
+ *		tenants with groups; *groups gets the count of the groups.
+ */
+static List *
+rewrite_differing(Rollup *r, int64 *groups)
+{
+	Relation	rel = table_open(r->relid, AccessShareLock);
+	TupleDesc	desc = RelationGetDescr(rel);
+	StringInfoData cols;
+	StringInfoData sql;
+	const char *tk = quote_identifier(r->tenant_key);
+	char	   *tenant_col = NULL;
+	List	   *ids = NIL;
+	int			ncols = 0;
+	int			nest;
+	int			i;
+	uint64		row;
+
+	/* the table's columns under names of our own, and the side's last */
+	initStringInfo(&cols);
+	for (i = 0; i < desc->natts; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(desc, i);
+
+		if (att->attisdropped)
+			continue;
+		ncols++;
+		appendStringInfo(&cols, "c%d, ", ncols);
+		if (strcmp(NameStr(att->attname), r->tenant_key) == 0)
+			tenant_col = psprintf("c%d", ncols);
+	}
+	table_close(rel, AccessShareLock);
+	if (tenant_col == NULL)
+		elog(ERROR, "rollup \"%s\" has no column \"%s\"",
+			 get_rel_name(r->relid), r->tenant_key);
+
+	initStringInfo(&sql);
+	appendStringInfo(&sql,
+					 "WITH n AS MATERIALIZED (%s), "
+					 "c AS MATERIALIZED (SELECT DISTINCT %s AS k FROM "
+					 "(SELECT o.*, 1 FROM %s o UNION ALL SELECT n.*, -1 FROM n) "
+					 "AS u(%ss) GROUP BY ",
+					 r->fill_query, tenant_col, r->relname, cols.data);
+	for (i = 1; i <= ncols; i++)
+		appendStringInfo(&sql, "%sc%d", i > 1 ? ", " : "", i);
+	appendStringInfo(&sql,
+					 " HAVING sum(s) <> 0), "
+					 "d AS (DELETE FROM %s o WHERE o.%s IN (SELECT k FROM c) "
+					 "OR (o.%s IS NULL AND EXISTS (SELECT FROM c WHERE k IS NULL))), "
+					 "i AS (INSERT INTO %s SELECT * FROM n WHERE n.%s IN (SELECT k FROM c) "
+					 "OR (n.%s IS NULL AND EXISTS (SELECT FROM c WHERE k IS NULL))) "
+					 "SELECT n.%s::pg_catalog.text, count(*) FROM n GROUP BY 1",
+					 r->relname, tk, tk, r->relname, tk, tk, tk);
+	/* the comparison hashes two copies of the rollup: in memory */
+	nest = NewGUCNestLevel();
+	if (work_mem < ROLLUP_COMPARE_WORK_MEM)
+		(void) set_config_option("work_mem",
+								 psprintf("%d", ROLLUP_COMPARE_WORK_MEM),
+								 PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE,
+								 true, 0, false);
+	rollup_spi_run(sql.data, 0, NULL, NULL);
+	AtEOXact_GUC(true, nest);
+
+	*groups = 0;
+	for (row = 0; row < SPI_processed; row++)
+	{
+		HeapTuple	tup = SPI_tuptable->vals[row];
+		char	   *v = SPI_getvalue(tup, SPI_tuptable->tupdesc, 1);
+		bool		isnull;
+
+		*groups += DatumGetInt64(SPI_getbinval(tup, SPI_tuptable->tupdesc, 2,
+											   &isnull));
+		if (v != NULL)
+			ids = lappend(ids, shard_tenant_id_text(v));
+	}
+	return ids;
 }
 
 /*
@@ -259,35 +371,18 @@ rollup_refresh_full(Rollup *r, int64 *tenants, int64 *groups,
 					TimestampTz *as_of)
 {
 	List	   *logs;
-	List	   *ids = NIL;
+	List	   *ids;
 	ListCell   *lc;
 	Oid			types[1] = {OIDOID};
 	Datum		values[1] = {ObjectIdGetDatum(r->relid)};
 
 	*as_of = GetCurrentTimestamp();
 	logs = rollup_capture_read(r, true);
-	rollup_spi_run(psprintf("DELETE FROM %s", r->relname), 0, NULL, NULL);
-	*groups = rollup_spi_run(psprintf("INSERT INTO %s %s", r->relname, r->fill_query),
-							 0, NULL, NULL);
 
-	/* every tenant the directory knows, and any other with groups */
+	/* every tenant with groups, and every other the directory knows */
+	ids = rewrite_differing(r, groups);
 	foreach(lc, shard_directory_tenants(shard_directory_get(r->opts), NULL))
 		ids = lappend(ids, ((ShardLocation *) lfirst(lc))->tenant);
-	rollup_spi_run(psprintf("SELECT DISTINCT %s::pg_catalog.text FROM %s",
-							quote_identifier(r->tenant_key), r->relname),
-				   0, NULL, NULL);
-	{
-		uint64		i;
-		SPITupleTable *tt = SPI_tuptable;
-
-		for (i = 0; i < SPI_processed; i++)
-		{
-			char	   *v = SPI_getvalue(tt->vals[i], tt->tupdesc, 1);
-
-			if (v != NULL)
-				ids = lappend(ids, shard_tenant_id_text(v));
-		}
-	}
 	ids = unique_ids(ids);
 	rollup_spi_run("DELETE FROM ssfdw_rollup.tenants WHERE rollup = $1", 1, types,
 				   values);
@@ -399,6 +494,8 @@ shard_rollup_refresh_tenant(PG_FUNCTION_ARGS)
 				   1, types, values);
 	id = shard_tenant_id_text(SPI_getvalue(SPI_tuptable->vals[0],
 										   SPI_tuptable->tupdesc, 1));
+	/* its changes from now on are pending, its shard's mark moved on */
+	rollup_capture_publish(r, id);
 	groups = replace_tenants(r, list_make1(id));
 	record_tenants(r, list_make1(id), as_of);
 	SPI_finish();
