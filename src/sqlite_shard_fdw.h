@@ -192,6 +192,15 @@ extern bool shard_schema_meets(ShardServerOptions *opts, const char *table,
 							   List *needs);
 extern bool shard_conn_is_utf8(ShardConn *conn);
 extern const char *shard_conn_file_tenant(sqlite3 *db);
+extern int	shard_open_shards_memory;
+extern void shard_conn_define_gucs(void);
+
+/* in progress.c */
+extern void shard_progress_init(void);
+extern void shard_progress_begin(const void *owner, Oid serverid, Oid relid,
+								 int total);
+extern void shard_progress_file_done(void);
+extern void shard_progress_end(const void *owner);
 
 /* What a pushed-down query assumes of a shard column's declared affinity. */
 #define SHARD_NEEDS_TEXT	'T'	/* TEXT affinity */

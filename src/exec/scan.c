@@ -124,6 +124,7 @@ shard_scan_stop_reading(ShardScanState *s, bool release)
 	}
 	shardio_batch_free(s->own_batch);
 	s->own_batch = NULL;
+	shard_progress_end(s);
 }
 
 /*
