@@ -145,10 +145,10 @@ typedef struct CachedStmt
 #define MAX_CACHED_STMTS 16
 
 /*
- * What a handle costs beyond what SQLite's counters report: the connection
- * and its pager, and the lookaside buffer SQLite gives each connection.
+ * What a handle costs beyond what SQLite's counters report: the connection,
+ * its pager and its lookaside buffer.
  */
-#define CONN_BASE_BYTES		(8 * 1024)
+#define CONN_BASE_BYTES		(16 * 1024)
 
 /*
  * How many handles in use an eviction passes over, from the least recently
@@ -156,6 +156,9 @@ typedef struct CachedStmt
  * transaction read keeps its snapshot and may not close.
  */
 #define EVICT_SCAN_MAX		1024
+
+/* The handles kept once a statement reads more files than the cache holds. */
+#define SCAN_KEEP			64
 
 /*
  * Descriptors of PostgreSQL's budget outside its file layer (a third of
@@ -202,6 +205,10 @@ static int	open_fds = 0;		/* sum of the handles' nfds */
 /* GUC: kilobytes the idle handles may hold. */
 int			shard_open_shards_memory = 64 * 1024;
 
+/* The statement that reads more files than the cache holds, if any. */
+static bool overflow_set = false;
+static TimestampTz overflow_stmt;
+
 /*
  * Shard writes begun in this backend (each statement's first write to each
  * shard): a scan of a table its statement writes checks, before it reads,
@@ -216,6 +223,7 @@ static void shard_xact_callback(XactEvent event, void *arg);
 static void commit_writes(bool parallel);
 static void end_savepoints(bool commit);
 static void end_read_xact(ShardConn *conn);
+static void evict_idle(int keep);
 static void release_fds(int n);
 static int	reserve_fds(ShardInfo *shard);
 static ShardConn *hash_search_conn(ShardInfo *shard);
@@ -311,6 +319,59 @@ close_conn(ShardConn *conn)
 	dlist_delete(&conn->lru);
 	open_count--;
 	hash_search(ConnectionHash, conn->path, HASH_REMOVE, NULL);
+}
+
+/*
+ * cache_capacity
+ *		How many handles the bounds let the cache keep, by the memory the
+ *		open handles hold on average (32 kB before any was measured).
+ */
+static int
+cache_capacity(void)
+{
+	int			cap = Min(shard_max_open_shards, max_safe_fds / 3 - FDS_LEFT);
+	int64		per = 32 * 1024;
+
+	if (open_count > 0 && open_mem / open_count > CONN_BASE_BYTES)
+		per = open_mem / open_count;
+	return (int) Max(1, Min(cap, (int64) shard_open_shards_memory * 1024 / per));
+}
+
+/*
+ * cache_keep
+ *		The handles to keep open: max_open_shards, or SCAN_KEEP in a
+ *		statement that reads more files than the cache can hold
+ *		(shard_conn_note_fanout).
+ */
+static int
+cache_keep(void)
+{
+	if (overflow_set && overflow_stmt == GetCurrentStatementStartTimestamp())
+		return Min(shard_max_open_shards, SCAN_KEEP);
+	return shard_max_open_shards;
+}
+
+/*
+ * shard_conn_note_fanout
+ *		A scan of the current statement will read nfiles files.  When the
+ *		cache cannot hold them all, the statement reads them through a
+ *		cache of SCAN_KEEP handles instead, first closing the least
+ *		recently used handles beyond that: every file it opens afresh costs
+ *		SQLite a walk of every file the process has open (see evict_idle),
+ *		and the files it would keep would only push out each other.  A
+ *		fleet the cache holds whole is read with its handles kept.
+ */
+void
+shard_conn_note_fanout(int nfiles)
+{
+	TimestampTz stmt = GetCurrentStatementStartTimestamp();
+
+	if (ConnectionHash == NULL || nfiles <= cache_capacity() ||
+		(overflow_set && overflow_stmt == stmt))
+		return;
+	overflow_set = true;
+	overflow_stmt = stmt;
+	evict_idle(cache_keep());
 }
 
 /*
@@ -459,10 +520,20 @@ evict_idle(int keep)
 		/*
 		 * Past the bounds, a handle the current statement has finished with
 		 * goes too: they win over reading that shard twice in one statement
-		 * at one state.
+		 * at one state.  The statement then reads more files than the
+		 * cache holds, and the rest of them will be opened afresh: keep no
+		 * more than SCAN_KEEP handles from then on.  SQLite finds an opened
+		 * file's locks by walking a list of every file the process has
+		 * open, twice per open, so with thousands of handles kept each open
+		 * costs several times what it costs with a few (10,000 files read
+		 * with 6,600 handles kept: 5 s; with 64: 1.5 s).  A fleet the cache
+		 * holds whole is read with no open at all.
 		 */
 		if (victim == NULL)
+		{
 			victim = fallback;
+			keep = Min(keep, SCAN_KEEP);
+		}
 		if (victim == NULL)
 			return;
 		end_read_xact(victim);
@@ -640,7 +711,14 @@ open_shard_file(ShardServerOptions *opts, ShardInfo *shard, bool missing_ok)
 
 	shard_check_wal_folder(shard->shard_id, shard->path);
 
-	rc = shardio_open(shard->path, SHARDIO_OPEN_READWRITE,
+	/*
+	 * A tenant's file is small and its handle may be one of a thousand
+	 * kept: SQLite's lookaside buffer of 120 kB would be most of what each
+	 * holds, and its few simple statements do with a small one.
+	 */
+	rc = shardio_open(shard->path,
+					  SHARDIO_OPEN_READWRITE |
+					  (opts->file_per_tenant ? SHARDIO_OPEN_SMALL : 0),
 					  opts->busy_timeout_ms, &db, errbuf);
 	/* Writes only where a write asks for them; foreign keys enforced. */
 	if (rc == SQLITE_OK)
@@ -855,7 +933,7 @@ shard_conn_get_internal(ShardServerOptions *opts, ShardInfo *shard,
 													  shard->shard_id);
 
 		/* Make room first, so the cap holds once this one is idle again. */
-		evict_idle(shard_max_open_shards - 1);
+		evict_idle(cache_keep() - 1);
 		nfds = reserve_fds(shard);
 		PG_TRY();
 		{
@@ -1803,7 +1881,7 @@ shard_conn_release(ShardConn *conn)
 	if (conn->refcount == 0)
 	{
 		measure_conn(conn);
-		evict_idle(shard_max_open_shards);
+		evict_idle(cache_keep());
 	}
 }
 

@@ -96,7 +96,7 @@ static const struct config_enum_entry unknown_tenants_options[] = {
 	{NULL, 0, false}
 };
 
-int			shard_max_open_shards = 10000;
+int			shard_max_open_shards = 1000;
 
 /*
  * GUC: how many shards a fan-out reads at once (1: one after another).  Its
@@ -151,12 +151,21 @@ _PG_init(void)
 	 */
 	sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
 
+	/*
+	 * No page cache allocated in bulk when a handle first reads: SQLite's
+	 * default sets aside 20 pages (86 kB) for each handle at once, most of
+	 * what a handle on a small tenant file would hold, and a backend may
+	 * keep a thousand of them (connection.c).  Pages are allocated as they
+	 * are read instead.
+	 */
+	sqlite3_config(SQLITE_CONFIG_PAGECACHE, NULL, 0, 0);
+
 	DefineCustomIntVariable("sqlite_shard_fdw.max_open_shards",
 							"Maximum number of idle SQLite shard handles kept open per backend.",
 							"Handles beyond this are closed, least recently used first; "
 							"a query may still read more shards than this.",
 							&shard_max_open_shards,
-							10000, 1, 100000,
+							1000, 1, 100000,
 							PGC_USERSET, 0,
 							NULL, NULL, NULL);
 

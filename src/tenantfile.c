@@ -265,10 +265,12 @@ typedef struct TenantListing
 	List	   *tenants;		/* ordered by id */
 	List	   *folders;		/* ListedFolder */
 	bool		reusable;		/* no folder changed just before it */
+	uint64		generation;		/* of the backend's listings */
 } TenantListing;
 
 /* The listings of this backend, in ListingContext. */
 static List *listings = NIL;
+static uint64 listing_generation = 0;
 static MemoryContext ListingContext = NULL;
 
 /* What a walk of the pattern's folders carries along. */
@@ -502,10 +504,13 @@ walk(WalkState *w, const char *folder, int i, const char *tenant)
  *		id; a relative pattern is read below base (the directory's folder).
  *		The last listing is reused while its folders are unchanged (see
  *		the file header).  The list and its ids are the caller's, in its
- *		memory context.
+ *		memory context.  *generation names the listing: a caller that
+ *		passes the one it holds gets NIL when that listing still stands,
+ *		and keeps what it made of it.
  */
 List *
-shard_tenant_path_discover(const char *pattern, const char *base)
+shard_tenant_path_discover(const char *pattern, const char *base,
+						   uint64 *generation)
 {
 	WalkState	w;
 	TenantListing *listing = NULL;
@@ -526,6 +531,9 @@ shard_tenant_path_discover(const char *pattern, const char *base)
 	if (listing != NULL && listing->reusable &&
 		folders_unchanged(listing->folders))
 	{
+		if (*generation == listing->generation)
+			return NIL;
+		*generation = listing->generation;
 		foreach(lc, listing->tenants)
 			result = lappend(result, pstrdup(lfirst(lc)));
 		return result;
@@ -563,6 +571,8 @@ shard_tenant_path_discover(const char *pattern, const char *base)
 	listing->pattern = pstrdup(pattern);
 	listing->base = pstrdup(base);
 	listing->reusable = !w.racy;
+	listing->generation = ++listing_generation;
+	*generation = listing->generation;
 	foreach(lc, w.tenants)
 		listing->tenants = lappend(listing->tenants, pstrdup(lfirst(lc)));
 	foreach(lc, w.folders)

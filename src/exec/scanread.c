@@ -156,11 +156,17 @@ shard_scan_start_shard(ForeignScanState *node, ShardTarget *t)
 	oldcxt = MemoryContextSwitchTo(s->resolve_cxt);
 	s->cur = t;					/* for messages */
 
-	/* a fan-out shows its progress to other sessions (progress.c) */
+	/*
+	 * A fan-out shows its progress to other sessions (progress.c), and
+	 * tells the handle cache how many files it reads (connection.c).
+	 */
 	if (list_length(s->targets) > 1)
+	{
+		shard_conn_note_fanout(list_length(s->targets));
 		shard_progress_begin(s, s->opts->serverid,
 							 s->rel ? RelationGetRelid(s->rel) : InvalidOid,
 							 list_length(s->targets));
+	}
 
 	/*
 	 * The values to bind, computed when the first shard is read: a scan
