@@ -225,7 +225,7 @@ static void end_savepoints(bool commit);
 static void end_read_xact(ShardConn *conn);
 static void evict_idle(int keep);
 static void release_fds(int n);
-static int	reserve_fds(ShardInfo *shard);
+static int	reserve_fds(ShardInfo *shard, int kind);
 static ShardConn *hash_search_conn(ShardInfo *shard);
 static ShardConn *shard_conn_get_internal(ShardServerOptions *opts,
 										  ShardInfo *shard, bool missing_ok,
@@ -563,9 +563,9 @@ release_fds(int n)
  *		were counted, for release_fds when the handle closes.
  */
 static int
-reserve_fds(ShardInfo *shard)
+reserve_fds(ShardInfo *shard, int kind)
 {
-	int			n = (shard_file_kind(shard->path) == SHARD_FILE_WAL) ? 3 : 1;
+	int			n = (kind == SHARD_FILE_WAL) ? 3 : 1;
 
 	/* the bound first, so that the budget is not the first to run out */
 	open_fds += n;
@@ -672,10 +672,11 @@ shard_check_wal_folder(const char *shard_id, const char *path)
  * open_shard_file
  *		Open a shard read-only, telling a missing or unreadable file from one
  *		that is not an SQLite database.  Returns NULL only for a missing file
- *		when missing_ok.
+ *		when missing_ok.  kind is what shard_file_kind said of the file.
  */
 static sqlite3 *
-open_shard_file(ShardServerOptions *opts, ShardInfo *shard, bool missing_ok)
+open_shard_file(ShardServerOptions *opts, ShardInfo *shard, bool missing_ok,
+				int kind)
 {
 	sqlite3    *db;
 	char		errbuf[SHARDIO_ERRLEN];
@@ -709,7 +710,9 @@ open_shard_file(ShardServerOptions *opts, ShardInfo *shard, bool missing_ok)
 			break;
 	}
 
-	shard_check_wal_folder(shard->shard_id, shard->path);
+	/* kind, read just before, spares a rollback-journal file a second read */
+	if (kind == SHARD_FILE_WAL || kind == SHARD_FILE_UNKNOWN)
+		shard_check_wal_folder(shard->shard_id, shard->path);
 
 	/*
 	 * A tenant's file is small and its handle may be one of a thousand
@@ -925,6 +928,7 @@ shard_conn_get_internal(ShardServerOptions *opts, ShardInfo *shard,
 	{
 		sqlite3    *db;
 		int			nfds;
+		int			kind;
 		const char *file_tenant = NULL;
 
 		/* The file of one tenant answers ssfdw_file_tenant with it. */
@@ -934,11 +938,12 @@ shard_conn_get_internal(ShardServerOptions *opts, ShardInfo *shard,
 
 		/* Make room first, so the cap holds once this one is idle again. */
 		evict_idle(cache_keep() - 1);
-		nfds = reserve_fds(shard);
+		kind = shard_file_kind(shard->path);
+		nfds = reserve_fds(shard, kind);
 		PG_TRY();
 		{
 			if (file == CONN_SHARD)
-				db = open_shard_file(opts, shard, missing_ok);
+				db = open_shard_file(opts, shard, missing_ok, kind);
 			else
 				db = open_directory_file(opts, file == CONN_DIRECTORY_CREATE);
 		}
