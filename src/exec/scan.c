@@ -863,8 +863,6 @@ shard_scan_resolve(ForeignScanState *node)
 	ListCell   *lc;
 
 	MemoryContextReset(s->resolve_cxt);
-	s->last_sql = NULL;
-	s->last_fallback_sql = NULL;
 	{
 		MemoryContextCallback *cb;
 

@@ -179,9 +179,6 @@ typedef struct ShardScanState
 
 	/* Where it reads, decided when the scan starts. */
 	MemoryContext resolve_cxt;
-	char	   *last_sql;		/* the SQL of the shard planned last, and */
-	char	   *last_fallback_sql;	/* its fallback: shards planned alike
-									 * share them (thousands of tenant files) */
 	bool		resolved;
 	bool		params_ready;	/* param_values computed for this run */
 	List	   *targets;

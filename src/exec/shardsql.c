@@ -738,23 +738,6 @@ shard_scan_choose_time_index(ShardScanState *s, ShardTarget *t)
 }
 
 /*
- * share_sql
- *		sql, or the equal text *last holds (sql is freed then); *last
- *		becomes the text returned.
- */
-static char *
-share_sql(char *sql, char **last)
-{
-	if (*last != NULL && strcmp(*last, sql) == 0)
-	{
-		pfree(sql);
-		return *last;
-	}
-	*last = sql;
-	return sql;
-}
-
-/*
  * shard_scan_plan_shard
  *		Decide how one shard is read (what its declarations allow to push)
  *		and build its statement and values, in the scan's resolution
@@ -888,14 +871,5 @@ shard_scan_plan_shard(ShardScanState *s, ShardTarget *t)
 	t->fallback_sql = NULL;
 	if (s->agg_spec && !t->no_sql_groups)
 		t->fallback_sql = build_shard_sql(s, t, false, &extra);
-
-	/*
-	 * Shards planned alike share one copy of their SQL: a fan-out over a
-	 * hundred thousand tenant files would otherwise keep a hundred thousand
-	 * copies of the same text until the scan ends.
-	 */
-	t->sql = share_sql(t->sql, &s->last_sql);
-	if (t->fallback_sql)
-		t->fallback_sql = share_sql(t->fallback_sql, &s->last_fallback_sql);
 	MemoryContextSwitchTo(oldcxt);
 }
