@@ -1566,14 +1566,9 @@ shard_conn_column_affinity(ShardConn *conn, const char *table, const char *col)
 	char		aff = 0;
 	int			rc;
 
-	/* looked up for each file of a fan-out: leave nothing behind */
 	foreach(lc, conn->checked)
 		if (strncmp((char *) lfirst(lc), key, keylen) == 0)
-		{
-			aff = ((char *) lfirst(lc))[keylen];
-			pfree(key);
-			return aff;
-		}
+			return ((char *) lfirst(lc))[keylen];
 
 	if (sqlite3_prepare_v2(conn->db,
 						   "SELECT type FROM pragma_table_info(?1) "
@@ -1602,7 +1597,6 @@ shard_conn_column_affinity(ShardConn *conn, const char *table, const char *col)
 		conn->checked = lappend(conn->checked, psprintf("%s%c", key, aff));
 		MemoryContextSwitchTo(oldcxt);
 	}
-	pfree(key);
 	return aff;
 }
 

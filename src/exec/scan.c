@@ -906,18 +906,11 @@ shard_scan_resolve(ForeignScanState *node)
 								NULL);
 	else if (all_shards)
 	{
-		/*
-		 * Shards of distinct ids: no need to look for each among the rest.
-		 * One array holds them all (a hundred thousand tenant files).
-		 */
-		List	   *shards = shard_directory_shards(s->dir);
-		ShardTarget *all = palloc0(sizeof(ShardTarget) *
-								   Max(list_length(shards), 1));
-
-		foreach(lc, shards)
+		/* shards of distinct ids: no need to look for each among the rest */
+		foreach(lc, shard_directory_shards(s->dir))
 		{
 			ShardInfo  *info = lfirst(lc);
-			ShardTarget *t = &all[foreach_current_index(lc)];
+			ShardTarget *t = palloc0(sizeof(ShardTarget));
 
 			t->info.shard_id = pstrdup(info->shard_id);
 			t->info.path = pstrdup(info->path);
