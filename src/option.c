@@ -151,14 +151,6 @@ _PG_init(void)
 	 */
 	sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
 
-	/*
-	 * No page cache allocated in bulk when a handle first reads: SQLite's
-	 * default sets aside 20 pages (86 kB) for each handle at once, most of
-	 * what a handle on a small tenant file would hold, and a backend may
-	 * keep a thousand of them (connection.c).  Pages are allocated as they
-	 * are read instead.
-	 */
-	sqlite3_config(SQLITE_CONFIG_PAGECACHE, NULL, 0, 0);
 
 	DefineCustomIntVariable("sqlite_shard_fdw.max_open_shards",
 							"Maximum number of idle SQLite shard handles kept open per backend.",
