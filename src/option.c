@@ -151,7 +151,6 @@ _PG_init(void)
 	 */
 	sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
 
-
 	DefineCustomIntVariable("sqlite_shard_fdw.max_open_shards",
 							"Maximum number of idle SQLite shard handles kept open per backend.",
 							"Handles beyond this are closed, least recently used first; "
