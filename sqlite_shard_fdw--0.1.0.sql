@@ -437,3 +437,15 @@ CREATE FUNCTION rollup_answer_live(rollup regclass,
 RETURNS text[]
 AS 'MODULE_PATHNAME', 'shard_rollup_answer_live'
 LANGUAGE C VOLATILE;
+
+-- fanout_progress(): the fan-outs running now in this database (pid,
+-- server, foreign table, files read to their end of the files in all, when
+-- it began), as the caller may see them: its own, or every one for members
+-- of pg_read_all_stats.  Needs sqlite_shard_fdw in shared_preload_libraries.
+CREATE FUNCTION fanout_progress(OUT pid integer, OUT server text,
+                                OUT table_name regclass, OUT files_done bigint,
+                                OUT files_total bigint,
+                                OUT started timestamptz)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'shard_fanout_progress'
+LANGUAGE C STRICT VOLATILE;

@@ -4,10 +4,28 @@
  *		  Cache of SQLite shard handles and their read and write transactions
  *
  * A backend keeps its shard handles open between statements, keyed by file
- * path, up to sqlite_shard_fdw.max_open_shards idle handles; beyond that
- * the least recently used idle handle is closed.  A handle in use, or
- * holding a transaction snapshot, is never closed, so a query may read more
- * shards than the cap.
+ * path, so that a fan-out over thousands of tenant files reads each through
+ * a handle whose schema is parsed and whose statement is prepared.  Three
+ * bounds keep the idle handles in check, the least recently used handle
+ * closing first whenever one is passed (a list in order of use makes that
+ * choice without a scan of the cache):
+ *
+ *	- sqlite_shard_fdw.max_open_shards handles;
+ *	- sqlite_shard_fdw.open_shards_memory, the memory SQLite holds for the
+ *	  handles (page cache, schema and prepared statements, as SQLite counts
+ *	  them, plus a fixed estimate of each connection's own), measured each
+ *	  time a handle becomes idle;
+ *	- PostgreSQL's budget of descriptors outside its own file layer (a
+ *	  third of max_files_per_process, see below) but FDS_LEFT, so that
+ *	  other users of that budget, postgres_fdw's connections among them,
+ *	  find some left.
+ *
+ * Which handle goes: the least recently used of those no read of the
+ * current statement needs; when only the current statement's are left, the
+ * one it used last (see evict_idle).
+ *
+ * A handle in use, or holding a transaction snapshot, is never closed, so
+ * a query may read more shards than the bounds.
  *
  * Reads of a shard happen inside one SQLite read transaction per statement:
  * it begins when a statement first takes the handle and ends when a later
@@ -62,9 +80,11 @@
 
 #include "access/xact.h"
 #include "fanout.h"
+#include "lib/ilist.h"
 #include "miscadmin.h"
 #include "storage/fd.h"
 #include "storage/predicate.h"
+#include "utils/guc.h"
 #include "utils/hsearch.h"
 #include "utils/memutils.h"
 
@@ -83,6 +103,8 @@ struct ShardConn
 	dev_t		dev;			/* the file opened, to notice a replacement */
 	ino_t		ino;
 	uint64		last_used;
+	dlist_node	lru;			/* in lru_list */
+	int64		mem;			/* bytes SQLite held for it when last idle */
 	List	   *checked;		/* "table.column=affinity" already looked up */
 	List	   *stmts;			/* CachedStmt: idle prepared statements */
 	sqlite3_stmt *begin_stmt;	/* BEGIN, ROLLBACK, BEGIN IMMEDIATE and */
@@ -122,6 +144,28 @@ typedef struct CachedStmt
 /* Idle statements kept per handle; the oldest goes first. */
 #define MAX_CACHED_STMTS 16
 
+/*
+ * What a handle costs beyond what SQLite's counters report: the connection,
+ * its pager and its lookaside buffer.
+ */
+#define CONN_BASE_BYTES		(16 * 1024)
+
+/*
+ * How many handles in use an eviction passes over, from the least recently
+ * used on, before it gives up: under REPEATABLE READ every handle the
+ * transaction read keeps its snapshot and may not close.
+ */
+#define EVICT_SCAN_MAX		1024
+
+/* The handles kept once a statement reads more files than the cache holds. */
+#define SCAN_KEEP			64
+
+/*
+ * Descriptors of PostgreSQL's budget outside its file layer (a third of
+ * max_safe_fds, AcquireExternalFD) that idle handles leave to others.
+ */
+#define FDS_LEFT			16
+
 /* A scan's hold on a handle, and the subtransaction that took it. */
 typedef struct ConnHold
 {
@@ -153,6 +197,18 @@ static HTAB *ConnectionHash = NULL;
 static HTAB *FileTenantHash = NULL;
 static uint64 use_counter = 0;
 
+/* Every open handle, the least recently used first. */
+static dlist_head lru_list = DLIST_STATIC_INIT(lru_list);
+static int64 open_mem = 0;		/* sum of the handles' mem */
+static int	open_fds = 0;		/* sum of the handles' nfds */
+
+/* GUC: kilobytes the idle handles may hold. */
+int			shard_open_shards_memory = 64 * 1024;
+
+/* The statement that reads more files than the cache holds, if any. */
+static bool overflow_set = false;
+static TimestampTz overflow_stmt;
+
 /*
  * Shard writes begun in this backend (each statement's first write to each
  * shard): a scan of a table its statement writes checks, before it reads,
@@ -167,8 +223,9 @@ static void shard_xact_callback(XactEvent event, void *arg);
 static void commit_writes(bool parallel);
 static void end_savepoints(bool commit);
 static void end_read_xact(ShardConn *conn);
+static void evict_idle(int keep);
 static void release_fds(int n);
-static int	reserve_fds(ShardInfo *shard);
+static int	reserve_fds(ShardInfo *shard, int kind);
 static ShardConn *hash_search_conn(ShardInfo *shard);
 static ShardConn *shard_conn_get_internal(ShardServerOptions *opts,
 										  ShardInfo *shard, bool missing_ok,
@@ -189,6 +246,22 @@ static void conn_step(ShardConn *conn, sqlite3_stmt *stmt, ConnExecOp op);
 static void conn_failed(ShardConn *conn, int rc, const char *errbuf,
 						ConnExecOp op);
 static void allow_writes(ShardConn *conn);
+
+/*
+ * shard_conn_define_gucs
+ *		Define sqlite_shard_fdw.open_shards_memory (from _PG_init).
+ */
+void
+shard_conn_define_gucs(void)
+{
+	DefineCustomIntVariable("sqlite_shard_fdw.open_shards_memory",
+							"Memory the idle SQLite shard handles of a backend may hold.",
+							"Beyond it the least recently used idle handles are closed.",
+							&shard_open_shards_memory,
+							64 * 1024, 1024, INT_MAX,
+							PGC_USERSET, GUC_UNIT_KB,
+							NULL, NULL, NULL);
+}
 
 /*
  * stale_read_xact
@@ -239,9 +312,103 @@ close_conn(ShardConn *conn)
 	shardio_close(conn->db);
 	conn->db = NULL;
 	release_fds(conn->nfds);
+	open_fds -= conn->nfds;
 	conn->nfds = 0;
+	open_mem -= conn->mem;
+	conn->mem = 0;
+	dlist_delete(&conn->lru);
 	open_count--;
 	hash_search(ConnectionHash, conn->path, HASH_REMOVE, NULL);
+}
+
+/*
+ * cache_capacity
+ *		How many handles the bounds let the cache keep, by the memory the
+ *		open handles hold on average (32 kB before any was measured).
+ */
+static int
+cache_capacity(void)
+{
+	int			cap = Min(shard_max_open_shards, max_safe_fds / 3 - FDS_LEFT);
+	int64		per = 32 * 1024;
+
+	if (open_count > 0 && open_mem / open_count > CONN_BASE_BYTES)
+		per = open_mem / open_count;
+	return (int) Max(1, Min(cap, (int64) shard_open_shards_memory * 1024 / per));
+}
+
+/*
+ * cache_keep
+ *		The handles to keep open: max_open_shards, or SCAN_KEEP in a
+ *		statement that reads more files than the cache can hold
+ *		(shard_conn_note_fanout).
+ */
+static int
+cache_keep(void)
+{
+	if (overflow_set && overflow_stmt == GetCurrentStatementStartTimestamp())
+		return Min(shard_max_open_shards, SCAN_KEEP);
+	return shard_max_open_shards;
+}
+
+/*
+ * shard_conn_note_fanout
+ *		A scan of the current statement will read nfiles files.  When the
+ *		cache cannot hold them all, the statement reads them through a
+ *		cache of SCAN_KEEP handles instead, first closing the least
+ *		recently used handles beyond that: every file it opens afresh costs
+ *		SQLite a walk of every file the process has open (see evict_idle),
+ *		and the files it would keep would only push out each other.  A
+ *		fleet the cache holds whole is read with its handles kept.
+ */
+void
+shard_conn_note_fanout(int nfiles)
+{
+	TimestampTz stmt = GetCurrentStatementStartTimestamp();
+
+	if (ConnectionHash == NULL || nfiles <= cache_capacity() ||
+		(overflow_set && overflow_stmt == stmt))
+		return;
+	overflow_set = true;
+	overflow_stmt = stmt;
+	evict_idle(cache_keep());
+}
+
+/*
+ * measure_conn
+ *		Note what SQLite holds for a handle that has become idle: its page
+ *		cache, its schema and its prepared statements, plus CONN_BASE_BYTES.
+ */
+static void
+measure_conn(ShardConn *conn)
+{
+	static const int ops[] = {SQLITE_DBSTATUS_CACHE_USED,
+		SQLITE_DBSTATUS_SCHEMA_USED, SQLITE_DBSTATUS_STMT_USED};
+	int64		mem = CONN_BASE_BYTES;
+	int			i;
+
+	for (i = 0; i < lengthof(ops); i++)
+	{
+		int			cur = 0;
+		int			high = 0;
+
+		if (sqlite3_db_status(conn->db, ops[i], &cur, &high, 0) == SQLITE_OK)
+			mem += cur;
+	}
+	open_mem += mem - conn->mem;
+	conn->mem = mem;
+}
+
+/*
+ * over_bounds
+ *		Do the open handles pass the memory or the descriptor bound (see the
+ *		file header)?
+ */
+static bool
+over_bounds(void)
+{
+	return open_mem > (int64) shard_open_shards_memory * 1024 ||
+		open_fds > max_safe_fds / 3 - FDS_LEFT;
 }
 
 /*
@@ -297,39 +464,76 @@ shard_conn_file_tenant(sqlite3 *db)
 /*
  * evict_idle
  *		Close least recently used idle handles until at most "keep" remain
- *		open (handles in use do not count against the cap).
+ *		open and the memory and descriptor bounds hold (handles in use do
+ *		not count against them).
  */
 static void
 evict_idle(int keep)
 {
-	while (open_count > keep)
+	while (open_count > keep || over_bounds())
 	{
-		HASH_SEQ_STATUS scan;
-		ShardConn  *conn;
+		dlist_iter	iter;
 		ShardConn  *victim = NULL;
 		ShardConn  *fallback = NULL;
+		int			passed = 0;
 
-		hash_seq_init(&scan, ConnectionHash);
-		while ((conn = hash_seq_search(&scan)) != NULL)
+		dlist_foreach(iter, &lru_list)
 		{
-			if (conn->refcount > 0 || conn->xact_scoped || conn->open_stmts > 0)
+			ShardConn  *conn = dlist_container(ShardConn, lru, iter.cur);
+
+			if (++passed > EVICT_SCAN_MAX)
+				break;
+			if (conn->refcount > 0 || conn->xact_scoped ||
+				conn->open_stmts > 0)
 				continue;
 			if (!conn->in_xact || stale_read_xact(conn))
 			{
-				if (victim == NULL || conn->last_used < victim->last_used)
-					victim = conn;
+				victim = conn;
+				break;
 			}
-			else if (fallback == NULL || conn->last_used < fallback->last_used)
-				fallback = conn;
 		}
 
 		/*
-		 * Past the cap, a handle the current statement has finished with
-		 * goes too: the cap wins over reading that shard twice in one
-		 * statement at one state.
+		 * Only handles the current statement read are left: the one it
+		 * read last goes.  A fan-out over more files than the cache holds
+		 * thus keeps the files it read first, for the next fan-out to find
+		 * open, rather than closing each file just before it is read again
+		 * (least recently used would keep none of them).
 		 */
 		if (victim == NULL)
+		{
+			passed = 0;
+			dlist_reverse_foreach(iter, &lru_list)
+			{
+				ShardConn  *conn = dlist_container(ShardConn, lru, iter.cur);
+
+				if (++passed > EVICT_SCAN_MAX)
+					break;
+				if (conn->refcount > 0 || conn->xact_scoped ||
+					conn->open_stmts > 0)
+					continue;
+				fallback = conn;
+				break;
+			}
+		}
+
+		/*
+		 * Past the bounds, a handle the current statement has finished with
+		 * goes too: they win over reading that shard twice in one statement
+		 * at one state.  The statement then reads more files than the
+		 * cache holds, and the rest of them will be opened afresh: keep no
+		 * more than SCAN_KEEP handles from then on.  SQLite finds an opened
+		 * file's locks by walking a list of every file the process has
+		 * open, twice per open, so with thousands of handles kept each open
+		 * costs several times what it costs with a few (10,000 files read
+		 * with 6,600 handles kept: 5 s; with 64: 1.5 s).  A fleet the cache
+		 * holds whole is read with no open at all.
+		 */
+		if (victim == NULL)
+		{
 			victim = fallback;
+			keep = Min(keep, SCAN_KEEP);
+		}
 		if (victim == NULL)
 			return;
 		end_read_xact(victim);
@@ -359,9 +563,14 @@ release_fds(int n)
  *		were counted, for release_fds when the handle closes.
  */
 static int
-reserve_fds(ShardInfo *shard)
+reserve_fds(ShardInfo *shard, int kind)
 {
-	int			n = (shard_file_kind(shard->path) == SHARD_FILE_WAL) ? 3 : 1;
+	int			n = (kind == SHARD_FILE_WAL) ? 3 : 1;
+
+	/* the bound first, so that the budget is not the first to run out */
+	open_fds += n;
+	evict_idle(open_count);
+	open_fds -= n;
 
 	for (;;)
 	{
@@ -463,10 +672,11 @@ shard_check_wal_folder(const char *shard_id, const char *path)
  * open_shard_file
  *		Open a shard read-only, telling a missing or unreadable file from one
  *		that is not an SQLite database.  Returns NULL only for a missing file
- *		when missing_ok.
+ *		when missing_ok.  kind is what shard_file_kind said of the file.
  */
 static sqlite3 *
-open_shard_file(ShardServerOptions *opts, ShardInfo *shard, bool missing_ok)
+open_shard_file(ShardServerOptions *opts, ShardInfo *shard, bool missing_ok,
+				int kind)
 {
 	sqlite3    *db;
 	char		errbuf[SHARDIO_ERRLEN];
@@ -500,9 +710,18 @@ open_shard_file(ShardServerOptions *opts, ShardInfo *shard, bool missing_ok)
 			break;
 	}
 
-	shard_check_wal_folder(shard->shard_id, shard->path);
+	/* kind, read just before, spares a rollback-journal file a second read */
+	if (kind == SHARD_FILE_WAL || kind == SHARD_FILE_UNKNOWN)
+		shard_check_wal_folder(shard->shard_id, shard->path);
 
-	rc = shardio_open(shard->path, SHARDIO_OPEN_READWRITE,
+	/*
+	 * A tenant's file is small and its handle may be one of a thousand
+	 * kept: SQLite's lookaside buffer of 120 kB would be most of what each
+	 * holds, and its few simple statements do with a small one.
+	 */
+	rc = shardio_open(shard->path,
+					  SHARDIO_OPEN_READWRITE |
+					  (opts->file_per_tenant ? SHARDIO_OPEN_SMALL : 0),
 					  opts->busy_timeout_ms, &db, errbuf);
 	/* Writes only where a write asks for them; foreign keys enforced. */
 	if (rc == SQLITE_OK)
@@ -714,6 +933,7 @@ shard_conn_get_internal(ShardServerOptions *opts, ShardInfo *shard,
 	{
 		sqlite3    *db;
 		int			nfds;
+		int			kind;
 		const char *file_tenant = NULL;
 
 		/* The file of one tenant answers ssfdw_file_tenant with it. */
@@ -722,12 +942,13 @@ shard_conn_get_internal(ShardServerOptions *opts, ShardInfo *shard,
 													  shard->shard_id);
 
 		/* Make room first, so the cap holds once this one is idle again. */
-		evict_idle(shard_max_open_shards - 1);
-		nfds = reserve_fds(shard);
+		evict_idle(cache_keep() - 1);
+		kind = shard_file_kind(shard->path);
+		nfds = reserve_fds(shard, kind);
 		PG_TRY();
 		{
 			if (file == CONN_SHARD)
-				db = open_shard_file(opts, shard, missing_ok);
+				db = open_shard_file(opts, shard, missing_ok, kind);
 			else
 				db = open_directory_file(opts, file == CONN_DIRECTORY_CREATE);
 		}
@@ -745,6 +966,9 @@ shard_conn_get_internal(ShardServerOptions *opts, ShardInfo *shard,
 		conn = hash_search(ConnectionHash, shard->path, HASH_ENTER, &found);
 		conn->db = db;
 		conn->nfds = nfds;
+		open_fds += nfds;
+		conn->mem = 0;
+		dlist_push_tail(&lru_list, &conn->lru);
 		conn->brief = false;
 		conn->checked = NIL;
 		conn->stmts = NIL;
@@ -792,6 +1016,7 @@ shard_conn_get_internal(ShardServerOptions *opts, ShardInfo *shard,
 	}
 	strlcpy(conn->shard_id, shard->shard_id, sizeof(conn->shard_id));
 	conn->last_used = ++use_counter;
+	dlist_move_tail(&lru_list, &conn->lru);
 
 	strlcpy(conn->directory, opts->directory, sizeof(conn->directory));
 
@@ -1664,7 +1889,10 @@ shard_conn_release(ShardConn *conn)
 		!conn->write_xact)
 		end_read_xact(conn);
 	if (conn->refcount == 0)
-		evict_idle(shard_max_open_shards);
+	{
+		measure_conn(conn);
+		evict_idle(cache_keep());
+	}
 }
 
 /*

@@ -74,6 +74,8 @@ struct ShardDirectory
 	MemoryContext files_cxt;	/* the files tenant_path matched ... */
 	List	   *files;			/* ... as ShardInfo, */
 	TimestampTz files_stmt;		/* listed for the statement that began then */
+	uint64		files_generation;	/* of the listing they come from
+									 * (tenantfile.c) */
 	bool		allow_outside;	/* the server's allow_outside_paths */
 	sqlite3    *db;				/* lookups read here: read_db, or the
 								 * transaction's directory writer */
@@ -1256,7 +1258,8 @@ shard_directory_shard(ShardDirectory *dir, const char *shard_id)
  *		The files the tenant_path pattern matches, as shards named by their
  *		tenants, listed once per statement: files come and go without the
  *		directory changing.  The list lives until the next statement lists
- *		them again.
+ *		them again, or as long as the listing stands unchanged
+ *		(shard_tenant_path_discover).
  */
 static List *
 list_tenant_files(ShardDirectory *dir)
@@ -1270,14 +1273,22 @@ list_tenant_files(ShardDirectory *dir)
 
 	if (dir->files != NIL && dir->files_stmt == stmt)
 		return dir->files;
-	MemoryContextReset(dir->files_cxt);
-	dir->files = NIL;
-	oldcxt = MemoryContextSwitchTo(dir->files_cxt);
 	base = pstrdup(dir->path);
 	slash = strrchr(base, '/');
 	if (slash)
 		slash[slash == base ? 1 : 0] = '\0';
-	tenants = shard_tenant_path_discover(dir->tenant_path, base);
+	/* the listing unchanged since this list was made: it stands */
+	tenants = shard_tenant_path_discover(dir->tenant_path, base,
+										 &dir->files_generation);
+	pfree(base);
+	if (tenants == NIL && dir->files_generation != 0 && dir->files != NIL)
+	{
+		dir->files_stmt = stmt;
+		return dir->files;
+	}
+	MemoryContextReset(dir->files_cxt);
+	dir->files = NIL;
+	oldcxt = MemoryContextSwitchTo(dir->files_cxt);
 	foreach(lc, tenants)
 	{
 		const char *tenant = lfirst(lc);

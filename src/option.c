@@ -97,7 +97,7 @@ static const struct config_enum_entry unknown_tenants_options[] = {
 	{NULL, 0, false}
 };
 
-int			shard_max_open_shards = 64;
+int			shard_max_open_shards = 1000;
 
 /*
  * GUC: how many shards a fan-out reads at once (1: one after another).  Its
@@ -157,7 +157,7 @@ _PG_init(void)
 							"Handles beyond this are closed, least recently used first; "
 							"a query may still read more shards than this.",
 							&shard_max_open_shards,
-							64, 1, 100000,
+							1000, 1, 100000,
 							PGC_USERSET, 0,
 							NULL, NULL, NULL);
 
@@ -231,6 +231,8 @@ _PG_init(void)
 	shard_move_define_gucs();
 	shard_commitlog_define_gucs();
 	shard_rollupanswer_init();
+	shard_conn_define_gucs();
+	shard_progress_init();
 	MarkGUCPrefixReserved_compat("sqlite_shard_fdw");
 }
 

@@ -82,7 +82,8 @@ extern void shard_tenant_path_check(const char *pattern);
 extern bool shard_tenant_id_path_ok(const char *tenant);
 extern void shard_tenant_id_path_check(const char *tenant);
 extern char *shard_tenant_path_expand(const char *pattern, const char *tenant);
-extern List *shard_tenant_path_discover(const char *pattern, const char *base);
+extern List *shard_tenant_path_discover(const char *pattern, const char *base,
+										uint64 *generation);
 extern void shard_append_column_sql(StringInfo buf, Oid relid,
 									AttrNumber attnum);
 
@@ -204,6 +205,16 @@ extern bool shard_schema_meets(ShardServerOptions *opts, const char *table,
 							   List *needs);
 extern bool shard_conn_is_utf8(ShardConn *conn);
 extern const char *shard_conn_file_tenant(sqlite3 *db);
+extern int	shard_open_shards_memory;
+extern void shard_conn_define_gucs(void);
+extern void shard_conn_note_fanout(int nfiles);
+
+/* in progress.c */
+extern void shard_progress_init(void);
+extern void shard_progress_begin(const void *owner, Oid serverid, Oid relid,
+								 int total);
+extern void shard_progress_file_done(void);
+extern void shard_progress_end(const void *owner);
 
 /* What a pushed-down query assumes of a shard column's declared affinity. */
 #define SHARD_NEEDS_TEXT	'T'	/* TEXT affinity */

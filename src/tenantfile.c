@@ -32,18 +32,31 @@
  * WARNING naming it, so that it is noticed rather than read as some other
  * tenant.
  *
+ * Listing costs a stat of every file, which at a hundred thousand files is
+ * a good part of a fan-out, so a backend keeps its last listing of each
+ * pattern and reuses it as long as every folder the walk visited is the
+ * same folder (device and inode) with the same modification time: a file
+ * created, removed or renamed in a folder changes the folder's time, and
+ * a folder created or removed changes its parent's.  The clock that stamps
+ * those times is coarse (a few milliseconds on Linux), so a folder changed
+ * in the second before the listing began is not trusted, and the next
+ * statement lists again.  The WARNINGs of a listing are given when it is
+ * made, not again when it is reused.
+ *
  *-------------------------------------------------------------------------
  */
 #include "sqlite_shard_fdw.h"
 
 #include <dirent.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "common/md5.h"
 #include "common/string.h"
 #include "compat.h"
 #include "mb/pg_wchar.h"
 #include "miscadmin.h"
+#include "utils/memutils.h"
 
 /* The longest hash prefix a pattern may use. */
 #define MAX_HASH_DIGITS 8
@@ -233,6 +246,33 @@ shard_tenant_path_expand(const char *pattern, const char *tenant)
 	return buf.data;
 }
 
+/* A folder a listing visited, as it was then. */
+typedef struct ListedFolder
+{
+	char	   *path;
+	bool		exists;
+	dev_t		dev;
+	ino_t		ino;
+	struct timespec mtime;
+} ListedFolder;
+
+/* The last listing of a pattern below a base folder. */
+typedef struct TenantListing
+{
+	char	   *pattern;
+	char	   *base;
+	MemoryContext cxt;			/* holds all of it */
+	List	   *tenants;		/* ordered by id */
+	List	   *folders;		/* ListedFolder */
+	bool		reusable;		/* no folder changed just before it */
+	uint64		generation;		/* of the backend's listings */
+} TenantListing;
+
+/* The listings of this backend, in ListingContext. */
+static List *listings = NIL;
+static uint64 listing_generation = 0;
+static MemoryContext ListingContext = NULL;
+
 /* What a walk of the pattern's folders carries along. */
 typedef struct WalkState
 {
@@ -240,7 +280,60 @@ typedef struct WalkState
 	List	   *parts;
 	List	   *tenants;		/* found, in the caller's context */
 	char	   *hashes[16];		/* digits read in folder names, by part */
+	List	   *folders;		/* ListedFolder visited */
+	struct timespec began;		/* when the listing began */
+	bool		racy;			/* a folder changed in the second before */
 } WalkState;
+
+/*
+ * note_folder
+ *		Remember a folder the walk visits, as it is now, for the listing's
+ *		reuse (see the file header).
+ */
+static void
+note_folder(WalkState *w, const char *folder)
+{
+	ListedFolder *f = palloc0(sizeof(ListedFolder));
+	struct stat st;
+
+	f->path = pstrdup(folder[0] ? folder : "/");
+	if (stat(f->path, &st) == 0)
+	{
+		f->exists = true;
+		f->dev = st.st_dev;
+		f->ino = st.st_ino;
+		f->mtime = st.st_mtim;
+		if (st.st_mtim.tv_sec >= w->began.tv_sec - 1)
+			w->racy = true;
+	}
+	w->folders = lappend(w->folders, f);
+}
+
+/*
+ * folders_unchanged
+ *		Is every folder a listing visited still as it was?
+ */
+static bool
+folders_unchanged(List *folders)
+{
+	ListCell   *lc;
+
+	foreach(lc, folders)
+	{
+		ListedFolder *f = lfirst(lc);
+		struct stat st;
+		bool		exists = (stat(f->path, &st) == 0);
+
+		CHECK_FOR_INTERRUPTS();
+		if (exists != f->exists)
+			return false;
+		if (exists && (st.st_dev != f->dev || st.st_ino != f->ino ||
+					   st.st_mtim.tv_sec != f->mtime.tv_sec ||
+					   st.st_mtim.tv_nsec != f->mtime.tv_nsec))
+			return false;
+	}
+	return true;
+}
 
 /*
  * is_hex_digits
@@ -338,6 +431,7 @@ walk(WalkState *w, const char *folder, int i, const char *tenant)
 	ListCell   *lc;
 
 	CHECK_FOR_INTERRUPTS();
+	note_folder(w, folder);
 	if (part->kind == 0)
 	{
 		char	   *path = psprintf("%s/%s", folder, part->prefix);
@@ -357,7 +451,11 @@ walk(WalkState *w, const char *folder, int i, const char *tenant)
 	if (d == NULL)
 		return;					/* no such folder: no tenants there */
 	while ((de = ReadDir(d, folder)) != NULL)
+	{
 		names = lappend(names, pstrdup(de->d_name));
+		if ((list_length(names) & 255) == 0)
+			CHECK_FOR_INTERRUPTS();
+	}
 	FreeDir(d);
 	list_sort(names, tenant_cmp);
 
@@ -371,6 +469,8 @@ walk(WalkState *w, const char *folder, int i, const char *tenant)
 		char	   *path;
 		struct stat st;
 
+		if ((foreach_current_index(lc) & 255) == 0)
+			CHECK_FOR_INTERRUPTS();
 		if (len <= plen + slen ||
 			strncmp(name, part->prefix, plen) != 0 ||
 			strcmp(name + len - slen, part->suffix) != 0)
@@ -402,13 +502,55 @@ walk(WalkState *w, const char *folder, int i, const char *tenant)
  * shard_tenant_path_discover
  *		The tenants whose files the tenant_path pattern matches, ordered by
  *		id; a relative pattern is read below base (the directory's folder).
+ *		The last listing is reused while its folders are unchanged (see
+ *		the file header).  The list and its ids are the caller's, in its
+ *		memory context.  *generation names the listing: a caller that
+ *		passes the one it holds gets NIL when that listing still stands,
+ *		and keeps what it made of it.
  */
 List *
-shard_tenant_path_discover(const char *pattern, const char *base)
+shard_tenant_path_discover(const char *pattern, const char *base,
+						   uint64 *generation)
 {
 	WalkState	w;
+	TenantListing *listing = NULL;
+	MemoryContext oldcxt;
+	List	   *result = NIL;
+	ListCell   *lc;
+
+	foreach(lc, listings)
+	{
+		TenantListing *l = lfirst(lc);
+
+		if (strcmp(l->pattern, pattern) == 0 && strcmp(l->base, base) == 0)
+		{
+			listing = l;
+			break;
+		}
+	}
+	if (listing != NULL && listing->reusable &&
+		folders_unchanged(listing->folders))
+	{
+		if (*generation == listing->generation)
+			return NIL;
+		*generation = listing->generation;
+		foreach(lc, listing->tenants)
+			result = lappend(result, pstrdup(lfirst(lc)));
+		return result;
+	}
+
+	if (ListingContext == NULL)
+		ListingContext = AllocSetContextCreate(TopMemoryContext,
+											   "sqlite_shard_fdw tenant listings",
+											   ALLOCSET_SMALL_SIZES);
+	if (listing != NULL)
+	{
+		listings = list_delete_ptr(listings, listing);
+		MemoryContextDelete(listing->cxt);
+	}
 
 	memset(&w, 0, sizeof(w));
+	clock_gettime(CLOCK_REALTIME, &w.began);
 	w.pattern = pattern;
 	w.parts = split_pattern(pattern);
 	if (list_length(w.parts) > lengthof(w.hashes))
@@ -419,6 +561,32 @@ shard_tenant_path_discover(const char *pattern, const char *base)
 	else
 		walk(&w, base, 0, NULL);
 	list_sort(w.tenants, tenant_cmp);
+
+	/* kept for the next statement, in a context of its own */
+	listing = MemoryContextAllocZero(ListingContext, sizeof(TenantListing));
+	listing->cxt = AllocSetContextCreate(ListingContext,
+										 "sqlite_shard_fdw tenant listing",
+										 ALLOCSET_DEFAULT_SIZES);
+	oldcxt = MemoryContextSwitchTo(listing->cxt);
+	listing->pattern = pstrdup(pattern);
+	listing->base = pstrdup(base);
+	listing->reusable = !w.racy;
+	listing->generation = ++listing_generation;
+	*generation = listing->generation;
+	foreach(lc, w.tenants)
+		listing->tenants = lappend(listing->tenants, pstrdup(lfirst(lc)));
+	foreach(lc, w.folders)
+	{
+		ListedFolder *f = lfirst(lc);
+		ListedFolder *copy = palloc(sizeof(ListedFolder));
+
+		*copy = *f;
+		copy->path = pstrdup(f->path);
+		listing->folders = lappend(listing->folders, copy);
+	}
+	MemoryContextSwitchTo(ListingContext);
+	listings = lappend(listings, listing);
+	MemoryContextSwitchTo(oldcxt);
 	return w.tenants;
 }
 

@@ -124,6 +124,7 @@ shard_scan_stop_reading(ShardScanState *s, bool release)
 	}
 	shardio_batch_free(s->own_batch);
 	s->own_batch = NULL;
+	shard_progress_end(s);
 }
 
 /*
@@ -905,9 +906,16 @@ shard_scan_resolve(ForeignScanState *node)
 								NULL);
 	else if (all_shards)
 	{
+		/* shards of distinct ids: no need to look for each among the rest */
 		foreach(lc, shard_directory_shards(s->dir))
-			s->targets = add_target(s->targets, (ShardInfo *) lfirst(lc),
-									NULL);
+		{
+			ShardInfo  *info = lfirst(lc);
+			ShardTarget *t = palloc0(sizeof(ShardTarget));
+
+			t->info.shard_id = pstrdup(info->shard_id);
+			t->info.path = pstrdup(info->path);
+			s->targets = lappend(s->targets, t);
+		}
 	}
 	else
 	{

@@ -23,6 +23,12 @@
 #define EXPLAIN_MAX_SHARD_NAMES 3
 
 /*
+ * EXPLAIN ANALYZE lists the rows of each shard up to this many shards; a
+ * fan-out over more (thousands of tenant files) is summarised instead.
+ */
+#define EXPLAIN_MAX_SHARD_ROWS 16
+
+/*
  * limit_is_known
  *		Can EXPLAIN without ANALYZE evaluate OFFSET and LIMIT: constants, or
  *		immutable expressions of parameters whose values it has?
@@ -43,6 +49,19 @@ limit_is_known(ForeignScanState *node)
 			return false;
 	}
 	return true;
+}
+
+/*
+ * int64_cmp
+ *		qsort comparator of int64 values.
+ */
+static int
+int64_cmp(const void *a, const void *b)
+{
+	int64		x = *(const int64 *) a;
+	int64		y = *(const int64 *) b;
+
+	return (x > y) - (x < y);
 }
 
 /*
@@ -107,6 +126,12 @@ shard_scan_shard_names(ShardScanState *s)
  * itself does not count while the plan above it works, and not the rows a
  * worker read ahead that were never used.  The fan-out is stopped first,
  * so that no worker is left running.
+ *
+ * Past EXPLAIN_MAX_SHARD_ROWS shards the lists are summarised: how many
+ * shards returned how many rows, the fewest, the median and the most a
+ * shard returned, and the count of shards stopped or not started with the
+ * first of them, so that a fan-out over ten thousand files stays a few
+ * lines.
  */
 void
 shard_scan_explain_times(ShardScanState *s, ExplainState *es)
@@ -117,6 +142,12 @@ shard_scan_explain_times(ShardScanState *s, ExplainState *es)
 	double		slowest_ms = 0;
 	int			nmissing = 0;
 	int			nno_table = 0;
+	bool		summary = list_length(s->targets) > EXPLAIN_MAX_SHARD_ROWS;
+	int64	   *counts = NULL;
+	int			nread = 0;
+	int			nidle = 0;
+	int			nstopped = 0;
+	int64		total = 0;
 	ListCell   *lc;
 
 	if (s->fanout)
@@ -136,19 +167,45 @@ shard_scan_explain_times(ShardScanState *s, ExplainState *es)
 			continue;
 		if (!t->read || (s->modify_sql == NULL && !t->reader_began))
 		{
-			appendStringInfo(&idle, "%s%s", idle.len > 0 ? ", " : "",
-							 t->info.shard_id);
+			if (!summary || nidle < EXPLAIN_MAX_SHARD_NAMES)
+				appendStringInfo(&idle, "%s%s", idle.len > 0 ? ", " : "",
+								 t->info.shard_id);
+			nidle++;
 			continue;
 		}
-		appendStringInfo(&rows, "%s%s=" INT64_FORMAT "%s",
-						 rows.len > 0 ? ", " : "", t->info.shard_id, t->rows,
-						 t->done || s->modify_sql != NULL ? "" : " (stopped)");
+		if (summary)
+		{
+			if (counts == NULL)
+				counts = palloc(sizeof(int64) * list_length(s->targets));
+			counts[nread++] = t->rows;
+			total += t->rows;
+			if (!t->done && s->modify_sql == NULL)
+				nstopped++;
+		}
+		else
+			appendStringInfo(&rows, "%s%s=" INT64_FORMAT "%s",
+							 rows.len > 0 ? ", " : "", t->info.shard_id,
+							 t->rows,
+							 t->done || s->modify_sql != NULL ? "" : " (stopped)");
 		if (slowest == NULL || ms > slowest_ms)
 		{
 			slowest = t;
 			slowest_ms = ms;
 		}
 	}
+	if (summary && nread > 0)
+	{
+		qsort(counts, nread, sizeof(int64), int64_cmp);
+		appendStringInfo(&rows, "%d %s, " INT64_FORMAT " rows (min " INT64_FORMAT
+						 ", median " INT64_FORMAT ", max " INT64_FORMAT ")",
+						 nread, s->opts->file_per_tenant ? "files" : "shards",
+						 total, counts[0], counts[nread / 2],
+						 counts[nread - 1]);
+		if (nstopped > 0)
+			appendStringInfo(&rows, ", %d stopped", nstopped);
+	}
+	if (summary && nidle > EXPLAIN_MAX_SHARD_NAMES)
+		appendStringInfo(&idle, ", and %d more", nidle - EXPLAIN_MAX_SHARD_NAMES);
 	if (rows.len > 0)
 		ExplainPropertyText("Shard Rows", rows.data, es);
 	if (idle.len > 0)
@@ -183,6 +240,8 @@ explain_flagged_shards(ShardScanState *s, ExplainState *es, const char *label,
 					   bool noindex)
 {
 	StringInfoData names;
+	bool		summary = list_length(s->targets) > EXPLAIN_MAX_SHARD_ROWS;
+	int			n = 0;
 	ListCell   *lc;
 
 	initStringInfo(&names);
@@ -190,10 +249,15 @@ explain_flagged_shards(ShardScanState *s, ExplainState *es, const char *label,
 	{
 		ShardTarget *t = lfirst(lc);
 
-		if (t->read && (noindex ? t->tenant_noindex : t->unbounded))
+		if (!t->read || !(noindex ? t->tenant_noindex : t->unbounded))
+			continue;
+		if (!summary || n < EXPLAIN_MAX_SHARD_NAMES)
 			appendStringInfo(&names, "%s%s", names.len > 0 ? ", " : "",
 							 t->info.shard_id);
+		n++;
 	}
+	if (summary && n > EXPLAIN_MAX_SHARD_NAMES)
+		appendStringInfo(&names, ", and %d more", n - EXPLAIN_MAX_SHARD_NAMES);
 	if (names.len > 0)
 		ExplainPropertyText(label, names.data, es);
 }

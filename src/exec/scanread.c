@@ -157,6 +157,18 @@ shard_scan_start_shard(ForeignScanState *node, ShardTarget *t)
 	s->cur = t;					/* for messages */
 
 	/*
+	 * A fan-out shows its progress to other sessions (progress.c), and
+	 * tells the handle cache how many files it reads (connection.c).
+	 */
+	if (list_length(s->targets) > 1)
+	{
+		shard_conn_note_fanout(list_length(s->targets));
+		shard_progress_begin(s, s->opts->serverid,
+							 s->rel ? RelationGetRelid(s->rel) : InvalidOid,
+							 list_length(s->targets));
+	}
+
+	/*
 	 * The values to bind, computed when the first shard is read: a scan
 	 * that reads none (no shard, a missing one skipped, LIMIT 0) computes
 	 * nothing that could fail.
@@ -263,6 +275,7 @@ shard_scan_finish_shard(ShardTarget *t)
 		INSTR_TIME_SUBTRACT(now, t->started);
 		t->elapsed_ms = INSTR_TIME_GET_MILLISEC(now);
 	}
+	shard_progress_file_done();
 	shard_reader_free(t->reader);
 	t->reader = NULL;
 	if (t->stmt)
@@ -437,7 +450,8 @@ start_quick_split(ForeignScanState *node, double first_ms)
 /*
  * shard_scan_next_event
  *		The fan-out's next event, however long it takes: Ctrl-C and
- *		statement_timeout are checked while nothing arrives.
+ *		statement_timeout are checked after every wait, so that a fan-out
+ *		whose files each end at once stops as promptly as one that waits.
  */
 void
 shard_scan_next_event(ShardScanState *s, FanoutEvent *ev)
@@ -450,9 +464,9 @@ shard_scan_next_event(ShardScanState *s, FanoutEvent *ev)
 								 shard_wait_event_fanout());
 		fanout_next(s->fanout, FANOUT_WAIT_MS, ev);
 		pgstat_report_wait_end();
+		CHECK_FOR_INTERRUPTS();
 		if (ev->kind != FANOUT_TIMEOUT)
 			return;
-		CHECK_FOR_INTERRUPTS();
 	}
 }
 

@@ -807,6 +807,16 @@ shardio_open(const char *path, int flags, int busy_timeout_ms,
 						   errbuf);
 
 	sqlite3_extended_result_codes(*db, 1);
+
+	/*
+	 * SQLite gives each handle a lookaside buffer of 120 kB, most of what a
+	 * handle on a small file holds; SHARDIO_OPEN_SMALL asks for 8 kB.  It
+	 * must be set before anything is allocated from it.
+	 */
+	if (flags & SHARDIO_OPEN_SMALL)
+		(void) sqlite3_db_config(*db, SQLITE_DBCONFIG_LOOKASIDE, NULL,
+								 SHARDIO_SMALL_LOOKASIDE_SLOT,
+								 SHARDIO_SMALL_LOOKASIDE_SLOTS);
 	for (i = 0; i < NUM_HARDENING; i++)
 	{
 		int			now = -1;

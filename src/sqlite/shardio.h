@@ -94,6 +94,10 @@ typedef struct ShardBatch
 /* Flags for shardio_open. */
 #define SHARDIO_OPEN_READWRITE	0x01	/* otherwise read-only */
 #define SHARDIO_OPEN_CREATE		0x02	/* create the file if missing */
+#define SHARDIO_OPEN_SMALL		0x04	/* a small lookaside buffer: one of
+										 * thousands of handles kept */
+#define SHARDIO_SMALL_LOOKASIDE_SLOT	256
+#define SHARDIO_SMALL_LOOKASIDE_SLOTS	32
 
 extern int	shardio_open(const char *path, int flags, int busy_timeout_ms,
 						 sqlite3 **db, char *errbuf);
