@@ -43,27 +43,7 @@ chmod 0777 "$tmp"
 trap 'rm -rf "$tmp"' EXIT
 
 d="$tmp/fleet"
-mkdir -p "$d/shards"
-fx_directory "$d"
-for s in 0 1 2 3 4 5 6 7; do
-	fx_sqlite "$d/shards/s$s.db" "PRAGMA journal_mode = WAL;
-	  CREATE TABLE orders(tenant_id TEXT NOT NULL, order_id INTEGER NOT NULL,
-	    status TEXT, amount_cents INTEGER, created_at TEXT,
-	    PRIMARY KEY (tenant_id, order_id));
-	  WITH RECURSIVE t(i) AS (SELECT $s UNION ALL SELECT i + 8 FROM t WHERE i + 8 < 1000),
-	    n(j) AS (SELECT 1 UNION ALL SELECT j + 1 FROM n WHERE j < $ROWS)
-	  INSERT INTO orders SELECT printf('t%04d', i), j,
-	    CASE j % 3 WHEN 0 THEN 'open' WHEN 1 THEN 'paid' ELSE 'void' END,
-	    (i * 7 + j * 13) % 5000,
-	    printf('2024-%02d-%02d %02d:00:00', 1 + j % 12, 1 + j % 28, j % 24)
-	  FROM t, n;"
-	fx_add_shard "$d" "s$s" "shards/s$s.db"
-	fx_sqlite "$d/directory.db" "WITH RECURSIVE t(i) AS (SELECT $s UNION ALL
-	    SELECT i + 8 FROM t WHERE i + 8 < 1000)
-	  INSERT INTO shard_map(tenant_id, shard_id, status, updated_at)
-	  SELECT printf('t%04d', i), 's$s', 'ACTIVE', 0 FROM t;"
-done
-fx_done "$d"
+fx_orders_fleet "$d" "$ROWS"
 
 q()
 {
