@@ -37,31 +37,20 @@ LANGUAGE sql AS $$
   FROM regress_same(q, true) WHERE native <> '(no rows)'
 $$;
 
+\i test/regress_explain.sql
 -- The plan's pushdown lines only.
 CREATE FUNCTION regress_pushed(q text) RETURNS SETOF text
-LANGUAGE plpgsql AS $$
-DECLARE
-  l text;
-BEGIN
-  FOR l IN EXECUTE 'EXPLAIN (VERBOSE, COSTS OFF) ' || q LOOP
-    IF l ~ '(Pushdown|Shard Order|Rows Per Shard|Shard Merge|Time Key|Time Index|Sort Key|Presorted Key|^ *Limit|Sort$|Foreign Scan)' THEN
-      RETURN NEXT l;
-    END IF;
-  END LOOP;
-END$$;
+LANGUAGE sql AS $$
+  SELECT regress_explain_lines('VERBOSE, COSTS OFF',
+    '(Pushdown|Shard Order|Rows Per Shard|Shard Merge|Time Key|Time Index|Sort Key|Presorted Key|^ *Limit|Sort$|Foreign Scan)', q)
+$$;
 
 -- EXPLAIN ANALYZE: the rows each shard returned, how they were read.
 CREATE FUNCTION regress_analyzed(q text) RETURNS SETOF text
-LANGUAGE plpgsql AS $$
-DECLARE
-  l text;
-BEGIN
-  FOR l IN EXECUTE 'EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) ' || q LOOP
-    IF l ~ '(Shard Rows|Unbounded|Shard Merge|Foreign Scan|^ *Limit|Incremental Sort)' THEN
-      RETURN NEXT l;
-    END IF;
-  END LOOP;
-END$$;
+LANGUAGE sql AS $$
+  SELECT regress_explain_lines('ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF',
+    '(Shard Rows|Unbounded|Shard Merge|Foreign Scan|^ *Limit|Incremental Sort)', q)
+$$;
 
 -- ===================================================================
 -- Keys the shards sort exactly: merged, stopped at the limit
@@ -71,9 +60,12 @@ SELECT * FROM items ORDER BY id DESC, tenant_id COLLATE "C" LIMIT 10;
 SELECT * FROM regress_same($$SELECT * FROM {t}
   ORDER BY id DESC, tenant_id COLLATE "C" LIMIT 10$$, true);
 -- each shard is read only as far as the merge takes its rows (s4 has
--- none); s3, which declares k as text, is read whole and sorted
-SELECT * FROM regress_analyzed($$SELECT * FROM items
-  ORDER BY id DESC, tenant_id COLLATE "C" LIMIT 10$$);
+-- none); s3, which declares k as text, is read whole and sorted.  s5's
+-- statement may or may not have reached its end when the limit stops the
+-- scan (its second batch is read ahead on a thread): its mark is left out
+SELECT regexp_replace(l, 's5=10( \(stopped\))?', 's5=10') AS regress_analyzed
+  FROM regress_analyzed($$SELECT * FROM items
+  ORDER BY id DESC, tenant_id COLLATE "C" LIMIT 10$$) l;
 SELECT * FROM regress_analyzed($$SELECT * FROM items
   ORDER BY k, id, tenant_id COLLATE "C" LIMIT 10$$);
 SELECT * FROM regress_same($$SELECT * FROM {t}
@@ -215,4 +207,5 @@ DROP SERVER limitstream_srv CASCADE;
 DROP VIEW items_native_tz;
 DROP TABLE items_native;
 DROP FUNCTION regress_same_rows(text), regress_same(text, boolean),
-  regress_pushed(text), regress_analyzed(text);
+  regress_pushed(text), regress_analyzed(text),
+  regress_explain_lines(text, text, text);

@@ -45,31 +45,20 @@ BEGIN
   same := rows IS NOT DISTINCT FROM n;
 END$$;
 
+\i test/regress_explain.sql
 -- The plan's pushdown lines only.
 CREATE FUNCTION regress_pushed(q text) RETURNS SETOF text
-LANGUAGE plpgsql AS $$
-DECLARE
-  l text;
-BEGIN
-  FOR l IN EXECUTE 'EXPLAIN (VERBOSE, COSTS OFF) ' || q LOOP
-    IF l ~ '(Pushdown|Shard Order|Rows Per Shard|Time Key|Sort Key|^ *Limit|^ *Sort|SQLite query)' THEN
-      RETURN NEXT l;
-    END IF;
-  END LOOP;
-END$$;
+LANGUAGE sql AS $$
+  SELECT regress_explain_lines('VERBOSE, COSTS OFF',
+    '(Pushdown|Shard Order|Rows Per Shard|Time Key|Sort Key|^ *Limit|^ *Sort|SQLite query)', q)
+$$;
 
 -- EXPLAIN ANALYZE: the rows each shard returned, the shards not bounded.
 CREATE FUNCTION regress_analyzed(q text) RETURNS SETOF text
-LANGUAGE plpgsql AS $$
-DECLARE
-  l text;
-BEGIN
-  FOR l IN EXECUTE 'EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) ' || q LOOP
-    IF l ~ '(Shard Rows|Unbounded|Rows Per Shard)' THEN
-      RETURN NEXT l;
-    END IF;
-  END LOOP;
-END$$;
+LANGUAGE sql AS $$
+  SELECT regress_explain_lines('ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF',
+    '(Shard Rows|Unbounded|Rows Per Shard)', q)
+$$;
 
 SET TimeZone = 'UTC';
 
@@ -323,5 +312,6 @@ DROP SERVER ordering_srv CASCADE;
 DROP VIEW times_tz_native;
 DROP TABLE orders_native, times_native;
 DROP FUNCTION regress_same(text, text), regress_pushed(text),
-  regress_analyzed(text), regress_backend_reads(text),
+  regress_analyzed(text), regress_explain_lines(text, text, text),
+  regress_backend_reads(text),
   regress_scan_node(text);

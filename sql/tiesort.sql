@@ -42,31 +42,20 @@ BEGIN
   same := rows IS NOT DISTINCT FROM n;
 END$$;
 
+\i test/regress_explain.sql
 -- The plan's nodes and pushdown lines only.
 CREATE FUNCTION regress_pushed(q text) RETURNS SETOF text
-LANGUAGE plpgsql AS $$
-DECLARE
-  l text;
-BEGIN
-  FOR l IN EXECUTE 'EXPLAIN (VERBOSE, COSTS OFF) ' || q LOOP
-    IF l ~ '(Pushdown|Shard Order|Rows Per Shard|Time Key|Sort Key|Presorted Key|^ *Limit|Sort$|Foreign Scan)' THEN
-      RETURN NEXT l;
-    END IF;
-  END LOOP;
-END$$;
+LANGUAGE sql AS $$
+  SELECT regress_explain_lines('VERBOSE, COSTS OFF',
+    '(Pushdown|Shard Order|Rows Per Shard|Time Key|Sort Key|Presorted Key|^ *Limit|Sort$|Foreign Scan)', q)
+$$;
 
 -- EXPLAIN ANALYZE: the rows each shard returned, the shards not bounded.
 CREATE FUNCTION regress_analyzed(q text) RETURNS SETOF text
-LANGUAGE plpgsql AS $$
-DECLARE
-  l text;
-BEGIN
-  FOR l IN EXECUTE 'EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) ' || q LOOP
-    IF l ~ '(Shard Rows|Unbounded|Rows Per Shard|Incremental Sort|Presorted Key|^ *Limit)' THEN
-      RETURN NEXT l;
-    END IF;
-  END LOOP;
-END$$;
+LANGUAGE sql AS $$
+  SELECT regress_explain_lines('ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF',
+    '(Shard Rows|Unbounded|Rows Per Shard|Incremental Sort|Presorted Key|^ *Limit)', q)
+$$;
 
 -- ===================================================================
 -- The BI shape: a time first, tie-breaking keys the shards cannot sort
@@ -245,4 +234,5 @@ DROP SERVER tiesort_srv CASCADE;
 DROP VIEW orders_tz_native, orders_c_native;
 DROP TABLE orders_native;
 DROP FUNCTION regress_same(text, text), regress_pushed(text),
-  regress_analyzed(text), regress_sweep();
+  regress_analyzed(text), regress_explain_lines(text, text, text),
+  regress_sweep();
