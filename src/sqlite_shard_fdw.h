@@ -192,18 +192,10 @@ extern ShardConn *shard_conn_get_brief(ShardServerOptions *opts,
 extern ShardConn *shard_conn_get_locked(ShardServerOptions *opts,
 										ShardInfo *shard, bool missing_ok);
 extern sqlite3 *shard_conn_db(ShardConn *conn);
-extern char *shard_conn_affinity_mismatch(ShardConn *conn, const char *table,
-										  List *needs);
 extern int	shard_conn_prepare(ShardConn *conn, const char *sql,
 							   sqlite3_stmt **stmt, char *errbuf);
 extern void shard_conn_unprepare(ShardConn *conn, sqlite3_stmt *stmt);
 extern void shard_conn_forget_stmt(ShardConn *conn);
-extern void shard_conn_check_table(ShardConn *conn, const char *relname,
-								   const char *table, char **colnames,
-								   int ncols);
-extern bool shard_schema_meets(ShardServerOptions *opts, const char *table,
-							   List *needs);
-extern bool shard_conn_is_utf8(ShardConn *conn);
 extern const char *shard_conn_file_tenant(sqlite3 *db);
 extern int	shard_open_shards_memory;
 extern void shard_conn_define_gucs(void);
@@ -233,14 +225,7 @@ extern sqlite3 *shard_conn_directory_writer(const char *path,
 											uint64 *generation);
 extern int	shard_conn_write_failed(ShardConn *conn, int rc);
 extern void shard_conn_check_no_reader(ShardConn *conn, const char *table);
-extern List *shard_conn_primary_key(ShardConn *conn, const char *table,
-									 List **collations);
-extern bool shard_conn_has_rowid(ShardConn *conn, const char *table);
-extern List *shard_explain_row_key(ShardServerOptions *opts, const char *table,
-								   List **collations);
 extern uint64 shard_writes_begun;
-extern char shard_conn_column_affinity(ShardConn *conn, const char *table,
-									   const char *col);
 
 /* What a file's first 100 bytes say it is (shard_file_kind). */
 #define SHARD_FILE_UNKNOWN		0	/* could not be read */
@@ -250,6 +235,23 @@ extern char shard_conn_column_affinity(ShardConn *conn, const char *table,
 extern int	shard_file_kind(const char *path);
 extern char *shard_wal_folder_unwritable(const char *path);
 extern void shard_check_wal_folder(const char *shard_id, const char *path);
+
+/* in shardschema.c */
+extern char *shard_conn_affinity_mismatch(ShardConn *conn, const char *table,
+										  List *needs);
+extern void shard_conn_check_table(ShardConn *conn, const char *relname,
+								   const char *table, char **colnames,
+								   int ncols);
+extern bool shard_schema_meets(ShardServerOptions *opts, const char *table,
+							   List *needs);
+extern bool shard_conn_is_utf8(ShardConn *conn);
+extern List *shard_conn_primary_key(ShardConn *conn, const char *table,
+									 List **collations);
+extern bool shard_conn_has_rowid(ShardConn *conn, const char *table);
+extern List *shard_explain_row_key(ShardServerOptions *opts, const char *table,
+								   List **collations);
+extern char shard_conn_column_affinity(ShardConn *conn, const char *table,
+									   const char *col);
 
 /* in sqliteerror.c */
 

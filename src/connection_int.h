@@ -1,0 +1,58 @@
+/*-------------------------------------------------------------------------
+ *
+ * connection_int.h
+ *		  A shard handle as the files that keep it see it: the handle cache
+ *		  and its transactions (connection.c) and what a shard's tables look
+ *		  like (shardschema.c).  Other files know ShardConn only by name.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef SHARD_CONNECTION_INT_H
+#define SHARD_CONNECTION_INT_H
+
+#include "sqlite_shard_fdw.h"
+
+#include <sys/types.h>
+
+#include "lib/ilist.h"
+
+struct ShardConn
+{
+	char		path[MAXPGPATH];	/* hash key */
+	char		shard_id[NAMEDATALEN * 2];	/* for messages */
+	sqlite3    *db;
+	int			refcount;		/* scans using the handle now */
+	bool		in_xact;		/* a read transaction is open */
+	bool		xact_scoped;	/* ... and lasts for the transaction */
+	int			utf8;			/* the database is UTF-8: 1, 0, or -1 not
+								 * asked yet */
+	TimestampTz xact_stmt;		/* start of the statement that began it */
+	int			open_stmts;		/* statements of live scans: never close */
+	dev_t		dev;			/* the file opened, to notice a replacement */
+	ino_t		ino;
+	uint64		last_used;
+	dlist_node	lru;			/* in lru_list */
+	int64		mem;			/* bytes SQLite held for it when last idle */
+	List	   *checked;		/* "table.column=affinity" already looked up */
+	List	   *stmts;			/* CachedStmt: idle prepared statements */
+	sqlite3_stmt *begin_stmt;	/* BEGIN, ROLLBACK, BEGIN IMMEDIATE and */
+	sqlite3_stmt *rollback_stmt;	/* COMMIT, prepared once: a routed
+									 * write runs them every time */
+	sqlite3_stmt *immediate_stmt;
+	sqlite3_stmt *commit_stmt;
+	bool		writable;		/* query_only is off: a write needed it */
+	bool		write_xact;		/* the transaction wrote to the shard */
+	bool		write_lost;		/* ... and SQLite rolled that back after an
+								 * error (an interrupt, a full disk) */
+	int			savepoints;		/* PostgreSQL nesting level its savepoints
+								 * reach (1: none) */
+	bool		is_directory;	/* the server's directory, not a shard */
+	bool		brief;			/* the read transaction is a planning read's,
+								 * to end when it gives the handle back */
+	int			nfds;			/* descriptors counted for the handle */
+	char		directory[MAXPGPATH];	/* its server's directory file */
+	char	   *file_tenant;	/* the tenant whose file it is (layout
+								 * 'file_per_tenant'), or NULL */
+};
+
+#endif							/* SHARD_CONNECTION_INT_H */
