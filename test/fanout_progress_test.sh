@@ -23,16 +23,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 export LC_ALL=C.UTF-8
 source test/fixtures/common.sh
 source test/script_common.sh
-SCRIPT_LIMITED=${SCRIPT_LIMITED:-}
-if [ -z "$SCRIPT_LIMITED" ]; then
-	rc=0
-	SCRIPT_LIMITED=1 timeout --kill-after=5 200 bash "$0" || rc=$?
-	if [ "$rc" -eq 124 ]; then
-		echo "the test did not finish within 200 s"
-		echo "0 passed, 1 failed"
-	fi
-	exit "$rc"
-fi
+script_time_limit 200
 
 PG_MAJOR=${PG_MAJOR:-15}
 BIN=/usr/lib/postgresql/$PG_MAJOR/bin

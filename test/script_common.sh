@@ -6,27 +6,35 @@
 #
 # Sourced, not run, from the repository root (after test/fixtures/common.sh).
 
-# script_limit DATABASE SECONDS
+# script_time_limit SECONDS
 #	Run the calling script again under a time limit of SECONDS (its helper
-#	processes are killed by the trap script_tmp sets); run by hand
-#	(PGDATABASE unset or "postgres"), in a database DATABASE made afresh.
-#	Returns only inside the limited run.
-script_limit()
+#	processes are killed by the trap script_tmp sets) and exit with its
+#	status.  Returns only inside the limited run.
+script_time_limit()
 {
-	local db=$1 limit=$2 rc=0
+	local limit=$1 rc=0
 
 	[ -n "${SCRIPT_LIMITED:-}" ] && return 0
-	if [ -z "${PGDATABASE:-}" ] || [ "$PGDATABASE" = "postgres" ]; then
-		psql -X -q -d postgres -c "DROP DATABASE IF EXISTS $db" \
-			-c "CREATE DATABASE $db"
-		export PGDATABASE=$db
-	fi
 	SCRIPT_LIMITED=1 timeout --kill-after=5 "$limit" bash "$0" || rc=$?
 	if [ "$rc" -eq 124 ]; then
 		echo "the test did not finish within $limit s"
 		echo "0 passed, 1 failed"
 	fi
 	exit "$rc"
+}
+
+# script_limit DATABASE SECONDS
+#	script_time_limit SECONDS; run by hand (PGDATABASE unset or
+#	"postgres"), in a database DATABASE made afresh.
+script_limit()
+{
+	[ -n "${SCRIPT_LIMITED:-}" ] && return 0
+	if [ -z "${PGDATABASE:-}" ] || [ "$PGDATABASE" = "postgres" ]; then
+		psql -X -q -d postgres -c "DROP DATABASE IF EXISTS $1" \
+			-c "CREATE DATABASE $1"
+		export PGDATABASE=$1
+	fi
+	script_time_limit "$2"
 }
 
 # script_tmp NAME
