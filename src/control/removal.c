@@ -63,6 +63,7 @@
 #include <unistd.h>
 
 #include "access/xact.h"
+#include "miscadmin.h"
 #include "utils/builtins.h"
 #include "utils/memutils.h"
 #include "utils/resowner.h"
@@ -279,7 +280,7 @@ finish_pending(PendingRemoval *pr)
 	int			persist = 1;
 	int			i;
 
-	/* readers of a rollback-journal file hold the commit off a while */
+	/* the lock was taken before PostgreSQL committed: this cannot wait long */
 	sqlite3_busy_timeout(pr->db, pr->busy_timeout_ms);
 	if (shardio_exec(pr->db, "COMMIT", errbuf) != SQLITE_OK)
 	{
@@ -320,7 +321,8 @@ finish_pending(PendingRemoval *pr)
  * removal_xact_callback
  *		Refuse to prepare a transaction that removed a tenant's file (the
  *		file would have to go at COMMIT PREPARED, which no session of this
- *		backend may see); keep the files of an aborted one.
+ *		backend may see); take the fence's lock before PostgreSQL commits;
+ *		keep the files of an aborted one.
  */
 static void
 removal_xact_callback(XactEvent event, void *arg)
@@ -335,6 +337,33 @@ removal_xact_callback(XactEvent event, void *arg)
 				 errmsg("cannot prepare a transaction that removed tenant \"%s\"",
 						((PendingRemoval *) linitial(pending_removals))->tenant),
 				 errdetail("The file of a removed tenant goes when its transaction commits.")));
+	if (event == XACT_EVENT_PRE_COMMIT)
+	{
+		/*
+		 * Take now, while the commit may still wait and be cancelled, the
+		 * lock the fence's COMMIT needs (readers of a rollback-journal file
+		 * hold it off): SQLite's cache flush takes it, as lock_for_commit
+		 * does for the shards' writes.  After PostgreSQL's commit nothing
+		 * may wait.
+		 */
+		foreach(lc, pending_removals)
+		{
+			PendingRemoval *pr = lfirst(lc);
+			int			rc = sqlite3_db_cacheflush(pr->db);
+
+			if (rc != SQLITE_OK)
+			{
+				CHECK_FOR_INTERRUPTS();
+				ereport(ERROR,
+						(errcode(shard_sqlite_sqlstate(rc)),
+						 errmsg("could not remove the file of tenant \"%s\"",
+								pr->tenant),
+						 errdetail("Nothing was removed. SQLite said: %s",
+								   sqlite3_errmsg(pr->db))));
+			}
+		}
+		return;
+	}
 	if (event != XACT_EVENT_ABORT && event != XACT_EVENT_PARALLEL_ABORT)
 		return;
 	foreach(lc, pending_removals)
