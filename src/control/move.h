@@ -2,8 +2,8 @@
  *
  * move.h
  *		  What the tenant move's state machine (move.c), the recovery and
- *		  cleanup after it (movecleanup.c) and the SQL it runs inside the
- *		  shards (movecopy.c) share
+ *		  cleanup after it (movecleanup.c), the SQL it runs inside the
+ *		  shards (movecopy.c) and its tables (movetables.c) share
  *
  *-------------------------------------------------------------------------
  */
@@ -117,20 +117,28 @@ extern void move_clean_before_move(ShardServerOptions *opts, MoveDir *md,
 								   ShardTenantSpec *spec);
 
 /* in movecopy.c */
+extern void move_error(MoveShards *ms, sqlite3 *db, const char *shard_id,
+					   const char *table, const char *fmt);
+extern const char *move_shard_of(MoveShards *ms, sqlite3 *db);
+extern void move_append_key(StringInfo buf, MoveTable *t, const char *qual);
+extern void move_append_tenant(StringInfo buf, MoveTable *t,
+							   const char *qual);
+extern void move_append_tenant_rows(StringInfo buf, MoveTable *t,
+									const char *schema);
+extern sqlite3_stmt *move_prepare_bound(MoveShards *ms, sqlite3 *db,
+										const char *sql, MoveTable *t,
+										int64 lo, int64 hi, const char *fmt);
+extern int64 move_query_int(MoveShards *ms, sqlite3 *db, const char *sql,
+							MoveTable *t, const char *fmt);
 extern void move_open_shards(MoveShards *ms);
 extern void move_open_source(MoveShards *ms);
 extern void move_close_shards(MoveShards *ms);
 extern void move_set_durable(MoveShards *ms, bool durable);
 extern void move_sync_target(MoveShards *ms);
-extern void move_discover_tables(MoveShards *ms, ShardTenantSpec *spec,
-								 bool for_copy);
-extern void move_check_collisions(MoveShards *ms);
-extern int64 move_tenant_bytes(MoveShards *ms);
 extern void move_begin(MoveShards *ms, sqlite3 *db, bool immediate);
 extern void move_commit(MoveShards *ms, sqlite3 *db);
 extern void move_rollback(sqlite3 *db);
 extern void move_install_capture(MoveShards *ms);
-extern void move_create_missing_tables(MoveShards *ms);
 extern int64 move_delete_rows(MoveShards *ms, sqlite3 *db, bool unfence);
 extern int64 move_log_top(MoveShards *ms);
 extern int64 move_copy_batch(MoveShards *ms, MoveTable *t,
@@ -143,5 +151,12 @@ extern bool move_fence_present(MoveShards *ms);
 extern void move_drop_objects(MoveShards *ms, const char *kind);
 extern void move_reclaim_space(MoveShards *ms, sqlite3 *db,
 							   const char *shard_id);
+
+/* in movetables.c */
+extern void move_discover_tables(MoveShards *ms, ShardTenantSpec *spec,
+								 bool for_copy);
+extern void move_check_collisions(MoveShards *ms);
+extern int64 move_tenant_bytes(MoveShards *ms);
+extern void move_create_missing_tables(MoveShards *ms);
 
 #endif							/* SHARD_MOVE_H */
