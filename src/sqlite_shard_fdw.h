@@ -144,10 +144,15 @@ extern List *shard_directory_tenants(ShardDirectory *dir,
 									 const char *shard_id);
 extern const char *shard_directory_file_tenant(ShardDirectory *dir,
 											   const char *shard_id);
+
+/* in shardpath.c */
 extern char *shard_resolve_path(ShardServerOptions *opts, const char *path);
 extern char *shard_resolve_checked_path(ShardServerOptions *opts,
 										const char *shard_id,
 										const char *path);
+extern void shard_check_path_inside(const char *directory, bool allow_outside,
+									const char *shard_id, const char *path,
+									const char *resolved, bool from_pattern);
 
 /* in reference.c */
 
