@@ -80,6 +80,16 @@ SELECT * FROM eager_same($$
 SELECT c.plan, count(*), sum(o.amount) FROM {o} o
 LEFT JOIN {c} c ON o.customer_id = c.customer_id
 GROUP BY c.plan ORDER BY c.plan$$, true);
+-- count(*) alone: the foreign table with the most rows is grouped
+EXPLAIN (COSTS OFF)
+SELECT c.plan, count(*) FROM orders o
+LEFT JOIN customers c ON o.customer_id = c.customer_id GROUP BY c.plan;
+SELECT * FROM eager_same($$
+SELECT c.plan, count(*) FROM {o} o
+LEFT JOIN {c} c ON o.customer_id = c.customer_id GROUP BY c.plan$$);
+SELECT * FROM eager_same($$
+SELECT count(*) FROM {c} c JOIN {o} o ON o.customer_id = c.customer_id
+WHERE o.status = 'open'$$);
 -- every combinable aggregate, FILTER, avg of integers and of floats
 SELECT * FROM eager_same($$
 SELECT c.plan, count(*), count(o.amount), sum(o.amount), min(o.amount),

@@ -423,21 +423,52 @@ grouped_table_ok(RangeTblEntry *rte)
 }
 
 /*
- * table_has_statistics
- *		Has ANALYZE counted the table's rows?  Without its statistics the
- *		number of groups is a guess, on which no choice should rest.
+ * rel_reltuples
+ *		The rows ANALYZE counted in a table, or -1 when it never did:
+ *		without its statistics the number of groups is a guess, on which no
+ *		choice should rest.
  */
-static bool
-table_has_statistics(Oid relid)
+static double
+rel_reltuples(Oid relid)
 {
 	HeapTuple	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
-	bool		result;
+	double		result;
 
 	if (!HeapTupleIsValid(tup))
-		return false;
-	result = ((Form_pg_class) GETSTRUCT(tup))->reltuples >= 0;
+		return -1;
+	result = ((Form_pg_class) GETSTRUCT(tup))->reltuples;
 	ReleaseSysCache(tup);
 	return result;
+}
+
+/*
+ * largest_own_table
+ *		For a query whose aggregates read no column (count(*) alone), the
+ *		table of this wrapper to group early: of those it reads, the one
+ *		with the most rows.  Returns its range table index, or 0.
+ */
+static Index
+largest_own_table(Query *q)
+{
+	Index		best = 0;
+	double		best_rows = -2;
+	ListCell   *lc;
+
+	foreach(lc, q->rtable)
+	{
+		RangeTblEntry *rte = lfirst(lc);
+		double		rows;
+
+		if (!grouped_table_ok(rte))
+			continue;
+		rows = rel_reltuples(rte->relid);
+		if (rows > best_rows)
+		{
+			best = foreach_current_index(lc) + 1;
+			best_rows = rows;
+		}
+	}
+	return best;
 }
 
 /*
@@ -519,7 +550,9 @@ shard_eager_aggregate_query(Query *parse, bool need_stats)
 {
 	EagerContext cx;
 	Query	   *q;
+	Query	   *groups;
 	RangeTblEntry *rte;
+	char	   *alias;
 	List	   *inner = NIL;
 	List	   *outer = NIL;
 	List	   *colnames = NIL;
@@ -538,10 +571,12 @@ shard_eager_aggregate_query(Query *parse, bool need_stats)
 	(void) query_tree_walker(q, first_agg_walker, (void *) &rti,
 							 QTW_IGNORE_RANGE_TABLE);
 	if (rti == 0)
+		rti = largest_own_table(q);
+	if (rti == 0)
 		return NULL;
 	rte = rt_fetch(rti, q->rtable);
 	if (!grouped_table_ok(rte) ||
-		(need_stats && !table_has_statistics(rte->relid)))
+		(need_stats && rel_reltuples(rte->relid) < 0))
 		return NULL;
 
 	memset(&cx, 0, sizeof(cx));
@@ -580,45 +615,42 @@ shard_eager_aggregate_query(Query *parse, bool need_stats)
 			return NULL;
 	}
 
-	rte = copyObject(rte);
+	/* the table's entry becomes the groups, read with its own checks */
+	groups = groups_query(&cx, rte, inner);
+	foreach(lc, groups->targetList)
+		colnames = lappend(colnames,
+						   makeString(pstrdup(((TargetEntry *) lfirst(lc))->resname)));
+	q->jointree->quals = outer == NIL ? NULL :
+		(Node *) make_ands_explicit(outer);
+	foreach(lc, q->targetList)
 	{
-		RangeTblEntry *sub = rt_fetch(rti, q->rtable);
-		Query	   *groups = groups_query(&cx, rte, inner);
+		TargetEntry *tle = lfirst(lc);
 
-		foreach(lc, groups->targetList)
-			colnames = lappend(colnames,
-							   makeString(pstrdup(((TargetEntry *) lfirst(lc))->resname)));
-		q->jointree->quals = outer == NIL ? NULL :
-			(Node *) make_ands_explicit(outer);
-		foreach(lc, q->targetList)
-		{
-			TargetEntry *tle = lfirst(lc);
-
-			tle->expr = (Expr *) remap_mutator((Node *) tle->expr, &cx);
-		}
-		q->havingQual = remap_mutator(q->havingQual, &cx);
-		q->jointree->quals = remap_mutator(q->jointree->quals, &cx);
-		remap_jointree((Node *) q->jointree, &cx);
-		if (cx.failed)
-			return NULL;
-
-		sub->rtekind = RTE_SUBQUERY;
-		sub->subquery = groups;
-		sub->security_barrier = false;
-		sub->relid = InvalidOid;
-		sub->relkind = 0;
-		sub->rellockmode = 0;
-		sub->tablesample = NULL;
-		sub->inh = false;
-		sub->requiredPerms = 0;
-		sub->checkAsUser = InvalidOid;
-		sub->selectedCols = NULL;
-		sub->insertedCols = NULL;
-		sub->updatedCols = NULL;
-		sub->extraUpdatedCols = NULL;
-		sub->alias = makeAlias(rte->eref->aliasname, NIL);
-		sub->eref = makeAlias(rte->eref->aliasname, colnames);
+		tle->expr = (Expr *) remap_mutator((Node *) tle->expr, &cx);
 	}
+	q->havingQual = remap_mutator(q->havingQual, &cx);
+	q->jointree->quals = remap_mutator(q->jointree->quals, &cx);
+	remap_jointree((Node *) q->jointree, &cx);
+	if (cx.failed)
+		return NULL;
+
+	alias = rte->eref->aliasname;
+	rte->rtekind = RTE_SUBQUERY;
+	rte->subquery = groups;
+	rte->security_barrier = false;
+	rte->relid = InvalidOid;
+	rte->relkind = 0;
+	rte->rellockmode = 0;
+	rte->tablesample = NULL;
+	rte->inh = false;
+	rte->requiredPerms = 0;
+	rte->checkAsUser = InvalidOid;
+	rte->selectedCols = NULL;
+	rte->insertedCols = NULL;
+	rte->updatedCols = NULL;
+	rte->extraUpdatedCols = NULL;
+	rte->alias = makeAlias(alias, NIL);
+	rte->eref = makeAlias(alias, colnames);
 	/* join RTEs' alias lists still name the table's columns: unused now */
 	foreach(lc, q->rtable)
 	{
