@@ -128,6 +128,15 @@
 #define exprs_known_equal_compat(root, a, b) exprs_known_equal((root), (a), (b))
 #endif
 
+/* flatten_join_alias_vars took the PlannerInfo from 16 on. */
+#if PG_VERSION_NUM >= 160000
+#define flatten_join_alias_vars_compat(query, node) \
+	flatten_join_alias_vars(NULL, (query), (node))
+#else
+#define flatten_join_alias_vars_compat(query, node) \
+	flatten_join_alias_vars((query), (node))
+#endif
+
 /* tuplesort_begin_heap's randomAccess became a flags word in 15. */
 #if PG_VERSION_NUM >= 150000
 #define tuplesort_begin_heap_compat(desc, nkeys, attnos, ops, colls, nulls, mem) \

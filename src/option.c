@@ -40,6 +40,7 @@
 #include "utils/varlena.h"
 
 #include "compat.h"
+#include "plan/eageragg.h"
 #include "plan/rollupanswer.h"
 
 PG_MODULE_MAGIC;
@@ -231,6 +232,7 @@ _PG_init(void)
 	shard_move_define_gucs();
 	shard_commitlog_define_gucs();
 	shard_rollupanswer_init();
+	shard_eageragg_init();
 	shard_conn_define_gucs();
 	shard_progress_init();
 	MarkGUCPrefixReserved_compat("sqlite_shard_fdw");

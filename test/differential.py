@@ -74,6 +74,12 @@
 #	  column (timestamp, timestamptz, date; every stored form) of any of
 #	  their tables first, then every output; a tenth of them must be
 #	  sorted and limited in the shards by that key (EXPLAIN "Time Key").
+#	  And, from a stream of their own, DIFF_QUERIES / 10 aggregates of the
+#	  table's columns over joins PostgreSQL runs with the plans (inner,
+#	  left and right keeping the table, the plans twice, conditions other
+#	  than equality, the table on the nullable side), run with
+#	  sqlite_shard_fdw.eager_aggregate = always; a third of them must
+#	  group the table in the shards under the join (EXPLAIN).
 #  4. Runs every case on both tables in one psql session (markers between
 #	  results; a crashed backend is reported and the run resumes in a new
 #	  session), and compares the rows (sorted, unless the query fixes the
@@ -1758,6 +1764,62 @@ class Gen:
             case.scoped = True
         return case
 
+    def eager_case(self):
+        """Aggregates of the fact table's columns over a join PostgreSQL
+        runs with the plans (on the plans' keys or with other conditions),
+        the fact table grouped in the shards first wherever that is exact
+        (sqlite_shard_fdw.eager_aggregate = always): inner, left and right
+        joins keeping the facts, the plans twice, the facts on the nullable
+        side (left as they are); conditions on either side; grouped by the
+        plans' columns or the facts' own."""
+        r = self.rng.random()
+        on = self.ref_on("x", "r")
+        if r < 0.35:
+            sql_from = "{T} x %s {R} r ON %s" % (
+                self.pick(["JOIN", "LEFT JOIN"]), on)
+        elif r < 0.5:
+            sql_from = "{R} r RIGHT JOIN {T} x ON %s" % on
+        elif r < 0.7:
+            sql_from = "{T} x %s {R} r ON %s %s {R} q ON %s" % (
+                self.pick(["JOIN", "LEFT JOIN"]), on,
+                self.pick(["JOIN", "LEFT JOIN"]),
+                self.pick(["q.tier = r.tier", "q.plan_id = x.j",
+                           "q.name = x.t", "q.price > x.i"]))
+        elif r < 0.85:
+            sql_from = "{T} x JOIN {R} r ON %s" % self.pick(
+                ["r.price > x.i", "r.tier = x.j % 4", "r.name < x.t",
+                 "r.plan_id = x.j AND r.price > x.k"])
+        else:
+            sql_from = "{R} r LEFT JOIN {T} x ON %s" % on
+        where = []
+        if self.chance(0.3):
+            where.append(self.pick(["x.j > 0", "x.t IS NOT NULL", "x.i < 100",
+                                    "x.t LIKE 'a%'", "x.b", "x.j % 3 = 1"]))
+        if self.chance(0.2):
+            where.append(self.pick(["x.tenant_id = %s" % sql_str(
+                self.text_value("tenant_id")), "x.tenant_id IN ('acme', 'globex')"]))
+        if self.chance(0.2):
+            where.append(self.ref_pred("r"))
+        if self.chance(0.1):
+            where.append(self.pick(["x.j > r.tier", "r.name IS NULL OR x.j IS NULL"]))
+        where = " AND ".join(where) or "true"
+        aggs = ", ".join(self.rng.sample(
+            ["count(*)", "count(x.j)", "sum(x.j)", "sum(x.i)", "min(x.i)",
+             "max(x.j)", "avg(x.j)", "avg(x.i)", "min(x.t)",
+             'max(x.t COLLATE "C")', "sum(x.k)", "count(x.t)",
+             "sum(x.j) FILTER (WHERE x.t IS NOT NULL)",
+             "count(*) FILTER (WHERE x.j > 0)", "min(x.ts)", "max(x.d)",
+             "min(x.f)", "max(x.n)", "sum(x.n)"],
+            self.rng.randrange(1, 5)))
+        g = self.pick(["", "r.name", "r.tier", "r.tier, r.name", "x.j",
+                       "r.tier, x.t", "x.b", "x.f", "x.tenant_id"])
+        having = self.pick(["", "", " HAVING count(*) > 2"]) if g else ""
+        case = self.grouped_case(g, aggs, sql_from, where, having)
+        case.setting = "sqlite_shard_fdw.eager_aggregate = always"
+        case.eager = True
+        case.scoped = self.chance(0.15)
+        return case
+
     def ref_read_case(self):
         """Reads of the plans alone: conditions, aggregates (grouped or
         not), ORDER BY ... LIMIT [OFFSET] (plan_id last: its values are
@@ -2177,6 +2239,22 @@ def bucket_pushdown(cases):
         out.count("Pushdown: whole") - out.count("strftime(")
 
 
+def eager_grouping(cases):
+    """(eager cases, how many of them plan differently with the setting
+    always than with it off: the fact table grouped under the join)."""
+    eager = [c for c in cases if getattr(c, "eager", False)]
+    lines = [SESSION, "LOAD 'sqlite_shard_fdw';"]
+    for c in eager:
+        for mode in ("off", "always"):
+            lines += ["SET sqlite_shard_fdw.eager_aggregate = %s;" % mode,
+                      "\\echo @@PLAN",
+                      "EXPLAIN (COSTS OFF) %s;" % c.sql()]
+    rc, out, err = psql("\n".join(lines) + "\n")
+    plans = out.split("@@PLAN")[1:]
+    return len(eager), sum(1 for off, always in zip(plans[0::2], plans[1::2])
+                           if off != always)
+
+
 def compare(cases, results):
     passed = failed = both_err = 0
     for idx, case in enumerate(cases):
@@ -2332,6 +2410,11 @@ def run_test():
     tgen = Gen(random.Random(SEED * 37 + 5), rows, has_icu, has_ci)
     cases += [tgen.join_case(time_key=True) for _ in range(NCASES // 10)]
 
+    # aggregates over joins, the facts grouped first: a stream of their own
+    egen = Gen(random.Random(SEED * 41 + 3), rows, has_icu, has_ci)
+    egen.plans = REF_PLANS
+    cases += [egen.eager_case() for _ in range(NCASES // 10)]
+
     results = run_cases(cases)
     passed, failed, both_err = compare(cases, results)
     # each check: one passed case, or one failed case with its message
@@ -2377,6 +2460,12 @@ def run_test():
     checks.append((out.strip() == FS.join(["%d" % len(SHARDS), "t", "1"]),
                    "reference_check('%s') does not find %d copies alike: "
                    "%s %s" % (RT, len(SHARDS), out.strip(), err.strip())))
+
+    neager, ngrouped = eager_grouping(cases)
+    log("%d aggregates over joins, %d of them with the facts grouped in the "
+        "shards first" % (neager, ngrouped))
+    enough("aggregates over joins grouped the facts first", ngrouped, neager,
+           neager // 3)
 
     ntime, npushed = time_pushdown(cases)
     log("%d time cases, %d of them pushed whole" % (ntime, npushed))

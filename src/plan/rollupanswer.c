@@ -31,12 +31,9 @@
  * - every condition of WHERE is one of the rollup query's own (all of
  *   those must be there) or an expression of its keys, without volatile
  *   functions: a condition on keys keeps or drops whole groups;
- * - every aggregate is a plain count, sum, min or max the rollup stores
- *   (the same call, FILTER included), combined by sum (count: as bigint,
- *   0 for no rows; sum of integers as bigint), min and max; or an avg
- *   whose sum and count the rollup stores, as numeric division for
- *   integer and numeric arguments (the scale of PostgreSQL's own avg) and
- *   float division for double precision;
+ * - every aggregate is one the rollup stores (the same call, FILTER
+ *   included), or an avg whose sum and count it stores, combined from the
+ *   groups' as aggcombine.c says;
  * - one table in FROM, no subquery, window function, set-returning
  *   function, grouping set, WITH, locking clause or set operation.
  *
@@ -86,6 +83,8 @@
 #include "utils/snapmgr.h"
 
 #include "compat.h"
+#include "plan/aggcombine.h"
+#include "plan/eageragg.h"
 #include "plan/rollupanswer.h"
 
 int			shard_rollup_answer = ROLLUP_ANSWER_OFF;
@@ -118,179 +117,6 @@ typedef struct MatchContext
 } MatchContext;
 
 /*
- * make_agg
- *		The aggregate pg_catalog.name over the column col of the rollup's
- *		rows, or NULL when there is none of its type.
- */
-static Expr *
-make_agg(const char *name, TargetEntry *col)
-{
-	Var		   *v = makeVar(1, col->resno, exprType((Node *) col->expr),
-							exprTypmod((Node *) col->expr),
-							exprCollation((Node *) col->expr), 0);
-	Oid			argtype = v->vartype;
-	Oid			fn = LookupFuncName(list_make2(makeString("pg_catalog"),
-											   makeString(pstrdup(name))),
-									1, &argtype, true);
-	Aggref	   *agg;
-
-	if (!OidIsValid(fn) || get_func_prokind(fn) != PROKIND_AGGREGATE)
-		return NULL;
-	agg = makeNode(Aggref);
-	agg->aggfnoid = fn;
-	agg->aggtype = get_func_rettype(fn);
-	agg->aggcollid = (strcmp(name, "sum") == 0) ? InvalidOid : v->varcollid;
-	agg->inputcollid = v->varcollid;
-	agg->aggtranstype = InvalidOid;
-	agg->aggargtypes = list_make1_oid(argtype);
-	agg->args = list_make1(makeTargetEntry((Expr *) v, 1, NULL, false));
-	agg->aggkind = AGGKIND_NORMAL;
-	agg->agglevelsup = 0;
-	agg->aggsplit = AGGSPLIT_SIMPLE;
-	agg->aggno = -1;
-	agg->aggtransno = -1;
-	agg->location = -1;
-	return (Expr *) agg;
-}
-
-/*
- * call1
- *		fn(arg), of result type rettype.
- */
-static Expr *
-call1(Oid fn, Oid rettype, Expr *arg)
-{
-	return (Expr *) makeFuncExpr(fn, rettype, list_make1(arg), InvalidOid,
-								 InvalidOid, COERCE_EXPLICIT_CALL);
-}
-
-/*
- * find_agg
- *		The rollup column holding aggregate a, or NULL.
- */
-static TargetEntry *
-find_agg(MatchContext *cx, Aggref *a)
-{
-	ListCell   *lc;
-
-	foreach(lc, cx->aggs)
-		if (equal(((TargetEntry *) lfirst(lc))->expr, a))
-			return lfirst(lc);
-	return NULL;
-}
-
-/*
- * avg_part
- *		The sum (or count) of avg a's argument, with its FILTER, as the
- *		parser makes it.
- */
-static Aggref *
-avg_part(Aggref *a, bool count)
-{
-	Aggref	   *part = copyObject(a);
-	Oid			argtype = linitial_oid(a->aggargtypes);
-
-	if (count)
-	{
-		part->aggfnoid = F_COUNT_ANY;
-		part->aggtype = INT8OID;
-	}
-	else
-	{
-		part->aggfnoid = LookupFuncName(list_make2(makeString("pg_catalog"),
-												   makeString("sum")),
-										1, &argtype, true);
-		if (!OidIsValid(part->aggfnoid))
-			return NULL;
-		part->aggtype = get_func_rettype(part->aggfnoid);
-	}
-	part->aggcollid = InvalidOid;
-	return part;
-}
-
-/*
- * derive_aggregate
- *		The expression computing a from the rollup's rows, or NULL.
- */
-static Expr *
-derive_aggregate(Aggref *a, MatchContext *cx)
-{
-	char	   *name;
-	TargetEntry *col;
-	Expr	   *e;
-
-	if (a->agglevelsup != 0 || a->aggkind != AGGKIND_NORMAL ||
-		a->aggdistinct != NIL || a->aggorder != NIL ||
-		a->aggdirectargs != NIL || a->aggsplit != AGGSPLIT_SIMPLE ||
-		get_func_namespace(a->aggfnoid) != PG_CATALOG_NAMESPACE)
-		return NULL;
-	name = get_func_name(a->aggfnoid);
-
-	if (strcmp(name, "avg") == 0)
-	{
-		Aggref	   *sp = avg_part(a, false);
-		TargetEntry *s = sp ? find_agg(cx, sp) : NULL;
-		TargetEntry *n = find_agg(cx, avg_part(a, true));
-		Expr	   *sum_s,
-				   *sum_n;
-
-		if (s == NULL || n == NULL)
-			return NULL;
-		sum_s = make_agg("sum", s);
-		sum_n = make_agg("sum", n);
-		if (sum_s == NULL || sum_n == NULL)
-			return NULL;
-		/* numeric_div(sum, count), as PostgreSQL's avg of integers */
-		if (a->aggtype == NUMERICOID && exprType((Node *) sum_s) == NUMERICOID)
-			return (Expr *) makeFuncExpr(F_NUMERIC_DIV, NUMERICOID,
-										 list_make2(sum_s, sum_n), InvalidOid,
-										 InvalidOid, COERCE_EXPLICIT_CALL);
-		/* float8 division, as float8_avg (the sum of float4 is float4) */
-		if (a->aggtype == FLOAT8OID && exprType((Node *) sum_s) == FLOAT8OID)
-			return (Expr *) makeFuncExpr(F_FLOAT8DIV, FLOAT8OID,
-										 list_make2(sum_s,
-													call1(F_FLOAT8_NUMERIC,
-														  FLOAT8OID, sum_n)),
-										 InvalidOid, InvalidOid,
-										 COERCE_EXPLICIT_CALL);
-		return NULL;
-	}
-	if (strcmp(name, "count") != 0 && strcmp(name, "sum") != 0 &&
-		strcmp(name, "min") != 0 && strcmp(name, "max") != 0)
-		return NULL;
-	col = find_agg(cx, a);
-	if (col == NULL)
-		return NULL;
-	if (strcmp(name, "count") == 0)
-	{
-		/* coalesce(int8(sum(count)), 0): count is 0, not NULL, of no row */
-		CoalesceExpr *c = makeNode(CoalesceExpr);
-
-		e = make_agg("sum", col);
-		if (e == NULL || exprType((Node *) e) != NUMERICOID)
-			return NULL;
-		c->coalescetype = INT8OID;
-		c->coalescecollid = InvalidOid;
-		c->args = list_make2(call1(F_INT8_NUMERIC, INT8OID, e),
-							 makeConst(INT8OID, -1, InvalidOid, 8,
-									   Int64GetDatum(0), false,
-									   FLOAT8PASSBYVAL));
-		c->location = -1;
-		return (Expr *) c;
-	}
-	e = make_agg(strcmp(name, "sum") == 0 ? "sum" : name, col);
-	if (e == NULL)
-		return NULL;
-	if (exprType((Node *) e) == a->aggtype)
-		return e;
-	/* sum of bigint sums (of integers) is numeric: bigint, as theirs */
-	if (strcmp(name, "sum") == 0 && a->aggtype == INT8OID &&
-		exprType((Node *) e) == NUMERICOID)
-		return call1(F_INT8_NUMERIC, INT8OID, e);
-	return NULL;
-}
-
-/*
  * map_mutator
  *		An expression of the query as one of the rollup's rows: keys
  *		become its columns, aggregates their combinations; any other
@@ -305,7 +131,7 @@ map_mutator(Node *node, MatchContext *cx)
 		return node;
 	if (IsA(node, Aggref))
 	{
-		Expr	   *e = derive_aggregate((Aggref *) node, cx);
+		Expr	   *e = shard_combine_aggregate((Aggref *) node, cx->aggs, 1);
 
 		if (e == NULL)
 			cx->failed = true;
@@ -694,9 +520,24 @@ rollup_answer_query(Query *parse)
 }
 
 /*
+ * next_planner
+ *		The planner this extension's hook hands queries on to.
+ */
+static PlannedStmt *
+next_planner(Query *parse, const char *query_string, int cursorOptions,
+			 ParamListInfo boundParams)
+{
+	if (prev_planner_hook)
+		return prev_planner_hook(parse, query_string, cursorOptions,
+								 boundParams);
+	return standard_planner(parse, query_string, cursorOptions, boundParams);
+}
+
+/*
  * rollup_planner
  *		The planner hook: a query answered from a rollup is planned as its
- *		rewritten form; any other as it is.
+ *		rewritten form; any other as it is, or grouped early where that is
+ *		cheaper (eageragg.c).
  */
 static PlannedStmt *
 rollup_planner(Query *parse, const char *query_string, int cursorOptions,
@@ -707,17 +548,12 @@ rollup_planner(Query *parse, const char *query_string, int cursorOptions,
 
 	if (shard_rollup_answer != ROLLUP_ANSWER_OFF && parse->hasAggs)
 		q = rollup_answer_query(parse);
-	if (q != NULL)
-		parse = q;
-	if (prev_planner_hook)
-		result = prev_planner_hook(parse, query_string, cursorOptions,
-								   boundParams);
-	else
-		result = standard_planner(parse, query_string, cursorOptions,
-								  boundParams);
+	if (q == NULL)
+		return shard_eager_aggregate_plan(parse, query_string, cursorOptions,
+										  boundParams, next_planner);
+	result = next_planner(q, query_string, cursorOptions, boundParams);
 	/* the role's privileges on the rollup decided it */
-	if (q != NULL)
-		result->dependsOnRole = true;
+	result->dependsOnRole = true;
 	return result;
 }
 

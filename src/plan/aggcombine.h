@@ -1,0 +1,17 @@
+/*-------------------------------------------------------------------------
+ *
+ * aggcombine.h
+ *		  Aggregates computed again from groups' partial aggregates
+ *		  (aggcombine.c)
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef SHARD_AGGCOMBINE_H
+#define SHARD_AGGCOMBINE_H
+
+#include "nodes/primnodes.h"
+
+extern List *shard_aggregate_parts(Aggref *a);
+extern Expr *shard_combine_aggregate(Aggref *a, List *parts, Index varno);
+
+#endif							/* SHARD_AGGCOMBINE_H */
