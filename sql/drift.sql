@@ -145,6 +145,74 @@ SELECT columns, shards, example_shard FROM shard_schemas('dr_shared', 'orders');
 DROP SERVER dr_shared CASCADE;
 
 -- ===================================================================
+-- Many files, drifted ones among them, in one fan-out: the files planned
+-- alike share one statement text, a drifted file has its own, also when
+-- the scan runs again (the same values, or new ones), with the tenants of
+-- a list, and under a scoped login.  Compared with a native table, under
+-- the names regress_same reads (dr_flat's tables renamed meanwhile).
+-- ===================================================================
+ALTER FOREIGN TABLE items RENAME TO flat_items;
+ALTER TABLE items_native RENAME TO flat_items_native;
+CREATE SERVER dr_many FOREIGN DATA WRAPPER sqlite_shard_fdw
+  OPTIONS (directory '/tmp/ssfdw_regress/drift/many/directory.db',
+           layout 'file_per_tenant', tenant_path 'tenants/%2/%s.db',
+           missing_table 'empty');
+CREATE FOREIGN TABLE items (
+  tenant_id text, order_id bigint, status text, amount_cents bigint,
+  created_at timestamp, customer_id int
+) SERVER dr_many OPTIONS (table 'orders', missing_column 'null');
+CREATE TABLE items_native (tenant_id text, order_id bigint, status text,
+  amount_cents bigint, created_at timestamp, customer_id int);
+\copy items_native FROM '/tmp/ssfdw_regress/drift/many.csv' (FORMAT csv)
+UPDATE items_native SET customer_id = NULL
+  WHERE substr(tenant_id, 2)::int % 7 = 0;
+DELETE FROM items_native WHERE tenant_id IN ('t0100', 't0250');
+ANALYZE items_native;
+SELECT count(*), count(customer_id), count(DISTINCT tenant_id) FROM items_native;
+
+SELECT * FROM regress_same($$SELECT count(*), count(customer_id), sum(customer_id), sum(amount_cents) FROM {t}$$);
+SELECT * FROM regress_same($$SELECT status, count(*), count(customer_id), min(customer_id), max(customer_id), round(avg(customer_id), 6) FROM {t} GROUP BY 1$$);
+SELECT * FROM regress_same($$SELECT customer_id IS NULL, count(*), sum(amount_cents) FROM {t} GROUP BY 1$$);
+SELECT * FROM regress_same($$SELECT tenant_id, order_id, customer_id FROM {t} WHERE customer_id > 495 OR (customer_id IS NULL AND amount_cents > 99000)$$);
+SELECT n -> 'Files Missing Columns' AS missing_columns,
+       n -> 'Files Without Table' AS without_table
+  FROM regress_scan_node('SELECT sum(customer_id) FROM items') n;
+
+-- the scan read again with the same values (a nested loop's inner side),
+-- and with new ones (a lateral reference): each file's statement kept
+SET enable_hashjoin = off;
+SET enable_mergejoin = off;
+SET enable_material = off;
+EXPLAIN (COSTS OFF)
+SELECT g, x.* FROM generate_series(0, 3) g LEFT JOIN (SELECT tenant_id, count(customer_id) AS n, sum(customer_id) AS s FROM items GROUP BY 1 OFFSET 0) x ON x.n >= g AND x.tenant_id IN ('t0007', 't0008', 't0100', 't0399');
+SELECT * FROM regress_same($$SELECT g, x.* FROM generate_series(0, 3) g LEFT JOIN (SELECT tenant_id, count(customer_id) AS n, sum(customer_id) AS s FROM {t} GROUP BY 1 OFFSET 0) x ON x.n >= g AND x.tenant_id IN ('t0007', 't0008', 't0100', 't0399')$$);
+SELECT * FROM regress_same($$SELECT v.t, x.* FROM (VALUES ('t0006'), ('t0007'), ('t0100'), ('t0014')) v(t), LATERAL (SELECT count(*), count(customer_id), sum(customer_id) FROM {t} WHERE tenant_id IN (v.t, 't0021', 't0022')) x$$);
+SELECT * FROM regress_same($$SELECT v.t, x.* FROM (VALUES (1), (250), (490)) v(t), LATERAL (SELECT count(*), count(customer_id), sum(amount_cents) FROM {t} WHERE customer_id > v.t OR customer_id IS NULL) x$$);
+RESET enable_hashjoin;
+RESET enable_mergejoin;
+RESET enable_material;
+
+-- the tenants of a list, and of a scoped login, drifted ones among them
+SELECT * FROM regress_same($$SELECT tenant_id, count(*), count(customer_id), sum(customer_id) FROM {t} WHERE tenant_id IN ('t0001', 't0007', 't0014', 't0015', 't0100', 't0250', 't0399') GROUP BY 1$$);
+CREATE USER MAPPING FOR regress_dr_one SERVER dr_many
+  OPTIONS (tenants 't0006,t0007,t0008,t0014,t0100');
+GRANT SELECT ON items TO regress_dr_one;
+GRANT USAGE ON FOREIGN SERVER dr_many TO regress_dr_one;
+SET ROLE regress_dr_one;
+SELECT tenant_id, count(*), count(customer_id) FROM items GROUP BY 1 ORDER BY 1;
+RESET ROLE;
+SELECT tenant_id, count(*), count(customer_id) FROM items_native
+  WHERE tenant_id IN ('t0006', 't0007', 't0008', 't0014', 't0100')
+  GROUP BY 1 ORDER BY 1;
+DROP USER MAPPING FOR regress_dr_one SERVER dr_many;
+REVOKE SELECT ON items FROM regress_dr_one;
+REVOKE USAGE ON FOREIGN SERVER dr_many FROM regress_dr_one;
+DROP TABLE items_native;
+DROP SERVER dr_many CASCADE;
+ALTER FOREIGN TABLE flat_items RENAME TO items;
+ALTER TABLE flat_items_native RENAME TO items_native;
+
+-- ===================================================================
 -- Clean up
 -- ===================================================================
 DROP USER MAPPING FOR regress_dr_one SERVER dr_flat;

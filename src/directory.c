@@ -1087,55 +1087,108 @@ shard_directory_shard(ShardDirectory *dir, const char *shard_id)
 	return entry->found ? &entry->info : NULL;
 }
 
+/* The ids and paths of the tenant files' list, packed in blocks of this. */
+#define FILES_TEXT_BLOCK	(64 * 1024)
+
+/*
+ * files_text
+ *		A copy of str in the tenant files' list's blocks of text (*block,
+ *		with *left bytes free), a new block begun in cxt when it is full.
+ */
+static char *
+files_text(char **block, Size *left, MemoryContext cxt, const char *str)
+{
+	Size		len = strlen(str) + 1;
+	char	   *copy;
+
+	if (len > *left)
+	{
+		*left = Max(len, FILES_TEXT_BLOCK);
+		*block = MemoryContextAlloc(cxt, *left);
+	}
+	copy = memcpy(*block, str, len);
+	*block += len;
+	*left -= len;
+	return copy;
+}
+
 /*
  * list_tenant_files
  *		The files the tenant_path pattern matches, as shards named by their
  *		tenants, listed once per statement: files come and go without the
  *		directory changing.  The list lives until the next statement lists
  *		them again, or as long as the listing stands unchanged
- *		(shard_tenant_path_discover).
+ *		(shard_tenant_path_discover).  A fleet may have a hundred thousand
+ *		files, so the list is compact: one array of ShardInfo, the ids and
+ *		paths packed in blocks of text, and what listing and making the
+ *		paths leave behind is freed at once.
  */
 static List *
 list_tenant_files(ShardDirectory *dir)
 {
 	TimestampTz stmt = GetCurrentStatementStartTimestamp();
 	MemoryContext oldcxt;
+	MemoryContext tmpcxt;
+	MemoryContext filecxt;
 	List	   *tenants;
+	uint64		generation;
+	ShardInfo  *infos;
+	char	   *block = NULL;
+	Size		left = 0;
 	char	   *base;
 	char	   *slash;
 	ListCell   *lc;
 
 	if (dir->files != NIL && dir->files_stmt == stmt)
 		return dir->files;
+	tmpcxt = AllocSetContextCreate(CurrentMemoryContext,
+								   "sqlite_shard_fdw tenant file listing",
+								   ALLOCSET_DEFAULT_SIZES);
+	oldcxt = MemoryContextSwitchTo(tmpcxt);
 	base = pstrdup(dir->path);
 	slash = strrchr(base, '/');
 	if (slash)
 		slash[slash == base ? 1 : 0] = '\0';
 	/* the listing unchanged since this list was made: it stands */
-	tenants = shard_tenant_path_discover(dir->tenant_path, base,
-										 &dir->files_generation);
-	pfree(base);
-	if (tenants == NIL && dir->files_generation != 0 && dir->files != NIL)
+	generation = dir->files_generation;
+	tenants = shard_tenant_path_discover(dir->tenant_path, base, &generation);
+	if (tenants == NIL && generation != 0 && dir->files != NIL)
 	{
+		MemoryContextSwitchTo(oldcxt);
+		MemoryContextDelete(tmpcxt);
 		dir->files_stmt = stmt;
 		return dir->files;
 	}
 	MemoryContextReset(dir->files_cxt);
 	dir->files = NIL;
-	oldcxt = MemoryContextSwitchTo(dir->files_cxt);
+	infos = MemoryContextAllocExtended(dir->files_cxt,
+									   sizeof(ShardInfo) *
+									   Max(list_length(tenants), 1),
+									   MCXT_ALLOC_HUGE);
+	filecxt = AllocSetContextCreate(tmpcxt,
+									"sqlite_shard_fdw tenant file path",
+									ALLOCSET_SMALL_SIZES);
 	foreach(lc, tenants)
 	{
 		const char *tenant = lfirst(lc);
-		ShardInfo  *info = palloc0(sizeof(ShardInfo));
+		ShardInfo  *info = &infos[foreach_current_index(lc)];
+		char	   *path;
 
-		info->shard_id = pstrdup(tenant);
-		info->path = directory_relative_path(dir, tenant,
-											 shard_tenant_path_expand(dir->tenant_path,
-																	  tenant),
-											 true);
+		MemoryContextSwitchTo(filecxt);
+		path = directory_relative_path(dir, tenant,
+									   shard_tenant_path_expand(dir->tenant_path,
+																tenant),
+									   true);
+		info->shard_id = files_text(&block, &left, dir->files_cxt, tenant);
+		info->path = files_text(&block, &left, dir->files_cxt, path);
+		MemoryContextSwitchTo(dir->files_cxt);
 		dir->files = lappend(dir->files, info);
+		MemoryContextReset(filecxt);
 	}
 	MemoryContextSwitchTo(oldcxt);
+	MemoryContextDelete(tmpcxt);
+	/* made whole: the list stands for this listing */
+	dir->files_generation = generation;
 	dir->files_stmt = stmt;
 	return dir->files;
 }

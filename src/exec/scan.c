@@ -762,6 +762,50 @@ add_target(List *targets, ShardInfo *info, const char *tenant)
 }
 
 /*
+ * all_targets
+ *		A target for each of shards, whose ids are distinct.  A fan-out over
+ *		a fleet of one file per tenant keeps a hundred thousand of them
+ *		until the scan ends, so they are one array, and their ids and paths
+ *		one buffer, rather than three allocations each.
+ */
+static List *
+all_targets(List *shards)
+{
+	ShardTarget *targets;
+	List	   *result = NIL;
+	Size		bytes = 0;
+	char	   *text;
+	ListCell   *lc;
+
+	if (shards == NIL)
+		return NIL;
+	foreach(lc, shards)
+	{
+		ShardInfo  *info = lfirst(lc);
+
+		bytes += strlen(info->shard_id) + strlen(info->path) + 2;
+	}
+	targets = palloc_extended(sizeof(ShardTarget) * list_length(shards),
+							  MCXT_ALLOC_HUGE | MCXT_ALLOC_ZERO);
+	text = palloc_extended(bytes, MCXT_ALLOC_HUGE);
+	foreach(lc, shards)
+	{
+		ShardInfo  *info = lfirst(lc);
+		ShardTarget *t = &targets[foreach_current_index(lc)];
+		size_t		len;
+
+		len = strlen(info->shard_id) + 1;
+		t->info.shard_id = memcpy(text, info->shard_id, len);
+		text += len;
+		len = strlen(info->path) + 1;
+		t->info.path = memcpy(text, info->path, len);
+		text += len;
+		result = lappend(result, t);
+	}
+	return result;
+}
+
+/*
  * bind_array_as_json
  *		An array parameter as JSON text, for "IN (SELECT CAST(value AS ...)
  *		FROM json_each(?))": text as strings; integers, dates and times as the
@@ -874,6 +918,9 @@ shard_scan_resolve(ForeignScanState *node)
 		MemoryContextRegisterResetCallback(s->resolve_cxt, cb);
 	}
 	oldcxt = MemoryContextSwitchTo(s->resolve_cxt);
+	/* went with the reset (shardsql.c) */
+	s->plan_cxt = NULL;
+	s->sql_texts = NULL;
 
 	s->dir = shard_directory_get(s->opts);
 	s->targets = NIL;
@@ -907,15 +954,7 @@ shard_scan_resolve(ForeignScanState *node)
 	else if (all_shards)
 	{
 		/* shards of distinct ids: no need to look for each among the rest */
-		foreach(lc, shard_directory_shards(s->dir))
-		{
-			ShardInfo  *info = lfirst(lc);
-			ShardTarget *t = palloc0(sizeof(ShardTarget));
-
-			t->info.shard_id = pstrdup(info->shard_id);
-			t->info.path = pstrdup(info->path);
-			s->targets = lappend(s->targets, t);
-		}
+		s->targets = all_targets(shard_directory_shards(s->dir));
 	}
 	else
 	{

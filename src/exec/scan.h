@@ -179,6 +179,10 @@ typedef struct ShardScanState
 
 	/* Where it reads, decided when the scan starts. */
 	MemoryContext resolve_cxt;
+	MemoryContext plan_cxt;		/* a shard's planning, reset per shard
+								 * (shardsql.c), or NULL */
+	HTAB	   *sql_texts;		/* one copy of each shard statement's text
+								 * (shardsql.c), or NULL */
 	bool		resolved;
 	bool		params_ready;	/* param_values computed for this run */
 	List	   *targets;

@@ -11,9 +11,20 @@
  * a shard returns with, and the grouping of an aggregate scan.  A shard
  * that rejects the statement is reported here by what it lacks.
  *
+ * A fan-out over a fleet of one file per tenant plans a hundred thousand
+ * files alike, and keeps each file's plan until the scan ends (a rescan
+ * reuses it).  So what planning a file builds and drops (its SQL text as
+ * it grows, the conditions it joins) lives in a context reset per file,
+ * and the statements' texts are kept once each, keyed by the whole text:
+ * files planned alike share one copy, a file whose schema differs (a
+ * column read as NULL, another key) has the text it was planned with.
+ *
  *-------------------------------------------------------------------------
  */
 #include "sqlite_shard_fdw.h"
+
+#include "common/hashfn.h"
+#include "utils/memutils.h"
 
 #include "scan.h"
 
@@ -547,7 +558,7 @@ shard_scan_schema_drift(ShardScanState *s, ShardTarget *t, Relation rel)
 		rc = sqlite3_step(stmt);
 		if (rc != SQLITE_ROW)
 		{
-			MemoryContext oldcxt = MemoryContextSwitchTo(GetMemoryChunkContext(t));
+			MemoryContext oldcxt = MemoryContextSwitchTo(s->resolve_cxt);
 
 			missing = lappend(missing, pstrdup(colname));
 			MemoryContextSwitchTo(oldcxt);
@@ -738,6 +749,101 @@ shard_scan_choose_time_index(ShardScanState *s, ShardTarget *t)
 }
 
 /*
+ * sql_text_hash
+ *		Hash a kept statement text (the key is a pointer to it).
+ */
+static uint32
+sql_text_hash(const void *key, Size keysize)
+{
+	const char *text = *(const char *const *) key;
+
+	return hash_bytes((const unsigned char *) text, strlen(text));
+}
+
+/*
+ * sql_text_match
+ *		Compare two kept statement texts, as hash_search wants: 0 if equal.
+ */
+static int
+sql_text_match(const void *key1, const void *key2, Size keysize)
+{
+	return strcmp(*(const char *const *) key1, *(const char *const *) key2);
+}
+
+/*
+ * keep_sql_text
+ *		The scan's one copy of a shard statement's text, in its resolution
+ *		context (see the file header); NULL stays NULL.
+ */
+static char *
+keep_sql_text(ShardScanState *s, const char *sql)
+{
+	char	  **entry;
+	char	   *copy;
+	bool		found;
+
+	if (sql == NULL)
+		return NULL;
+	if (s->sql_texts == NULL)
+	{
+		HASHCTL		ctl;
+
+		ctl.keysize = sizeof(char *);
+		ctl.entrysize = sizeof(char *);
+		ctl.hash = sql_text_hash;
+		ctl.match = sql_text_match;
+		ctl.hcxt = s->resolve_cxt;
+		s->sql_texts = hash_create("sqlite_shard_fdw shard statements", 16,
+								   &ctl, HASH_ELEM | HASH_FUNCTION |
+								   HASH_COMPARE | HASH_CONTEXT);
+	}
+	entry = hash_search(s->sql_texts, &sql, HASH_FIND, NULL);
+	if (entry != NULL)
+		return *entry;
+	/* the key is the copy, never text of the per-file context */
+	copy = MemoryContextStrdup(s->resolve_cxt, sql);
+	entry = hash_search(s->sql_texts, &copy, HASH_ENTER, &found);
+	return *entry;
+}
+
+/*
+ * keep_value
+ *		A value to bind, copied with its text or bytes into the scan's
+ *		resolution context.
+ */
+static ShardValue
+keep_value(ShardScanState *s, const ShardValue *v)
+{
+	ShardValue	kept = *v;
+
+	if ((v->type == SQLITE_TEXT || v->type == SQLITE_BLOB) && v->u.p != NULL)
+	{
+		char	   *p = MemoryContextAlloc(s->resolve_cxt, v->len + 1);
+
+		memcpy(p, v->u.p, v->len);
+		p[v->len] = '\0';
+		kept.u.p = p;
+	}
+	return kept;
+}
+
+/*
+ * affinity_mismatch
+ *		shard_conn_affinity_mismatch, its garbage (and answer) in the
+ *		per-file context.
+ */
+static char *
+affinity_mismatch(ShardScanState *s, ShardTarget *t, List *needs)
+{
+	MemoryContext oldcxt = MemoryContextSwitchTo(s->plan_cxt);
+	char	   *bad = shard_conn_affinity_mismatch(t->conn, s->topts->table,
+												   needs);
+
+	MemoryContextSwitchTo(oldcxt);
+	return bad;
+}
+
+/*
  * shard_scan_plan_shard
  *		Decide how one shard is read (what its declarations allow to push)
  *		and build its statement and values, in the scan's resolution
@@ -751,6 +857,17 @@ shard_scan_plan_shard(ShardScanState *s, ShardTarget *t)
 	List	   *extra;
 	ListCell   *lc;
 	int			i;
+	char	   *sql;
+	char	   *fallback_sql = NULL;
+	char	   *time_where = t->time_where;
+
+	/* what planning this file builds and drops (see the file header) */
+	if (s->plan_cxt == NULL)
+		s->plan_cxt = AllocSetContextCreate(s->resolve_cxt,
+											"sqlite_shard_fdw shard plan",
+											ALLOCSET_DEFAULT_SIZES);
+	else
+		MemoryContextReset(s->plan_cxt);
 
 	/*
 	 * Pushed-down SQL is exact only where the shard declares columns as
@@ -760,8 +877,7 @@ shard_scan_plan_shard(ShardScanState *s, ShardTarget *t)
 	 * from the first shard's schema, cannot be redone that way.
 	 */
 	{
-		char	   *bad = shard_conn_affinity_mismatch(t->conn, s->topts->table,
-													   s->needs);
+		char	   *bad = affinity_mismatch(s, t, s->needs);
 
 		if (s->join)
 			shard_join_check_shard(s->join, t->conn, t->info.shard_id);
@@ -774,8 +890,7 @@ shard_scan_plan_shard(ShardScanState *s, ShardTarget *t)
 		t->no_sql_groups = false;
 		if (bad && bad[0] == 'U' && s->agg_spec != NULL)
 		{
-			bad = shard_conn_affinity_mismatch(t->conn, s->topts->table,
-											   s->needs_but_extrema);
+			bad = affinity_mismatch(s, t, s->needs_but_extrema);
 			t->no_sql_groups = (bad == NULL);
 		}
 		t->degraded = (bad != NULL);
@@ -795,9 +910,9 @@ shard_scan_plan_shard(ShardScanState *s, ShardTarget *t)
 
 		/* A shard the bound cannot rely on returns all its groups. */
 		t->unbounded = (s->order != NIL &&
-						shard_conn_affinity_mismatch(t->conn, s->topts->table,
-													 list_nth(s->order,
-															  FdwScanOrderBoundNeeds)) != NULL);
+						affinity_mismatch(s, t,
+										  list_nth(s->order,
+												   FdwScanOrderBoundNeeds)) != NULL);
 		if (!row_shard_sorts(s, t))
 			s->row_direct = false;
 
@@ -857,19 +972,41 @@ shard_scan_plan_shard(ShardScanState *s, ShardTarget *t)
 		t->keyed = shard_row_key_shard(s, t);
 		t->nkeys = list_length(t->keyed->keys);
 	}
-	t->sql = build_shard_sql(s, t, s->agg_spec != NULL, &extra);
 
-	/* Planned values, then the tenant lists. */
+	/* The statements, built in the per-file context, then kept. */
+	MemoryContextSwitchTo(s->plan_cxt);
+	sql = build_shard_sql(s, t, s->agg_spec != NULL, &extra);
+	MemoryContextSwitchTo(s->resolve_cxt);
+
+	/*
+	 * Planned values, then the tenant lists: the scan's own values where
+	 * there are no others (a fan-out's files), unless a direct UPDATE
+	 * fits them to each shard (directmodify.c).
+	 */
 	t->nbinds = s->nparams + list_length(extra);
-	t->binds = palloc0(sizeof(ShardValue) * (t->nbinds + 1));
-	if (s->nparams > 0)
-		memcpy(t->binds, s->param_values, sizeof(ShardValue) * s->nparams);
-	i = s->nparams;
-	foreach(lc, extra)
-		t->binds[i++] = *(ShardValue *) lfirst(lc);
+	if (extra == NIL && s->modify_sql == NULL && s->param_values != NULL)
+		t->binds = s->param_values;
+	else
+	{
+		t->binds = palloc0(sizeof(ShardValue) * (t->nbinds + 1));
+		if (s->nparams > 0)
+			memcpy(t->binds, s->param_values,
+				   sizeof(ShardValue) * s->nparams);
+		i = s->nparams;
+		foreach(lc, extra)
+			t->binds[i++] = keep_value(s, (ShardValue *) lfirst(lc));
+	}
 
-	t->fallback_sql = NULL;
 	if (s->agg_spec && !t->no_sql_groups)
-		t->fallback_sql = build_shard_sql(s, t, false, &extra);
+	{
+		MemoryContextSwitchTo(s->plan_cxt);
+		fallback_sql = build_shard_sql(s, t, false, &extra);
+		MemoryContextSwitchTo(s->resolve_cxt);
+	}
+	t->sql = keep_sql_text(s, sql);
+	t->fallback_sql = keep_sql_text(s, fallback_sql);
+	if (t->time_where != time_where)
+		t->time_where = pstrdup(t->time_where);
+	MemoryContextReset(s->plan_cxt);
 	MemoryContextSwitchTo(oldcxt);
 }
