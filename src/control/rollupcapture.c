@@ -59,8 +59,12 @@
  * ROLLUP_FILE_TIME_SLACK_US, than the moment before the log was read (the
  * "racy" check of git's index): a write after that moment, even within
  * the same tick of the file system's clock, has a later change time than
- * the one recorded, so it can never look like the state recorded.  A file
- * written within that slack before a read is read again next time.  This
+ * the one recorded, so it can never look like the state recorded.  The
+ * refresh reads the log and looks at the files under the shard's write
+ * lock (or records nothing), so that no writer is half way through a
+ * commit: in WAL mode a commit's frames are written, with their change
+ * time, before the commit becomes visible.  A file written within the
+ * slack before a read is read again next time.  This
  * holds on a local file system whose change times have a granularity
  * under the slack, with a system clock that is not set back; a network
  * file system that caches attributes may show an old change time, and is
@@ -93,6 +97,8 @@
  * milliseconds, on Linux's own; a second or two on some others).
  */
 #define ROLLUP_FILE_TIME_SLACK_US (2 * USECS_PER_SEC)
+
+static char *file_state(const char *path, int64 before);
 
 /* A rollup's mark of one shard, from the catalog. */
 typedef struct RollupMark
@@ -520,10 +526,19 @@ publish_mark(sqlite3 *db, const char *shard_id, const char *table)
  *		stamped.  Returns whether the log's numbers went back below since
  *		or the mark (a log emptied under them, whose numbers start again
  *		from 1): what changed there cannot be known.
+ *
+ *		With path (the shard's file; a refresh), the log is read under the
+ *		shard's write lock when it can be had, and when nothing is logged
+ *		above the mark taken, the state of the files is noted there, before
+ *		the lock goes, into log->file_state (see the file's comment; NULL
+ *		when it cannot be trusted): with the lock held no writer is half
+ *		way through a commit, whose frames would be in the WAL file
+ *		already, with their change time, and their commit not yet visible
+ *		to the read.  before is the moment before the shard was opened.
  */
 static bool
 read_log(sqlite3 *db, Rollup *r, const char *table, int64 since,
-		 bool publish, RollupShardLog *log)
+		 bool publish, RollupShardLog *log, const char *path, int64 before)
 {
 	sqlite3_stmt *stmt;
 	StringInfoData sql;
@@ -531,11 +546,15 @@ read_log(sqlite3 *db, Rollup *r, const char *table, int64 since,
 	const char *fmt = gettext_noop("could not read the rollup change log of table \"%s\" on shard \"%s\"");
 	int64		top;
 	bool		went_back;
+	bool		locked = false;
 	int			rc;
 
 	if (publish)
 		publish_mark(db, log->shard_id, table);
-	if (sqlite3_exec(db, "BEGIN", NULL, NULL, NULL) != SQLITE_OK)
+	log->file_state = NULL;
+	if (path != NULL)
+		locked = sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL) == SQLITE_OK;
+	if (!locked && sqlite3_exec(db, "BEGIN", NULL, NULL, NULL) != SQLITE_OK)
 		capture_error(db, log->shard_id, table, fmt);
 	if (sqlite3_prepare_v2(db, "SELECT (SELECT epoch FROM " ROLLUP_EPOCH
 						   " WHERE tbl = ?1), (SELECT coalesce(max(mark), 0) FROM "
@@ -600,6 +619,8 @@ read_log(sqlite3 *db, Rollup *r, const char *table, int64 since,
 	sqlite3_finalize(stmt);
 	if (rc != SQLITE_DONE)
 		capture_error(db, log->shard_id, table, fmt);
+	if (locked && log->quiet)
+		log->file_state = file_state(path, before);
 	(void) sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
 	return went_back;
 }
@@ -675,7 +696,7 @@ find_mark(HTAB *marks, const char *shard_id)
  */
 static void
 capture_shard(sqlite3 *db, Rollup *r, RollupMark *mark, bool install,
-			  RollupShardLog *log)
+			  RollupShardLog *log, const char *path, int64 before)
 {
 	char	   *table = shard_table_name(db, log->shard_id, r->table);
 
@@ -701,7 +722,8 @@ capture_shard(sqlite3 *db, Rollup *r, RollupMark *mark, bool install,
 	log->reset = mark == NULL;
 	if (mark != NULL)
 	{
-		bool		went_back = read_log(db, r, table, mark->mark, install, log);
+		bool		went_back = read_log(db, r, table, mark->mark, install,
+										 log, install ? path : NULL, before);
 
 		log->reset = went_back || strcmp(log->epoch, mark->epoch) != 0;
 	}
@@ -711,7 +733,8 @@ capture_shard(sqlite3 *db, Rollup *r, RollupMark *mark, bool install,
 		list_free_deep(log->tenants);
 		log->tenants = NIL;
 		log->changed_at = NIL;
-		(void) read_log(db, r, table, 0, install, log);
+		(void) read_log(db, r, table, 0, install, log,
+						install ? path : NULL, before);
 	}
 }
 
@@ -845,8 +868,9 @@ file_state(const char *path, int64 before)
  *
  *		A shard whose files show the state recorded with the rollup's mark
  *		is not opened: nothing was logged there above the mark (see the
- *		file's comment).  A shard read with nothing logged above the mark
- *		taken gets the state of its files to record, if it can be trusted.
+ *		file's comment).  With install, a shard read with nothing logged
+ *		above the mark taken gets the state of its files to record, if it
+ *		can be trusted (read_log).
  */
 List *
 rollup_capture_read(Rollup *r, bool install)
@@ -889,15 +913,13 @@ rollup_capture_read(Rollup *r, bool install)
 		log->opened = true;
 		PG_TRY();
 		{
-			capture_shard(db, r, mark, install, log);
+			capture_shard(db, r, mark, install, log, info->path, before);
 		}
 		PG_FINALLY();
 		{
 			shardio_close(db);
 		}
 		PG_END_TRY();
-		if (log->quiet)
-			log->file_state = file_state(info->path, before);
 	}
 	hash_destroy(marks);
 	return result;
@@ -931,7 +953,7 @@ rollup_capture_publish(Rollup *r, const char *tenant)
 
 		if (table != NULL &&
 			capture_present(db, info->shard_id, table, capture_column(r)))
-			(void) read_log(db, r, table, PG_INT64_MAX, true, &log);
+			(void) read_log(db, r, table, PG_INT64_MAX, true, &log, NULL, 0);
 	}
 	PG_FINALLY();
 	{
