@@ -449,3 +449,10 @@ CREATE FUNCTION fanout_progress(OUT pid integer, OUT server text,
 RETURNS SETOF record
 AS 'MODULE_PATHNAME', 'shard_fanout_progress'
 LANGUAGE C STRICT VOLATILE;
+
+-- The state of each shard's files (device, inode, size and change time of
+-- the file and of its WAL file) when a refresh last found nothing in its
+-- change log above the mark, or NULL: while the files show that state, a
+-- refresh or a query answered from the rollup need not open the shard
+-- (src/control/rollupcapture.c says when a state is trusted).
+ALTER TABLE ssfdw_rollup.shards ADD COLUMN file_state text;

@@ -16,7 +16,9 @@
 #	written twice between refreshes is stamped once, written again after
 #	a refresh anew; writes around a refresh rolled back, and a tenant
 #	written without pause during refreshes back to back, are all taken.
-#	Last, a full refresh must agree too.
+#	Last, a full refresh must agree too.  Then shards left unopened
+#	because their files did not change: a write right after a refresh,
+#	in place and of the same size, must still be taken.
 #
 # Run by test/run_suites.sh inside a throw-away cluster, with PGDATABASE
 # set to a fresh database.  The fleet lives in a new /tmp/ssfdw_rollup.XXXXXX
@@ -357,6 +359,98 @@ else
 	result failed "the rollup keeps marks of $check shards, not 5"
 fi
 
+# Shards whose files have not changed since a refresh found nothing new
+# in their logs are not opened (src/control/rollupcapture.c): the state of
+# their files is recorded with the mark, and trusted only when the files'
+# change times are older than the read by the slack (2 s).  A write of the
+# application right after a refresh, however soon, must still be taken.
+
+# live_plan: the plan of a report answered from the rollup, as it ran.
+live_plan()
+{
+	psql -X -q -At -v ON_ERROR_STOP=1 -c "LOAD 'sqlite_shard_fdw'" \
+		-c "SET sqlite_shard_fdw.rollup_answer = live" \
+		-c "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF)
+		    SELECT status, count(*) FROM orders GROUP BY 1"
+}
+
+# expect_line WHAT PATTERN TEXT: a check that TEXT has a line matching PATTERN.
+expect_line()
+{
+	if printf '%s\n' "$3" | grep -q -- "$2"; then
+		result ok "$1"
+	else
+		result failed "$1: no line '$2'" "$3"
+	fi
+}
+
+nshards=$(q "SELECT count(*) FROM ssfdw_rollup.shards WHERE rollup = 'orders_daily'::regclass")
+q "SELECT tenants FROM rollup_refresh('orders_daily')" >/dev/null
+sleep 2.5
+q "SELECT tenants FROM rollup_refresh('orders_daily')" >/dev/null
+n=$(q "SELECT count(*) FROM ssfdw_rollup.shards WHERE rollup = 'orders_daily'::regclass AND file_state IS NOT NULL")
+if [ "$n" = "$nshards" ]; then
+	result ok "a refresh that found nothing new records the state of every shard's files"
+else
+	result failed "file states recorded for $n shards of $nshards"
+fi
+expect_line "nothing changed since: a query answered from the rollup opens no shard" \
+	"Change Logs Read: 0 of $nshards" "$(live_plan)"
+
+# two tenants with rows (on two shards), and an order of each
+ta=$(q "SELECT tenant_id FROM orders GROUP BY 1 ORDER BY count(*) DESC, 1 LIMIT 1")
+tb=$(q "SELECT tenant_id FROM orders WHERE tenant_id <> '$ta' GROUP BY 1 ORDER BY count(*) DESC, 1 LIMIT 1")
+oa=$(q "SELECT min(order_id) FROM orders WHERE tenant_id = '$ta'")
+ob=$(q "SELECT min(order_id) FROM orders WHERE tenant_id = '$tb'")
+
+# the application writes one shard: that one is opened, its tenant read live
+app "$tb" "UPDATE orders SET amount_cents = amount_cents + 1 WHERE tenant_id = '$tb' AND order_id = $ob"
+plan=$(live_plan)
+expect_line "a shard written since: opened" "Change Logs Read: 1 of $nshards" "$plan"
+expect_line "and its tenant read live" "Tenants Read Live: 1 of" "$plan"
+q "SELECT tenants FROM rollup_refresh('orders_daily')" >/dev/null
+check_same "a write to a shard whose files were recorded unchanged is in the next refresh"
+
+# written just before a refresh read it: its state is not trusted, and a
+# write right after the refresh (same size, in place, in a shard without
+# WAL) is taken by the next refresh
+sd=$(shard_of "$ta")
+runuser -u postgres -- sqlite3 -cmd ".timeout 10000" "$sd" "PRAGMA journal_mode = DELETE" >/dev/null
+sid=$(runuser -u postgres -- sqlite3 "$d/directory.db" "SELECT shard_id FROM shards WHERE '$sd' LIKE '%/' || path")
+q "SELECT tenants FROM rollup_refresh('orders_daily')" >/dev/null
+sleep 2.5
+q "SELECT tenants FROM rollup_refresh('orders_daily')" >/dev/null
+for round in 1 2 3 4 5; do
+	size1=$(stat -c %s "$sd")
+	app "$ta" "UPDATE orders SET amount_cents = amount_cents + 1 WHERE tenant_id = '$ta' AND order_id = $oa"
+	q "SELECT tenants FROM rollup_refresh('orders_daily')" >/dev/null
+	state=$(q "SELECT coalesce(file_state, 'none') FROM ssfdw_rollup.shards WHERE rollup = 'orders_daily'::regclass AND shard_id = '$sid'")
+	app "$ta" "UPDATE orders SET amount_cents = amount_cents + 1 WHERE tenant_id = '$ta' AND order_id = $oa"
+	size2=$(stat -c %s "$sd")
+	pending=$(q "SELECT string_agg(tenant_id, ',') FROM rollup_pending('orders_daily')")
+	if [ "$state" = none ] && [ "$pending" = "$ta" ] && [ "$size1" = "$size2" ]; then
+		result ok "round $round: a shard written just before a refresh gets no state; written in place right after, its tenant is pending"
+	else
+		result failed "round $round: state '$state' (want none), pending '$pending' (want $ta), size $size1 then $size2"
+	fi
+	live=$(live_plan)
+	expect_line "round $round: and a query answered from the rollup reads it live" "Tenants Read Live: 1 of" "$live"
+	q "SELECT tenants FROM rollup_refresh('orders_daily')" >/dev/null
+	check_same "round $round: the next refresh takes it"
+done
+
+# the file replaced by a copy of itself (another inode, same content and
+# size): opened again
+q "SELECT tenants FROM rollup_refresh('orders_daily')" >/dev/null
+sleep 2.5
+q "SELECT tenants FROM rollup_refresh('orders_daily')" >/dev/null
+runuser -u postgres -- cp -p "$sd" "$sd.copy"
+runuser -u postgres -- mv "$sd.copy" "$sd"
+expect_line "a shard file replaced by a copy is opened again" \
+	"Change Logs Read: 1 of $nshards" "$(live_plan)"
+q "SELECT tenants FROM rollup_refresh('orders_daily', full => true)" >/dev/null
+check_same "and a full refresh after it"
+
 # A fleet of one file per tenant, named by a pattern and by the directory:
 # the capture logs each file's changes as its tenant's.
 python3 test/fixtures/tenantfiles.py build "$tmp/pf_pattern" --tenants 30 \
@@ -447,6 +541,24 @@ for layout in pattern dir; do
 	fi
 	q "SELECT tenants FROM rollup_refresh('${ft}_r')" >/dev/null
 	pf_same "and the next refresh takes it"
+	q "SELECT tenants FROM rollup_refresh('${ft}_r')" >/dev/null
+	sleep 2.5
+	q "SELECT tenants FROM rollup_refresh('${ft}_r')" >/dev/null
+	n=$(q "SELECT count(*) FROM ssfdw_rollup.shards WHERE rollup = '${ft}_r'::regclass AND file_state IS NULL")
+	if [ "$n" = 0 ]; then
+		result ok "$layout files: nothing new, every file's state recorded"
+	else
+		result failed "$layout files: $n files without a recorded state"
+	fi
+	pf_app "$layout" t0005 "UPDATE orders SET amount_cents = amount_cents + 1
+	  WHERE order_id = (SELECT min(order_id) FROM orders)"
+	n=$(q "SELECT tenants FROM rollup_refresh('${ft}_r')")
+	if [ "$n" = 1 ]; then
+		result ok "$layout files: a file written after its state was recorded is computed again"
+	else
+		result failed "$layout files: the refresh computed $n tenants, not 1"
+	fi
+	pf_same "and the rollup has its write"
 	q "SELECT tenants FROM rollup_refresh('${ft}_r', full => true)" >/dev/null
 	pf_same "a full refresh"
 done

@@ -41,6 +41,11 @@ typedef struct RollupShardLog
 								 * rollup's mark */
 	List	   *changed_at;		/* ... and the time of the last change of
 								 * each, as a TimestampTz in a palloc'd int64 */
+	bool		opened;			/* the shard was opened and its log read;
+								 * false: skipped, its files unchanged */
+	bool		quiet;			/* nothing logged above mark when read */
+	char	   *file_state;		/* the state of its files to record with
+								 * the mark (see rollupcapture.c), or NULL */
 } RollupShardLog;
 
 /* The advisory lock class of rollup refreshes: "roll". */

@@ -46,9 +46,36 @@
  * connection with triggers disabled), as a move's does; a full refresh
  * recomputes everything.
  *
+ * Shards whose files have not changed are not opened.  When a refresh
+ * finds nothing logged above the mark it takes of a shard, it records with
+ * the mark the state of the shard's files: device, inode, size and change
+ * time (ctime) of the file and of its WAL file.  While both files show
+ * that state, their content is what the refresh read, so the log still
+ * holds nothing above the mark, and a later refresh or a query answered
+ * from the rollup takes the shard as read, without opening it.  Any write
+ * of either file sets its change time to the clock's time; nobody can set
+ * it otherwise (utimes sets the modification time, not ctime).  A state
+ * is recorded only when each file's change time is older, by
+ * ROLLUP_FILE_TIME_SLACK_US, than the moment before the log was read (the
+ * "racy" check of git's index): a write after that moment, even within
+ * the same tick of the file system's clock, has a later change time than
+ * the one recorded, so it can never look like the state recorded.  The
+ * refresh reads the log and looks at the files under the shard's write
+ * lock (or records nothing), so that no writer is half way through a
+ * commit: in WAL mode a commit's frames are written, with their change
+ * time, before the commit becomes visible.  A file written within the
+ * slack before a read is read again next time.  This
+ * holds on a local file system whose change times have a granularity
+ * under the slack, with a system clock that is not set back; a network
+ * file system that caches attributes may show an old change time, and is
+ * no place for SQLite files anyway.
+ *
  *-------------------------------------------------------------------------
  */
 #include "sqlite_shard_fdw.h"
+
+#include <sys/stat.h>
+#include <time.h>
 
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
@@ -63,12 +90,24 @@
 #define ROLLUP_EPOCH "_ssfdw_rollup_epoch"
 #define ROLLUP_MARK "_ssfdw_rollup_mark"
 
+/*
+ * How much older than the moment before a log is read a file's change time
+ * must be for the state of the files to be recorded: more than the
+ * granularity of any file system's change times (a clock tick, some
+ * milliseconds, on Linux's own; a second or two on some others).
+ */
+#define ROLLUP_FILE_TIME_SLACK_US (2 * USECS_PER_SEC)
+
+static char *file_state(const char *path, int64 before);
+
 /* A rollup's mark of one shard, from the catalog. */
 typedef struct RollupMark
 {
-	char	   *shard_id;
+	char		shard_id[NAMEDATALEN * 2];	/* hash key, cut */
+	char	   *id;				/* the whole shard id */
 	char	   *epoch;
 	int64		mark;
+	char	   *file_state;		/* recorded with the mark, or NULL */
 } RollupMark;
 
 /*
@@ -487,10 +526,19 @@ publish_mark(sqlite3 *db, const char *shard_id, const char *table)
  *		stamped.  Returns whether the log's numbers went back below since
  *		or the mark (a log emptied under them, whose numbers start again
  *		from 1): what changed there cannot be known.
+ *
+ *		With path (the shard's file; a refresh), the log is read under the
+ *		shard's write lock when it can be had, and when nothing is logged
+ *		above the mark taken, the state of the files is noted there, before
+ *		the lock goes, into log->file_state (see the file's comment; NULL
+ *		when it cannot be trusted): with the lock held no writer is half
+ *		way through a commit, whose frames would be in the WAL file
+ *		already, with their change time, and their commit not yet visible
+ *		to the read.  before is the moment before the shard was opened.
  */
 static bool
 read_log(sqlite3 *db, Rollup *r, const char *table, int64 since,
-		 bool publish, RollupShardLog *log)
+		 bool publish, RollupShardLog *log, const char *path, int64 before)
 {
 	sqlite3_stmt *stmt;
 	StringInfoData sql;
@@ -498,11 +546,15 @@ read_log(sqlite3 *db, Rollup *r, const char *table, int64 since,
 	const char *fmt = gettext_noop("could not read the rollup change log of table \"%s\" on shard \"%s\"");
 	int64		top;
 	bool		went_back;
+	bool		locked = false;
 	int			rc;
 
 	if (publish)
 		publish_mark(db, log->shard_id, table);
-	if (sqlite3_exec(db, "BEGIN", NULL, NULL, NULL) != SQLITE_OK)
+	log->file_state = NULL;
+	if (path != NULL)
+		locked = sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL) == SQLITE_OK;
+	if (!locked && sqlite3_exec(db, "BEGIN", NULL, NULL, NULL) != SQLITE_OK)
 		capture_error(db, log->shard_id, table, fmt);
 	if (sqlite3_prepare_v2(db, "SELECT (SELECT epoch FROM " ROLLUP_EPOCH
 						   " WHERE tbl = ?1), (SELECT coalesce(max(mark), 0) FROM "
@@ -519,6 +571,9 @@ read_log(sqlite3 *db, Rollup *r, const char *table, int64 since,
 		pstrdup((const char *) sqlite3_column_text(stmt, 0)) : pstrdup("?");
 	log->mark = sqlite3_column_int64(stmt, 1);
 	top = sqlite3_column_int64(stmt, 2);
+	/* nothing above the mark taken, in a log that has its epoch */
+	log->quiet = sqlite3_column_type(stmt, 0) != SQLITE_NULL &&
+		top <= log->mark;
 	sqlite3_finalize(stmt);
 	if (since == PG_INT64_MAX)
 	{
@@ -564,43 +619,73 @@ read_log(sqlite3 *db, Rollup *r, const char *table, int64 since,
 	sqlite3_finalize(stmt);
 	if (rc != SQLITE_DONE)
 		capture_error(db, log->shard_id, table, fmt);
+	if (locked && log->quiet)
+		log->file_state = file_state(path, before);
 	(void) sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
 	return went_back;
 }
 
 /*
  * read_marks
- *		The rollup's marks of its shards, from the catalog.
+ *		The rollup's marks of its shards, from the catalog: a hash table
+ *		of RollupMark by shard id (cut to the key's size; find_mark
+ *		compares the whole id), in the caller's memory.
  */
-static List *
+static HTAB *
 read_marks(Rollup *r)
 {
 	Oid			types[1] = {OIDOID};
 	Datum		values[1] = {ObjectIdGetDatum(r->relid)};
-	MemoryContext caller = CurrentMemoryContext;
-	List	   *result = NIL;
+	HASHCTL		ctl;
+	HTAB	   *result;
 	uint64		i;
 
+	ctl.keysize = sizeof(((RollupMark *) NULL)->shard_id);
+	ctl.entrysize = sizeof(RollupMark);
+	ctl.hcxt = CurrentMemoryContext;
 	SPI_connect();
-	if (SPI_execute_with_args("SELECT shard_id, epoch, mark::text FROM ssfdw_rollup.shards "
-							  "WHERE rollup = $1", 1, types, values, NULL,
-							  false, 0) != SPI_OK_SELECT)
+	if (SPI_execute_with_args("SELECT shard_id, epoch, mark::text, file_state "
+							  "FROM ssfdw_rollup.shards WHERE rollup = $1",
+							  1, types, values, NULL, false, 0) != SPI_OK_SELECT)
 		elog(ERROR, "could not read the rollup catalog");
+	result = hash_create("rollup marks", Max(SPI_processed, 16), &ctl,
+						 HASH_ELEM | HASH_STRINGS | HASH_CONTEXT);
 	for (i = 0; i < SPI_processed; i++)
 	{
 		HeapTuple	tup = SPI_tuptable->vals[i];
 		TupleDesc	desc = SPI_tuptable->tupdesc;
-		MemoryContext old = MemoryContextSwitchTo(caller);
-		RollupMark *m = palloc(sizeof(RollupMark));
+		char	   *id = SPI_getvalue(tup, desc, 1);
+		char		key[sizeof(((RollupMark *) NULL)->shard_id)];
+		char	   *state = SPI_getvalue(tup, desc, 4);
+		RollupMark *m;
+		bool		found;
 
-		m->shard_id = pstrdup(SPI_getvalue(tup, desc, 1));
-		m->epoch = pstrdup(SPI_getvalue(tup, desc, 2));
+		strlcpy(key, id, sizeof(key));
+		m = hash_search(result, key, HASH_ENTER, &found);
+		if (found)
+			continue;			/* another id cut the same: not skipped */
+		m->id = MemoryContextStrdup(ctl.hcxt, id);
+		m->epoch = MemoryContextStrdup(ctl.hcxt, SPI_getvalue(tup, desc, 2));
 		m->mark = pg_strtoint64(SPI_getvalue(tup, desc, 3));
-		result = lappend(result, m);
-		MemoryContextSwitchTo(old);
+		m->file_state = state ? MemoryContextStrdup(ctl.hcxt, state) : NULL;
 	}
 	SPI_finish();
 	return result;
+}
+
+/*
+ * find_mark
+ *		The rollup's mark of shard_id, or NULL for a shard it has not seen.
+ */
+static RollupMark *
+find_mark(HTAB *marks, const char *shard_id)
+{
+	char		key[sizeof(((RollupMark *) NULL)->shard_id)];
+	RollupMark *m;
+
+	strlcpy(key, shard_id, sizeof(key));
+	m = hash_search(marks, key, HASH_FIND, NULL);
+	return m != NULL && strcmp(m->id, shard_id) == 0 ? m : NULL;
 }
 
 /*
@@ -611,7 +696,7 @@ read_marks(Rollup *r)
  */
 static void
 capture_shard(sqlite3 *db, Rollup *r, RollupMark *mark, bool install,
-			  RollupShardLog *log)
+			  RollupShardLog *log, const char *path, int64 before)
 {
 	char	   *table = shard_table_name(db, log->shard_id, r->table);
 
@@ -621,6 +706,7 @@ capture_shard(sqlite3 *db, Rollup *r, RollupMark *mark, bool install,
 		log->epoch = pstrdup("");
 		log->mark = 0;
 		log->reset = mark == NULL || strcmp(mark->epoch, "") != 0;
+		log->quiet = true;
 		return;
 	}
 	if (!capture_present(db, log->shard_id, table, capture_column(r)))
@@ -636,7 +722,8 @@ capture_shard(sqlite3 *db, Rollup *r, RollupMark *mark, bool install,
 	log->reset = mark == NULL;
 	if (mark != NULL)
 	{
-		bool		went_back = read_log(db, r, table, mark->mark, install, log);
+		bool		went_back = read_log(db, r, table, mark->mark, install,
+										 log, install ? path : NULL, before);
 
 		log->reset = went_back || strcmp(log->epoch, mark->epoch) != 0;
 	}
@@ -646,7 +733,8 @@ capture_shard(sqlite3 *db, Rollup *r, RollupMark *mark, bool install,
 		list_free_deep(log->tenants);
 		log->tenants = NIL;
 		log->changed_at = NIL;
-		(void) read_log(db, r, table, 0, install, log);
+		(void) read_log(db, r, table, 0, install, log,
+						install ? path : NULL, before);
 	}
 }
 
@@ -698,6 +786,76 @@ open_shard(Rollup *r, ShardInfo *info, bool write)
 }
 
 /*
+ * now_unix_us
+ *		The system clock's time, in microseconds since 1970, as file change
+ *		times count.
+ */
+static int64
+now_unix_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64) ts.tv_sec * USECS_PER_SEC + ts.tv_nsec / 1000;
+}
+
+/*
+ * append_file_state
+ *		Append to buf path's device, inode, size and change time, or "-"
+ *		when there is no such file.  With before >= 0, false when the
+ *		change time is not older than before by ROLLUP_FILE_TIME_SLACK_US;
+ *		false too when the file cannot be looked at.
+ */
+static bool
+append_file_state(StringInfo buf, const char *path, int64 before)
+{
+	struct stat st;
+
+	if (stat(path, &st) != 0)
+	{
+		if (errno != ENOENT)
+			return false;
+		appendStringInfoChar(buf, '-');
+		return true;
+	}
+	if (before >= 0 &&
+		(int64) st.st_ctim.tv_sec * USECS_PER_SEC + st.st_ctim.tv_nsec / 1000 >=
+		before - ROLLUP_FILE_TIME_SLACK_US)
+		return false;
+	appendStringInfo(buf, "%llu:%llu:%lld:%lld.%09ld",
+					 (unsigned long long) st.st_dev,
+					 (unsigned long long) st.st_ino,
+					 (long long) st.st_size,
+					 (long long) st.st_ctim.tv_sec, (long) st.st_ctim.tv_nsec);
+	return true;
+}
+
+/*
+ * file_state
+ *		The state of the shard file path and of its WAL file, as recorded
+ *		with a mark; with before >= 0 (the moment before the log was read),
+ *		NULL unless both files' change times are older than before by the
+ *		slack (see the file's comment).  NULL too when the file is missing
+ *		or cannot be looked at.
+ */
+static char *
+file_state(const char *path, int64 before)
+{
+	StringInfoData buf;
+	struct stat st;
+
+	if (stat(path, &st) != 0)
+		return NULL;
+	initStringInfo(&buf);
+	if (!append_file_state(&buf, path, before))
+		return NULL;
+	appendStringInfoChar(&buf, ' ');
+	if (!append_file_state(&buf, psprintf("%s-wal", path), before))
+		return NULL;
+	return buf.data;
+}
+
+/*
  * rollup_capture_read
  *		For every shard of the rollup's server, what the rollup has not
  *		taken of its change log yet, as RollupShardLog: with install, the
@@ -707,12 +865,18 @@ open_shard(Rollup *r, ShardInfo *info, bool write)
  *		mark before it is read (see read_log).  A shard whose file is
  *		missing is an error, or with the server's on_missing_shard = skip
  *		a warning, and left out (epoch NULL).
+ *
+ *		A shard whose files show the state recorded with the rollup's mark
+ *		is not opened: nothing was logged there above the mark (see the
+ *		file's comment).  With install, a shard read with nothing logged
+ *		above the mark taken gets the state of its files to record, if it
+ *		can be trusted (read_log).
  */
 List *
 rollup_capture_read(Rollup *r, bool install)
 {
 	ShardDirectory *dir = shard_directory_get(r->opts);
-	List	   *marks = read_marks(r);
+	HTAB	   *marks = read_marks(r);
 	List	   *result = NIL;
 	ListCell   *lc;
 
@@ -720,22 +884,36 @@ rollup_capture_read(Rollup *r, bool install)
 	{
 		ShardInfo  *info = lfirst(lc);
 		RollupShardLog *log = palloc0(sizeof(RollupShardLog));
-		RollupMark *mark = NULL;
-		ListCell   *lm;
+		RollupMark *mark = find_mark(marks, info->shard_id);
 		sqlite3    *volatile db;
+		int64		before;
 
 		log->shard_id = info->shard_id;
 		result = lappend(result, log);
-		foreach(lm, marks)
-			if (strcmp(((RollupMark *) lfirst(lm))->shard_id, info->shard_id) == 0)
-				mark = lfirst(lm);
 
+		if (mark != NULL && mark->file_state != NULL)
+		{
+			char	   *now = file_state(info->path, -1);
+
+			if (now != NULL && strcmp(now, mark->file_state) == 0)
+			{
+				/* unchanged since a read found nothing above the mark */
+				log->epoch = pstrdup(mark->epoch);
+				log->mark = mark->mark;
+				log->quiet = true;
+				log->file_state = mark->file_state;
+				continue;
+			}
+		}
+
+		before = now_unix_us();
 		db = open_shard(r, info, install);
 		if (db == NULL)
 			continue;
+		log->opened = true;
 		PG_TRY();
 		{
-			capture_shard(db, r, mark, install, log);
+			capture_shard(db, r, mark, install, log, info->path, before);
 		}
 		PG_FINALLY();
 		{
@@ -743,6 +921,7 @@ rollup_capture_read(Rollup *r, bool install)
 		}
 		PG_END_TRY();
 	}
+	hash_destroy(marks);
 	return result;
 }
 
@@ -774,7 +953,7 @@ rollup_capture_publish(Rollup *r, const char *tenant)
 
 		if (table != NULL &&
 			capture_present(db, info->shard_id, table, capture_column(r)))
-			(void) read_log(db, r, table, PG_INT64_MAX, true, &log);
+			(void) read_log(db, r, table, PG_INT64_MAX, true, &log, NULL, 0);
 	}
 	PG_FINALLY();
 	{

@@ -158,19 +158,25 @@ record_tenants(Rollup *r, List *ids, TimestampTz as_of)
 
 /*
  * record_marks
- *		Keep what the refresh took of each shard's log (writing only the
- *		marks that moved), forget shards gone from the directory, and note
- *		the refresh's as_of.
+ *		Keep what the refresh took of each shard's log, and the state of
+ *		the shard's files that goes with it (writing only the rows that
+ *		changed), forget shards gone from the directory, and note the
+ *		refresh's as_of.
  */
 static void
 record_marks(Rollup *r, List *logs, TimestampTz as_of, bool full)
 {
-	Oid			types[4] = {OIDOID, TEXTARRAYOID, TEXTARRAYOID, INT8ARRAYOID};
-	Datum		values[4];
+	Oid			types[5] = {OIDOID, TEXTARRAYOID, TEXTARRAYOID, INT8ARRAYOID,
+	TEXTARRAYOID};
+	Datum		values[5];
 	Datum	   *ids = palloc(sizeof(Datum) * Max(list_length(logs), 1));
 	Datum	   *taken = palloc(sizeof(Datum) * Max(list_length(logs), 1));
 	Datum	   *epochs = palloc(sizeof(Datum) * Max(list_length(logs), 1));
 	Datum	   *marks = palloc(sizeof(Datum) * Max(list_length(logs), 1));
+	Datum	   *states = palloc(sizeof(Datum) * Max(list_length(logs), 1));
+	bool	   *nostate = palloc(sizeof(bool) * Max(list_length(logs), 1));
+	int			dims[1];
+	int			lbs[1] = {1};
 	int			nids = 0;
 	int			ntaken = 0;
 	ListCell   *lc;
@@ -184,6 +190,9 @@ record_marks(Rollup *r, List *logs, TimestampTz as_of, bool full)
 			continue;			/* skipped: its changes wait */
 		taken[ntaken] = CStringGetTextDatum(log->shard_id);
 		epochs[ntaken] = CStringGetTextDatum(log->epoch);
+		nostate[ntaken] = log->file_state == NULL;
+		states[ntaken] = log->file_state ?
+			CStringGetTextDatum(log->file_state) : (Datum) 0;
 		marks[ntaken++] = Int64GetDatum(log->mark);
 	}
 	values[0] = ObjectIdGetDatum(r->relid);
@@ -194,12 +203,17 @@ record_marks(Rollup *r, List *logs, TimestampTz as_of, bool full)
 	values[3] = PointerGetDatum(construct_array(marks, ntaken, INT8OID, 8,
 												FLOAT8PASSBYVAL,
 												TYPALIGN_DOUBLE));
+	dims[0] = ntaken;
+	values[4] = PointerGetDatum(construct_md_array(states, nostate, 1, dims,
+												   lbs, TEXTOID, -1, false,
+												   TYPALIGN_INT));
 	rollup_spi_run("INSERT INTO ssfdw_rollup.shards "
-				   "SELECT $1, s, e, m FROM unnest($2, $3, $4) AS t(s, e, m) "
+				   "SELECT $1, s, e, m, f FROM unnest($2, $3, $4, $5) AS t(s, e, m, f) "
 				   "ON CONFLICT (rollup, shard_id) DO UPDATE "
-				   "SET epoch = excluded.epoch, mark = excluded.mark "
-				   "WHERE (shards.epoch, shards.mark) IS DISTINCT FROM (excluded.epoch, excluded.mark)",
-				   4, types, values);
+				   "SET epoch = excluded.epoch, mark = excluded.mark, file_state = excluded.file_state "
+				   "WHERE (shards.epoch, shards.mark, shards.file_state) IS DISTINCT FROM "
+				   "(excluded.epoch, excluded.mark, excluded.file_state)",
+				   5, types, values);
 	values[1] = PointerGetDatum(construct_array(ids, nids, TEXTOID, -1, false,
 												TYPALIGN_INT));
 	rollup_spi_run("DELETE FROM ssfdw_rollup.shards WHERE rollup = $1 AND shard_id <> ALL ($2)",

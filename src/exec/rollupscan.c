@@ -21,7 +21,11 @@
  * up to the moment its shard's log is read, so its groups are its rows as
  * of then.  A tenant with one is read live, after the log was read.  So
  * every write committed before the statement started is in the answer,
- * and each tenant is counted once, from the rollup or from its rows.  The
+ * and each tenant is counted once, from the rollup or from its rows.  A
+ * shard whose files are in the state recorded with the rollup's mark is
+ * not opened: its log holds nothing above the mark (rollupcapture.c says
+ * why that state can be trusted).  In stale mode within its bound no log
+ * is read at all: the changes missed are at most as old as the refresh.  The
  * marks themselves are read with a new snapshot (the capture's reader
  * reads them so); should a refresh commit between the statement's
  * snapshot and that read, the rollup table the statement sees is older
@@ -381,10 +385,27 @@ decide(Oid rollup, int64 bound_us, List *scope, bool writes,
 		d->why_all = "the transaction has written shards";
 	else if (IsolationUsesXactSnapshot())
 		d->why_all = "REPEATABLE READ or SERIALIZABLE transaction";
+	else if (bound_us >= 0 && has_refreshed &&
+			 GetCurrentTimestamp() - refreshed_at <= bound_us)
+	{
+		/*
+		 * Stale mode within its bound: whatever the logs hold, changes
+		 * missed for at most this long; no log need be read.
+		 */
+		d->stale = true;
+		d->staleness_us = Max(GetCurrentTimestamp() - refreshed_at, 0);
+	}
 	else
 	{
 		List	   *logs = rollup_capture_read(r, false);
+		ListCell   *lc;
 
+		foreach(lc, logs)
+		{
+			d->nshards++;
+			if (((RollupShardLog *) lfirst(lc))->opened)
+				d->nopened++;
+		}
 		/* a refresh that committed since the statement's snapshot */
 		if (strcmp(version, rollup_version(rollup, false, NULL, NULL)) != 0)
 			d->why_all = "the rollup was refreshed during the statement";
@@ -396,18 +417,6 @@ decide(Oid rollup, int64 bound_us, List *scope, bool writes,
 	{
 		d->all_live = true;
 		live = every_tenant(r, scope);
-	}
-	else if (live != NIL && bound_us >= 0 && has_refreshed)
-	{
-		/* stale mode: changes missed for at most this long */
-		int64		stale = GetCurrentTimestamp() - refreshed_at;
-
-		if (stale <= bound_us)
-		{
-			d->stale = true;
-			d->staleness_us = Max(stale, 0);
-			live = NIL;
-		}
 	}
 	d->nlive = list_length(live);
 	d->ids = ids_datum(live);
@@ -761,4 +770,8 @@ live_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 							es);
 	if (d->stale)
 		ExplainPropertyText("Rollup Staleness", us_text(d->staleness_us), es);
+	/* which shards' files had changed since: a run's figure, as timings */
+	if (es->analyze && d->nshards > 0)
+		ExplainPropertyText("Change Logs Read",
+							psprintf("%d of %d", d->nopened, d->nshards), es);
 }

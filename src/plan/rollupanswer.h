@@ -35,6 +35,8 @@ typedef struct RollupLiveDecision
 	TimestampTz as_of;			/* oldest refresh of a tenant answered from
 								 * the rollup */
 	int64		staleness_us;	/* at most this old, for those tenants */
+	int			nshards;		/* shards whose change logs were looked at */
+	int			nopened;		/* ... of which opened, their files changed */
 } RollupLiveDecision;
 
 extern int	shard_rollup_answer;
