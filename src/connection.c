@@ -62,7 +62,7 @@
  * inside a savepoint or a PL/pgSQL exception block undoes its shard writes
  * too.  At commit the written shards commit one after another in a fixed
  * order, after every lock they need was taken and, for several, after the
- * commit was recorded in the commit log (commit_writes, commitlog.c); if
+ * commit was recorded in the commit log (shardcommit.c, commitlog.c); if
  * one fails, the error names those that committed and those that did not
  * (SQLite has no two-phase commit).  PREPARE TRANSACTION is refused once a
  * shard was written.
@@ -87,7 +87,6 @@
 #include "lib/ilist.h"
 #include "miscadmin.h"
 #include "storage/fd.h"
-#include "storage/predicate.h"
 #include "utils/guc.h"
 #include "utils/hsearch.h"
 #include "utils/memutils.h"
@@ -187,9 +186,7 @@ static int	open_count = 0;
 static List *holds = NIL;		/* ConnHold, in TopMemoryContext */
 
 static void shard_xact_callback(XactEvent event, void *arg);
-static void commit_writes(bool parallel);
 static void end_savepoints(bool commit);
-static void end_read_xact(ShardConn *conn);
 static void evict_idle(int keep);
 static void release_fds(int n);
 static int	reserve_fds(ShardInfo *shard, int kind);
@@ -197,21 +194,8 @@ static ShardConn *hash_search_conn(ShardInfo *shard);
 static ShardConn *shard_conn_get_internal(ShardServerOptions *opts,
 										  ShardInfo *shard, bool missing_ok,
 										  ConnBegin begin, ConnFile file);
-/* What conn_exec runs, naming the message of its failure. */
-typedef enum ConnExecOp
-{
-	CONN_LOCK,
-	CONN_ALLOW_WRITES,
-	CONN_SAVEPOINT,
-	CONN_RELEASE,
-	CONN_COMMIT_LOCK
-} ConnExecOp;
-
 static void conn_exec(ShardConn *conn, const char *sql, ConnExecOp op);
-static int	conn_run(ShardConn *conn, sqlite3_stmt *stmt, char *errbuf);
 static void conn_step(ShardConn *conn, sqlite3_stmt *stmt, ConnExecOp op);
-static void conn_failed(ShardConn *conn, int rc, const char *errbuf,
-						ConnExecOp op);
 static void allow_writes(ShardConn *conn);
 
 /*
@@ -503,7 +487,7 @@ evict_idle(int keep)
 		}
 		if (victim == NULL)
 			return;
-		end_read_xact(victim);
+		shard_conn_end_read_xact(victim);
 		close_conn(victim);
 	}
 }
@@ -890,7 +874,7 @@ shard_conn_get_internal(ShardServerOptions *opts, ShardInfo *shard,
 			/* the names beside it are another file's now, or nobody's */
 			(void) sqlite3_file_control(conn->db, "main",
 										SQLITE_FCNTL_PERSIST_WAL, &persist);
-			end_read_xact(conn);
+			shard_conn_end_read_xact(conn);
 			close_conn(conn);
 			conn = NULL;
 		}
@@ -988,7 +972,7 @@ shard_conn_get_internal(ShardServerOptions *opts, ShardInfo *shard,
 	strlcpy(conn->directory, opts->directory, sizeof(conn->directory));
 
 	if (stale_read_xact(conn))
-		end_read_xact(conn);
+		shard_conn_end_read_xact(conn);
 
 	/*
 	 * The shard counts as written (write_xact) only once its write
@@ -1067,19 +1051,20 @@ conn_exec(ShardConn *conn, const char *sql, ConnExecOp op)
 	char		errbuf[SHARDIO_ERRLEN];
 
 	if (shardio_exec(conn->db, sql, errbuf) != SQLITE_OK)
-		conn_failed(conn, sqlite3_extended_errcode(conn->db), errbuf, op);
+		shard_conn_failed(conn, sqlite3_extended_errcode(conn->db), errbuf,
+						  op);
 }
 
 /*
- * conn_run
+ * shard_conn_run
  *		Run one of the statements a handle keeps prepared (BEGIN IMMEDIATE,
  *		COMMIT) and reset it: SQLITE_OK, or the extended result code with
  *		SQLite's message in errbuf (SHARDIO_ERRLEN bytes).  A routed write
  *		runs both every time, and compiling them again each time costs more
  *		than running them.
  */
-static int
-conn_run(ShardConn *conn, sqlite3_stmt *stmt, char *errbuf)
+int
+shard_conn_run(ShardConn *conn, sqlite3_stmt *stmt, char *errbuf)
 {
 	int			rc = sqlite3_step(stmt);
 
@@ -1102,10 +1087,10 @@ static void
 conn_step(ShardConn *conn, sqlite3_stmt *stmt, ConnExecOp op)
 {
 	char		errbuf[SHARDIO_ERRLEN];
-	int			rc = conn_run(conn, stmt, errbuf);
+	int			rc = shard_conn_run(conn, stmt, errbuf);
 
 	if (rc != SQLITE_OK)
-		conn_failed(conn, rc, errbuf, op);
+		shard_conn_failed(conn, rc, errbuf, op);
 }
 
 /*
@@ -1132,13 +1117,14 @@ check_write_access(ShardConn *conn, int rc)
 }
 
 /*
- * conn_failed
+ * shard_conn_failed
  *		Report that one of a handle's own statements (op) failed with
  *		extended result code rc (errbuf: SQLite's message), with the
  *		SQLSTATE rc calls for; on the directory, naming its file.
  */
-static void
-conn_failed(ShardConn *conn, int rc, const char *errbuf, ConnExecOp op)
+void
+shard_conn_failed(ShardConn *conn, int rc, const char *errbuf,
+				  ConnExecOp op)
 {
 	if (conn->is_directory)
 	{
@@ -1186,12 +1172,12 @@ savepoint_sql(const char *verb, int level)
 }
 
 /*
- * conn_label
+ * shard_conn_label
  *		How the lists of files in messages name a handle's file: shard
  *		"id", or directory "path".
  */
-static char *
-conn_label(ShardConn *conn)
+char *
+shard_conn_label(ShardConn *conn)
 {
 	if (conn->is_directory)
 		return psprintf("directory \"%s\"", conn->path);
@@ -1199,13 +1185,13 @@ conn_label(ShardConn *conn)
 }
 
 /*
- * report_write_lost
+ * shard_conn_report_write_lost
  *		Refuse to go on writing to, or to commit, a shard whose write
  *		transaction SQLite rolled back: the transaction's earlier writes to
  *		it are gone, so nothing more may be acknowledged.
  */
-static void
-report_write_lost(ShardConn *conn)
+void
+shard_conn_report_write_lost(ShardConn *conn)
 {
 	ereport(ERROR,
 			(errcode(ERRCODE_IN_FAILED_SQL_TRANSACTION),
@@ -1293,12 +1279,12 @@ get_for_write(ShardServerOptions *opts, ShardInfo *shard, ConnFile file)
 
 	conn = hash_search_conn(shard);
 	if (conn != NULL && !conn->write_xact && stale_read_xact(conn))
-		end_read_xact(conn);
+		shard_conn_end_read_xact(conn);
 	/* No read to upgrade: take the write lock up front. */
 	conn = shard_conn_get_internal(opts, shard, false, CONN_BEGIN_LOCKED, file);
 
 	if (conn->write_lost)
-		report_write_lost(conn);
+		shard_conn_report_write_lost(conn);
 	if (!conn->write_xact)
 	{
 		allow_writes(conn);
@@ -1463,12 +1449,12 @@ shard_conn_unprepare(ShardConn *conn, sqlite3_stmt *stmt)
 }
 
 /*
- * end_read_xact
+ * shard_conn_end_read_xact
  *		End a handle's read transaction.  ROLLBACK, unlike COMMIT, succeeds
  *		even while a statement is still open, and a read has nothing to keep.
  */
-static void
-end_read_xact(ShardConn *conn)
+void
+shard_conn_end_read_xact(ShardConn *conn)
 {
 	if (conn->in_xact && conn->db != NULL &&
 		!sqlite3_get_autocommit(conn->db))
@@ -1511,7 +1497,7 @@ shard_conn_release(ShardConn *conn)
 	/* a planning read's transaction ends with it (shard_conn_get_brief) */
 	if (conn->refcount == 0 && conn->brief && conn->open_stmts == 0 &&
 		!conn->write_xact)
-		end_read_xact(conn);
+		shard_conn_end_read_xact(conn);
 	if (conn->refcount == 0)
 	{
 		measure_conn(conn);
@@ -1541,246 +1527,28 @@ shard_conn_end_reads(void)
 	{
 		if (conn->in_xact && conn->refcount == 0 && conn->open_stmts == 0 &&
 			!conn->xact_scoped && !conn->write_xact && !conn->is_directory)
-			end_read_xact(conn);
+			shard_conn_end_read_xact(conn);
 	}
 }
 
 /*
- * write_conn_cmp
- *		Order written shards by id: the fixed order commits follow.
+ * shard_conn_written
+ *		The handles the transaction wrote, in no order.
  */
-static int
-write_conn_cmp(const ListCell *a, const ListCell *b)
-{
-	ShardConn  *ca = lfirst(a);
-	ShardConn  *cb = lfirst(b);
-
-	if (ca->is_directory != cb->is_directory)
-		return ca->is_directory ? -1 : 1;
-	return strcmp(ca->shard_id, cb->shard_id);
-}
-
-/*
- * lock_for_commit
- *		Check that a written handle's COMMIT can succeed as far as SQLite
- *		tells before it runs, and take every lock it needs, waiting for other
- *		connections as any write does: in rollback-journal mode the
- *		exclusive lock, which readers of the file hold off, taken by
- *		writing the changed pages out (SQLite's cache flush); in WAL mode
- *		the write lock held since the first write is all.  A cancel or a
- *		statement timeout while waiting is raised as such.
- *
- * In WAL mode the cache flush takes no lock; it writes the changed pages
- * into the WAL ahead of the commit, which must then add a frame of its own
- * (the database's first page, unchanged) to mark the commit: one more page
- * written and synced per commit.  Among several files that is worth it, as
- * a full disk or a failed write then shows before any of them commits; a
- * lone file (alone) gains nothing from it, and its commit is left whole.
- */
-static void
-lock_for_commit(ShardConn *conn, bool alone)
-{
-	int			fks = 0;
-	int			highwater;
-	int			rc;
-
-	/*
-	 * A deferred foreign key left unsatisfied would fail the COMMIT:
-	 * refuse it now, while nothing has committed.
-	 */
-	if (sqlite3_db_status(conn->db, SQLITE_DBSTATUS_DEFERRED_FKS, &fks,
-						  &highwater, 0) == SQLITE_OK && fks > 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_FOREIGN_KEY_VIOLATION),
-				 conn->is_directory ?
-				 errmsg("could not commit the writes to directory \"%s\"",
-						conn->path) :
-				 errmsg("could not commit the writes to shard \"%s\"",
-						conn->shard_id),
-				 conn->is_directory ?
-				 errdetail("A deferred foreign key constraint of the directory is not satisfied. Nothing committed.") :
-				 errdetail("A deferred foreign key constraint of the shard is not satisfied. Nothing committed.")));
-
-	if (alone && shardio_in_wal_mode(conn->db))
-		return;
-	rc = sqlite3_db_cacheflush(conn->db);
-
-	if (rc != SQLITE_OK)
-	{
-		char		errbuf[SHARDIO_ERRLEN];
-
-		if ((rc & 0xff) == SQLITE_BUSY)
-			strlcpy(errbuf, sqlite3_errstr(rc), SHARDIO_ERRLEN);
-		else
-			strlcpy(errbuf, sqlite3_errmsg(conn->db), SHARDIO_ERRLEN);
-		conn_failed(conn, rc, errbuf, CONN_COMMIT_LOCK);
-	}
-}
-
-/*
- * commit_failed
- *		Raise the failure (rc, SQLite's message errbuf) of the commit of
- *		written's file at position failed: the files before it committed,
- *		it and those after it roll back with the PostgreSQL transaction.
- *		A logged commit (log_id) stays in the log as failed when some
- *		committed, and goes when none did.
- */
-static void
-commit_failed(List *written, int failed, int rc, const char *errbuf,
-			  int64 log_id)
-{
-	ShardConn  *conn = list_nth(written, failed);
-	StringInfoData done;
-	StringInfoData rest;
-	ListCell   *lc;
-
-	initStringInfo(&done);
-	initStringInfo(&rest);
-	foreach(lc, written)
-	{
-		StringInfo	buf = foreach_current_index(lc) < failed ? &done : &rest;
-
-		appendStringInfo(buf, "%s%s", buf->len > 0 ? ", " : "",
-						 conn_label(lfirst(lc)));
-	}
-	RESUME_INTERRUPTS();
-	if (log_id > 0)
-		shard_commitlog_end(conn->directory, log_id,
-							failed > 0 ? errbuf : NULL);
-	ereport(ERROR,
-			(errcode(rc == SQLITE_CONSTRAINT_FOREIGNKEY ?
-					 ERRCODE_FOREIGN_KEY_VIOLATION :
-					 shard_sqlite_sqlstate(rc)),
-			 conn->is_directory ?
-			 errmsg("could not commit the writes to directory \"%s\"",
-					conn->path) :
-			 errmsg("could not commit the writes to shard \"%s\"",
-					conn->shard_id),
-			 failed > 0 ?
-			 errdetail("These committed: %s. These did not: %s. SQLite said: %s",
-					   done.data, rest.data, errbuf) :
-			 errdetail("Nothing committed; these did not: %s. SQLite said: %s",
-					   rest.data, errbuf),
-			 failed > 0 ?
-			 errhint("The files that committed keep the transaction's writes; shard_commits() lists the commit until shard_commit_forget() removes it.") :
-			 0));
-}
-
-/*
- * commit_writes
- *		Commit every file the transaction wrote, in a fixed order (the
- *		directory first, then shards by id), before PostgreSQL commits.
- *
- * The order of the work is what a COMMIT promises (docs/reference/writes.md, "What a COMMIT
- * promises"):
- *
- * 1. Under SERIALIZABLE, PostgreSQL's own check for serialization failures
- *	  runs first.  It marks the transaction as one that may no longer be
- *	  chosen to fail, as for PREPARE TRANSACTION, so that PostgreSQL's
- *	  commit cannot fail that way after the shards committed.
- * 2. Every lock the commits need is taken, each waited for as a write
- *	  waits; a cancel, a statement timeout or a lock not had aborts the
- *	  transaction with nothing committed.
- * 3. A commit of several files is recorded, durably, in the server's
- *	  commit log (commitlog.c), so that a crash between two of them is
- *	  found after the restart.
- * 4. The files commit one after another, with interrupts held off, each
- *	  marked in the log once it committed.  A failure is an error that
- *	  aborts the PostgreSQL transaction (the files not yet committed roll
- *	  back with it) and names the files that committed, which stay
- *	  committed.
- */
-static void
-commit_writes(bool parallel)
+List *
+shard_conn_written(void)
 {
 	HASH_SEQ_STATUS scan;
 	ShardConn  *conn;
 	List	   *written = NIL;
-	ListCell   *lc;
-	int64		log_id = 0;
-	int			n;
 
 	if (ConnectionHash == NULL)
-		return;
+		return NIL;
 	hash_seq_init(&scan, ConnectionHash);
 	while ((conn = hash_seq_search(&scan)) != NULL)
 		if (conn->write_xact)
 			written = lappend(written, conn);
-	if (written == NIL)
-		return;
-	list_sort(written, write_conn_cmp);
-	n = list_length(written);
-
-	/* nothing commits if one shard's writes are already gone */
-	foreach(lc, written)
-	{
-		conn = lfirst(lc);
-		if (conn->write_lost || sqlite3_get_autocommit(conn->db))
-		{
-			conn->write_lost = true;
-			report_write_lost(conn);
-		}
-	}
-
-	if (!parallel && IsolationIsSerializable())
-		PreCommit_CheckForSerializationFailure();
-
-	foreach(lc, written)
-		lock_for_commit(lfirst(lc), n == 1);
-
-	if (n > 1)
-	{
-		char	  **ids = palloc(sizeof(char *) * n);
-		char	  **paths = palloc(sizeof(char *) * n);
-		char		errbuf[SHARDIO_ERRLEN];
-		int			rc;
-
-		foreach(lc, written)
-		{
-			conn = lfirst(lc);
-			ids[foreach_current_index(lc)] =
-				conn->is_directory ? NULL : conn->shard_id;
-			paths[foreach_current_index(lc)] = conn->path;
-		}
-		conn = linitial(written);
-		rc = shard_commitlog_begin(conn->directory, n, ids, paths, &log_id,
-								   errbuf);
-		if (rc != SQLITE_OK)
-			ereport(ERROR,
-					(errcode(shard_sqlite_sqlstate(rc)),
-					 errmsg("could not record a commit of %d shards in file \"%s\"",
-							n, shard_commitlog_path(conn->directory)),
-					 errdetail("Nothing committed. SQLite said: %s", errbuf),
-					 errhint("The server's operating system user must be able to create and write the file next to the directory file.")));
-	}
-
-	/* Nothing may stop the commits half-way but a failed commit. */
-	HOLD_INTERRUPTS();
-	foreach(lc, written)
-	{
-		char		errbuf[SHARDIO_ERRLEN];
-		int			i = foreach_current_index(lc);
-		int			rc;
-
-		conn = lfirst(lc);
-		rc = conn_run(conn, conn->commit_stmt, errbuf);
-		if (rc != SQLITE_OK)
-			commit_failed(written, i, rc, errbuf, log_id);
-		conn->in_xact = false;
-		end_read_xact(conn);
-		if (log_id > 0 && i < n - 1)
-		{
-			rc = shard_commitlog_committed(conn->directory, log_id, i + 1,
-										   errbuf);
-			if (rc != SQLITE_OK)
-				commit_failed(written, i + 1, rc, errbuf, 0);
-		}
-	}
-	if (log_id > 0)
-		shard_commitlog_end(((ShardConn *) linitial(written))->directory,
-							log_id, NULL);
-	RESUME_INTERRUPTS();
-	list_free(written);
+	return written;
 }
 
 /*
@@ -1796,7 +1564,7 @@ shard_xact_callback(XactEvent event, void *arg)
 
 	if (event == XACT_EVENT_PRE_COMMIT || event == XACT_EVENT_PARALLEL_PRE_COMMIT)
 	{
-		commit_writes(event == XACT_EVENT_PARALLEL_PRE_COMMIT);
+		shard_commit_writes(event == XACT_EVENT_PARALLEL_PRE_COMMIT);
 		return;
 	}
 	if (event == XACT_EVENT_PRE_PREPARE)
@@ -1839,7 +1607,7 @@ shard_xact_callback(XactEvent event, void *arg)
 		/* the directory's lookups go back to their own handle */
 		if (conn->is_directory)
 			shard_directory_writer_gone(conn->db);
-		end_read_xact(conn);
+		shard_conn_end_read_xact(conn);
 		conn->refcount = 0;
 		conn->open_stmts = 0;
 	}

@@ -2,8 +2,9 @@
  *
  * connection_int.h
  *		  A shard handle as the files that keep it see it: the handle cache
- *		  and its transactions (connection.c) and what a shard's tables look
- *		  like (shardschema.c).  Other files know ShardConn only by name.
+ *		  and its transactions (connection.c), what a shard's tables look
+ *		  like (shardschema.c) and the commit of written files
+ *		  (shardcommit.c).  Other files know ShardConn only by name.
  *
  *-------------------------------------------------------------------------
  */
@@ -54,5 +55,27 @@ struct ShardConn
 	char	   *file_tenant;	/* the tenant whose file it is (layout
 								 * 'file_per_tenant'), or NULL */
 };
+
+/* What a handle's own statements do, naming the message of a failure. */
+typedef enum ConnExecOp
+{
+	CONN_LOCK,
+	CONN_ALLOW_WRITES,
+	CONN_SAVEPOINT,
+	CONN_RELEASE,
+	CONN_COMMIT_LOCK
+} ConnExecOp;
+
+/* in connection.c */
+extern int	shard_conn_run(ShardConn *conn, sqlite3_stmt *stmt, char *errbuf);
+extern void shard_conn_failed(ShardConn *conn, int rc, const char *errbuf,
+							  ConnExecOp op);
+extern char *shard_conn_label(ShardConn *conn);
+extern void shard_conn_report_write_lost(ShardConn *conn);
+extern void shard_conn_end_read_xact(ShardConn *conn);
+extern List *shard_conn_written(void);
+
+/* in shardcommit.c */
+extern void shard_commit_writes(bool parallel);
 
 #endif							/* SHARD_CONNECTION_INT_H */
