@@ -42,14 +42,16 @@ add_tenant_condition(ShardScanState *s, ShardTarget *t, List *conds,
 	*extra = lappend(*extra, bind);
 
 	/*
-	 * The pushed condition the scan is routed by keeps the same rows as
-	 * the filter of the tenants this shard is read for, and an index on
-	 * the tenant column serves it: left out where the filter is written so
-	 * that no such index serves it.
+	 * The pushed condition the scan is routed by keeps every row the
+	 * filter of the tenants this shard is read for keeps (those tenants are
+	 * among its values), and an index on the tenant column serves it: left
+	 * out where the filter is written so that no such index serves it, and
+	 * where both compare the same text (a text tenant in a TEXT column),
+	 * so that SQLite does not test each row's tenant twice more.
 	 */
 	foreach(lc, conds)
 	{
-		if (t->time_index != NULL && !negate &&
+		if (!negate && (t->time_index != NULL || t->tenant_is_text) &&
 			list_member(s->tenant_sqls, lfirst(lc)))
 			continue;
 		out = lappend(out, lfirst(lc));
