@@ -4,8 +4,10 @@
 -- than the tenant, by writing the tenant filter in the form no index
 -- serves ("+"tenant_id"); elsewhere (a small tenant, a wide range, a
 -- shard without the time index or with one on (tenant, time)) SQLite
--- keeps its choice.  Answers are checked against a native table with the
--- same rows.  See test/fixtures/timeindex.sh for the data.
+-- keeps its choice.  A tenant's first rows of a range by time read the
+-- canonical rows under the range of text alone.  A shard's indexes are read
+-- again when its schema changes.  Answers are checked against a native
+-- table with the same rows.  See test/fixtures/timeindex.sh for the data.
 --
 \! bash test/fixtures/timeindex.sh
 SET client_min_messages = warning;
@@ -152,3 +154,71 @@ FROM (VALUES
   -- a tenant the directory does not know
   ($$SELECT count(*) FROM ti_ev WHERE tenant_id = 'nobody' AND created_at >= '2024-06-01' AND created_at < '2024-06-02'$$)
 ) v(q);
+
+-- ===================================================================
+-- A tenant's first rows of a range by time (ORDER BY ... LIMIT, as
+-- Metabase sends it): the canonical rows are read under the range of text
+-- alone, which an index on (tenant_id, created_at) serves from its end
+-- in the order asked where the ranges of every stored form, an OR, would
+-- have SQLite read every entry of the tenant (shard d)
+-- ===================================================================
+\! sqlite3 /tmp/ssfdw_regress/timeindex/shards/d.db "EXPLAIN QUERY PLAN SELECT id FROM ev WHERE ((created_at >= 1 AND created_at <= 2) OR (created_at >= '2024-05-31' AND created_at < '2024-06-02') OR (created_at >= '' AND created_at < '0') OR created_at >= ':') AND tenant_id = 'big_d' ORDER BY created_at DESC LIMIT 2000"
+\! sqlite3 /tmp/ssfdw_regress/timeindex/shards/d.db "EXPLAIN QUERY PLAN SELECT id FROM ev WHERE (created_at >= '2024-05-31' AND created_at < '2024-06-02') AND tenant_id = 'big_d' ORDER BY created_at DESC LIMIT 2000"
+SELECT q, regress_ti_same(q) AS same_as_native
+FROM (VALUES
+  -- a day, fewer rows than the limit: every stored form
+  ($$SELECT id, created_at, amount FROM ti_ev WHERE tenant_id = 'big_d' AND created_at >= '2024-03-01' AND created_at < '2024-03-02' ORDER BY created_at DESC LIMIT 2000$$),
+  ($$SELECT id, created_at, amount FROM ti_ev WHERE tenant_id = 'big_a' AND created_at >= '2024-03-01' AND created_at < '2024-03-02' ORDER BY created_at DESC LIMIT 2000$$),
+  ($$SELECT id, created_at, amount FROM ti_ev WHERE tenant_id = 'big_b' AND created_at >= '2024-03-01' AND created_at < '2024-03-02' ORDER BY created_at DESC LIMIT 2000$$),
+  ($$SELECT id, created_at, amount FROM ti_ev WHERE tenant_id = 'big_c' AND created_at >= '2024-03-01' AND created_at < '2024-03-02' ORDER BY created_at DESC LIMIT 2000$$),
+  -- the limit filled, both directions, an offset
+  ($$SELECT id, created_at FROM ti_ev WHERE tenant_id = 'big_d' AND created_at >= '2024-03-01' AND created_at < '2024-04-01' ORDER BY created_at DESC LIMIT 7$$),
+  ($$SELECT id, created_at FROM ti_ev WHERE tenant_id = 'big_d' AND created_at >= '2024-03-01' AND created_at < '2024-04-01' ORDER BY created_at LIMIT 7$$),
+  ($$SELECT id, created_at FROM ti_ev WHERE tenant_id = 'big_d' AND created_at BETWEEN '2024-03-01' AND '2024-04-01' ORDER BY created_at DESC LIMIT 5 OFFSET 3$$),
+  ($$SELECT id, created_at FROM ti_ev WHERE tenant_id = 'big_b' AND created_at >= '2024-03-01' AND created_at < '2024-04-01' ORDER BY created_at DESC LIMIT 7$$),
+  -- one side of the range only
+  ($$SELECT id, created_at FROM ti_ev WHERE tenant_id = 'big_d' AND created_at < '2024-06-01 12:00' ORDER BY created_at DESC LIMIT 9$$),
+  ($$SELECT id, created_at FROM ti_ev WHERE tenant_id = 'big_d' AND created_at > '2024-06-01 12:00' ORDER BY created_at LIMIT 9$$),
+  -- no range: NULL first, descending
+  ($$SELECT created_at FROM ti_ev WHERE tenant_id = 'big_d' ORDER BY created_at DESC LIMIT 209$$),
+  ($$SELECT id, created_at FROM ti_ev WHERE tenant_id = 'big_d' ORDER BY created_at DESC NULLS LAST LIMIT 9$$),
+  -- ties broken by the next key
+  ($$SELECT id, created_at FROM ti_ev WHERE tenant_id = 'big_d' AND created_at >= '2024-03-01' AND created_at < '2024-04-01' ORDER BY created_at DESC, id LIMIT 7$$),
+  -- an empty range
+  ($$SELECT id FROM ti_ev WHERE tenant_id = 'big_d' AND created_at >= '2023-03-01' AND created_at < '2023-04-01' ORDER BY created_at DESC LIMIT 7$$)
+) v(q);
+
+-- the same as timestamptz, in a TimeZone other than UTC
+CREATE FOREIGN TABLE ti_evz (tenant_id text, id int, created_at timestamptz,
+                             amount int)
+  SERVER timeindex_srv OPTIONS (table 'ev');
+SET TimeZone = 'UTC';
+CREATE TABLE ti_evz_native AS SELECT * FROM ti_evz;
+SET TimeZone = 'America/New_York';
+SELECT t, (SELECT count(*) FROM (
+             ((SELECT * FROM ti_evz WHERE tenant_id = t AND created_at >= '2024-03-10' AND created_at < '2024-03-11' ORDER BY created_at DESC LIMIT 2000)
+              EXCEPT ALL
+              (SELECT * FROM ti_evz_native WHERE tenant_id = t AND created_at >= '2024-03-10' AND created_at < '2024-03-11' ORDER BY created_at DESC LIMIT 2000))
+             UNION ALL
+             ((SELECT * FROM ti_evz_native WHERE tenant_id = t AND created_at >= '2024-03-10' AND created_at < '2024-03-11' ORDER BY created_at DESC LIMIT 2000)
+              EXCEPT ALL
+              (SELECT * FROM ti_evz WHERE tenant_id = t AND created_at >= '2024-03-10' AND created_at < '2024-03-11' ORDER BY created_at DESC LIMIT 2000))) d) AS differing,
+       (SELECT count(*) FROM (SELECT 1 FROM ti_evz WHERE tenant_id = t AND created_at >= '2024-03-10' AND created_at < '2024-03-11' ORDER BY created_at DESC LIMIT 2000) r) AS rows
+FROM unnest(ARRAY['big_a', 'big_b', 'big_d']) t;
+SELECT id, created_at FROM ti_evz WHERE tenant_id = 'big_d' AND created_at < '2024-03-10 04:00' ORDER BY created_at DESC LIMIT 5;
+SELECT id, created_at FROM ti_evz_native WHERE tenant_id = 'big_d' AND created_at < '2024-03-10 04:00' ORDER BY created_at DESC LIMIT 5;
+RESET TimeZone;
+
+-- ===================================================================
+-- A shard's indexes are read again when its schema changes
+-- ===================================================================
+\! sqlite3 /tmp/ssfdw_regress/timeindex/shards/a.db "CREATE INDEX ev_tenant_created ON ev(tenant_id, created_at)"
+-- an index on (tenant_id, created_at) now: SQLite's choice
+EXPLAIN (VERBOSE, COSTS OFF)
+SELECT count(*), sum(amount) FROM ti_ev
+WHERE tenant_id = 'big_a' AND created_at >= '2024-06-01' AND created_at < '2024-06-02';
+\! sqlite3 /tmp/ssfdw_regress/timeindex/shards/a.db "DROP INDEX ev_tenant_created"
+-- and without it again: the time index
+EXPLAIN (VERBOSE, COSTS OFF)
+SELECT count(*), sum(amount) FROM ti_ev
+WHERE tenant_id = 'big_a' AND created_at >= '2024-06-01' AND created_at < '2024-06-02';

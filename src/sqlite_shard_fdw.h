@@ -377,6 +377,7 @@ extern List *shard_time_range_append(List *safe, List *marks);
 extern List *shard_time_merge_checks(List *sqls);
 extern List *shard_time_ranges_for_shard(List *conds, ShardConn *conn,
 										 const char *table);
+extern List *shard_time_ranges_text_only(List *conds, const char *column);
 
 /* A time range of a shard's conditions, in Unix seconds. */
 typedef struct ShardTimeRange

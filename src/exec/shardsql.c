@@ -53,14 +53,16 @@ add_tenant_condition(ShardScanState *s, ShardTarget *t, List *conds,
 	*extra = lappend(*extra, bind);
 
 	/*
-	 * The pushed condition the scan is routed by keeps the same rows as
-	 * the filter of the tenants this shard is read for, and an index on
-	 * the tenant column serves it: left out where the filter is written so
-	 * that no such index serves it.
+	 * The pushed condition the scan is routed by keeps every row the
+	 * filter of the tenants this shard is read for keeps (those tenants are
+	 * among its values), and an index on the tenant column serves it: left
+	 * out where the filter is written so that no such index serves it, and
+	 * where both compare the same text (a text tenant in a TEXT column),
+	 * so that SQLite does not test each row's tenant twice more.
 	 */
 	foreach(lc, conds)
 	{
-		if (t->time_index != NULL && !negate &&
+		if (!negate && (t->time_index != NULL || t->tenant_is_text) &&
 			list_member(s->tenant_sqls, lfirst(lc)))
 			continue;
 		out = lappend(out, lfirst(lc));
@@ -209,6 +211,13 @@ window_may_hold_numbers(ShardScanState *s, ShardTarget *t)
  *		when the first rows did not fill the limit.  The scan's sort ranks
  *		them by the values read.
  *
+ * The canonical rows are read under canon_where: the conditions (where)
+ * with a range on the time key written as its range of text alone, which
+ * holds every canonical value the range can keep.  Where the shard may
+ * hold numbers, the range of every stored form is an OR, which SQLite
+ * reads through an index on the tenant and the time only as the tenant's
+ * every entry, in order; one range it reads from its end.
+ *
  * A merged scan's shard (stream, scanmerge.c) returns the rows of the
  * other forms first, marked 1 in a last column, for the merge to sort;
  * then its rows in the canonical form (or NULL), marked 0, in their text's
@@ -219,7 +228,8 @@ window_may_hold_numbers(ShardScanState *s, ShardTarget *t)
  */
 static void
 append_window_sql(StringInfo sql, ShardScanState *s, const char *select,
-				  const char *where, bool numbers, bool stream)
+				  const char *where, const char *canon_where, bool numbers,
+				  bool stream)
 {
 	const char *col = strVal(linitial(s->window));
 	const char *canon = strVal(lsecond(s->window));
@@ -245,7 +255,8 @@ append_window_sql(StringInfo sql, ShardScanState *s, const char *select,
 	}
 	appendStringInfo(sql,
 					 "WITH ssfdw_top AS (%s WHERE %s%s(%s IS NULL OR %s) ORDER BY %s LIMIT " INT64_FORMAT ")",
-					 first, where, and, col, canon, s->order_sql, s->shard_bound);
+					 first, canon_where, and, col, canon, s->order_sql,
+					 s->shard_bound);
 
 	/*
 	 * With ties (a prefix of the order, order.c): those of the canonical
@@ -262,7 +273,10 @@ append_window_sql(StringInfo sql, ShardScanState *s, const char *select,
 	/*
 	 * Each arm one index range whose rows the canonical test skips before
 	 * their table rows are read: SQLite reads an OR of two ranges by
-	 * rowid, every row in them.
+	 * rowid, every row in them.  The test comes first, so that a canonical
+	 * entry is skipped before the exact checks of the scan's conditions
+	 * read its time: SQLite evaluates the terms an index covers in the
+	 * order written.
 	 */
 	initStringInfo(&arms);
 	if (desc)
@@ -271,18 +285,18 @@ append_window_sql(StringInfo sql, ShardScanState *s, const char *select,
 			appendStringInfo(&arms, " UNION ALL %s WHERE %s%s%s < ''",
 							 select, where, and, col);
 		appendStringInfo(&arms,
-						 " UNION ALL %s WHERE %s%s%s >= (SELECT CASE WHEN count(*) < " INT64_FORMAT " OR count(%s) < count(*) THEN '' ELSE coalesce(",
-						 select, where, and, col, s->shard_bound, top);
+						 " UNION ALL %s WHERE NOT %s AND %s%s%s >= (SELECT CASE WHEN count(*) < " INT64_FORMAT " OR count(%s) < count(*) THEN '' ELSE coalesce(",
+						 select, canon, where, and, col, s->shard_bound, top);
 		appendStringInfo(&arms, lo, top);
-		appendStringInfo(&arms, ", '') END FROM ssfdw_top) AND NOT %s", canon);
+		appendStringInfoString(&arms, ", '') END FROM ssfdw_top)");
 	}
 	else
 	{
 		appendStringInfo(&arms, " UNION ALL %s WHERE %s%s%s >= x''",
 						 select, where, and, col);
 		appendStringInfo(&arms,
-						 " UNION ALL %s WHERE %s%s%s < (SELECT CASE WHEN count(*) < " INT64_FORMAT " OR count(%s) < count(*) THEN x'' ELSE coalesce(date(max(%s), '+2 days'), x'') END FROM ssfdw_top) AND NOT %s",
-						 select, where, and, col, s->shard_bound, top, top, canon);
+						 " UNION ALL %s WHERE NOT %s AND %s%s%s < (SELECT CASE WHEN count(*) < " INT64_FORMAT " OR count(%s) < count(*) THEN x'' ELSE coalesce(date(max(%s), '+2 days'), x'') END FROM ssfdw_top)",
+						 select, canon, where, and, col, s->shard_bound, top, top);
 	}
 	if (!stream)
 	{
@@ -293,7 +307,7 @@ append_window_sql(StringInfo sql, ShardScanState *s, const char *select,
 					 arms.data + strlen(" UNION ALL "));
 	appendStringInfo(sql,
 					 " UNION ALL SELECT *, 0 FROM (%s WHERE %s%s(%s IS NULL OR %s) ORDER BY %s",
-					 select, where, and, col, canon, s->order_sql);
+					 select, canon_where, and, col, canon, s->order_sql);
 	/* a subquery's ORDER BY holds where it has a LIMIT */
 	appendStringInfo(sql, " LIMIT " INT64_FORMAT ")",
 					 s->ties == NIL ? s->shard_bound : -1);
@@ -343,14 +357,13 @@ append_key_columns(StringInfo sql, ShardTarget *t)
 }
 
 /*
- * shard_scan_build_where_sql
- *		The WHERE clause of one shard's statement: the planned conditions
- *		and the run-time tenant filters.  *extra receives the tenant ids to
- *		bind after the planned parameters.
+ * shard_conditions
+ *		The conditions of one shard's statement, for shard_join_conditions:
+ *		the planned ones and the run-time tenant filters.  *extra receives
+ *		the tenant ids to bind after the planned parameters.
  */
-void
-shard_scan_build_where_sql(StringInfo where, ShardScanState *s, ShardTarget *t,
-						   List **extra)
+static List *
+shard_conditions(ShardScanState *s, ShardTarget *t, List **extra)
 {
 	List	   *conds = t->degraded ? s->safe_where_sqls : s->where_sqls;
 
@@ -367,7 +380,20 @@ shard_scan_build_where_sql(StringInfo where, ShardScanState *s, ShardTarget *t,
 		conds = add_tenant_condition(s, t, conds, t->excluded, true, extra);
 	if (s->join == NULL)
 		conds = shard_time_ranges_for_shard(conds, t->conn, s->topts->table);
-	shard_join_conditions(where, conds);
+	return conds;
+}
+
+/*
+ * shard_scan_build_where_sql
+ *		The WHERE clause of one shard's statement: the planned conditions
+ *		and the run-time tenant filters.  *extra receives the tenant ids to
+ *		bind after the planned parameters.
+ */
+void
+shard_scan_build_where_sql(StringInfo where, ShardScanState *s, ShardTarget *t,
+						   List **extra)
+{
+	shard_join_conditions(where, shard_conditions(s, t, extra));
 }
 
 /*
@@ -425,12 +451,14 @@ build_shard_sql(ShardScanState *s, ShardTarget *t, bool raw, List **extra)
 {
 	StringInfoData sql;
 	StringInfoData where;
+	List	   *conds;
 	/* read in order by a merge, not whole into its sort */
 	bool		stream = s->stream && !t->merge_sorted;
 	const char *select_sql = file_select_sql(s, t, s->select_sql);
 
+	conds = shard_conditions(s, t, extra);
 	initStringInfo(&where);
-	shard_scan_build_where_sql(&where, s, t, extra);
+	shard_join_conditions(&where, conds);
 	if (t->time_index != NULL)
 		t->time_where = where.data;
 
@@ -464,8 +492,21 @@ build_shard_sql(ShardScanState *s, ShardTarget *t, bool raw, List **extra)
 								   s->restricted ? t->tenants : NIL,
 								   t->excluded, s->nparams, extra);
 		if (s->window != NIL)
+		{
+			StringInfoData canon_where;
+
+			/* the canonical rows' range: of text only (see there) */
+			initStringInfo(&canon_where);
+			if (s->join == NULL)
+				shard_join_conditions(&canon_where,
+									  shard_time_ranges_text_only(conds,
+																  strVal(linitial(s->window))));
+			else
+				appendStringInfoString(&canon_where, where.data);
 			append_window_sql(&sql, s, select.data, where.data,
+							  canon_where.data,
 							  window_may_hold_numbers(s, t), stream);
+		}
 		else
 			shard_scan_append_ties_sql(&sql, s, select.data, where.data);
 		return sql.data;

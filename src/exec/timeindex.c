@@ -40,7 +40,10 @@
  * the tenant column would serve too, is left out of such a shard's
  * statement (shardsql.c): the tenant filter keeps the same rows.  The "+"
  * changes no row the filter keeps, so no choice can fail a query or
- * change its answer; a wrong one only costs time.
+ * change its answer; a wrong one only costs time.  A shard's indexes are
+ * read once per schema of its file (its schema cookie), not per query: a
+ * dashboard asks again and again, and SQLite's index pragmas cost more
+ * than a small read they steer.
  *
  * The tenant's latest rows ("tenant_id = $1 ORDER BY created_at DESC LIMIT
  * 10") are the same choice: the tenant's index reads all the tenant's rows
@@ -123,13 +126,13 @@ step_stmt(ShardConn *conn, const char *sql, const char *text,
 }
 
 /*
- * table_indexes
+ * read_table_indexes
  *		The first two columns of each index of the table that covers every
  *		row (not partial): a List of Lists of one or two names, the index's
  *		name first.
  */
 static List *
-table_indexes(ShardConn *conn, const char *table)
+read_table_indexes(ShardConn *conn, const char *table)
 {
 	sqlite3_stmt *stmt;
 	List	   *indexes = NIL;
@@ -159,6 +162,111 @@ table_indexes(ShardConn *conn, const char *table)
 		indexes = lappend(indexes, cur);
 	shard_conn_unprepare(conn, stmt);
 	return indexes;
+}
+
+/*
+ * What read_table_indexes found on a shard, kept while the shard's schema
+ * is the same (its schema cookie): every routed read of a time range or a
+ * tenant's latest rows asks it, and SQLite's index pragmas cost more than
+ * the read they steer.
+ */
+typedef struct IndexesEntry
+{
+	char	   *key;			/* shard file and table */
+	int			schema_version;
+	List	   *indexes;		/* in indexes_cxt */
+} IndexesEntry;
+
+#define INDEXES_CACHE_SIZE	256
+
+static List *indexes_cache = NIL;
+static MemoryContext indexes_cxt = NULL;
+
+/*
+ * free_indexes_entry
+ *		Give back what a cache entry of indexes_cache holds.
+ */
+static void
+free_indexes_entry(IndexesEntry *e)
+{
+	ListCell   *lc;
+
+	foreach(lc, e->indexes)
+		list_free_deep(lfirst(lc));
+	list_free(e->indexes);
+	pfree(e->key);
+	pfree(e);
+}
+
+/*
+ * table_indexes
+ *		read_table_indexes of the table, from the cache while the shard's
+ *		schema cookie is the one they were read at.  The list belongs to
+ *		the cache: callers only read it, and it lasts until the next call.
+ */
+static List *
+table_indexes(ShardConn *conn, const char *table)
+{
+	StringInfoData key;
+	MemoryContext oldcxt;
+	sqlite3_stmt *stmt;
+	IndexesEntry *e = NULL;
+	List	   *found;
+	int			version = -1;
+	int			rc;
+	ListCell   *lc;
+
+	if (step_stmt(conn, "PRAGMA schema_version", NULL, &stmt, &rc))
+	{
+		if (rc == SQLITE_ROW)
+			version = sqlite3_column_int(stmt, 0);
+		shard_conn_unprepare(conn, stmt);
+	}
+	if (version < 0)
+		return read_table_indexes(conn, table);
+
+	initStringInfo(&key);
+	appendStringInfo(&key, "%s|%s",
+					 sqlite3_db_filename(shard_conn_db(conn), "main"), table);
+	foreach(lc, indexes_cache)
+	{
+		e = lfirst(lc);
+		if (strcmp(e->key, key.data) == 0)
+		{
+			if (e->schema_version == version)
+				return e->indexes;
+			free_indexes_entry(e);
+			indexes_cache = foreach_delete_current(indexes_cache, lc);
+			break;
+		}
+	}
+
+	found = read_table_indexes(conn, table);
+	if (indexes_cxt == NULL)
+		indexes_cxt = AllocSetContextCreate(TopMemoryContext,
+											"sqlite_shard_fdw index lists",
+											ALLOCSET_SMALL_SIZES);
+	oldcxt = MemoryContextSwitchTo(indexes_cxt);
+	if (list_length(indexes_cache) >= INDEXES_CACHE_SIZE)
+	{
+		free_indexes_entry(linitial(indexes_cache));
+		indexes_cache = list_delete_first(indexes_cache);
+	}
+	e = palloc0(sizeof(IndexesEntry));
+	e->key = pstrdup(key.data);
+	e->schema_version = version;
+	foreach(lc, found)
+	{
+		List	   *copy = NIL;
+		ListCell   *lc2;
+
+		foreach(lc2, (List *) lfirst(lc))
+			copy = lappend(copy, pstrdup(lfirst(lc2)));
+		e->indexes = lappend(e->indexes, copy);
+	}
+	indexes_cache = lappend(indexes_cache, e);
+	MemoryContextSwitchTo(oldcxt);
+	return e->indexes;
 }
 
 /*

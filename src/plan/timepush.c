@@ -1130,6 +1130,41 @@ shard_time_ranges_for_shard(List *conds, ShardConn *conn, const char *table)
 }
 
 /*
+ * shard_time_ranges_text_only
+ *		The conditions with the range markers of column (quoted, as the
+ *		markers name it) marked as text, so that shard_time_range_append
+ *		writes one range of text for it: for the first rows of a time key
+ *		in its canonical text (shardsql.c, append_window_sql), which no
+ *		number and no other text outside that range can be.  One range,
+ *		where the ranges of every stored form would be an OR, lets SQLite
+ *		read an index on the tenant and the time from the range's end in
+ *		the order asked, rather than every entry of the tenant.
+ */
+List *
+shard_time_ranges_text_only(List *conds, const char *column)
+{
+	size_t		len = strlen(column);
+	List	   *out = NIL;
+	ListCell   *lc;
+
+	foreach(lc, conds)
+	{
+		char	   *c = strVal(lfirst(lc));
+
+		if (c[0] == SHARD_TIME_RANGE_MARK && strncmp(c + 1, column, len) == 0 &&
+			c[len + 1] == SHARD_TIME_RANGE_MARK)
+		{
+			c = pstrdup(c);
+			c[0] = SHARD_TIME_TEXT_RANGE_MARK;
+			out = lappend(out, makeString(c));
+			continue;
+		}
+		out = lappend(out, lfirst(lc));
+	}
+	return out;
+}
+
+/*
  * bound_seconds
  *		The value of a range bound's parameter ("?n", the Unix seconds of
  *		a numeric bound) among binds, into *secs; false when it has none.
