@@ -184,6 +184,35 @@ window_may_hold_numbers(ShardScanState *s, ShardTarget *t)
 }
 
 /*
+ * window_bound_sql
+ *		The scalar subquery over the first rows "top" (the first count rows
+ *		of a time key's canonical values or NULL, in the order asked) that
+ *		bounds the window of other forms that may rank among them (see
+ *		append_window_sql): descending, the text from 15 hours and a minute
+ *		before the last of them, truncated to the minute; ascending, the end
+ *		of the day after it; every row ('' descending, x'' ascending) when
+ *		they are fewer than count or hold a NULL.
+ */
+static char *
+window_bound_sql(ShardScanState *s, const char *top, int64 count)
+{
+	const char *col = strVal(list_nth(s->window, 4));
+	bool		desc = intVal(lthird(s->window));
+	bool		is_date = intVal(lfourth(s->window));
+	const char *none = desc ? "''" : "x''";
+	char	   *bound;
+
+	if (desc)
+		bound = psprintf(is_date ? "date(min(%s), '-1 day')" :
+						 "strftime('%%Y-%%m-%%d %%H:%%M', min(%s), '-15 hours', '-1 minute')",
+						 col);
+	else
+		bound = psprintf("date(max(%s), '+2 days')", col);
+	return psprintf("(SELECT CASE WHEN count(*) < " INT64_FORMAT " OR count(%s) < count(*) THEN %s ELSE coalesce(%s, %s) END FROM %s)",
+					count, col, none, bound, none, top);
+}
+
+/*
  * append_window_sql
  *		The query of a shard of a scan whose first key is a date or time
  *		(order.c): its first OFFSET + LIMIT rows among the values stored in
@@ -196,7 +225,12 @@ window_may_hold_numbers(ShardScanState *s, ShardTarget *t)
  *		of the same minute sorts after that); ascending, text up to the
  *		end of the day after it (a date, the day before); all such rows
  *		when the first rows did not fill the limit.  The scan's sort ranks
- *		them by the values read.
+ *		them by the values read.  Each arm of other forms is one index
+ *		range, its bound written before the scan's conditions, where SQLite
+ *		takes it for the range it searches (a range condition of the
+ *		column among them would otherwise be taken, and every index entry
+ *		from there read); the canonical test skips the entries before
+ *		their table rows are read.
  *
  * A merged scan's shard (stream, scanmerge.c) returns the rows of the
  * other forms first, marked 1 in a last column, for the merge to sort;
@@ -205,22 +239,36 @@ window_may_hold_numbers(ShardScanState *s, ShardTarget *t)
  * with ties (the merge stops where PostgreSQL's Limit above stops asking).
  * The first rows, which only bound the window there, are then the time
  * column alone (key_select), which an index on it covers.
+ *
+ * The merge seldom takes more than its first batch of a shard's rows
+ * (first, about the shard's share of the limit), and a window as wide as
+ * OFFSET + LIMIT rows costs every shard that many index entries, twice.
+ * So a merged shard's query comes in two segments, where it can (a
+ * rowid, and first fewer than half the limit): the window of the first
+ * "first" rows and those rows, then the window of the rest of OFFSET +
+ * LIMIT rows, beyond the first (disjoint from the first), and the rest of
+ * the rows, in the order of the first key and then the rowid, the order
+ * of an index on the column, so that the second segment's rows follow the
+ * first's exactly.  SQLite runs the second segment only when the merge
+ * reads that far; the merge then takes its other forms into the rows it
+ * sorts: each ranks after every row the shard returned before it, and so
+ * after every row the merge has returned.
  */
 static void
 append_window_sql(StringInfo sql, ShardScanState *s, const char *select,
-				  const char *where, bool numbers, bool stream)
+				  const char *where, bool numbers, bool stream,
+				  bool has_rowid)
 {
 	const char *col = strVal(linitial(s->window));
 	const char *canon = strVal(lsecond(s->window));
 	bool		desc = intVal(lthird(s->window));
-	bool		is_date = intVal(lfourth(s->window));
-	/* the column among the first rows' columns (a join's: its alias) */
-	const char *top = strVal(list_nth(s->window, 4));
 	const char *and = where[0] ? " AND " : "";
-	/* where a descending time key's window starts (see above) */
-	const char *lo = is_date ? "date(min(%s), '-1 day')" :
-		"strftime('%%Y-%%m-%%d %%H:%%M', min(%s), '-15 hours', '-1 minute')";
 	const char *first = select;
+	int64		first_rows = stream ? shard_scan_merge_batch_rows(s) : 0;
+	bool		segments = stream && has_rowid &&
+		first_rows * 2 <= s->shard_bound;
+	char	   *bound;
+	char	   *order;
 	StringInfoData arms;
 
 	if (stream)
@@ -234,7 +282,13 @@ append_window_sql(StringInfo sql, ShardScanState *s, const char *select,
 	}
 	appendStringInfo(sql,
 					 "WITH ssfdw_top AS (%s WHERE %s%s(%s IS NULL OR %s) ORDER BY %s LIMIT " INT64_FORMAT ")",
-					 first, where, and, col, canon, s->order_sql, s->shard_bound);
+					 first, where, and, col, canon, s->order_sql,
+					 segments ? first_rows : s->shard_bound);
+	if (segments)
+		appendStringInfo(sql,
+						 ", ssfdw_top2 AS (%s WHERE %s%s(%s IS NULL OR %s) ORDER BY %s LIMIT " INT64_FORMAT ")",
+						 first, where, and, col, canon, s->order_sql,
+						 s->shard_bound);
 
 	/*
 	 * With ties (a prefix of the order, order.c): those of the canonical
@@ -253,25 +307,23 @@ append_window_sql(StringInfo sql, ShardScanState *s, const char *select,
 	 * their table rows are read: SQLite reads an OR of two ranges by
 	 * rowid, every row in them.
 	 */
+	bound = window_bound_sql(s, "ssfdw_top",
+							 segments ? first_rows : s->shard_bound);
 	initStringInfo(&arms);
 	if (desc)
 	{
 		if (numbers)
 			appendStringInfo(&arms, " UNION ALL %s WHERE %s%s%s < ''",
 							 select, where, and, col);
-		appendStringInfo(&arms,
-						 " UNION ALL %s WHERE %s%s%s >= (SELECT CASE WHEN count(*) < " INT64_FORMAT " OR count(%s) < count(*) THEN '' ELSE coalesce(",
-						 select, where, and, col, s->shard_bound, top);
-		appendStringInfo(&arms, lo, top);
-		appendStringInfo(&arms, ", '') END FROM ssfdw_top) AND NOT %s", canon);
+		appendStringInfo(&arms, " UNION ALL %s WHERE %s >= %s%s%s AND NOT %s",
+						 select, col, bound, and, where, canon);
 	}
 	else
 	{
 		appendStringInfo(&arms, " UNION ALL %s WHERE %s%s%s >= x''",
 						 select, where, and, col);
-		appendStringInfo(&arms,
-						 " UNION ALL %s WHERE %s%s%s < (SELECT CASE WHEN count(*) < " INT64_FORMAT " OR count(%s) < count(*) THEN x'' ELSE coalesce(date(max(%s), '+2 days'), x'') END FROM ssfdw_top) AND NOT %s",
-						 select, where, and, col, s->shard_bound, top, top, canon);
+		appendStringInfo(&arms, " UNION ALL %s WHERE %s < %s%s%s AND NOT %s",
+						 select, col, bound, and, where, canon);
 	}
 	if (!stream)
 	{
@@ -280,12 +332,29 @@ append_window_sql(StringInfo sql, ShardScanState *s, const char *select,
 	}
 	appendStringInfo(sql, " SELECT *, 1 FROM (%s)",
 					 arms.data + strlen(" UNION ALL "));
+	order = segments ? psprintf("%s, rowid%s", s->order_sql,
+								desc ? " DESC" : "") : s->order_sql;
 	appendStringInfo(sql,
 					 " UNION ALL SELECT *, 0 FROM (%s WHERE %s%s(%s IS NULL OR %s) ORDER BY %s",
-					 select, where, and, col, canon, s->order_sql);
+					 select, where, and, col, canon, order);
 	/* a subquery's ORDER BY holds where it has a LIMIT */
 	appendStringInfo(sql, " LIMIT " INT64_FORMAT ")",
+					 segments ? first_rows :
 					 s->ties == NIL ? s->shard_bound : -1);
+	if (!segments)
+		return;
+
+	/* The second segment: the window beyond the first's, the rows after. */
+	appendStringInfo(sql,
+					 " UNION ALL SELECT *, 1 FROM (%s WHERE %s %s %s AND %s %s %s%s%s AND NOT %s)",
+					 select, col, desc ? ">=" : "<",
+					 window_bound_sql(s, "ssfdw_top2", s->shard_bound),
+					 col, desc ? "<" : ">=", bound, and, where, canon);
+	appendStringInfo(sql,
+					 " UNION ALL SELECT *, 0 FROM (%s WHERE %s%s(%s IS NULL OR %s) ORDER BY %s LIMIT " INT64_FORMAT " OFFSET " INT64_FORMAT ")",
+					 select, where, and, col, canon, order,
+					 s->ties == NIL ? s->shard_bound - first_rows : -1,
+					 first_rows);
 }
 
 /*
@@ -454,7 +523,8 @@ build_shard_sql(ShardScanState *s, ShardTarget *t, bool raw, List **extra)
 								   t->excluded, s->nparams, extra);
 		if (s->window != NIL)
 			append_window_sql(&sql, s, select.data, where.data,
-							  window_may_hold_numbers(s, t), stream);
+							  window_may_hold_numbers(s, t), stream,
+							  !t->no_rowid && t->missing_cols == NIL);
 		else
 			shard_scan_append_ties_sql(&sql, s, select.data, where.data);
 		return sql.data;
