@@ -190,16 +190,16 @@ window_may_hold_numbers(ShardScanState *s, ShardTarget *t)
  *		bounds the window of other forms that may rank among them (see
  *		append_window_sql): descending, the text from 15 hours and a minute
  *		before the last of them, truncated to the minute; ascending, the end
- *		of the day after it; every row ('' descending, x'' ascending) when
- *		they are fewer than count or hold a NULL.
+ *		of the day after it.  none where the window is every row: they are
+ *		fewer than count, or hold a NULL.
  */
 static char *
-window_bound_sql(ShardScanState *s, const char *top, int64 count)
+window_bound_sql(ShardScanState *s, const char *top, int64 count,
+				 const char *none)
 {
 	const char *col = strVal(list_nth(s->window, 4));
 	bool		desc = intVal(lthird(s->window));
 	bool		is_date = intVal(lfourth(s->window));
-	const char *none = desc ? "''" : "x''";
 	char	   *bound;
 
 	if (desc)
@@ -208,8 +208,47 @@ window_bound_sql(ShardScanState *s, const char *top, int64 count)
 						 col);
 	else
 		bound = psprintf("date(max(%s), '+2 days')", col);
+	if (none == NULL)
+		return psprintf("(SELECT CASE WHEN count(*) < " INT64_FORMAT " OR count(%s) < count(*) OR %s IS NULL THEN -1 ELSE 0 END FROM %s)",
+						count, col, bound, top);
 	return psprintf("(SELECT CASE WHEN count(*) < " INT64_FORMAT " OR count(%s) < count(*) THEN %s ELSE coalesce(%s, %s) END FROM %s)",
 					count, col, none, bound, none, top);
+}
+
+/*
+ * append_window_arms
+ *		The arms of the window of other forms of the first count rows
+ *		"top", beyond prev (a window's bound, or NULL), each one index
+ *		range whose entries the canonical test skips before their table
+ *		rows are read.  The first arm reads the window from its bound,
+ *		written before the scan's conditions so that SQLite searches the
+ *		index from there (of two bounds of a column it takes the first);
+ *		it reads nothing where the window is every row (a NULL bound).
+ *		The second, where it is, reads the conditions' own range, in the
+ *		order they come (the tenant's index, say), limited to no row where
+ *		it is not (a LIMIT SQLite checks before it reads).
+ */
+static void
+append_window_arms(StringInfo arms, ShardScanState *s, const char *select,
+				   const char *where, const char *top, int64 count,
+				   const char *prev)
+{
+	const char *col = strVal(linitial(s->window));
+	const char *canon = strVal(lsecond(s->window));
+	bool		desc = intVal(lthird(s->window));
+	const char *and = where[0] ? " AND " : "";
+	char	   *beyond = prev == NULL ? "" :
+		psprintf("%s %s %s AND ", col, desc ? "<" : ">=", prev);
+
+	appendStringInfo(arms, " UNION ALL %s WHERE %s %s %s AND %s%s%sNOT %s",
+					 select, col, desc ? ">=" : "<",
+					 window_bound_sql(s, top, count, "NULL"),
+					 beyond, where, and, canon);
+	appendStringInfo(arms,
+					 " UNION ALL SELECT * FROM (%s WHERE %s%s%sNOT %s AND %s %s LIMIT %s)",
+					 select, beyond, where, and, canon, col,
+					 desc ? ">= ''" : "< x''",
+					 window_bound_sql(s, top, count, NULL));
 }
 
 /*
@@ -225,12 +264,7 @@ window_bound_sql(ShardScanState *s, const char *top, int64 count)
  *		of the same minute sorts after that); ascending, text up to the
  *		end of the day after it (a date, the day before); all such rows
  *		when the first rows did not fill the limit.  The scan's sort ranks
- *		them by the values read.  Each arm of other forms is one index
- *		range, its bound written before the scan's conditions, where SQLite
- *		takes it for the range it searches (a range condition of the
- *		column among them would otherwise be taken, and every index entry
- *		from there read); the canonical test skips the entries before
- *		their table rows are read.
+ *		them by the values read (the window's arms: append_window_arms).
  *
  * A merged scan's shard (stream, scanmerge.c) returns the rows of the
  * other forms first, marked 1 in a last column, for the merge to sort;
@@ -267,7 +301,7 @@ append_window_sql(StringInfo sql, ShardScanState *s, const char *select,
 	int64		first_rows = stream ? shard_scan_merge_batch_rows(s) : 0;
 	bool		segments = stream && has_rowid &&
 		first_rows * 2 <= s->shard_bound;
-	char	   *bound;
+	int64		count;
 	char	   *order;
 	StringInfoData arms;
 
@@ -302,29 +336,16 @@ append_window_sql(StringInfo sql, ShardScanState *s, const char *select,
 	else
 		appendStringInfoString(sql, " SELECT * FROM ssfdw_top");
 
-	/*
-	 * Each arm one index range whose rows the canonical test skips before
-	 * their table rows are read: SQLite reads an OR of two ranges by
-	 * rowid, every row in them.
-	 */
-	bound = window_bound_sql(s, "ssfdw_top",
-							 segments ? first_rows : s->shard_bound);
+	/* The window: numbers, or blobs, and the text of other forms near. */
 	initStringInfo(&arms);
-	if (desc)
-	{
-		if (numbers)
-			appendStringInfo(&arms, " UNION ALL %s WHERE %s%s%s < ''",
-							 select, where, and, col);
-		appendStringInfo(&arms, " UNION ALL %s WHERE %s >= %s%s%s AND NOT %s",
-						 select, col, bound, and, where, canon);
-	}
-	else
-	{
+	if (desc && numbers)
+		appendStringInfo(&arms, " UNION ALL %s WHERE %s%s%s < ''",
+						 select, where, and, col);
+	if (!desc)
 		appendStringInfo(&arms, " UNION ALL %s WHERE %s%s%s >= x''",
 						 select, where, and, col);
-		appendStringInfo(&arms, " UNION ALL %s WHERE %s < %s%s%s AND NOT %s",
-						 select, col, bound, and, where, canon);
-	}
+	count = segments ? first_rows : s->shard_bound;
+	append_window_arms(&arms, s, select, where, "ssfdw_top", count, NULL);
 	if (!stream)
 	{
 		appendStringInfoString(sql, arms.data);
@@ -345,11 +366,12 @@ append_window_sql(StringInfo sql, ShardScanState *s, const char *select,
 		return;
 
 	/* The second segment: the window beyond the first's, the rows after. */
-	appendStringInfo(sql,
-					 " UNION ALL SELECT *, 1 FROM (%s WHERE %s %s %s AND %s %s %s%s%s AND NOT %s)",
-					 select, col, desc ? ">=" : "<",
-					 window_bound_sql(s, "ssfdw_top2", s->shard_bound),
-					 col, desc ? "<" : ">=", bound, and, where, canon);
+	resetStringInfo(&arms);
+	append_window_arms(&arms, s, select, where, "ssfdw_top2", s->shard_bound,
+					   window_bound_sql(s, "ssfdw_top", count,
+										desc ? "''" : "x''"));
+	appendStringInfo(sql, " UNION ALL SELECT *, 1 FROM (%s)",
+					 arms.data + strlen(" UNION ALL "));
 	appendStringInfo(sql,
 					 " UNION ALL SELECT *, 0 FROM (%s WHERE %s%s(%s IS NULL OR %s) ORDER BY %s LIMIT " INT64_FORMAT " OFFSET " INT64_FORMAT ")",
 					 select, where, and, col, canon, order,
