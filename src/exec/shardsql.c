@@ -220,10 +220,13 @@ window_bound_sql(ShardScanState *s, const char *top, int64 count,
  *		The arms of the window of other forms of the first count rows
  *		"top", beyond prev (a window's bound, or NULL), each one index
  *		range whose entries the canonical test skips before their table
- *		rows are read.  The first arm reads the window from its bound,
- *		written before the scan's conditions so that SQLite searches the
- *		index from there (of two bounds of a column it takes the first);
- *		it reads nothing where the window is every row (a NULL bound).
+ *		rows are read, and before the scan's conditions, whose exact check
+ *		of the time costs more (a row the test skips is not of the window:
+ *		whether it matches is the canonical rows' query's to check).  The
+ *		first arm reads the window from its bound, written before the
+ *		scan's conditions so that SQLite searches the index from there (of
+ *		two bounds of a column it takes the first); it reads nothing where
+ *		the window is every row (a NULL bound).
  *		The second, where it is, reads the conditions' own range, in the
  *		order they come (the tenant's index, say), limited to no row where
  *		it is not (a LIMIT SQLite checks before it reads).
@@ -240,13 +243,13 @@ append_window_arms(StringInfo arms, ShardScanState *s, const char *select,
 	char	   *beyond = prev == NULL ? "" :
 		psprintf("%s %s %s AND ", col, desc ? "<" : ">=", prev);
 
-	appendStringInfo(arms, " UNION ALL %s WHERE %s %s %s AND %s%s%sNOT %s",
+	appendStringInfo(arms, " UNION ALL %s WHERE %s %s %s AND %sNOT %s%s%s",
 					 select, col, desc ? ">=" : "<",
 					 window_bound_sql(s, top, count, "NULL"),
-					 beyond, where, and, canon);
+					 beyond, canon, and, where);
 	appendStringInfo(arms,
-					 " UNION ALL SELECT * FROM (%s WHERE %s%s%sNOT %s AND %s %s LIMIT %s)",
-					 select, beyond, where, and, canon, col,
+					 " UNION ALL SELECT * FROM (%s WHERE %sNOT %s%s%s AND %s %s LIMIT %s)",
+					 select, beyond, canon, and, where, col,
 					 desc ? ">= ''" : "< x''",
 					 window_bound_sql(s, top, count, NULL));
 }
