@@ -203,9 +203,49 @@ DEALLOCATE latest;
 SELECT id, created_at FROM items_native WHERE tenant_id = 'small'
   ORDER BY created_at DESC LIMIT 3;
 
+-- ===================================================================
+-- A time key's second segment: one shard holds most of the first rows
+-- ===================================================================
+-- each shard's query comes in two segments (shardsql.c): the window of
+-- other forms of its first rows and those rows, then the rest.  s1 holds
+-- most of the latest rows of late, s5 most of the earliest: the merge
+-- reads them beyond their first segment, whose rows of other forms (text
+-- with 'T', trailing zeros, offsets of either sign) rank among the rows
+-- that follow; with NULLs, ties on the time, in either direction, in a
+-- TimeZone other than UTC for timestamptz, and with a range condition
+CREATE FOREIGN TABLE items_late (tenant_id text, id bigint, created_at timestamp)
+  SERVER limitstream_srv OPTIONS (table 'late');
+CREATE FOREIGN TABLE items_late_tz (tenant_id text, id bigint, created_at timestamptz)
+  SERVER limitstream_srv OPTIONS (table 'late');
+CREATE TABLE items_native_late (tenant_id text, id bigint, created_at timestamp);
+\i /tmp/ssfdw_regress/limitstream/late_rows.sql
+CREATE VIEW items_native_late_tz AS
+  SELECT tenant_id, id, created_at AT TIME ZONE 'UTC' AS created_at
+  FROM items_native_late;
+SELECT * FROM regress_pushed($$SELECT * FROM items_late
+  ORDER BY created_at DESC LIMIT 300$$);
+SELECT * FROM regress_pushed($$SELECT * FROM items_late
+  ORDER BY created_at DESC, tenant_id, id LIMIT 300$$);
+SET TimeZone = 'America/New_York';
+SELECT q, regress_same_rows(q)
+FROM (SELECT format('SELECT tenant_id, id, created_at FROM {t}_late%s%s ORDER BY created_at%s, tenant_id DESC, id LIMIT %s',
+                    tz, w, dir, n) AS q
+      FROM unnest(ARRAY['', '_tz']) tz,
+           unnest(ARRAY['', ' WHERE created_at >= ''2024-06-01 06:00'' AND created_at < ''2024-06-05 03:00''']) w,
+           unnest(ARRAY[' DESC', ' NULLS FIRST', ' DESC NULLS LAST', '']) dir,
+           unnest(ARRAY[40, 300, 900]) n) s;
+-- without tie-breakers: the rows of each time, in any order
+SELECT q, (SELECT bool_and(same) FROM regress_same(q)) AS same
+FROM (SELECT format('SELECT created_at FROM {t}_late%s ORDER BY created_at%s LIMIT %s',
+                    tz, dir, n) AS q
+      FROM unnest(ARRAY['', '_tz']) tz,
+           unnest(ARRAY[' DESC', '']) dir,
+           unnest(ARRAY[150, 600]) n) s;
+SET TimeZone = 'UTC';
+
 DROP SERVER limitstream_srv CASCADE;
-DROP VIEW items_native_tz;
-DROP TABLE items_native;
+DROP VIEW items_native_tz, items_native_late_tz;
+DROP TABLE items_native, items_native_late;
 DROP FUNCTION regress_same_rows(text), regress_same(text, boolean),
   regress_pushed(text), regress_analyzed(text),
   regress_explain_lines(text, text, text);

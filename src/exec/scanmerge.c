@@ -24,7 +24,11 @@
  * come in their text's order, which is their time's; the rows of other
  * forms that may rank among the first (its window, shardsql.c) come before
  * them, marked in a last column, and are sorted here, with every other
- * shard's, into one more ordered source of the merge.  So is every row of
+ * shard's, into one more ordered source of the merge.  A shard's query
+ * may come in two segments (shardsql.c, append_window_sql), whose second
+ * window's rows come after the first segment's ordered rows, when the
+ * merge reads that far: each ranks after every row returned so far, and
+ * joins a heap of such rows, the merge's last source.  So is every row of
  * a shard whose declarations or rechecked conditions forbid its order
  * (shardsql.c, row_shard_sorts), read whole, and of a shard with ties
  * where no index gives the first key's order (it returns its first rows
@@ -49,6 +53,7 @@
 
 #include "executor/executor.h"
 #include "lib/binaryheap.h"
+#include "lib/pairingheap.h"
 #include "miscadmin.h"
 #include "utils/datum.h"
 #include "utils/memutils.h"
@@ -71,7 +76,10 @@
 /* One ordered source of the merge: a shard, or the rows sorted here. */
 typedef struct MergeSource
 {
-	ShardTarget *t;				/* the shard, or NULL: the sorted rows */
+	ShardTarget *t;				/* the shard, or NULL: the sorted rows or
+								 * the late ones */
+	bool		late;			/* the late rows of other forms */
+	bool		live;			/* in the heap, with a current row */
 	int			task;			/* its position among the scan's targets */
 	bool		in_fanout;		/* read by the fan-out, else by the backend */
 	ShardBatch *batch;			/* the rows being merged */
@@ -87,16 +95,28 @@ typedef struct MergeSource
 	TupleTableSlot *slot;		/* its current row */
 } MergeSource;
 
+/* A row of another time form that came after its shard's ordered rows. */
+typedef struct LateRow
+{
+	pairingheap_node ph;
+	MinimalTuple tuple;
+} LateRow;
+
 struct ShardRowMerge
 {
 	MemoryContext cxt;
 	ShardScanState *scan;
-	int			nsources;		/* one per target, then the sorted rows */
+	int			nsources;		/* one per target, then the sorted rows,
+								 * then the late ones */
 	MergeSource *sources;
 	binaryheap *heap;			/* sources with a current row */
 	SortSupport ssup;			/* the scan's sort keys */
 	int			last;			/* source of the row returned last, or -1 */
 	Tuplesortstate *sorted;		/* rows of shards not read in order */
+	pairingheap *late;			/* rows of other forms that came late */
+	bool		late_added;		/* one came since the heap was built */
+	TupleTableSlot *cmp_a;		/* late rows compared in these */
+	TupleTableSlot *cmp_b;
 	bool		draining;		/* the rows of other forms go to sorted */
 	int64		emitted;		/* rows returned */
 	bool		finished;		/* with ties: past the last one */
@@ -181,6 +201,83 @@ heap_compare(Datum a, Datum b, void *arg)
 
 	return -slot_compare(m, m->sources[DatumGetInt32(a)].slot,
 						 m->sources[DatumGetInt32(b)].slot);
+}
+
+/*
+ * late_compare
+ *		pairingheap's comparator of late rows: the first in the scan's order
+ *		on top.
+ */
+static int
+late_compare(const pairingheap_node *a, const pairingheap_node *b, void *arg)
+{
+	ShardRowMerge *m = (ShardRowMerge *) arg;
+	const LateRow *ra = pairingheap_const_container(LateRow, ph, a);
+	const LateRow *rb = pairingheap_const_container(LateRow, ph, b);
+
+	ExecStoreMinimalTuple(ra->tuple, m->cmp_a, false);
+	ExecStoreMinimalTuple(rb->tuple, m->cmp_b, false);
+	return -slot_compare(m, m->cmp_a, m->cmp_b);
+}
+
+/*
+ * late_add
+ *		Keep a copy of slot's row, of another time form, that came after its
+ *		shard's ordered rows: the next rebuild of the heap takes it in.
+ */
+static void
+late_add(ShardRowMerge *m, TupleTableSlot *slot)
+{
+	MemoryContext oldcxt = MemoryContextSwitchTo(m->cxt);
+	LateRow    *row = palloc(sizeof(LateRow));
+
+	row->tuple = ExecCopySlotMinimalTuple(slot);
+	pairingheap_add(m->late, &row->ph);
+	m->late_added = true;
+	MemoryContextSwitchTo(oldcxt);
+}
+
+/*
+ * late_next
+ *		Make the first late row the late source's current row; false when
+ *		there is none.
+ */
+static bool
+late_next(ShardRowMerge *m, MergeSource *src)
+{
+	LateRow    *row;
+
+	if (pairingheap_is_empty(m->late))
+		return false;
+	row = pairingheap_container(LateRow, ph, pairingheap_remove_first(m->late));
+	ExecStoreMinimalTuple(row->tuple, src->slot, true);
+	pfree(row);
+	return true;
+}
+
+/*
+ * late_rebuild
+ *		Rows of other forms came late: the late source's current row goes
+ *		back among them, the first of them becomes its current row, and the
+ *		heap is built again over every source with a current row.  Rare: a
+ *		shard read beyond its first segment that holds such rows.
+ */
+static void
+late_rebuild(ShardRowMerge *m)
+{
+	MergeSource *late = &m->sources[m->nsources - 1];
+	int			i;
+
+	m->late_added = false;
+	if (late->live)
+		late_add(m, late->slot);
+	m->late_added = false;
+	late->live = late_next(m, late);
+	binaryheap_reset(m->heap);
+	for (i = 0; i < m->nsources; i++)
+		if (m->sources[i].live)
+			binaryheap_add_unordered(m->heap, Int32GetDatum(i));
+	binaryheap_build(m->heap);
 }
 
 /*
@@ -342,6 +439,8 @@ source_advance(ForeignScanState *node, ShardRowMerge *m, MergeSource *src)
 	ShardScanState *s = (ShardScanState *) node->fdw_state;
 	TupleTableSlot *scanslot = node->ss.ss_ScanTupleSlot;
 
+	if (src->late)
+		return late_next(m, src);
 	if (src->t == NULL)
 		return m->sorted != NULL &&
 			tuplesort_gettupleslot(m->sorted, true, false, src->slot, NULL);
@@ -365,14 +464,20 @@ source_advance(ForeignScanState *node, ShardRowMerge *m, MergeSource *src)
 			s->cur = src->t;
 			other_form = src->marked && row[ncols - 1].type == SQLITE_INTEGER &&
 				row[ncols - 1].u.i == 1;
-			if (other_form && (!m->draining || src->has_row))
-				elog(ERROR, "shard \"%s\" returned a row of another time form after its ordered rows",
+			if (other_form && !m->draining && !src->has_row)
+				elog(ERROR, "shard \"%s\" returned a row of another time form out of place",
 					 src->t->info.shard_id);
 			if (!shard_scan_convert_row(node, row, scanslot))
 				continue;
-			if (other_form)
+			/* the first window's rows are sorted, a later one's kept late */
+			if (other_form && !src->has_row)
 			{
 				tuplesort_puttupleslot(m->sorted, scanslot);
+				continue;
+			}
+			if (other_form)
+			{
+				late_add(m, scanslot);
 				continue;
 			}
 			/* the rows of a source must come in order */
@@ -473,7 +578,7 @@ merge_start(ForeignScanState *node)
 	/* a time key's rows end with the mark of another form */
 	m->ncols = s->batch_cols + (s->window != NIL ? 1 : 0);
 	m->last = -1;
-	m->nsources = ntargets + 1;
+	m->nsources = ntargets + 2;
 	m->sources = palloc0(sizeof(MergeSource) * m->nsources);
 	for (i = 0; i < m->nsources; i++)
 		m->sources[i].slot = MakeSingleTupleTableSlot(desc,
@@ -491,6 +596,11 @@ merge_start(ForeignScanState *node)
 		PrepareSortSupportFromOrderingOp(s->sort_ops[i], ssup);
 	}
 	m->heap = binaryheap_allocate(m->nsources, heap_compare, m);
+	m->late = pairingheap_allocate(late_compare, m);
+	m->cmp_a = MakeSingleTupleTableSlot(desc, &TTSOpsMinimalTuple);
+	m->cmp_b = MakeSingleTupleTableSlot(desc, &TTSOpsMinimalTuple);
+	m->sources[ntargets + 1].late = true;
+	m->sources[ntargets + 1].task = ntargets + 1;
 	cb = palloc0(sizeof(MemoryContextCallback));
 	cb->func = merge_memory_callback;
 	cb->arg = m;
@@ -562,14 +672,20 @@ merge_start(ForeignScanState *node)
 	m->draining = true;
 	for (i = 0; i < ntargets; i++)
 		if (source_advance(node, m, &m->sources[i]))
+		{
+			m->sources[i].live = true;
 			binaryheap_add_unordered(m->heap, Int32GetDatum(i));
+		}
 	m->draining = false;
 	if (m->sorted != NULL)
 	{
 		tuplesort_performsort(m->sorted);
 		m->sources[ntargets].task = ntargets;
 		if (source_advance(node, m, &m->sources[ntargets]))
+		{
+			m->sources[ntargets].live = true;
 			binaryheap_add_unordered(m->heap, Int32GetDatum(ntargets));
+		}
 	}
 	binaryheap_build(m->heap);
 }
@@ -597,7 +713,12 @@ shard_scan_merge_next(ForeignScanState *node, TupleTableSlot *slot)
 		if (source_advance(node, m, &m->sources[m->last]))
 			binaryheap_replace_first(m->heap, Int32GetDatum(m->last));
 		else
+		{
+			m->sources[m->last].live = false;
 			(void) binaryheap_remove_first(m->heap);
+		}
+		if (m->late_added)
+			late_rebuild(m);
 	}
 	m->last = -1;
 	if (m->finished || binaryheap_empty(m->heap))

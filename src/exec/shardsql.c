@@ -197,6 +197,77 @@ window_may_hold_numbers(ShardScanState *s, ShardTarget *t)
 }
 
 /*
+ * window_bound_sql
+ *		The scalar subquery over the first rows "top" (the first count rows
+ *		of a time key's canonical values or NULL, in the order asked) that
+ *		bounds the window of other forms that may rank among them (see
+ *		append_window_sql): descending, the text from 15 hours and a minute
+ *		before the last of them, truncated to the minute; ascending, the end
+ *		of the day after it.  none where the window is every row: they are
+ *		fewer than count, or hold a NULL.
+ */
+static char *
+window_bound_sql(ShardScanState *s, const char *top, int64 count,
+				 const char *none)
+{
+	const char *col = strVal(list_nth(s->window, 4));
+	bool		desc = intVal(lthird(s->window));
+	bool		is_date = intVal(lfourth(s->window));
+	char	   *bound;
+
+	if (desc)
+		bound = psprintf(is_date ? "date(min(%s), '-1 day')" :
+						 "strftime('%%Y-%%m-%%d %%H:%%M', min(%s), '-15 hours', '-1 minute')",
+						 col);
+	else
+		bound = psprintf("date(max(%s), '+2 days')", col);
+	if (none == NULL)
+		return psprintf("(SELECT CASE WHEN count(*) < " INT64_FORMAT " OR count(%s) < count(*) OR %s IS NULL THEN -1 ELSE 0 END FROM %s)",
+						count, col, bound, top);
+	return psprintf("(SELECT CASE WHEN count(*) < " INT64_FORMAT " OR count(%s) < count(*) THEN %s ELSE coalesce(%s, %s) END FROM %s)",
+					count, col, none, bound, none, top);
+}
+
+/*
+ * append_window_arms
+ *		The arms of the window of other forms of the first count rows
+ *		"top", beyond prev (a window's bound, or NULL), each one index
+ *		range whose entries the canonical test skips before their table
+ *		rows are read, and before the scan's conditions, whose exact check
+ *		of the time costs more (a row the test skips is not of the window:
+ *		whether it matches is the canonical rows' query's to check).  The
+ *		first arm reads the window from its bound, written before the
+ *		scan's conditions so that SQLite searches the index from there (of
+ *		two bounds of a column it takes the first); it reads nothing where
+ *		the window is every row (a NULL bound).
+ *		The second, where it is, reads the conditions' own range, in the
+ *		order they come (the tenant's index, say), limited to no row where
+ *		it is not (a LIMIT SQLite checks before it reads).
+ */
+static void
+append_window_arms(StringInfo arms, ShardScanState *s, const char *select,
+				   const char *where, const char *top, int64 count,
+				   const char *prev)
+{
+	const char *col = strVal(linitial(s->window));
+	const char *canon = strVal(lsecond(s->window));
+	bool		desc = intVal(lthird(s->window));
+	const char *and = where[0] ? " AND " : "";
+	char	   *beyond = prev == NULL ? "" :
+		psprintf("%s %s %s AND ", col, desc ? "<" : ">=", prev);
+
+	appendStringInfo(arms, " UNION ALL %s WHERE %s %s %s AND %sNOT %s%s%s",
+					 select, col, desc ? ">=" : "<",
+					 window_bound_sql(s, top, count, "NULL"),
+					 beyond, canon, and, where);
+	appendStringInfo(arms,
+					 " UNION ALL SELECT * FROM (%s WHERE %sNOT %s%s%s AND %s %s LIMIT %s)",
+					 select, beyond, canon, and, where, col,
+					 desc ? ">= ''" : "< x''",
+					 window_bound_sql(s, top, count, NULL));
+}
+
+/*
  * append_window_sql
  *		The query of a shard of a scan whose first key is a date or time
  *		(order.c): its first OFFSET + LIMIT rows among the values stored in
@@ -209,7 +280,7 @@ window_may_hold_numbers(ShardScanState *s, ShardTarget *t)
  *		of the same minute sorts after that); ascending, text up to the
  *		end of the day after it (a date, the day before); all such rows
  *		when the first rows did not fill the limit.  The scan's sort ranks
- *		them by the values read.
+ *		them by the values read (the window's arms: append_window_arms).
  *
  * The canonical rows are read under canon_where: the conditions (where)
  * with a range on the time key written as its range of text alone, which
@@ -225,23 +296,36 @@ window_may_hold_numbers(ShardScanState *s, ShardTarget *t)
  * with ties (the merge stops where PostgreSQL's Limit above stops asking).
  * The first rows, which only bound the window there, are then the time
  * column alone (key_select), which an index on it covers.
+ *
+ * The merge seldom takes more than its first batch of a shard's rows
+ * (first, about the shard's share of the limit), and a window as wide as
+ * OFFSET + LIMIT rows costs every shard that many index entries, twice.
+ * So a merged shard's query comes in two segments, where it can (a
+ * rowid, and first fewer than half the limit): the window of the first
+ * "first" rows and those rows, then the window of the rest of OFFSET +
+ * LIMIT rows, beyond the first (disjoint from the first), and the rest of
+ * the rows, in the order of the first key and then the rowid, the order
+ * of an index on the column, so that the second segment's rows follow the
+ * first's exactly.  SQLite runs the second segment only when the merge
+ * reads that far; the merge then takes its other forms into the rows it
+ * sorts: each ranks after every row the shard returned before it, and so
+ * after every row the merge has returned.
  */
 static void
 append_window_sql(StringInfo sql, ShardScanState *s, const char *select,
 				  const char *where, const char *canon_where, bool numbers,
-				  bool stream)
+				  bool stream, bool has_rowid)
 {
 	const char *col = strVal(linitial(s->window));
 	const char *canon = strVal(lsecond(s->window));
 	bool		desc = intVal(lthird(s->window));
-	bool		is_date = intVal(lfourth(s->window));
-	/* the column among the first rows' columns (a join's: its alias) */
-	const char *top = strVal(list_nth(s->window, 4));
 	const char *and = where[0] ? " AND " : "";
-	/* where a descending time key's window starts (see above) */
-	const char *lo = is_date ? "date(min(%s), '-1 day')" :
-		"strftime('%%Y-%%m-%%d %%H:%%M', min(%s), '-15 hours', '-1 minute')";
 	const char *first = select;
+	int64		first_rows = stream ? shard_scan_merge_batch_rows(s) : 0;
+	bool		segments = stream && has_rowid &&
+		first_rows * 2 <= s->shard_bound;
+	int64		count;
+	char	   *order;
 	StringInfoData arms;
 
 	if (stream)
@@ -256,7 +340,12 @@ append_window_sql(StringInfo sql, ShardScanState *s, const char *select,
 	appendStringInfo(sql,
 					 "WITH ssfdw_top AS (%s WHERE %s%s(%s IS NULL OR %s) ORDER BY %s LIMIT " INT64_FORMAT ")",
 					 first, canon_where, and, col, canon, s->order_sql,
-					 s->shard_bound);
+					 segments ? first_rows : s->shard_bound);
+	if (segments)
+		appendStringInfo(sql,
+						 ", ssfdw_top2 AS (%s WHERE %s%s(%s IS NULL OR %s) ORDER BY %s LIMIT " INT64_FORMAT ")",
+						 first, canon_where, and, col, canon, s->order_sql,
+						 s->shard_bound);
 
 	/*
 	 * With ties (a prefix of the order, order.c): those of the canonical
@@ -270,34 +359,16 @@ append_window_sql(StringInfo sql, ShardScanState *s, const char *select,
 	else
 		appendStringInfoString(sql, " SELECT * FROM ssfdw_top");
 
-	/*
-	 * Each arm one index range whose rows the canonical test skips before
-	 * their table rows are read: SQLite reads an OR of two ranges by
-	 * rowid, every row in them.  The test comes first, so that a canonical
-	 * entry is skipped before the exact checks of the scan's conditions
-	 * read its time: SQLite evaluates the terms an index covers in the
-	 * order written.
-	 */
+	/* The window: numbers, or blobs, and the text of other forms near. */
 	initStringInfo(&arms);
-	if (desc)
-	{
-		if (numbers)
-			appendStringInfo(&arms, " UNION ALL %s WHERE %s%s%s < ''",
-							 select, where, and, col);
-		appendStringInfo(&arms,
-						 " UNION ALL %s WHERE NOT %s AND %s%s%s >= (SELECT CASE WHEN count(*) < " INT64_FORMAT " OR count(%s) < count(*) THEN '' ELSE coalesce(",
-						 select, canon, where, and, col, s->shard_bound, top);
-		appendStringInfo(&arms, lo, top);
-		appendStringInfoString(&arms, ", '') END FROM ssfdw_top)");
-	}
-	else
-	{
+	if (desc && numbers)
+		appendStringInfo(&arms, " UNION ALL %s WHERE %s%s%s < ''",
+						 select, where, and, col);
+	if (!desc)
 		appendStringInfo(&arms, " UNION ALL %s WHERE %s%s%s >= x''",
 						 select, where, and, col);
-		appendStringInfo(&arms,
-						 " UNION ALL %s WHERE NOT %s AND %s%s%s < (SELECT CASE WHEN count(*) < " INT64_FORMAT " OR count(%s) < count(*) THEN x'' ELSE coalesce(date(max(%s), '+2 days'), x'') END FROM ssfdw_top)",
-						 select, canon, where, and, col, s->shard_bound, top, top);
-	}
+	count = segments ? first_rows : s->shard_bound;
+	append_window_arms(&arms, s, select, where, "ssfdw_top", count, NULL);
 	if (!stream)
 	{
 		appendStringInfoString(sql, arms.data);
@@ -305,12 +376,30 @@ append_window_sql(StringInfo sql, ShardScanState *s, const char *select,
 	}
 	appendStringInfo(sql, " SELECT *, 1 FROM (%s)",
 					 arms.data + strlen(" UNION ALL "));
+	order = segments ? psprintf("%s, rowid%s", s->order_sql,
+								desc ? " DESC" : "") : s->order_sql;
 	appendStringInfo(sql,
 					 " UNION ALL SELECT *, 0 FROM (%s WHERE %s%s(%s IS NULL OR %s) ORDER BY %s",
-					 select, canon_where, and, col, canon, s->order_sql);
+					 select, canon_where, and, col, canon, order);
 	/* a subquery's ORDER BY holds where it has a LIMIT */
 	appendStringInfo(sql, " LIMIT " INT64_FORMAT ")",
+					 segments ? first_rows :
 					 s->ties == NIL ? s->shard_bound : -1);
+	if (!segments)
+		return;
+
+	/* The second segment: the window beyond the first's, the rows after. */
+	resetStringInfo(&arms);
+	append_window_arms(&arms, s, select, where, "ssfdw_top2", s->shard_bound,
+					   window_bound_sql(s, "ssfdw_top", count,
+										desc ? "''" : "x''"));
+	appendStringInfo(sql, " UNION ALL SELECT *, 1 FROM (%s)",
+					 arms.data + strlen(" UNION ALL "));
+	appendStringInfo(sql,
+					 " UNION ALL SELECT *, 0 FROM (%s WHERE %s%s(%s IS NULL OR %s) ORDER BY %s LIMIT " INT64_FORMAT " OFFSET " INT64_FORMAT ")",
+					 select, canon_where, and, col, canon, order,
+					 s->ties == NIL ? s->shard_bound - first_rows : -1,
+					 first_rows);
 }
 
 /*
@@ -505,7 +594,8 @@ build_shard_sql(ShardScanState *s, ShardTarget *t, bool raw, List **extra)
 				appendStringInfoString(&canon_where, where.data);
 			append_window_sql(&sql, s, select.data, where.data,
 							  canon_where.data,
-							  window_may_hold_numbers(s, t), stream);
+							  window_may_hold_numbers(s, t), stream,
+							  !t->no_rowid && t->missing_cols == NIL);
 		}
 		else
 			shard_scan_append_ties_sql(&sql, s, select.data, where.data);
