@@ -14,8 +14,13 @@ PGFILEDESC = "sqlite_shard_fdw - foreign data wrapper for tenant-sharded SQLite 
 
 PG_CPPFLAGS = -Isrc -Isrc/sqlite -Isrc/exec
 SHLIB_LINK = -lsqlite3 -lpthread
+# Each object also depends on the headers it includes (src/*.d, written as
+# it compiles), so that a changed header rebuilds what includes it; the
+# bitcode for JIT inlining is made again when any header changes.
+PG_CFLAGS = -MMD -MP
+EXTRA_CLEAN = $(OBJS:.o=.d)
 ifeq ($(WERROR),1)
-PG_CFLAGS = -Wall -Werror
+PG_CFLAGS += -Wall -Werror
 endif
 
 PG_CONFIG ?= pg_config
@@ -25,6 +30,8 @@ PG_CONFIG ?= pg_config
 PGXS := $(wildcard $(shell $(PG_CONFIG) --pgxs 2>/dev/null))
 ifneq ($(PGXS),)
 include $(PGXS)
+-include $(OBJS:.o=.d)
+$(OBJS:.o=.bc): $(wildcard src/*.h src/*/*.h)
 endif
 
 .PHONY: test demo bench deps
