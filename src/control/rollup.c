@@ -53,18 +53,11 @@
 
 #include "compat.h"
 #include "control/rollup.h"
+#include "plan/aggcombine.h"
 
 PG_FUNCTION_INFO_V1(shard_rollup_create);
 PG_FUNCTION_INFO_V1(shard_rollup_drop);
 PG_FUNCTION_INFO_V1(shard_rollup_tenant_scope);
-
-/* The aggregates a rollup stores, by their name in pg_catalog. */
-typedef enum RollupAgg
-{
-	ROLLUP_AGG_NONE,
-	ROLLUP_AGG_KEEP,			/* count, sum, min, max: stored as they are */
-	ROLLUP_AGG_AVG				/* stored as sum and count */
-} RollupAgg;
 
 static void refuse_query(const char *source, const char *msg,
 						 const char *detail, const char *hint)
@@ -98,59 +91,6 @@ source_is_ours(Oid relid)
 
 	return OidIsValid(fdw->fdwhandler) &&
 		strcmp(get_func_name(fdw->fdwhandler), "sqlite_shard_fdw_handler") == 0;
-}
-
-/*
- * aggregate_kind
- *		Is aggref an aggregate a rollup stores, and how?  Only plain calls
- *		of pg_catalog's count, sum, min, max and avg (a FILTER is fine): a
- *		DISTINCT or an ORDER BY inside the call would not combine.
- */
-static RollupAgg
-aggregate_kind(Aggref *aggref)
-{
-	char	   *name;
-
-	if (get_func_namespace(aggref->aggfnoid) != PG_CATALOG_NAMESPACE ||
-		aggref->aggkind != AGGKIND_NORMAL || aggref->aggdistinct != NIL ||
-		aggref->aggorder != NIL || aggref->aggdirectargs != NIL)
-		return ROLLUP_AGG_NONE;
-	name = get_func_name(aggref->aggfnoid);
-	if (strcmp(name, "count") == 0 || strcmp(name, "sum") == 0 ||
-		strcmp(name, "min") == 0 || strcmp(name, "max") == 0)
-		return ROLLUP_AGG_KEEP;
-	if (strcmp(name, "avg") == 0)
-		return ROLLUP_AGG_AVG;
-	return ROLLUP_AGG_NONE;
-}
-
-/*
- * avg_part
- *		The sum (or, with count, the count) of avg's argument, as an
- *		aggregate call with avg's argument and FILTER.
- */
-static Aggref *
-avg_part(Aggref *avg, bool count)
-{
-	Aggref	   *part = copyObject(avg);
-	Oid			argtype = linitial_oid(avg->aggargtypes);
-
-	if (count)
-	{
-		part->aggfnoid = F_COUNT_ANY;
-		part->aggtype = INT8OID;
-	}
-	else
-	{
-		List	   *name = list_make2(makeString("pg_catalog"),
-									  makeString("sum"));
-
-		part->aggfnoid = LookupFuncName(name, 1, &argtype, false);
-		part->aggtype = get_func_rettype(part->aggfnoid);
-	}
-	part->aggcollid = InvalidOid;
-	part->aggtranstype = InvalidOid;
-	return part;
 }
 
 /*
@@ -271,6 +211,7 @@ check_rollup_query(const char *sql, Oid *source, char **tenant_key,
 	{
 		TargetEntry *tle = lfirst(lc);
 		char	   *name = tle->resname;
+		List	   *parts;
 		bool		is_key = tle->ressortgroupref != 0 &&
 			get_sortgroupref_clause_noerr(tle->ressortgroupref,
 										  query->groupClause) != NULL;
@@ -318,26 +259,24 @@ check_rollup_query(const char *sql, Oid *source, char **tenant_key,
 					 errmsg("column \"%s\" of a rollup query over \"%s\" is neither a grouping key nor an aggregate",
 							name, srcname),
 					 errdetail("A rollup stores count, sum, min, max and avg of each group as they are; compute expressions of them when reading it.")));
-		switch (aggregate_kind((Aggref *) tle->expr))
+		/* stored as the parts the rule of aggcombine.c combines */
+		parts = shard_aggregate_parts((Aggref *) tle->expr);
+		if (parts == NIL)
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("aggregate %s of column \"%s\" cannot be stored in a rollup",
+							format_procedure(((Aggref *) tle->expr)->aggfnoid),
+							name),
+					 errdetail("A rollup stores aggregates that combine exactly into coarser groups: count, sum, min, max, and avg (as sum and count), without DISTINCT or ORDER BY.")));
+		if (list_length(parts) == 1)
+			tlist = add_column(tlist, tle->expr, name, 0, srcname);
+		else
 		{
-			case ROLLUP_AGG_KEEP:
-				tlist = add_column(tlist, tle->expr, name, 0, srcname);
-				break;
-			case ROLLUP_AGG_AVG:
-				tlist = add_column(tlist,
-								   (Expr *) avg_part((Aggref *) tle->expr, false),
-								   psprintf("%s_sum", name), 0, srcname);
-				tlist = add_column(tlist,
-								   (Expr *) avg_part((Aggref *) tle->expr, true),
-								   psprintf("%s_count", name), 0, srcname);
-				break;
-			case ROLLUP_AGG_NONE:
-				ereport(ERROR,
-						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-						 errmsg("aggregate %s of column \"%s\" cannot be stored in a rollup",
-								format_procedure(((Aggref *) tle->expr)->aggfnoid),
-								name),
-						 errdetail("A rollup stores aggregates that combine exactly into coarser groups: count, sum, min, max, and avg (as sum and count), without DISTINCT or ORDER BY.")));
+			/* avg: its sum and its count */
+			tlist = add_column(tlist, linitial(parts),
+							   psprintf("%s_sum", name), 0, srcname);
+			tlist = add_column(tlist, lsecond(parts),
+							   psprintf("%s_count", name), 0, srcname);
 		}
 	}
 	if (!tenant_grouped)

@@ -22,7 +22,10 @@
  * - each with its FILTER, which the groups' aggregates apply.
  *
  * Any other aggregate (DISTINCT, ORDER BY, ordered-set, of another
- * schema) is not combinable.
+ * schema) is not combinable.  rollup_create stores, for each aggregate, the
+ * parts shard_aggregate_parts names, so that the rollup holds what the
+ * rule finds.  Both rewrites read the groups through a range table entry
+ * that shard_rte_read_groups makes of the table's own.
  *
  *-------------------------------------------------------------------------
  */
@@ -128,6 +131,7 @@ avg_part(Aggref *a, bool count)
 		part->aggtype = get_func_rettype(part->aggfnoid);
 	}
 	part->aggcollid = InvalidOid;
+	part->aggtranstype = InvalidOid;
 	return part;
 }
 
@@ -251,4 +255,32 @@ shard_combine_aggregate(Aggref *a, List *parts, Index varno)
 		exprType((Node *) e) == NUMERICOID)
 		return call1(F_INT8_NUMERIC, INT8OID, e);
 	return NULL;
+}
+
+/*
+ * shard_rte_read_groups
+ *		Make range table entry rte, a table's, read the rows of query
+ *		groups instead (its columns named colnames, the entry named alias).
+ *		The table's privileges are checked where groups reads it.
+ */
+void
+shard_rte_read_groups(RangeTblEntry *rte, Query *groups, const char *alias,
+					  List *colnames)
+{
+	rte->rtekind = RTE_SUBQUERY;
+	rte->subquery = groups;
+	rte->security_barrier = false;
+	rte->relid = InvalidOid;
+	rte->relkind = 0;
+	rte->rellockmode = 0;
+	rte->tablesample = NULL;
+	rte->inh = false;
+	rte->requiredPerms = 0;
+	rte->checkAsUser = InvalidOid;
+	rte->selectedCols = NULL;
+	rte->insertedCols = NULL;
+	rte->updatedCols = NULL;
+	rte->extraUpdatedCols = NULL;
+	rte->alias = makeAlias(alias, NIL);
+	rte->eref = makeAlias(alias, colnames);
 }

@@ -635,22 +635,7 @@ shard_eager_aggregate_query(Query *parse, bool need_stats)
 		return NULL;
 
 	alias = rte->eref->aliasname;
-	rte->rtekind = RTE_SUBQUERY;
-	rte->subquery = groups;
-	rte->security_barrier = false;
-	rte->relid = InvalidOid;
-	rte->relkind = 0;
-	rte->rellockmode = 0;
-	rte->tablesample = NULL;
-	rte->inh = false;
-	rte->requiredPerms = 0;
-	rte->checkAsUser = InvalidOid;
-	rte->selectedCols = NULL;
-	rte->insertedCols = NULL;
-	rte->updatedCols = NULL;
-	rte->extraUpdatedCols = NULL;
-	rte->alias = makeAlias(alias, NIL);
-	rte->eref = makeAlias(alias, colnames);
+	shard_rte_read_groups(rte, groups, alias, colnames);
 	/* join RTEs' alias lists still name the table's columns: unused now */
 	foreach(lc, q->rtable)
 	{

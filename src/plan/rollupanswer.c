@@ -474,22 +474,7 @@ answer_from(Query *parse, Oid source, RollupCandidate *c,
 						   makeString(pstrdup(((TargetEntry *) lfirst(lc))->resname)));
 
 	rte = linitial(q->rtable);
-	rte->rtekind = RTE_SUBQUERY;
-	rte->subquery = inner;
-	rte->security_barrier = false;
-	rte->relid = InvalidOid;
-	rte->relkind = 0;
-	rte->rellockmode = 0;
-	rte->tablesample = NULL;
-	rte->inh = false;
-	rte->requiredPerms = 0;
-	rte->checkAsUser = InvalidOid;
-	rte->selectedCols = NULL;
-	rte->insertedCols = NULL;
-	rte->updatedCols = NULL;
-	rte->extraUpdatedCols = NULL;
-	rte->alias = makeAlias(get_rel_name(c->relid), NIL);
-	rte->eref = makeAlias(get_rel_name(c->relid), colnames);
+	shard_rte_read_groups(rte, inner, get_rel_name(c->relid), colnames);
 	q->jointree->quals = rest == NIL ? NULL :
 		(Node *) make_ands_explicit(rest);
 	return q;
