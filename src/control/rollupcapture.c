@@ -79,6 +79,7 @@
 
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
+#include "miscadmin.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/timestamp.h"
@@ -553,7 +554,12 @@ read_log(sqlite3 *db, Rollup *r, const char *table, int64 since,
 		publish_mark(db, log->shard_id, table);
 	log->file_state = NULL;
 	if (path != NULL)
+	{
 		locked = sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL) == SQLITE_OK;
+		/* a cancel ended the wait for the lock: not a lock to do without */
+		if (!locked)
+			CHECK_FOR_INTERRUPTS();
+	}
 	if (!locked && sqlite3_exec(db, "BEGIN", NULL, NULL, NULL) != SQLITE_OK)
 		capture_error(db, log->shard_id, table, fmt);
 	if (sqlite3_prepare_v2(db, "SELECT (SELECT epoch FROM " ROLLUP_EPOCH
@@ -888,6 +894,8 @@ rollup_capture_read(Rollup *r, bool install)
 		sqlite3    *volatile db;
 		int64		before;
 
+		/* a fleet of files skipped by their states stops on a cancel too */
+		CHECK_FOR_INTERRUPTS();
 		log->shard_id = info->shard_id;
 		result = lappend(result, log);
 
