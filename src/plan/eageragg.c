@@ -44,7 +44,8 @@
  * Whether the rewritten query is used is the planner's choice: both forms
  * are planned and the cheaper one kept, with the wrapper's costs of the
  * grouped fan-out, once ANALYZE has counted the table (the number of
- * groups is a guess before).  sqlite_shard_fdw.eager_aggregate = off turns it off;
+ * groups is a guess before), and only where its statistics say the groups
+ * are at most half its rows: a query is not planned twice for nothing.  sqlite_shard_fdw.eager_aggregate = off turns it off;
  * always takes the rewritten form wherever it is exact (to compare).
  *
  *-------------------------------------------------------------------------
@@ -56,6 +57,7 @@
 #include "catalog/pg_am.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_inherits.h"
+#include "catalog/pg_statistic.h"
 #include "commands/defrem.h"
 #include "foreign/fdwapi.h"
 #include "nodes/makefuncs.h"
@@ -442,6 +444,41 @@ rel_reltuples(Oid relid)
 }
 
 /*
+ * groups_estimate
+ *		How many groups of the table's rows (rows of them) its columns keys
+ *		make, from ANALYZE's distinct counts of each (a column without one:
+ *		as many as rows).
+ */
+static double
+groups_estimate(Oid relid, List *keys, double rows)
+{
+	double		groups = 1;
+	ListCell   *lc;
+
+	foreach(lc, keys)
+	{
+		HeapTuple	tup = SearchSysCache3(STATRELATTINH,
+										  ObjectIdGetDatum(relid),
+										  Int16GetDatum(lfirst_int(lc)),
+										  BoolGetDatum(false));
+		double		distinct = rows;
+
+		if (HeapTupleIsValid(tup))
+		{
+			float4		d = ((Form_pg_statistic) GETSTRUCT(tup))->stadistinct;
+
+			if (d > 0)
+				distinct = d;
+			else if (d < 0)
+				distinct = -d * rows;
+			ReleaseSysCache(tup);
+		}
+		groups *= Max(distinct, 1);
+	}
+	return Min(groups, rows);
+}
+
+/*
  * largest_own_table
  *		For a query whose aggregates read no column (count(*) alone), the
  *		table of this wrapper to group early: of those it reads, the one
@@ -614,6 +651,11 @@ shard_eager_aggregate_query(Query *parse, bool need_stats)
 		if (!key_type_is_exact(type, coll))
 			return NULL;
 	}
+	/* planned twice only where grouping could at least halve the rows */
+	if (need_stats &&
+		groups_estimate(rte->relid, cx.keys, rel_reltuples(rte->relid)) * 2 >
+		rel_reltuples(rte->relid))
+		return NULL;
 
 	/* the table's entry becomes the groups, read with its own checks */
 	groups = groups_query(&cx, rte, inner);
