@@ -204,17 +204,32 @@ window_may_hold_numbers(ShardScanState *s, ShardTarget *t)
  *		append_window_sql): descending, the text from 15 hours and a minute
  *		before the last of them, truncated to the minute; ascending, the end
  *		of the day after it.  none where the window is every row: they are
- *		fewer than count, or hold a NULL.
+ *		fewer than count, or hold a NULL.  With last_only, top is the one
+ *		row of append_window_last_sql, not the rows.
  */
 static char *
 window_bound_sql(ShardScanState *s, const char *top, int64 count,
-				 const char *none)
+				 const char *none, bool last_only)
 {
 	const char *col = strVal(list_nth(s->window, 4));
 	bool		desc = intVal(lthird(s->window));
 	bool		is_date = intVal(lfourth(s->window));
 	char	   *bound;
 
+	if (last_only)
+	{
+		/* the last row's key is NULL too where they are fewer than count */
+		if (desc)
+			bound = is_date ? "date(ssfdw_last, '-1 day')" :
+				"strftime('%Y-%m-%d %H:%M', ssfdw_last, '-15 hours', '-1 minute')";
+		else
+			bound = "date(ssfdw_last, '+2 days')";
+		if (none == NULL)
+			return psprintf("(SELECT CASE WHEN ssfdw_null OR %s IS NULL THEN -1 ELSE 0 END FROM %s)",
+							bound, top);
+		return psprintf("(SELECT CASE WHEN ssfdw_null THEN %s ELSE coalesce(%s, %s) END FROM %s)",
+						none, bound, none, top);
+	}
 	if (desc)
 		bound = psprintf(is_date ? "date(min(%s), '-1 day')" :
 						 "strftime('%%Y-%%m-%%d %%H:%%M', min(%s), '-15 hours', '-1 minute')",
@@ -242,12 +257,13 @@ window_bound_sql(ShardScanState *s, const char *top, int64 count,
  *		the window is every row (a NULL bound).
  *		The second, where it is, reads the conditions' own range, in the
  *		order they come (the tenant's index, say), limited to no row where
- *		it is not (a LIMIT SQLite checks before it reads).
+ *		it is not (a LIMIT SQLite checks before it reads).  With
+ *		last_only, top is the one row of append_window_last_sql.
  */
 static void
 append_window_arms(StringInfo arms, ShardScanState *s, const char *select,
 				   const char *where, const char *top, int64 count,
-				   const char *prev)
+				   const char *prev, bool last_only)
 {
 	const char *col = strVal(linitial(s->window));
 	const char *canon = strVal(lsecond(s->window));
@@ -258,13 +274,48 @@ append_window_arms(StringInfo arms, ShardScanState *s, const char *select,
 
 	appendStringInfo(arms, " UNION ALL %s WHERE %s %s %s AND %sNOT %s%s%s",
 					 select, col, desc ? ">=" : "<",
-					 window_bound_sql(s, top, count, "NULL"),
+					 window_bound_sql(s, top, count, "NULL", last_only),
 					 beyond, canon, and, where);
 	appendStringInfo(arms,
 					 " UNION ALL SELECT * FROM (%s WHERE %sNOT %s%s%s AND %s %s LIMIT %s)",
 					 select, beyond, canon, and, where, col,
 					 desc ? ">= ''" : "< x''",
-					 window_bound_sql(s, top, count, NULL));
+					 window_bound_sql(s, top, count, NULL, last_only));
+}
+
+/*
+ * append_window_last_sql
+ *		For a merged shard's query, the table "name" of one row that bounds
+ *		the window of its first count rows (the canonical values or NULL,
+ *		in the order asked): the key of the last of them, ssfdw_last (NULL
+ *		where they are fewer), and whether the first is NULL, ssfdw_null
+ *		(NULLs come first or last: a NULL among them is the first or the
+ *		last).  All that window_bound_sql needs, read from the index's
+ *		entries by two searches, where a table of the rows and their
+ *		aggregates cost SQLite as much as the window itself.
+ */
+static void
+append_window_last_sql(StringInfo sql, ShardScanState *s, const char *name,
+					   const char *canon_where, int64 count)
+{
+	const char *col = strVal(linitial(s->window));
+	const char *canon = strVal(lsecond(s->window));
+	StringInfoData from;
+
+	initStringInfo(&from);
+	appendStringInfoString(&from, " FROM ");
+	shard_quote_identifier(&from, s->topts->table);
+	appendStringInfo(&from, " WHERE %s%s(%s IS NULL OR %s) ORDER BY %s LIMIT 1",
+					 canon_where, canon_where[0] ? " AND " : "", col, canon,
+					 s->order_sql);
+	appendStringInfo(sql, "%s AS (SELECT ", name);
+	if (count > 0)
+		appendStringInfo(sql, "(SELECT %s%s OFFSET " INT64_FORMAT ")",
+						 col, from.data, count - 1);
+	else
+		appendStringInfoString(sql, "NULL");
+	appendStringInfo(sql, " AS ssfdw_last, (SELECT %s IS NULL%s) AS ssfdw_null)",
+					 col, from.data);
 }
 
 /*
@@ -294,8 +345,9 @@ append_window_arms(StringInfo arms, ShardScanState *s, const char *select,
  * then its rows in the canonical form (or NULL), marked 0, in their text's
  * order: read as the merge takes them, up to OFFSET + LIMIT of them unless
  * with ties (the merge stops where PostgreSQL's Limit above stops asking).
- * The first rows, which only bound the window there, are then the time
- * column alone (key_select), which an index on it covers.
+ * The first rows, which only bound the window there, are then one row of
+ * the last one's key (append_window_last_sql), which an index on the
+ * column finds in its entries.
  *
  * The merge seldom takes more than its first batch of a shard's rows
  * (first, about the shard's share of the limit), and a window as wide as
@@ -320,7 +372,6 @@ append_window_sql(StringInfo sql, ShardScanState *s, const char *select,
 	const char *canon = strVal(lsecond(s->window));
 	bool		desc = intVal(lthird(s->window));
 	const char *and = where[0] ? " AND " : "";
-	const char *first = select;
 	int64		first_rows = stream ? shard_scan_merge_batch_rows(s) : 0;
 	bool		segments = stream && has_rowid &&
 		first_rows * 2 <= s->shard_bound;
@@ -328,23 +379,22 @@ append_window_sql(StringInfo sql, ShardScanState *s, const char *select,
 	char	   *order;
 	StringInfoData arms;
 
+	count = segments ? first_rows : s->shard_bound;
 	if (stream)
 	{
-		StringInfoData key;
-
-		initStringInfo(&key);
-		appendStringInfo(&key, "SELECT %s FROM ", col);
-		shard_quote_identifier(&key, s->topts->table);
-		first = key.data;
+		appendStringInfoString(sql, "WITH ");
+		append_window_last_sql(sql, s, "ssfdw_top", canon_where, count);
+		if (segments)
+		{
+			appendStringInfoString(sql, ", ");
+			append_window_last_sql(sql, s, "ssfdw_top2", canon_where,
+								   s->shard_bound);
+		}
 	}
-	appendStringInfo(sql,
-					 "WITH ssfdw_top AS (%s WHERE %s%s(%s IS NULL OR %s) ORDER BY %s LIMIT " INT64_FORMAT ")",
-					 first, canon_where, and, col, canon, s->order_sql,
-					 segments ? first_rows : s->shard_bound);
-	if (segments)
+	else
 		appendStringInfo(sql,
-						 ", ssfdw_top2 AS (%s WHERE %s%s(%s IS NULL OR %s) ORDER BY %s LIMIT " INT64_FORMAT ")",
-						 first, canon_where, and, col, canon, s->order_sql,
+						 "WITH ssfdw_top AS (%s WHERE %s%s(%s IS NULL OR %s) ORDER BY %s LIMIT " INT64_FORMAT ")",
+						 select, canon_where, and, col, canon, s->order_sql,
 						 s->shard_bound);
 
 	/*
@@ -367,8 +417,8 @@ append_window_sql(StringInfo sql, ShardScanState *s, const char *select,
 	if (!desc)
 		appendStringInfo(&arms, " UNION ALL %s WHERE %s%s%s >= x''",
 						 select, where, and, col);
-	count = segments ? first_rows : s->shard_bound;
-	append_window_arms(&arms, s, select, where, "ssfdw_top", count, NULL);
+	append_window_arms(&arms, s, select, where, "ssfdw_top", count, NULL,
+					   stream);
 	if (!stream)
 	{
 		appendStringInfoString(sql, arms.data);
@@ -392,7 +442,8 @@ append_window_sql(StringInfo sql, ShardScanState *s, const char *select,
 	resetStringInfo(&arms);
 	append_window_arms(&arms, s, select, where, "ssfdw_top2", s->shard_bound,
 					   window_bound_sql(s, "ssfdw_top", count,
-										desc ? "''" : "x''"));
+										desc ? "''" : "x''", true),
+					   true);
 	appendStringInfo(sql, " UNION ALL SELECT *, 1 FROM (%s)",
 					 arms.data + strlen(" UNION ALL "));
 	appendStringInfo(sql,
