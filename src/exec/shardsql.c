@@ -218,17 +218,16 @@ window_bound_sql(ShardScanState *s, const char *top, int64 count,
 
 	if (last_only)
 	{
-		/* the last row's key is NULL too where they are fewer than count */
+		/* the last row's key is NULL where they are fewer, or end in NULLs */
 		if (desc)
 			bound = is_date ? "date(ssfdw_last, '-1 day')" :
 				"strftime('%Y-%m-%d %H:%M', ssfdw_last, '-15 hours', '-1 minute')";
 		else
 			bound = "date(ssfdw_last, '+2 days')";
 		if (none == NULL)
-			return psprintf("(SELECT CASE WHEN ssfdw_null OR %s IS NULL THEN -1 ELSE 0 END FROM %s)",
+			return psprintf("(SELECT CASE WHEN %s IS NULL THEN -1 ELSE 0 END FROM %s)",
 							bound, top);
-		return psprintf("(SELECT CASE WHEN ssfdw_null THEN %s ELSE coalesce(%s, %s) END FROM %s)",
-						none, bound, none, top);
+		return psprintf("(SELECT coalesce(%s, %s) FROM %s)", bound, none, top);
 	}
 	if (desc)
 		bound = psprintf(is_date ? "date(min(%s), '-1 day')" :
@@ -287,12 +286,13 @@ append_window_arms(StringInfo arms, ShardScanState *s, const char *select,
  * append_window_last_sql
  *		For a merged shard's query, the table "name" of one row that bounds
  *		the window of its first count rows (the canonical values or NULL,
- *		in the order asked): the key of the last of them, ssfdw_last (NULL
- *		where they are fewer), and whether the first is NULL, ssfdw_null
- *		(NULLs come first or last: a NULL among them is the first or the
- *		last).  All that window_bound_sql needs, read from the index's
- *		entries by two searches, where a table of the rows and their
- *		aggregates cost SQLite as much as the window itself.
+ *		in the order asked): the key of the last of them, ssfdw_last, NULL
+ *		where they are fewer or a NULL is among them, which with NULLS LAST
+ *		is the last (the window is then every row).  With NULLS FIRST, a
+ *		NULL among them comes before every time, and the last one's time
+ *		bounds the window as it would without.  All that window_bound_sql
+ *		needs, read from the index's entries by one search, where a table
+ *		of the rows and their aggregates cost SQLite as much again.
  */
 static void
 append_window_last_sql(StringInfo sql, ShardScanState *s, const char *name,
@@ -300,22 +300,18 @@ append_window_last_sql(StringInfo sql, ShardScanState *s, const char *name,
 {
 	const char *col = strVal(linitial(s->window));
 	const char *canon = strVal(lsecond(s->window));
-	StringInfoData from;
 
-	initStringInfo(&from);
-	appendStringInfoString(&from, " FROM ");
-	shard_quote_identifier(&from, s->topts->table);
-	appendStringInfo(&from, " WHERE %s%s(%s IS NULL OR %s) ORDER BY %s LIMIT 1",
-					 canon_where, canon_where[0] ? " AND " : "", col, canon,
-					 s->order_sql);
 	appendStringInfo(sql, "%s AS (SELECT ", name);
-	if (count > 0)
-		appendStringInfo(sql, "(SELECT %s%s OFFSET " INT64_FORMAT ")",
-						 col, from.data, count - 1);
-	else
-		appendStringInfoString(sql, "NULL");
-	appendStringInfo(sql, " AS ssfdw_last, (SELECT %s IS NULL%s) AS ssfdw_null)",
-					 col, from.data);
+	if (count <= 0)
+	{
+		appendStringInfoString(sql, "NULL AS ssfdw_last)");
+		return;
+	}
+	appendStringInfo(sql, "(SELECT %s FROM ", col);
+	shard_quote_identifier(sql, s->topts->table);
+	appendStringInfo(sql, " WHERE %s%s(%s IS NULL OR %s) ORDER BY %s LIMIT 1 OFFSET " INT64_FORMAT ") AS ssfdw_last)",
+					 canon_where, canon_where[0] ? " AND " : "", col, canon,
+					 s->order_sql, count - 1);
 }
 
 /*
