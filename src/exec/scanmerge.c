@@ -44,8 +44,11 @@
  * (as scanread.c's quick reads), larger ones by the fan-out's workers as
  * stepped jobs (fanout.c): a worker reads a shard's next batch when the
  * merge has used half of its current one, so that the backend seldom
- * waits.  A shard holds at most two batches (the one being merged and the
- * next), so memory is bounded by the shards, not by the limit.
+ * waits, unless the shard's pace so far says the rows it holds will do
+ * (most shards of a fleet-wide limit need only their first batch).  No
+ * batch asks for more rows than the merge may still return.  A shard
+ * holds at most two batches (the one being merged and the next), so
+ * memory is bounded by the shards, not by the limit.
  *
  *-------------------------------------------------------------------------
  */
@@ -162,6 +165,44 @@ shard_scan_merge_batch_rows(ShardScanState *s)
 	int64		rows = s->shard_bound / n + s->shard_bound / (4 * n) + 1;
 
 	return (int) Min(Max(rows, MERGE_MIN_ROWS), SCAN_BATCH_ROWS);
+}
+
+/*
+ * batch_rows_left
+ *		The rows to ask of a shard next: its batch size, but no more than
+ *		the merge may still return before OFFSET + LIMIT (and one for the
+ *		heap), at least MERGE_MIN_ROWS (with ties the merge reads past the
+ *		bound).  A shard's batches double, so its last one could otherwise
+ *		read and convert hundreds of rows where the merge takes a few.
+ */
+static int
+batch_rows_left(ShardRowMerge *m, MergeSource *src)
+{
+	int64		left = m->scan->shard_bound - m->emitted + 1;
+
+	return (int) Min(src->want, Max(left, MERGE_MIN_ROWS));
+}
+
+/*
+ * prefetch_worth
+ *		Should a worker read a shard's next batch before the merge uses up
+ *		the rows it holds?  Only where the shard's pace so far (its rows
+ *		taken against the merge's rows returned), kept up to OFFSET +
+ *		LIMIT and an eighth more, needs more rows than it holds: a first
+ *		batch of about each shard's share mostly suffices, and a second
+ *		batch read for each would cost the shards more than the merge
+ *		takes.  A shard whose rows run out is read then, the merge waiting.
+ */
+static bool
+prefetch_worth(ShardRowMerge *m, MergeSource *src)
+{
+	int64		taken = src->t->rows;
+	int64		held = taken + (src->batch->nrows - src->row);
+	int64		emitted = Max(m->emitted, 1);
+
+	if (m->scan->ties != NIL && m->emitted >= m->scan->shard_bound)
+		return true;
+	return (double) taken * m->scan->shard_bound / emitted * 1.125 > held;
 }
 
 /*
@@ -375,6 +416,7 @@ read_serial(ShardScanState *s, ShardRowMerge *m, MergeSource *src)
 static void
 request_batch(ShardScanState *s, ShardRowMerge *m, MergeSource *src)
 {
+	src->want = batch_rows_left(m, src);
 	if (fanout_resume(s->fanout, src->task, src->want) != 0)
 		elog(ERROR, "shard \"%s\" is not waiting for the merge",
 			 src->t->info.shard_id);
@@ -463,7 +505,8 @@ source_advance(ForeignScanState *node, ShardRowMerge *m, MergeSource *src)
 			/* half the batch used: the next one is read meanwhile */
 			if (src->in_fanout && !src->requested && !src->final &&
 				!src->ended && src->next == NULL &&
-				src->row * 2 >= src->batch->nrows)
+				src->row * 2 >= src->batch->nrows &&
+				prefetch_worth(m, src))
 				request_batch(s, m, src);
 			s->cur = src->t;
 			other_form = src->marked && row[ncols - 1].type == SQLITE_INTEGER &&
@@ -498,6 +541,7 @@ source_advance(ForeignScanState *node, ShardRowMerge *m, MergeSource *src)
 		{
 			if (src->ended)
 				return false;
+			src->want = batch_rows_left(m, src);
 			read_serial(s, m, src);
 			continue;
 		}
