@@ -171,15 +171,18 @@ shard_scan_merge_batch_rows(ShardScanState *s)
  * batch_rows_left
  *		The rows to ask of a shard next: its batch size, but no more than
  *		the merge may still return before OFFSET + LIMIT (and one for the
- *		heap), at least MERGE_MIN_ROWS (with ties the merge reads past the
- *		bound).  A shard's batches double, so its last one could otherwise
- *		read and convert hundreds of rows where the merge takes a few.
+ *		heap), at least MERGE_MIN_ROWS.  A shard's batches double, so its
+ *		last one could otherwise read hundreds of rows where the merge
+ *		takes a few.  Not with ties: the merge reads on past the bound
+ *		while the first key ties, which may be many rows.
  */
 static int
 batch_rows_left(ShardRowMerge *m, MergeSource *src)
 {
 	int64		left = m->scan->shard_bound - m->emitted + 1;
 
+	if (m->scan->ties != NIL)
+		return src->want;
 	return (int) Min(src->want, Max(left, MERGE_MIN_ROWS));
 }
 
