@@ -117,12 +117,6 @@ typedef struct CachedStmt
 #define CONN_BASE_BYTES		(16 * 1024)
 
 /*
- * A handle's schema and statements are measured again after this many
- * times it became idle with the same statements (see measure_conn).
- */
-#define CONN_REMEASURE_IDLE	64
-
-/*
  * How many handles in use an eviction passes over, from the least recently
  * used on, before it gives up: under REPEATABLE READ every handle the
  * transaction read keeps its snapshot and may not close.
@@ -335,12 +329,6 @@ shard_conn_note_fanout(int nfiles)
  * measure_conn
  *		Note what SQLite holds for a handle that has become idle: its page
  *		cache, its schema and its prepared statements, plus CONN_BASE_BYTES.
- *		SQLite measures a schema or a statement by walking it as if to free
- *		it, which costs a fan-out's shard more than reading a few rows from
- *		it: the two are measured again only when a statement was prepared
- *		or finalized since, and every CONN_REMEASURE_IDLE times otherwise
- *		(a statement run again grows little, a schema reloaded by another
- *		process's change seldom).
  */
 static void
 measure_conn(ShardConn *conn)
@@ -350,28 +338,14 @@ measure_conn(ShardConn *conn)
 	int64		mem = CONN_BASE_BYTES;
 	int			i;
 
-	if (conn->fixed_age < 0 || conn->fixed_age >= CONN_REMEASURE_IDLE)
-	{
-		conn->fixed_mem = 0;
-		conn->fixed_age = 0;
-	}
 	for (i = 0; i < lengthof(ops); i++)
 	{
 		int			cur = 0;
 		int			high = 0;
 
-		if (i > 0 && conn->fixed_age > 0)
-			break;
 		if (sqlite3_db_status(conn->db, ops[i], &cur, &high, 0) == SQLITE_OK)
-		{
-			if (i == 0)
-				mem += cur;
-			else
-				conn->fixed_mem += cur;
-		}
+			mem += cur;
 	}
-	conn->fixed_age++;
-	mem += conn->fixed_mem;
 	open_mem += mem - conn->mem;
 	conn->mem = mem;
 }
@@ -945,8 +919,6 @@ shard_conn_get_internal(ShardServerOptions *opts, ShardInfo *shard,
 		conn->nfds = nfds;
 		open_fds += nfds;
 		conn->mem = 0;
-		conn->fixed_mem = 0;
-		conn->fixed_age = -1;
 		dlist_push_tail(&lru_list, &conn->lru);
 		conn->brief = false;
 		conn->checked = NIL;
@@ -1430,7 +1402,6 @@ shard_conn_prepare(ShardConn *conn, const char *sql, sqlite3_stmt **stmt,
 	if (shardio_prepare(conn->db, sql, 1, stmt, errbuf) != SQLITE_OK)
 		return sqlite3_errcode(conn->db);
 	conn->open_stmts++;
-	conn->fixed_age = -1;
 	return SQLITE_OK;
 }
 
@@ -1444,7 +1415,6 @@ shard_conn_forget_stmt(ShardConn *conn)
 {
 	if (conn->open_stmts > 0)
 		conn->open_stmts--;
-	conn->fixed_age = -1;
 }
 
 /*
@@ -1458,15 +1428,13 @@ shard_conn_unprepare(ShardConn *conn, sqlite3_stmt *stmt)
 	MemoryContext oldcxt;
 	CachedStmt *cs;
 
-	if (conn->open_stmts > 0)
-		conn->open_stmts--;
+	shard_conn_forget_stmt(conn);
 	sqlite3_reset(stmt);
 	sqlite3_clear_bindings(stmt);
 	if (list_length(conn->stmts) >= MAX_CACHED_STMTS)
 	{
 		CachedStmt *oldest = linitial(conn->stmts);
 
-		conn->fixed_age = -1;
 		sqlite3_finalize(oldest->stmt);
 		pfree(oldest->sql);
 		pfree(oldest);

@@ -34,9 +34,6 @@ struct ShardConn
 	uint64		last_used;
 	dlist_node	lru;			/* in lru_list */
 	int64		mem;			/* bytes SQLite held for it when last idle */
-	int64		fixed_mem;		/* ... of them its schema and statements */
-	int			fixed_age;		/* idle times since fixed_mem was measured,
-								 * -1: a statement came or went since */
 	List	   *checked;		/* "table.column=affinity" already looked up */
 	List	   *stmts;			/* CachedStmt: idle prepared statements */
 	sqlite3_stmt *begin_stmt;	/* BEGIN, ROLLBACK, BEGIN IMMEDIATE and */
