@@ -202,6 +202,8 @@ extern int	shard_conn_prepare(ShardConn *conn, const char *sql,
 extern void shard_conn_unprepare(ShardConn *conn, sqlite3_stmt *stmt);
 extern void shard_conn_forget_stmt(ShardConn *conn);
 extern const char *shard_conn_file_tenant(sqlite3 *db);
+
+/* in handlecache.c */
 extern int	shard_open_shards_memory;
 extern void shard_conn_define_gucs(void);
 extern void shard_conn_note_fanout(int nfiles);
