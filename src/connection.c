@@ -734,7 +734,7 @@ shard_conn_get_internal(ShardServerOptions *opts, ShardInfo *shard,
 		conn->brief = false;
 		conn->xact_scoped = IsolationUsesXactSnapshot();
 	}
-	conn->refcount++;
+	shard_cache_hold(conn);
 	{
 		MemoryContext oldcxt = MemoryContextSwitchTo(TopMemoryContext);
 		ConnHold   *hold = palloc(sizeof(ConnHold));
@@ -1216,8 +1216,7 @@ shard_conn_release(ShardConn *conn)
 			break;
 		}
 	}
-	if (conn->refcount > 0)
-		conn->refcount--;
+	shard_cache_unhold(conn);
 	/* a planning read's transaction ends with it (shard_conn_get_brief) */
 	if (conn->refcount == 0 && conn->brief && conn->open_stmts == 0 &&
 		!conn->write_xact)
@@ -1335,6 +1334,7 @@ shard_xact_callback(XactEvent event, void *arg)
 		conn->refcount = 0;
 		conn->open_stmts = 0;
 	}
+	shard_cache_unhold_all();
 	directory_generation++;
 	list_free_deep(holds);
 	holds = NIL;
@@ -1441,8 +1441,7 @@ shard_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 			continue;
 		}
 		holds = foreach_delete_current(holds, lc);
-		if (hold->conn->refcount > 0)
-			hold->conn->refcount--;
+		shard_cache_unhold(hold->conn);
 		pfree(hold);
 	}
 }

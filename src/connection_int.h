@@ -86,6 +86,9 @@ extern int	shard_cache_reserve_fds(ShardInfo *shard, int kind);
 extern void shard_cache_add(ShardConn *conn);
 extern void shard_cache_forget(ShardConn *conn);
 extern void shard_cache_touch(ShardConn *conn);
+extern void shard_cache_hold(ShardConn *conn);
+extern void shard_cache_unhold(ShardConn *conn);
+extern void shard_cache_unhold_all(void);
 
 /* in shardcommit.c */
 extern void shard_commit_writes(bool parallel);

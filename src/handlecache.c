@@ -58,6 +58,15 @@ static bool overflow_set = false;
 static TimestampTz overflow_stmt;
 static int	open_count = 0;
 
+/* Descriptors of the handles scans hold (refcount > 0): never closed. */
+static int	held_fds = 0;
+
+/*
+ * The most descriptors one handle counts: a database in WAL mode, with its
+ * "-wal" and "-shm" files.
+ */
+#define HANDLE_MAX_FDS		3
+
 /*
  * shard_conn_define_gucs
  *		Define sqlite_shard_fdw.open_shards_memory (from _PG_init).
@@ -316,6 +325,8 @@ shard_cache_add(ShardConn *conn)
 void
 shard_cache_forget(ShardConn *conn)
 {
+	if (conn->refcount > 0)
+		held_fds -= conn->nfds;
 	shard_cache_release_fds(conn->nfds);
 	open_fds -= conn->nfds;
 	conn->nfds = 0;
@@ -333,4 +344,55 @@ void
 shard_cache_touch(ShardConn *conn)
 {
 	dlist_move_tail(&lru_list, &conn->lru);
+}
+
+/*
+ * shard_cache_hold
+ *		A scan takes a handle, which may not close until it gives it back.
+ */
+void
+shard_cache_hold(ShardConn *conn)
+{
+	if (conn->refcount++ == 0)
+		held_fds += conn->nfds;
+}
+
+/*
+ * shard_cache_unhold
+ *		A scan gives a handle back.
+ */
+void
+shard_cache_unhold(ShardConn *conn)
+{
+	if (conn->refcount > 0 && --conn->refcount == 0)
+		held_fds -= conn->nfds;
+}
+
+/*
+ * shard_cache_unhold_all
+ *		The transaction ended: no scan holds a handle any more (their
+ *		counts were set to zero).
+ */
+void
+shard_cache_unhold_all(void)
+{
+	held_fds = 0;
+}
+
+/*
+ * shard_conn_room_to_hold
+ *		May a scan take one more handle and hold it while it takes others?
+ *		Only while the handles held leave room in the descriptor budget
+ *		(but FDS_LEFT) for one more of the largest kind.  A scan that would
+ *		hold many files at once (the in-order merge of a sorted fan-out,
+ *		the shards queued for the workers) asks before each, and reads a
+ *		file it may not hold to its end at once instead, so that it never
+ *		fails for want of descriptors, whatever the number of files: a
+ *		handle read and given back at once needs but the one open at a
+ *		time, which the FDS_LEFT descriptors above the bound always leave.
+ */
+bool
+shard_conn_room_to_hold(void)
+{
+	return held_fds + HANDLE_MAX_FDS <= max_safe_fds / 3 - FDS_LEFT;
 }

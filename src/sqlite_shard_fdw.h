@@ -207,6 +207,7 @@ extern const char *shard_conn_file_tenant(sqlite3 *db);
 extern int	shard_open_shards_memory;
 extern void shard_conn_define_gucs(void);
 extern void shard_conn_note_fanout(int nfiles);
+extern bool shard_conn_room_to_hold(void);
 
 /* in progress.c */
 extern void shard_progress_init(void);
