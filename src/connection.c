@@ -644,6 +644,8 @@ shard_conn_get_internal(ShardServerOptions *opts, ShardInfo *shard,
 		conn->db = db;
 		conn->nfds = nfds;
 		conn->mem = 0;
+		conn->fixed_mem = 0;
+		conn->measured_stmts = 0;
 		shard_cache_add(conn);
 		conn->brief = false;
 		conn->checked = NIL;

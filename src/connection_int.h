@@ -34,6 +34,9 @@ struct ShardConn
 	uint64		last_used;
 	dlist_node	lru;			/* in lru_list */
 	int64		mem;			/* bytes SQLite held for it when last idle */
+	int64		fixed_mem;		/* ... of them its schema and statements, and
+								 * CONN_BASE_BYTES (0: not measured yet) */
+	int			measured_stmts; /* its idle statements then */
 	List	   *checked;		/* "table.column=affinity" already looked up */
 	List	   *stmts;			/* CachedStmt: idle prepared statements */
 	sqlite3_stmt *begin_stmt;	/* BEGIN, ROLLBACK, BEGIN IMMEDIATE and */
