@@ -68,7 +68,8 @@
  * shard was written.
  *
  * Each open handle counts its descriptors against PostgreSQL's budget
- * (AcquireExternalFD, as postgres_fdw counts its connections).
+ * (AcquireExternalFD, as postgres_fdw counts its connections).  The bounds
+ * and the list in order of use are handlecache.c's.
  *
  * What a shard's tables look like (declared affinities, primary keys) is
  * read through a handle in shardschema.c, which shares the handle's
@@ -86,8 +87,6 @@
 #include "fanout.h"
 #include "lib/ilist.h"
 #include "miscadmin.h"
-#include "storage/fd.h"
-#include "utils/guc.h"
 #include "utils/hsearch.h"
 #include "utils/memutils.h"
 
@@ -109,28 +108,6 @@ typedef struct CachedStmt
 
 /* Idle statements kept per handle; the oldest goes first. */
 #define MAX_CACHED_STMTS 16
-
-/*
- * What a handle costs beyond what SQLite's counters report: the connection,
- * its pager and its lookaside buffer.
- */
-#define CONN_BASE_BYTES		(16 * 1024)
-
-/*
- * How many handles in use an eviction passes over, from the least recently
- * used on, before it gives up: under REPEATABLE READ every handle the
- * transaction read keeps its snapshot and may not close.
- */
-#define EVICT_SCAN_MAX		1024
-
-/* The handles kept once a statement reads more files than the cache holds. */
-#define SCAN_KEEP			64
-
-/*
- * Descriptors of PostgreSQL's budget outside its file layer (a third of
- * max_safe_fds, AcquireExternalFD) that idle handles leave to others.
- */
-#define FDS_LEFT			16
 
 /* A scan's hold on a handle, and the subtransaction that took it. */
 typedef struct ConnHold
@@ -163,18 +140,6 @@ static HTAB *ConnectionHash = NULL;
 static HTAB *FileTenantHash = NULL;
 static uint64 use_counter = 0;
 
-/* Every open handle, the least recently used first. */
-static dlist_head lru_list = DLIST_STATIC_INIT(lru_list);
-static int64 open_mem = 0;		/* sum of the handles' mem */
-static int	open_fds = 0;		/* sum of the handles' nfds */
-
-/* GUC: kilobytes the idle handles may hold. */
-int			shard_open_shards_memory = 64 * 1024;
-
-/* The statement that reads more files than the cache holds, if any. */
-static bool overflow_set = false;
-static TimestampTz overflow_stmt;
-
 /*
  * Shard writes begun in this backend (each statement's first write to each
  * shard): a scan of a table its statement writes checks, before it reads,
@@ -182,14 +147,10 @@ static TimestampTz overflow_stmt;
  */
 uint64		shard_writes_begun = 0;
 static uint64 directory_generation = 0;
-static int	open_count = 0;
 static List *holds = NIL;		/* ConnHold, in TopMemoryContext */
 
 static void shard_xact_callback(XactEvent event, void *arg);
 static void end_savepoints(bool commit);
-static void evict_idle(int keep);
-static void release_fds(int n);
-static int	reserve_fds(ShardInfo *shard, int kind);
 static ShardConn *hash_search_conn(ShardInfo *shard);
 static ShardConn *shard_conn_get_internal(ShardServerOptions *opts,
 										  ShardInfo *shard, bool missing_ok,
@@ -198,29 +159,14 @@ static void conn_exec(ShardConn *conn, const char *sql, ConnExecOp op);
 static void conn_step(ShardConn *conn, sqlite3_stmt *stmt, ConnExecOp op);
 static void allow_writes(ShardConn *conn);
 
-/*
- * shard_conn_define_gucs
- *		Define sqlite_shard_fdw.open_shards_memory (from _PG_init).
- */
-void
-shard_conn_define_gucs(void)
-{
-	DefineCustomIntVariable("sqlite_shard_fdw.open_shards_memory",
-							"Memory the idle SQLite shard handles of a backend may hold.",
-							"Beyond it the least recently used idle handles are closed.",
-							&shard_open_shards_memory,
-							64 * 1024, 1024, INT_MAX,
-							PGC_USERSET, GUC_UNIT_KB,
-							NULL, NULL, NULL);
-}
 
 /*
- * stale_read_xact
+ * shard_conn_stale_read
  *		Is a handle's read transaction one that no scan uses and that an
  *		earlier statement began?  Then it may end.
  */
-static bool
-stale_read_xact(ShardConn *conn)
+bool
+shard_conn_stale_read(ShardConn *conn)
 {
 	return conn->in_xact && conn->refcount == 0 && conn->open_stmts == 0 &&
 		!conn->xact_scoped && !conn->write_xact &&
@@ -231,11 +177,11 @@ static void shard_subxact_callback(SubXactEvent event,
 								   SubTransactionId parentSubid, void *arg);
 
 /*
- * close_conn
+ * shard_conn_close
  *		Close a handle and forget it.
  */
-static void
-close_conn(ShardConn *conn)
+void
+shard_conn_close(ShardConn *conn)
 {
 	ListCell   *lc;
 
@@ -262,105 +208,14 @@ close_conn(ShardConn *conn)
 	}
 	shardio_close(conn->db);
 	conn->db = NULL;
-	release_fds(conn->nfds);
-	open_fds -= conn->nfds;
-	conn->nfds = 0;
-	open_mem -= conn->mem;
-	conn->mem = 0;
-	dlist_delete(&conn->lru);
-	open_count--;
+	shard_cache_forget(conn);
 	hash_search(ConnectionHash, conn->path, HASH_REMOVE, NULL);
 }
 
-/*
- * cache_capacity
- *		How many handles the bounds let the cache keep, by the memory the
- *		open handles hold on average (32 kB before any was measured).
- */
-static int
-cache_capacity(void)
-{
-	int			cap = Min(shard_max_open_shards, max_safe_fds / 3 - FDS_LEFT);
-	int64		per = 32 * 1024;
 
-	if (open_count > 0 && open_mem / open_count > CONN_BASE_BYTES)
-		per = open_mem / open_count;
-	return (int) Max(1, Min(cap, (int64) shard_open_shards_memory * 1024 / per));
-}
 
-/*
- * cache_keep
- *		The handles to keep open: max_open_shards, or SCAN_KEEP in a
- *		statement that reads more files than the cache can hold
- *		(shard_conn_note_fanout).
- */
-static int
-cache_keep(void)
-{
-	if (overflow_set && overflow_stmt == GetCurrentStatementStartTimestamp())
-		return Min(shard_max_open_shards, SCAN_KEEP);
-	return shard_max_open_shards;
-}
 
-/*
- * shard_conn_note_fanout
- *		A scan of the current statement will read nfiles files.  When the
- *		cache cannot hold them all, the statement reads them through a
- *		cache of SCAN_KEEP handles instead, first closing the least
- *		recently used handles beyond that: every file it opens afresh costs
- *		SQLite a walk of every file the process has open (see evict_idle),
- *		and the files it would keep would only push out each other.  A
- *		fleet the cache holds whole is read with its handles kept.
- */
-void
-shard_conn_note_fanout(int nfiles)
-{
-	TimestampTz stmt = GetCurrentStatementStartTimestamp();
 
-	if (ConnectionHash == NULL || nfiles <= cache_capacity() ||
-		(overflow_set && overflow_stmt == stmt))
-		return;
-	overflow_set = true;
-	overflow_stmt = stmt;
-	evict_idle(cache_keep());
-}
-
-/*
- * measure_conn
- *		Note what SQLite holds for a handle that has become idle: its page
- *		cache, its schema and its prepared statements, plus CONN_BASE_BYTES.
- */
-static void
-measure_conn(ShardConn *conn)
-{
-	static const int ops[] = {SQLITE_DBSTATUS_CACHE_USED,
-		SQLITE_DBSTATUS_SCHEMA_USED, SQLITE_DBSTATUS_STMT_USED};
-	int64		mem = CONN_BASE_BYTES;
-	int			i;
-
-	for (i = 0; i < lengthof(ops); i++)
-	{
-		int			cur = 0;
-		int			high = 0;
-
-		if (sqlite3_db_status(conn->db, ops[i], &cur, &high, 0) == SQLITE_OK)
-			mem += cur;
-	}
-	open_mem += mem - conn->mem;
-	conn->mem = mem;
-}
-
-/*
- * over_bounds
- *		Do the open handles pass the memory or the descriptor bound (see the
- *		file header)?
- */
-static bool
-over_bounds(void)
-{
-	return open_mem > (int64) shard_open_shards_memory * 1024 ||
-		open_fds > max_safe_fds / 3 - FDS_LEFT;
-}
 
 /*
  * set_file_tenant
@@ -386,7 +241,7 @@ set_file_tenant(ShardConn *conn, const char *shard_id, const char *tenant)
 	rc = shardio_set_file_tenant(conn->db, tenant);
 	if (rc != SQLITE_OK)
 	{
-		close_conn(conn);
+		shard_conn_close(conn);
 		shard_sqlite_error(ERROR, rc, shard_id, "",
 						   "could not prepare shard \"%s\" as the file of one tenant",
 						   shard_id);
@@ -412,137 +267,8 @@ shard_conn_file_tenant(sqlite3 *db)
 	return entry ? entry->tenant : NULL;
 }
 
-/*
- * evict_idle
- *		Close least recently used idle handles until at most "keep" remain
- *		open and the memory and descriptor bounds hold (handles in use do
- *		not count against them).
- */
-static void
-evict_idle(int keep)
-{
-	while (open_count > keep || over_bounds())
-	{
-		dlist_iter	iter;
-		ShardConn  *victim = NULL;
-		ShardConn  *fallback = NULL;
-		int			passed = 0;
 
-		dlist_foreach(iter, &lru_list)
-		{
-			ShardConn  *conn = dlist_container(ShardConn, lru, iter.cur);
 
-			if (++passed > EVICT_SCAN_MAX)
-				break;
-			if (conn->refcount > 0 || conn->xact_scoped ||
-				conn->open_stmts > 0)
-				continue;
-			if (!conn->in_xact || stale_read_xact(conn))
-			{
-				victim = conn;
-				break;
-			}
-		}
-
-		/*
-		 * Only handles the current statement read are left: the one it
-		 * read last goes.  A fan-out over more files than the cache holds
-		 * thus keeps the files it read first, for the next fan-out to find
-		 * open, rather than closing each file just before it is read again
-		 * (least recently used would keep none of them).
-		 */
-		if (victim == NULL)
-		{
-			passed = 0;
-			dlist_reverse_foreach(iter, &lru_list)
-			{
-				ShardConn  *conn = dlist_container(ShardConn, lru, iter.cur);
-
-				if (++passed > EVICT_SCAN_MAX)
-					break;
-				if (conn->refcount > 0 || conn->xact_scoped ||
-					conn->open_stmts > 0)
-					continue;
-				fallback = conn;
-				break;
-			}
-		}
-
-		/*
-		 * Past the bounds, a handle the current statement has finished with
-		 * goes too: they win over reading that shard twice in one statement
-		 * at one state.  The statement then reads more files than the
-		 * cache holds, and the rest of them will be opened afresh: keep no
-		 * more than SCAN_KEEP handles from then on.  SQLite finds an opened
-		 * file's locks by walking a list of every file the process has
-		 * open, twice per open, so with thousands of handles kept each open
-		 * costs several times what it costs with a few (10,000 files read
-		 * with 6,600 handles kept: 5 s; with 64: 1.5 s).  A fleet the cache
-		 * holds whole is read with no open at all.
-		 */
-		if (victim == NULL)
-		{
-			victim = fallback;
-			keep = Min(keep, SCAN_KEEP);
-		}
-		if (victim == NULL)
-			return;
-		shard_conn_end_read_xact(victim);
-		close_conn(victim);
-	}
-}
-
-/*
- * release_fds
- *		Give back n descriptors counted with AcquireExternalFD.
- */
-static void
-release_fds(int n)
-{
-	while (n-- > 0)
-		ReleaseExternalFD();
-}
-
-/*
- * reserve_fds
- *		Count the descriptors a handle on a shard (or the directory) will
- *		keep open against PostgreSQL's budget for descriptors outside its
- *		own file layer, as postgres_fdw counts each connection's socket:
- *		the database file, and in WAL mode its "-wal" and "-shm" files too.
- *		When none is left, idle handles are closed, least recently used
- *		first; with none to close the open is refused.  Returns how many
- *		were counted, for release_fds when the handle closes.
- */
-static int
-reserve_fds(ShardInfo *shard, int kind)
-{
-	int			n = (kind == SHARD_FILE_WAL) ? 3 : 1;
-
-	/* the bound first, so that the budget is not the first to run out */
-	open_fds += n;
-	evict_idle(open_count);
-	open_fds -= n;
-
-	for (;;)
-	{
-		int			got = 0;
-		int			before = open_count;
-
-		while (got < n && AcquireExternalFD())
-			got++;
-		if (got == n)
-			return n;
-		release_fds(got);
-		evict_idle(open_count - 1);
-		if (open_count == before)
-			ereport(ERROR,
-					(errcode(ERRCODE_FDW_UNABLE_TO_ESTABLISH_CONNECTION),
-					 errmsg("could not open shard \"%s\": too many files are open",
-							shard->shard_id),
-					 errdetail("The backend has no file descriptor left for another SQLite handle, and every open handle is in use."),
-					 errhint("Raise the server's \"max_files_per_process\" and the operating system's limit (ulimit -n), or read fewer shards in one statement.")));
-	}
-}
 
 /*
  * shard_file_kind
@@ -862,7 +588,7 @@ shard_conn_get_internal(ShardServerOptions *opts, ShardInfo *shard,
 	 * transaction still needs the old one.
 	 */
 	if (conn != NULL && conn->refcount == 0 && conn->open_stmts == 0 &&
-		(!conn->in_xact || stale_read_xact(conn)))
+		(!conn->in_xact || shard_conn_stale_read(conn)))
 	{
 		struct stat st;
 
@@ -875,7 +601,7 @@ shard_conn_get_internal(ShardServerOptions *opts, ShardInfo *shard,
 			(void) sqlite3_file_control(conn->db, "main",
 										SQLITE_FCNTL_PERSIST_WAL, &persist);
 			shard_conn_end_read_xact(conn);
-			close_conn(conn);
+			shard_conn_close(conn);
 			conn = NULL;
 		}
 	}
@@ -893,9 +619,9 @@ shard_conn_get_internal(ShardServerOptions *opts, ShardInfo *shard,
 													  shard->shard_id);
 
 		/* Make room first, so the cap holds once this one is idle again. */
-		evict_idle(cache_keep() - 1);
+		shard_cache_evict_idle(shard_cache_keep() - 1);
 		kind = shard_file_kind(shard->path);
-		nfds = reserve_fds(shard, kind);
+		nfds = shard_cache_reserve_fds(shard, kind);
 		PG_TRY();
 		{
 			if (file == CONN_SHARD)
@@ -905,21 +631,22 @@ shard_conn_get_internal(ShardServerOptions *opts, ShardInfo *shard,
 		}
 		PG_CATCH();
 		{
-			release_fds(nfds);
+			shard_cache_release_fds(nfds);
 			PG_RE_THROW();
 		}
 		PG_END_TRY();
 		if (db == NULL)
 		{
-			release_fds(nfds);
+			shard_cache_release_fds(nfds);
 			return NULL;
 		}
 		conn = hash_search(ConnectionHash, shard->path, HASH_ENTER, &found);
 		conn->db = db;
 		conn->nfds = nfds;
-		open_fds += nfds;
 		conn->mem = 0;
-		dlist_push_tail(&lru_list, &conn->lru);
+		conn->fixed_mem = 0;
+		conn->measured_stmts = 0;
+		shard_cache_add(conn);
 		conn->brief = false;
 		conn->checked = NIL;
 		conn->stmts = NIL;
@@ -948,7 +675,6 @@ shard_conn_get_internal(ShardServerOptions *opts, ShardInfo *shard,
 				conn->ino = st.st_ino;
 			}
 		}
-		open_count++;
 		if (file_tenant != NULL)
 			set_file_tenant(conn, shard->shard_id, file_tenant);
 		if (shardio_prepare(db, "BEGIN", 1, &conn->begin_stmt, errbuf) != SQLITE_OK ||
@@ -959,7 +685,7 @@ shard_conn_get_internal(ShardServerOptions *opts, ShardInfo *shard,
 		{
 			int			rc = sqlite3_errcode(db);
 
-			close_conn(conn);
+			shard_conn_close(conn);
 			shard_sqlite_error(ERROR, rc, shard->shard_id, errbuf,
 							   "could not prepare a read transaction on shard \"%s\"",
 							   shard->shard_id);
@@ -967,11 +693,11 @@ shard_conn_get_internal(ShardServerOptions *opts, ShardInfo *shard,
 	}
 	strlcpy(conn->shard_id, shard->shard_id, sizeof(conn->shard_id));
 	conn->last_used = ++use_counter;
-	dlist_move_tail(&lru_list, &conn->lru);
+	shard_cache_touch(conn);
 
 	strlcpy(conn->directory, opts->directory, sizeof(conn->directory));
 
-	if (stale_read_xact(conn))
+	if (shard_conn_stale_read(conn))
 		shard_conn_end_read_xact(conn);
 
 	/*
@@ -1010,7 +736,7 @@ shard_conn_get_internal(ShardServerOptions *opts, ShardInfo *shard,
 		conn->brief = false;
 		conn->xact_scoped = IsolationUsesXactSnapshot();
 	}
-	conn->refcount++;
+	shard_cache_hold(conn);
 	{
 		MemoryContext oldcxt = MemoryContextSwitchTo(TopMemoryContext);
 		ConnHold   *hold = palloc(sizeof(ConnHold));
@@ -1278,7 +1004,7 @@ get_for_write(ShardServerOptions *opts, ShardInfo *shard, ConnFile file)
 	int			level = GetCurrentTransactionNestLevel();
 
 	conn = hash_search_conn(shard);
-	if (conn != NULL && !conn->write_xact && stale_read_xact(conn))
+	if (conn != NULL && !conn->write_xact && shard_conn_stale_read(conn))
 		shard_conn_end_read_xact(conn);
 	/* No read to upgrade: take the write lock up front. */
 	conn = shard_conn_get_internal(opts, shard, false, CONN_BEGIN_LOCKED, file);
@@ -1492,16 +1218,15 @@ shard_conn_release(ShardConn *conn)
 			break;
 		}
 	}
-	if (conn->refcount > 0)
-		conn->refcount--;
+	shard_cache_unhold(conn);
 	/* a planning read's transaction ends with it (shard_conn_get_brief) */
 	if (conn->refcount == 0 && conn->brief && conn->open_stmts == 0 &&
 		!conn->write_xact)
 		shard_conn_end_read_xact(conn);
 	if (conn->refcount == 0)
 	{
-		measure_conn(conn);
-		evict_idle(cache_keep());
+		shard_cache_measure(conn);
+		shard_cache_evict_idle(shard_cache_keep());
 	}
 }
 
@@ -1611,6 +1336,7 @@ shard_xact_callback(XactEvent event, void *arg)
 		conn->refcount = 0;
 		conn->open_stmts = 0;
 	}
+	shard_cache_unhold_all();
 	directory_generation++;
 	list_free_deep(holds);
 	holds = NIL;
@@ -1623,7 +1349,7 @@ shard_xact_callback(XactEvent event, void *arg)
 	 */
 	if (event == XACT_EVENT_COMMIT || event == XACT_EVENT_PARALLEL_COMMIT ||
 		event == XACT_EVENT_PREPARE)
-		evict_idle(shard_max_open_shards);
+		shard_cache_evict_idle(shard_max_open_shards);
 }
 
 /*
@@ -1717,8 +1443,7 @@ shard_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 			continue;
 		}
 		holds = foreach_delete_current(holds, lc);
-		if (hold->conn->refcount > 0)
-			hold->conn->refcount--;
+		shard_cache_unhold(hold->conn);
 		pfree(hold);
 	}
 }

@@ -2,9 +2,9 @@
  *
  * connection_int.h
  *		  A shard handle as the files that keep it see it: the handle cache
- *		  and its transactions (connection.c), what a shard's tables look
- *		  like (shardschema.c) and the commit of written files
- *		  (shardcommit.c).  Other files know ShardConn only by name.
+ *		  and its transactions (connection.c), its bounds (handlecache.c),
+ *		  what a shard's tables look like (shardschema.c) and the commit of
+ *		  written files (shardcommit.c).  Other files know ShardConn only by name.
  *
  *-------------------------------------------------------------------------
  */
@@ -34,6 +34,9 @@ struct ShardConn
 	uint64		last_used;
 	dlist_node	lru;			/* in lru_list */
 	int64		mem;			/* bytes SQLite held for it when last idle */
+	int64		fixed_mem;		/* ... of them its schema and statements, and
+								 * CONN_BASE_BYTES (0: not measured yet) */
+	int			measured_stmts; /* its idle statements then */
 	List	   *checked;		/* "table.column=affinity" already looked up */
 	List	   *stmts;			/* CachedStmt: idle prepared statements */
 	sqlite3_stmt *begin_stmt;	/* BEGIN, ROLLBACK, BEGIN IMMEDIATE and */
@@ -74,6 +77,21 @@ extern char *shard_conn_label(ShardConn *conn);
 extern void shard_conn_report_write_lost(ShardConn *conn);
 extern void shard_conn_end_read_xact(ShardConn *conn);
 extern List *shard_conn_written(void);
+extern bool shard_conn_stale_read(ShardConn *conn);
+extern void shard_conn_close(ShardConn *conn);
+
+/* in handlecache.c */
+extern int	shard_cache_keep(void);
+extern void shard_cache_measure(ShardConn *conn);
+extern void shard_cache_evict_idle(int keep);
+extern void shard_cache_release_fds(int n);
+extern int	shard_cache_reserve_fds(ShardInfo *shard, int kind);
+extern void shard_cache_add(ShardConn *conn);
+extern void shard_cache_forget(ShardConn *conn);
+extern void shard_cache_touch(ShardConn *conn);
+extern void shard_cache_hold(ShardConn *conn);
+extern void shard_cache_unhold(ShardConn *conn);
+extern void shard_cache_unhold_all(void);
 
 /* in shardcommit.c */
 extern void shard_commit_writes(bool parallel);

@@ -35,7 +35,9 @@
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
 #include "utils/guc.h"
+#include "utils/inval.h"
 #include "utils/lsyscache.h"
+#include "utils/memutils.h"
 #include "utils/syscache.h"
 #include "utils/varlena.h"
 
@@ -44,6 +46,9 @@
 #include "plan/rollupanswer.h"
 
 PG_MODULE_MAGIC;
+
+static ShardServerOptions *read_server_options(Oid serverid);
+static ShardTableOptions *read_table_options(Relation rel);
 
 /* Where each option may appear. */
 typedef struct ShardOption
@@ -698,11 +703,156 @@ sqlite_shard_fdw_validator(PG_FUNCTION_ARGS)
 }
 
 /*
+ * Options as read from the catalogs, kept per backend: a routed lookup
+ * would otherwise read and parse them again at every execution (several
+ * catalog lookups and the parsing of every option, about a tenth of its
+ * time).  Any change to a server or a foreign table (its options, its
+ * columns' options or names, which invalidate its relcache entry) empties
+ * the cache, as postgres_fdw's connection cache follows its servers.
+ */
+typedef struct OptionsCacheEntry
+{
+	Oid			oid;			/* hash key: a server or a foreign table */
+	void	   *opts;			/* ShardServerOptions or ShardTableOptions */
+	int			ncols;			/* a table's columns ... */
+	char	  **colnames;		/* ... and their SQLite names, each NULL
+								 * until asked (shard_column_name) */
+} OptionsCacheEntry;
+
+static MemoryContext OptionsCacheContext = NULL;
+static HTAB *ServerOptionsCache = NULL;
+static HTAB *TableOptionsCache = NULL;
+
+/*
+ * options_cache_reset
+ *		Forget every option kept: a server or a foreign table changed.
+ */
+static void
+options_cache_reset(void)
+{
+	if (OptionsCacheContext != NULL)
+		MemoryContextReset(OptionsCacheContext);
+	ServerOptionsCache = NULL;
+	TableOptionsCache = NULL;
+}
+
+/*
+ * options_syscache_callback
+ *		A server or a foreign table's catalog row changed.
+ */
+static void
+options_syscache_callback(Datum arg, int cacheid, uint32 hashvalue)
+{
+	options_cache_reset();
+}
+
+/*
+ * options_relcache_callback
+ *		A relation's relcache entry was invalidated (relid, or every one):
+ *		forget what was kept of it.
+ */
+static void
+options_relcache_callback(Datum arg, Oid relid)
+{
+	if (TableOptionsCache == NULL)
+		return;
+	if (!OidIsValid(relid))
+		options_cache_reset();
+	else
+		(void) hash_search(TableOptionsCache, &relid, HASH_REMOVE, NULL);
+}
+
+/*
+ * options_cache
+ *		The cache of server (or foreign table) options, made on first use.
+ */
+static HTAB *
+options_cache(bool table)
+{
+	HASHCTL		ctl;
+
+	if (OptionsCacheContext == NULL)
+	{
+		OptionsCacheContext = AllocSetContextCreate(CacheMemoryContext,
+													"sqlite_shard_fdw options",
+													ALLOCSET_SMALL_SIZES);
+		CacheRegisterSyscacheCallback(FOREIGNSERVEROID,
+									  options_syscache_callback, (Datum) 0);
+		CacheRegisterSyscacheCallback(FOREIGNTABLEREL,
+									  options_syscache_callback, (Datum) 0);
+		CacheRegisterRelcacheCallback(options_relcache_callback, (Datum) 0);
+	}
+	if ((table ? TableOptionsCache : ServerOptionsCache) == NULL)
+	{
+		memset(&ctl, 0, sizeof(ctl));
+		ctl.keysize = sizeof(Oid);
+		ctl.entrysize = sizeof(OptionsCacheEntry);
+		ctl.hcxt = OptionsCacheContext;
+		if (table)
+			TableOptionsCache = hash_create("sqlite_shard_fdw table options",
+											64, &ctl,
+											HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+		else
+			ServerOptionsCache = hash_create("sqlite_shard_fdw server options",
+											 16, &ctl,
+											 HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	}
+	return table ? TableOptionsCache : ServerOptionsCache;
+}
+
+/*
+ * cache_strdup
+ *		A string kept with the options, or NULL.
+ */
+static char *
+cache_strdup(const char *s)
+{
+	return s ? MemoryContextStrdup(OptionsCacheContext, s) : NULL;
+}
+
+/*
  * shard_server_options
- *		Read a server's options, with defaults filled in.
+ *		A server's options, with defaults filled in: a copy of those kept
+ *		(see OptionsCacheEntry), read from the catalog when none are.
  */
 ShardServerOptions *
 shard_server_options(Oid serverid)
+{
+	HTAB	   *cache = options_cache(false);
+	OptionsCacheEntry *entry;
+	ShardServerOptions *opts;
+	ShardServerOptions *kept;
+
+	entry = hash_search(cache, &serverid, HASH_FIND, NULL);
+	if (entry == NULL)
+	{
+		opts = read_server_options(serverid);
+		kept = MemoryContextAlloc(OptionsCacheContext,
+								  sizeof(ShardServerOptions));
+		*kept = *opts;
+		kept->servername = cache_strdup(opts->servername);
+		kept->directory = cache_strdup(opts->directory);
+		kept->shard_path = cache_strdup(opts->shard_path);
+		kept->tenant_path = cache_strdup(opts->tenant_path);
+		kept->tenant_template = cache_strdup(opts->tenant_template);
+		kept->archive_folder = cache_strdup(opts->archive_folder);
+		/* reading may have emptied the cache (an invalidation) */
+		cache = options_cache(false);
+		entry = hash_search(cache, &serverid, HASH_ENTER, NULL);
+		entry->opts = kept;
+		pfree(opts);
+	}
+	opts = palloc(sizeof(ShardServerOptions));
+	*opts = *(ShardServerOptions *) entry->opts;
+	return opts;
+}
+
+/*
+ * read_server_options
+ *		Read a server's options from the catalog, with defaults filled in.
+ */
+static ShardServerOptions *
+read_server_options(Oid serverid)
 {
 	ForeignServer *server = GetForeignServer(serverid);
 	ShardServerOptions *opts = palloc0(sizeof(ShardServerOptions));
@@ -754,11 +904,50 @@ shard_server_options(Oid serverid)
 
 /*
  * shard_table_options
- *		Read a foreign table's options: the SQLite table and the tenant
- *		column, and which foreign table column maps to the tenant column.
+ *		A foreign table's options: the SQLite table and the tenant column,
+ *		and which foreign table column maps to the tenant column.  A copy of
+ *		those kept (see OptionsCacheEntry), read when none are.
  */
 ShardTableOptions *
 shard_table_options(Relation rel)
+{
+	Oid			relid = RelationGetRelid(rel);
+	HTAB	   *cache = options_cache(true);
+	OptionsCacheEntry *entry;
+	ShardTableOptions *opts;
+	ShardTableOptions *kept;
+
+	entry = hash_search(cache, &relid, HASH_FIND, NULL);
+	if (entry == NULL)
+	{
+		opts = read_table_options(rel);
+		kept = MemoryContextAlloc(OptionsCacheContext,
+								  sizeof(ShardTableOptions));
+		*kept = *opts;
+		kept->table = cache_strdup(opts->table);
+		kept->tenant_column = cache_strdup(opts->tenant_column);
+		kept->reference_shard = cache_strdup(opts->reference_shard);
+		/* reading may have emptied the cache (an invalidation) */
+		cache = options_cache(true);
+		entry = hash_search(cache, &relid, HASH_ENTER, NULL);
+		entry->opts = kept;
+		entry->ncols = RelationGetDescr(rel)->natts;
+		entry->colnames = MemoryContextAllocZero(OptionsCacheContext,
+												 sizeof(char *) * (entry->ncols + 1));
+		pfree(opts);
+	}
+	opts = palloc(sizeof(ShardTableOptions));
+	*opts = *(ShardTableOptions *) entry->opts;
+	return opts;
+}
+
+/*
+ * read_table_options
+ *		Read a foreign table's options from the catalogs (see
+ *		shard_table_options).
+ */
+static ShardTableOptions *
+read_table_options(Relation rel)
 {
 	ForeignTable *table = GetForeignTable(RelationGetRelid(rel));
 	ShardTableOptions *opts = palloc0(sizeof(ShardTableOptions));
@@ -924,17 +1113,36 @@ shard_table_is_reference(Oid relid)
 char *
 shard_column_name(Oid relid, AttrNumber attnum)
 {
-	List	   *options = GetForeignColumnOptions(relid, attnum);
+	OptionsCacheEntry *entry = NULL;
+	char	   *name = NULL;
+	List	   *options;
 	ListCell   *lc;
 
+	/* kept with the table's options, once they are (see OptionsCacheEntry) */
+	if (TableOptionsCache != NULL)
+		entry = hash_search(TableOptionsCache, &relid, HASH_FIND, NULL);
+	if (entry != NULL && attnum > 0 && attnum <= entry->ncols &&
+		entry->colnames[attnum - 1] != NULL)
+		return pstrdup(entry->colnames[attnum - 1]);
+
+	options = GetForeignColumnOptions(relid, attnum);
 	foreach(lc, options)
 	{
 		DefElem    *def = (DefElem *) lfirst(lc);
 
 		if (strcmp(def->defname, "column") == 0)
-			return defGetString(def);
+			name = defGetString(def);
 	}
-	return get_attname(relid, attnum, false);
+	if (name == NULL)
+		name = get_attname(relid, attnum, false);
+
+	/* the lookups may have processed an invalidation: look again */
+	entry = NULL;
+	if (TableOptionsCache != NULL)
+		entry = hash_search(TableOptionsCache, &relid, HASH_FIND, NULL);
+	if (entry != NULL && attnum > 0 && attnum <= entry->ncols)
+		entry->colnames[attnum - 1] = cache_strdup(name);
+	return name;
 }
 
 /*

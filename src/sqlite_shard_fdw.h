@@ -202,9 +202,12 @@ extern int	shard_conn_prepare(ShardConn *conn, const char *sql,
 extern void shard_conn_unprepare(ShardConn *conn, sqlite3_stmt *stmt);
 extern void shard_conn_forget_stmt(ShardConn *conn);
 extern const char *shard_conn_file_tenant(sqlite3 *db);
+
+/* in handlecache.c */
 extern int	shard_open_shards_memory;
 extern void shard_conn_define_gucs(void);
 extern void shard_conn_note_fanout(int nfiles);
+extern bool shard_conn_room_to_hold(void);
 
 /* in progress.c */
 extern void shard_progress_init(void);

@@ -50,6 +50,12 @@
  * holds at most two batches (the one being merged and the next), so
  * memory is bounded by the shards, not by the limit.
  *
+ * Each shard merged holds its handle, and so its descriptors, until it
+ * ends.  Once the handles held fill the descriptor budget
+ * (shard_conn_room_to_hold), the next shards are read whole into the sort
+ * one after another, each let go before the next opens: a fleet of more
+ * files than a backend may keep open is merged all the same.
+ *
  *-------------------------------------------------------------------------
  */
 #include "sqlite_shard_fdw.h"
@@ -669,16 +675,20 @@ merge_start(ForeignScanState *node)
 	for (i = 0; i < ntargets; i++)
 	{
 		MergeSource *src = &m->sources[i];
+		bool		held;
 
 		src->t = list_nth(s->targets, i);
 		src->task = i;
 		src->want = first;
+		/* past the descriptor budget, a file is read at once and let go */
+		held = shard_conn_room_to_hold();
 		if (!shard_scan_start_shard(node, src->t))
 		{
 			src->ended = true;
 			continue;
 		}
-		if (src->t->unbounded || src->t->degraded || src->t->merge_sorted)
+		if (!held || src->t->unbounded || src->t->degraded ||
+			src->t->merge_sorted)
 		{
 			read_whole_sorted(node, m, src);
 			continue;

@@ -441,6 +441,9 @@ start_quick_split(ForeignScanState *node, double first_ms)
 	{
 		ShardTarget *t = list_nth(s->targets, task);
 
+		/* the backend reads those it cannot hold queued (handlecache.c) */
+		if (!shard_conn_room_to_hold())
+			break;
 		s->end_target = task;
 		if (shard_scan_start_shard(node, t))
 			submit_shard(s, t, task);
@@ -500,7 +503,8 @@ shard_scan_next_batch_parallel(ForeignScanState *node)
 		ShardTarget *t;
 
 		while (s->inflight < shard_fanout_parallelism &&
-			   s->next_target < target_end(s))
+			   s->next_target < target_end(s) &&
+			   (s->inflight == 0 || shard_conn_room_to_hold()))
 		{
 			int			task = s->next_target++;
 

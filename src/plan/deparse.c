@@ -833,6 +833,9 @@ text_columns_walker(Node *node, TextColumnsContext *cxt)
 			(var->vartype != TEXTOID && var->vartype != VARCHAROID))
 			return false;
 		rte = planner_rt_fetch(var->varno, cxt->root);
+		/* a tenant file's tenant is no column of it: nothing to declare */
+		if (shard_file_tenant_column_kind(rte->relid, var->varattno) >= 0)
+			return false;
 		name = psprintf("%c%s",
 						cxt->ordered ? SHARD_NEEDS_TEXT_ORDER : SHARD_NEEDS_TEXT,
 						shard_column_name(rte->relid, var->varattno));
