@@ -41,6 +41,7 @@
 #include "executor/nodeHash.h"
 #include "executor/tuptable.h"
 #include "miscadmin.h"
+#include "port/pg_bitutils.h"
 #include "utils/builtins.h"
 #include "utils/datum.h"
 #include "utils/date.h"
@@ -244,9 +245,18 @@ shard_merge_create(PlanState *ps, List *ops, List *cols, List *types,
 		i++;
 	}
 
+	/*
+	 * The groups' blocks are no larger than a sixteenth of hash_mem, so
+	 * that their memory, compared with it, grows in small steps.
+	 */
+	m->hash_mem = get_hash_memory_limit();
 	m->tablecxt = AllocSetContextCreate(CurrentMemoryContext,
 										"sqlite_shard_fdw groups",
-										ALLOCSET_DEFAULT_SIZES);
+										ALLOCSET_DEFAULT_MINSIZE,
+										ALLOCSET_DEFAULT_INITSIZE,
+										Min(ALLOCSET_DEFAULT_MAXSIZE,
+											Max(ALLOCSET_DEFAULT_INITSIZE,
+												pg_prevpower2_size_t(m->hash_mem / 16))));
 	m->metacxt = AllocSetContextCreate(CurrentMemoryContext,
 									   "sqlite_shard_fdw group table",
 									   ALLOCSET_DEFAULT_SIZES);
@@ -286,7 +296,6 @@ shard_merge_create(PlanState *ps, List *ops, List *cols, List *types,
 	}
 
 	m->can_spill = (m->nkeys > 0 && m->distinct == NULL);
-	m->hash_mem = get_hash_memory_limit();
 	m->mem_limit = m->hash_mem -
 		Min(m->hash_mem / 2,
 			(Size) merge_spill_partitions(m->hash_mem, 0) * BLCKSZ);
