@@ -120,6 +120,14 @@ SELECT * FROM spill_same($$
 SELECT k % 7, g, count(*), avg(a) FROM {f} GROUP BY 1, 2$$);
 SELECT * FROM spill_same($$
 SELECT d, ok, count(*), max(price) FROM {f} GROUP BY d, ok$$);
+-- grouped by SQLite's GROUP BY rather than the reading threads
+SET sqlite_shard_fdw.thread_aggregation = off;
+SELECT * FROM spill_same($$
+SELECT k, count(*), sum(big), avg(price), min(ts), max(name COLLATE "C"),
+       bool_or(ok), var_samp(a), sum(a) FILTER (WHERE ok)
+FROM {f} GROUP BY k$$);
+SELECT * FROM spill_explain('SELECT k, count(*), sum(big) FROM facts GROUP BY k');
+RESET sqlite_shard_fdw.thread_aggregation;
 -- whole groups per shard (grouped by the tenant)
 SELECT * FROM spill_same($$
 SELECT tenant_id, k, count(*), sum(a) FROM {f} GROUP BY tenant_id, k$$);
