@@ -80,6 +80,10 @@
 #	  than equality, the table on the nullable side), run with
 #	  sqlite_shard_fdw.eager_aggregate = always; a third of them must
 #	  group the table in the shards under the join (EXPLAIN).
+#	  And, chosen by a stream of their own, three in ten of the groupings
+#	  (the eager ones included) run on both sides with work_mem = 64kB,
+#	  where a merge of the shards' groups sets rows aside on disk; at
+#	  least one must (EXPLAIN ANALYZE "Merge Batches").
 #  4. Runs every case on both tables in one psql session (markers between
 #	  results; a crashed backend is reported and the run resumes in a new
 #	  session), and compares the rows (sorted, unless the query fixes the
@@ -2024,6 +2028,8 @@ class Case:
         role = "SET ROLE %s; " % SCOPED_ROLE if self.scoped else ""
         if getattr(self, "setting", None):
             role += "SET %s; " % self.setting
+        if getattr(self, "work_mem", None):
+            role += "SET work_mem = '%s'; " % self.work_mem
         if self.execs is None:
             return role + q
         return "%sSET plan_cache_mode = %s; PREPARE p(%s) AS %s; %s" % (
@@ -2051,9 +2057,13 @@ class Case:
             setting = getattr(self, "setting", None)
             if setting:
                 out.append("SET %s;" % setting)
+            if getattr(self, "work_mem", None):
+                out.append("SET work_mem = '%s';" % self.work_mem)
             run(0, q)
             if setting:
                 out.append("RESET %s;" % setting.split(" ")[0])
+            if getattr(self, "work_mem", None):
+                out.append("RESET work_mem;")
             if self.scoped:
                 out.append("RESET ROLE;")
             return out
@@ -2255,6 +2265,26 @@ def eager_grouping(cases):
                            if off != always)
 
 
+def merge_spills(cases):
+    """(cases run with a small work_mem, how many of them have a merge
+    that set rows aside: EXPLAIN ANALYZE's "Merge Batches")."""
+    small = [c for c in cases if getattr(c, "work_mem", None)]
+    lines = [SESSION, "LOAD 'sqlite_shard_fdw';"]
+    for c in small:
+        lines += ["SET work_mem = '%s';" % c.work_mem]
+        if getattr(c, "setting", None):
+            lines += ["SET %s;" % c.setting]
+        lines += ["\\echo @@PLAN",
+                  "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) %s;"
+                  % c.sql(),
+                  "RESET work_mem;"]
+        if getattr(c, "setting", None):
+            lines += ["RESET %s;" % c.setting.split(" ")[0]]
+    rc, out, err = psql("\n".join(lines) + "\n")
+    plans = out.split("@@PLAN")[1:]
+    return len(small), sum(1 for p in plans if "Merge Batches" in p)
+
+
 def compare(cases, results):
     passed = failed = both_err = 0
     for idx, case in enumerate(cases):
@@ -2415,6 +2445,12 @@ def run_test():
     egen.plans = REF_PLANS
     cases += [egen.eager_case() for _ in range(NCASES // 10)]
 
+    # groupings at a small work_mem, chosen by a stream of their own
+    mgen = random.Random(SEED * 43 + 7)
+    for c in cases:
+        if "GROUP BY" in c.query and c.execs is None and mgen.random() < 0.3:
+            c.work_mem = "64kB"
+
     results = run_cases(cases)
     passed, failed, both_err = compare(cases, results)
     # each check: one passed case, or one failed case with its message
@@ -2466,6 +2502,11 @@ def run_test():
         "shards first" % (neager, ngrouped))
     enough("aggregates over joins grouped the facts first", ngrouped, neager,
            neager // 3)
+
+    nsmall, nspilled = merge_spills(cases)
+    log("%d groupings at work_mem 64kB, %d of them with a merge that set "
+        "rows aside on disk" % (nsmall, nspilled))
+    enough("groupings at a small work_mem set rows aside", nspilled, nsmall, 1)
 
     ntime, npushed = time_pushdown(cases)
     log("%d time cases, %d of them pushed whole" % (ntime, npushed))

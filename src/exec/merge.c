@@ -15,6 +15,15 @@
  * count(DISTINCT x) uses a second table keyed by (keys, x): a value counts
  * once however many shards have it.
  *
+ * The groups' table stays within hash_mem (work_mem times
+ * hash_mem_multiplier) as PostgreSQL's hash aggregation does: once it is
+ * full, rows of the groups in it are still merged there, and rows of new
+ * groups are set aside on disk by the hash of their keys (mergespill.c).
+ * The groups in memory are returned first; then the rows set aside are
+ * merged one partition at a time, into the emptied table, the same way.
+ * A merge with count(DISTINCT x) does not spill: its table of pairs is not
+ * partitioned, and the planner does not push one that would not fit.
+ *
  * A scan that also does the query's ORDER BY and LIMIT (upper.c's final
  * path) sorts the finished groups with a bounded tuplesort and returns
  * only the rows OFFSET and LIMIT select.
@@ -26,10 +35,13 @@
 #include "access/htup_details.h"
 #include "catalog/pg_type.h"
 #include "common/int.h"
+#include "commands/explain.h"
 #include "executor/executor.h"
 #include "executor/nodeAgg.h"
+#include "executor/nodeHash.h"
 #include "executor/tuptable.h"
 #include "miscadmin.h"
+#include "port/pg_bitutils.h"
 #include "utils/builtins.h"
 #include "utils/datum.h"
 #include "utils/date.h"
@@ -42,6 +54,7 @@
 #include "compat.h"
 
 #include "merge.h"
+#include "mergespill.h"
 
 /* The running state of one aggregate of one group. */
 typedef struct AggAcc
@@ -95,6 +108,7 @@ struct ShardMerge
 	bool		nokeys_emitted;
 
 	MemoryContext tablecxt;		/* groups */
+	MemoryContext metacxt;		/* the groups' hash table itself */
 	MemoryContext tempcxt;		/* reset per row */
 	const char *table;			/* SQLite table, for messages */
 
@@ -111,6 +125,22 @@ struct ShardMerge
 	Tuplesortstate *sort;		/* the finished groups, once sorted */
 	TupleTableSlot *sortslot;
 	MemoryContext cxt;			/* where the merge was created */
+
+	/* Rows set aside on disk once the groups fill hash_mem (mergespill.c) */
+	bool		can_spill;		/* keys and no count(DISTINCT x) */
+	Size		hash_mem;		/* get_hash_memory_limit() */
+	Size		mem_limit;		/* groups' bytes before rows are set aside:
+								 * hash_mem less the partitions' buffers */
+	int			used_bits;		/* hash bits the rows being merged share */
+	MergeSpill *spill;			/* partitions being written, or NULL */
+	List	   *batches;		/* MergeSpillBatch of each waiting one */
+	MergeSpillReader reader;
+
+	/* for EXPLAIN ANALYZE */
+	int64		nbatches;		/* partitions written */
+	Size		peak_mem;		/* the groups' most bytes */
+	int64		disk_bytes;		/* bytes of the partitions not yet merged */
+	int64		peak_disk;
 };
 
 /*
@@ -120,8 +150,8 @@ struct ShardMerge
  */
 static TupleHashTable
 build_table(PlanState *ps, int nkeys, Oid *keytypes, Oid *eqops, Oid *colls,
-			TupleTableSlot **slot, MemoryContext tablecxt,
-			MemoryContext tempcxt)
+			TupleTableSlot **slot, MemoryContext metacxt,
+			MemoryContext tablecxt, MemoryContext tempcxt)
 {
 	TupleDesc	desc = CreateTemplateTupleDesc(nkeys);
 	AttrNumber *keycols = palloc(sizeof(AttrNumber) * nkeys);
@@ -138,7 +168,7 @@ build_table(PlanState *ps, int nkeys, Oid *keytypes, Oid *eqops, Oid *colls,
 	*slot = MakeSingleTupleTableSlot(desc, &TTSOpsVirtual);
 	execTuplesHashPrepare(nkeys, eqops, &eqfuncs, &hashfuncs);
 	return BuildTupleHashTableExt(ps, desc, nkeys, keycols, eqfuncs, hashfuncs,
-								  colls, 256, 0, CurrentMemoryContext,
+								  colls, 256, 0, metacxt,
 								  tablecxt, tempcxt, false);
 }
 
@@ -215,9 +245,21 @@ shard_merge_create(PlanState *ps, List *ops, List *cols, List *types,
 		i++;
 	}
 
+	/*
+	 * The groups' blocks are no larger than a sixteenth of hash_mem, so
+	 * that their memory, compared with it, grows in small steps.
+	 */
+	m->hash_mem = get_hash_memory_limit();
 	m->tablecxt = AllocSetContextCreate(CurrentMemoryContext,
 										"sqlite_shard_fdw groups",
-										ALLOCSET_DEFAULT_SIZES);
+										ALLOCSET_DEFAULT_MINSIZE,
+										ALLOCSET_DEFAULT_INITSIZE,
+										Min(ALLOCSET_DEFAULT_MAXSIZE,
+											Max(ALLOCSET_DEFAULT_INITSIZE,
+												pg_prevpower2_size_t(m->hash_mem / 16))));
+	m->metacxt = AllocSetContextCreate(CurrentMemoryContext,
+									   "sqlite_shard_fdw group table",
+									   ALLOCSET_DEFAULT_SIZES);
 	m->tempcxt = AllocSetContextCreate(CurrentMemoryContext,
 									   "sqlite_shard_fdw merge",
 									   ALLOCSET_DEFAULT_SIZES);
@@ -235,7 +277,8 @@ shard_merge_create(PlanState *ps, List *ops, List *cols, List *types,
 	if (m->nkeys > 0)
 	{
 		m->groups = build_table(ps, m->nkeys, keytypes, keyeqops, keycolls,
-								&m->keyslot, m->tablecxt, m->tempcxt);
+								&m->keyslot, m->metacxt, m->tablecxt,
+								m->tempcxt);
 		m->readslot = MakeSingleTupleTableSlot(m->keyslot->tts_tupleDescriptor,
 											   &TTSOpsMinimalTuple);
 	}
@@ -248,9 +291,15 @@ shard_merge_create(PlanState *ps, List *ops, List *cols, List *types,
 		keycolls[m->nkeys] = (Oid) lfourth_int(distinct);
 		shard_conv_init(&m->dconv, keytypes[m->nkeys], -1);
 		m->distinct = build_table(ps, m->nkeys + 1, keytypes, keyeqops,
-								  keycolls, &m->dslot, m->tablecxt,
-								  m->tempcxt);
+								  keycolls, &m->dslot, m->metacxt,
+								  m->tablecxt, m->tempcxt);
 	}
+
+	m->can_spill = (m->nkeys > 0 && m->distinct == NULL);
+	m->mem_limit = m->hash_mem -
+		Min(m->hash_mem / 2,
+			(Size) merge_spill_partitions(m->hash_mem, 0) * BLCKSZ);
+	initStringInfo(&m->reader.buf);
 	return m;
 }
 
@@ -260,7 +309,7 @@ shard_merge_create(PlanState *ps, List *ops, List *cols, List *types,
  *		output columns, whose keys (and text minima and maxima) take
  *		data_width bytes: the hash table's entry, the key tuple and the
  *		accumulators, estimated as PostgreSQL's HashAgg estimates its own.
- *		The planner compares it with hash_mem, as the merge cannot spill.
+ *		The planner compares it with hash_mem to cost the merge's spill.
  */
 Size
 shard_merge_group_bytes(int nout, int data_width)
@@ -289,15 +338,78 @@ shard_merge_reset(ShardMerge *m)
 }
 
 /*
+ * finish_pass
+ *		End the writing of the partitions of the rows being merged: they
+ *		wait in the list of batches.
+ */
+static void
+finish_pass(ShardMerge *m)
+{
+	MemoryContext oldcxt;
+
+	if (m->spill == NULL)
+		return;
+	oldcxt = MemoryContextSwitchTo(m->cxt);
+	m->nbatches -= list_length(m->batches);
+	m->batches = merge_spill_finish(m->spill, m->batches);
+	m->nbatches += list_length(m->batches);
+	m->spill = NULL;
+	MemoryContextSwitchTo(oldcxt);
+}
+
+/*
  * shard_merge_end
- *		Release the output's sort (and any temporary files it used).
+ *		Release the output's sort and the rows set aside (and the temporary
+ *		files they used).
  */
 void
 shard_merge_end(ShardMerge *m)
 {
+	ListCell   *lc;
+
 	if (m->sort)
 		tuplesort_end(m->sort);
 	m->sort = NULL;
+	finish_pass(m);
+	foreach(lc, m->batches)
+	{
+		merge_spill_close((MergeSpillBatch *) lfirst(lc));
+		pfree(lfirst(lc));
+	}
+	list_free(m->batches);
+	m->batches = NIL;
+	m->used_bits = 0;
+	m->disk_bytes = 0;
+}
+
+/*
+ * shard_merge_explain
+ *		What EXPLAIN ANALYZE shows of a merge that set rows aside: the
+ *		batches (the table's first, and each partition merged after it),
+ *		the most memory its groups took and the most disk its rows did, as
+ *		PostgreSQL shows its hash aggregation's.
+ */
+void
+shard_merge_explain(ShardMerge *m, ExplainState *es)
+{
+	int64		mem_kb = (m->peak_mem + 1023) / 1024;
+	int64		disk_kb = (m->peak_disk + 1023) / 1024;
+
+	if (m->nbatches == 0)
+		return;
+	if (es->format == EXPLAIN_FORMAT_TEXT)
+	{
+		appendStringInfoSpaces(es->str, es->indent * 2);
+		appendStringInfo(es->str,
+						 "Merge Batches: " INT64_FORMAT "  Memory Usage: " INT64_FORMAT "kB  Disk Usage: " INT64_FORMAT "kB\n",
+						 m->nbatches + 1, mem_kb, disk_kb);
+	}
+	else
+	{
+		ExplainPropertyInteger("Merge Batches", NULL, m->nbatches + 1, es);
+		ExplainPropertyInteger("Merge Memory Usage", "kB", mem_kb, es);
+		ExplainPropertyInteger("Merge Disk Usage", "kB", disk_kb, es);
+	}
 }
 
 /*
@@ -679,14 +791,43 @@ store_keys(ShardMerge *m, TupleTableSlot *slot, const ShardValue *row,
 }
 
 /*
+ * check_memory
+ *		After a new group: once the groups take more than their limit, the
+ *		rows of new groups are set aside from now on.
+ */
+static void
+check_memory(ShardMerge *m)
+{
+	Size		mem = MemoryContextMemAllocated(m->tablecxt, true) +
+		MemoryContextMemAllocated(m->metacxt, true);
+	int			n;
+
+	m->peak_mem = Max(m->peak_mem, mem);
+	if (!m->can_spill || m->spill != NULL || mem <= m->mem_limit)
+		return;
+	/* With no bits of the hash left, the table grows, as PostgreSQL's. */
+	n = merge_spill_partitions(m->hash_mem, m->used_bits);
+	if (n > 0)
+	{
+		MemoryContext oldcxt = MemoryContextSwitchTo(m->cxt);
+
+		m->spill = merge_spill_begin(n, m->used_bits);
+		MemoryContextSwitchTo(oldcxt);
+	}
+}
+
+/*
  * group_accs
- *		The accumulators of a row's group, created on first sight.
+ *		The accumulators of a row's group, created on first sight; NULL when
+ *		the table is full and the row, of a new group, was set aside.
  */
 static AggAcc *
-group_accs(ShardMerge *m, const ShardValue *row)
+group_accs(ShardMerge *m, const ShardValue *row, int ncols,
+		   const char *shard_id)
 {
 	TupleHashEntry entry;
 	bool		isnew;
+	uint32		hash;
 
 	if (m->nkeys == 0)
 	{
@@ -696,11 +837,64 @@ group_accs(ShardMerge *m, const ShardValue *row)
 		return m->nokeys;
 	}
 	store_keys(m, m->keyslot, row, false);
+	if (m->spill != NULL)
+	{
+		MemoryContext oldcxt;
+
+		entry = LookupTupleHashEntry(m->groups, m->keyslot, NULL, &hash);
+		if (entry != NULL)
+			return (AggAcc *) entry->additional;
+		/* the partition's file lasts as long as the merge */
+		oldcxt = MemoryContextSwitchTo(m->cxt);
+		m->disk_bytes += merge_spill_row(m->spill, hash, row, ncols,
+										 shard_id);
+		MemoryContextSwitchTo(oldcxt);
+		m->peak_disk = Max(m->peak_disk, m->disk_bytes);
+		return NULL;
+	}
 	entry = LookupTupleHashEntry(m->groups, m->keyslot, &isnew, NULL);
 	if (isnew)
+	{
 		entry->additional = MemoryContextAllocZero(m->tablecxt,
 												   sizeof(AggAcc) * m->nout);
+		check_memory(m);
+	}
 	return (AggAcc *) entry->additional;
+}
+
+/*
+ * add_row
+ *		Merge one row of a shard into its group, or set it aside.
+ */
+static void
+add_row(ShardMerge *m, const ShardValue *row, int ncols,
+		const char *shard_id)
+{
+	MemoryContext oldcxt;
+	AggAcc	   *accs;
+
+	MemoryContextReset(m->tempcxt);
+	oldcxt = MemoryContextSwitchTo(m->tempcxt);
+	accs = group_accs(m, row, ncols, shard_id);
+	if (accs != NULL)
+		merge_row(m, accs, row, shard_id);
+
+	if (accs != NULL && m->distinct)
+	{
+		bool		isnew;
+
+		store_keys(m, m->dslot, row, true);
+		(void) LookupTupleHashEntry(m->distinct, m->dslot, &isnew, NULL);
+		if (isnew && !m->dslot->tts_isnull[m->nkeys])
+		{
+			int			i;
+
+			for (i = 0; i < m->nout; i++)
+				if (m->ops[i] == AGGOP_COUNT_DISTINCT)
+					accs[i].count++;
+		}
+	}
+	MemoryContextSwitchTo(oldcxt);
 }
 
 /*
@@ -720,8 +914,6 @@ shard_merge_add_batch(ShardMerge *m, ShardBatch *batch, const char *shard_id,
 	for (r = 0; r < batch->nrows; r++)
 	{
 		const ShardValue *row = &batch->values[(size_t) r * batch->ncols];
-		MemoryContext oldcxt;
-		AggAcc	   *accs;
 		int64		bad;
 
 		if ((m->guard_col >= 0 && value_int(&row[m->guard_col], &bad) &&
@@ -737,27 +929,7 @@ shard_merge_add_batch(ShardMerge *m, ShardBatch *batch, const char *shard_id,
 									  (unsigned long) bad, (long long) bad),
 					 errhint("Set \"sqlite_shard_fdw.aggregate_pushdown\" to off to aggregate in PostgreSQL, which reports each value.")));
 
-		MemoryContextReset(m->tempcxt);
-		oldcxt = MemoryContextSwitchTo(m->tempcxt);
-		accs = group_accs(m, row);
-		merge_row(m, accs, row, shard_id);
-
-		if (m->distinct)
-		{
-			bool		isnew;
-
-			store_keys(m, m->dslot, row, true);
-			(void) LookupTupleHashEntry(m->distinct, m->dslot, &isnew, NULL);
-			if (isnew && !m->dslot->tts_isnull[m->nkeys])
-			{
-				int			i;
-
-				for (i = 0; i < m->nout; i++)
-					if (m->ops[i] == AGGOP_COUNT_DISTINCT)
-						accs[i].count++;
-			}
-		}
-		MemoryContextSwitchTo(oldcxt);
+		add_row(m, row, batch->ncols, shard_id);
 	}
 }
 
@@ -959,10 +1131,49 @@ fill_slot(ShardMerge *m, TupleTableSlot *slot, TupleTableSlot *keys,
 }
 
 /*
+ * next_batch
+ *		Merge the next partition of rows set aside into the emptied table
+ *		(its groups returned); false when none is left.
+ */
+static bool
+next_batch(ShardMerge *m)
+{
+	MergeSpillBatch *b;
+	MemoryContext oldcxt;
+	const ShardValue *row;
+	int			ncols;
+	const char *shard_id;
+
+	finish_pass(m);
+	if (m->batches == NIL)
+		return false;
+	b = linitial(m->batches);
+	m->batches = list_delete_first(m->batches);
+
+	ResetTupleHashTable(m->groups);
+	MemoryContextReset(m->tablecxt);
+	m->used_bits = b->used_bits;
+	/* the reader's buffers last from row to row */
+	oldcxt = MemoryContextSwitchTo(m->cxt);
+	while (merge_spill_read(b, &m->reader, &row, &ncols, &shard_id))
+	{
+		CHECK_FOR_INTERRUPTS();
+		add_row(m, row, ncols, shard_id);
+	}
+	MemoryContextSwitchTo(oldcxt);
+	m->disk_bytes -= b->bytes;
+	merge_spill_close(b);
+	pfree(b);
+	m->emitting = false;
+	return true;
+}
+
+/*
  * next_group
  *		Finish the next merged group into slot; false after the last.  A
  *		query without grouping keys always has its one group, even over no
- *		rows at all (count 0, sum NULL).
+ *		rows at all (count 0, sum NULL).  The groups in the table come
+ *		first, then those of each partition of rows set aside.
  */
 static bool
 next_group(ShardMerge *m, TupleTableSlot *slot)
@@ -981,14 +1192,19 @@ next_group(ShardMerge *m, TupleTableSlot *slot)
 		return true;
 	}
 
-	if (!m->emitting)
+	for (;;)
 	{
-		InitTupleHashIterator(m->groups, &m->iter);
-		m->emitting = true;
+		if (!m->emitting)
+		{
+			InitTupleHashIterator(m->groups, &m->iter);
+			m->emitting = true;
+		}
+		entry = ScanTupleHashTable(m->groups, &m->iter);
+		if (entry != NULL)
+			break;
+		if (!next_batch(m))
+			return false;
 	}
-	entry = ScanTupleHashTable(m->groups, &m->iter);
-	if (entry == NULL)
-		return false;
 	ExecStoreMinimalTuple(entry->firstTuple, m->readslot, false);
 	slot_getallattrs(m->readslot);
 	fill_slot(m, slot, m->readslot, (AggAcc *) entry->additional);

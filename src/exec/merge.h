@@ -23,5 +23,6 @@ extern void shard_merge_set_order(ShardMerge *m, List *keys,
 extern void shard_merge_set_limit(ShardMerge *m, int64 offset, int64 count);
 extern void shard_merge_end(ShardMerge *m);
 extern Size shard_merge_group_bytes(int nout, int data_width);
+extern void shard_merge_explain(ShardMerge *m, struct ExplainState *es);
 
 #endif							/* SHARD_MERGE_H */

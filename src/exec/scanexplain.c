@@ -511,6 +511,8 @@ shardExplainForeignScan(ForeignScanState *node, ExplainState *es)
 								es);
 	}
 
+	if (es->analyze && s->merge)
+		shard_merge_explain(s->merge, es);
 	if (es->analyze && s->resolved)
 		shard_scan_explain_times(s, es);
 	if (es->analyze && s->resolved)

@@ -45,7 +45,10 @@
  * are planned and the cheaper one kept, with the wrapper's costs of the
  * grouped fan-out, once ANALYZE has counted the table (the number of
  * groups is a guess before), and only where its statistics say the groups
- * are at most half its rows: a query is not planned twice for nothing.  sqlite_shard_fdw.eager_aggregate = off turns it off;
+ * are at most half its rows: a query is not planned twice for nothing.
+ * Groups past hash_mem do not stop it: the merge of the grouping sets rows
+ * aside on disk (merge.c), which its cost counts as PostgreSQL's hash
+ * aggregation's.  sqlite_shard_fdw.eager_aggregate = off turns it off;
  * always takes the rewritten form wherever it is exact (to compare).
  *
  *-------------------------------------------------------------------------

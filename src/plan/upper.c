@@ -61,6 +61,9 @@
 #include "aggpush.h"
 #include "threadagg.h"
 
+#include <math.h>
+
+#include "access/htup_details.h"
 #include "access/table.h"
 #include "catalog/pg_aggregate.h"
 #include "catalog/pg_collation.h"
@@ -68,6 +71,7 @@
 #include "catalog/pg_statistic.h"
 #include "catalog/pg_type.h"
 #include "datatype/timestamp.h"
+#include "executor/nodeAgg.h"
 #include "foreign/foreign.h"
 #include "mb/pg_wchar.h"
 #include "miscadmin.h"
@@ -550,6 +554,83 @@ merge_bytes(PlannerInfo *root, ShardUpperInfo *info, List *keys,
 }
 
 /*
+ * merged_rows
+ *		The rows the shards return to the merge of a grouping: one per group
+ *		and shard it has rows in, so at most each group in every shard (and
+ *		no more than the rows).  A tenant's rows being in one shard, there
+ *		are no more than the groups of the keys and the tenant, which the
+ *		planner counts better than their product where statistics say how
+ *		the columns go together (CREATE STATISTICS (ndistinct) on the tenant
+ *		column and the keys): most keys of a tenant-sharded schema, such as
+ *		a customer's id, belong to one tenant.
+ */
+static double
+merged_rows(PlannerInfo *root, RelOptInfo *input_rel, List *keys,
+			AttrNumber tenant_attnum, double groups, int nshards,
+			double input_rows)
+{
+	double		merged = Min(groups * nshards, Max(input_rows, groups));
+	RangeTblEntry *rte;
+	Oid			type;
+	int32		typmod;
+	Oid			coll;
+	Var		   *tenant;
+
+	if (tenant_attnum <= 0 || keys == NIL ||
+		input_rel->reloptkind != RELOPT_BASEREL)
+		return merged;
+	rte = planner_rt_fetch(input_rel->relid, root);
+	get_atttypetypmodcoll(rte->relid, tenant_attnum, &type, &typmod, &coll);
+	tenant = makeVar(input_rel->relid, tenant_attnum, type, typmod, coll, 0);
+	return Max(groups,
+			   Min(merged,
+				   estimate_num_groups(root, lappend(list_copy(keys), tenant),
+									   input_rows, NULL, NULL)));
+}
+
+/*
+ * merge_spill_cost
+ *		Add to a pushed grouping's costs what its merge costs to set rows
+ *		aside on disk when its groups (bytes in all) would not fit in
+ *		hash_mem, as cost_agg costs PostgreSQL's hash aggregation's spill:
+ *		the batches the groups need, the depth of partitions that makes,
+ *		and each merged row (of width bytes) written and read back at each
+ *		level, with the same penalty on its I/O.
+ */
+static void
+merge_spill_cost(double groups, double bytes, double merged, int width,
+				 Cost *startup, Cost *total)
+{
+	double		entry = bytes / Max(groups, 1.0);
+	Size		mem_limit;
+	uint64		ngroups_limit;
+	int			partitions;
+	double		batches;
+	double		depth;
+	double		pages;
+	double		written;
+	double		read;
+	double		cpu;
+
+	hash_agg_set_limits(entry, groups, 0, &mem_limit, &ngroups_limit,
+						&partitions);
+	batches = Max(bytes / (double) mem_limit,
+				  groups / (double) ngroups_limit);
+	batches = Max(ceil(batches), 1.0);
+	if (batches <= 1.0)
+		return;
+	partitions = Max(partitions, 2);
+	depth = ceil(log(batches) / log(partitions));
+	pages = ceil(merged * (MAXALIGN(width) + MAXALIGN(SizeofHeapTupleHeader)) /
+				 BLCKSZ);
+	written = pages * depth * 2.0;
+	read = pages * depth * 2.0;
+	cpu = depth * merged * 2.0 * cpu_tuple_cost;
+	*startup += written * random_page_cost + cpu;
+	*total += written * random_page_cost + read * seq_page_cost + cpu;
+}
+
+/*
  * grouped_foreign_path
  *		The path shardGetForeignUpperPaths offered for the grouping, or
  *		NULL.
@@ -758,6 +839,7 @@ shardGetForeignUpperPaths(PlannerInfo *root, UpperRelationKind stage,
 	AttrNumber	tenant_attnum;
 	double		input_rows;
 	double		groups;
+	double		bytes = 0;
 	ShardQueryCost q = {0};
 	Cost		startup,
 				total;
@@ -908,14 +990,16 @@ shardGetForeignUpperPaths(PlannerInfo *root, UpperRelationKind stage,
 	groups = keys ? merge_groups(root, input_rel, keys, input_rows) : 1;
 
 	/*
-	 * The merge keeps every group in memory, where PostgreSQL's own hash
-	 * aggregation spills to disk beyond hash_mem (work_mem times
-	 * hash_mem_multiplier): groups that would not fit are left to
-	 * PostgreSQL, which aggregates the shards' rows within its limit.
+	 * The merge keeps its groups within hash_mem (work_mem times
+	 * hash_mem_multiplier) and sets the rows of the others aside on disk,
+	 * as PostgreSQL's hash aggregation does; that is costed below.  Its
+	 * table of count(DISTINCT x)'s (keys, x) pairs does not spill: a
+	 * grouping whose pairs would not fit is left to PostgreSQL, which
+	 * aggregates the shards' rows within its limit.
 	 */
-	if ((keys != NIL || info->distinct != NULL) &&
-		merge_bytes(root, info, keys, groups, input_rows) >
-		(double) get_hash_memory_limit())
+	if (keys != NIL || info->distinct != NULL)
+		bytes = merge_bytes(root, info, keys, groups, input_rows);
+	if (info->distinct != NULL && bytes > (double) get_hash_memory_limit())
 		return;
 
 	/*
@@ -929,9 +1013,15 @@ shardGetForeignUpperPaths(PlannerInfo *root, UpperRelationKind stage,
 	q.pushed_rows = input_rows * shard_cost_scale(input_rel);
 	q.pushed_per_row = GROUP_ROW_COST;
 	q.merged = info->by_tenant ? groups :
-		Min(groups * q.nshards, Max(input_rows, groups));
+		merged_rows(root, input_rel, keys, tenant_attnum, groups, q.nshards,
+					input_rows);
 	q.returned = groups;
 	shard_cost_query(&q, &startup, &total);
+	if (keys != NIL)
+		merge_spill_cost(groups, bytes, q.merged,
+						 target->width +
+						 list_length(info->tlist) * (int) sizeof(ShardValue),
+						 &startup, &total);
 
 	output_rel->fdw_private = info;
 	add_path(output_rel, (Path *)
