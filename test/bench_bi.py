@@ -371,7 +371,7 @@ def push_state(plan):
 
 def explain_json(b, sql):
     """The JSON plan of sql through the extension."""
-    s = b.Psql("ext")
+    s = b.explain_session()
     try:
         text = "\n".join(s.rows("EXPLAIN (VERBOSE, FORMAT JSON) " + sql))
     finally:

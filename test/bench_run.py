@@ -1296,11 +1296,22 @@ def largest_tenant():
     return big, nbig
 
 
+def explain_session():
+    """A session for EXPLAIN through the extension, its library loaded first:
+    a session's first statement loads it only while that statement is
+    planned, after the planner hooks (eager aggregation, rollup answers)
+    would have run, and the timed sessions have it loaded by their
+    warm-up."""
+    s = Psql("ext")
+    s.run("LOAD 'sqlite_shard_fdw';")
+    return s
+
+
 def explain_one(explain, sql, errors):
     """EXPLAIN VERBOSE of sql through the extension, appended to the plans
     file for the reader."""
     with open(explain, "a") as f:
-        s = Psql("ext")
+        s = explain_session()
         try:
             f.write("=== " + sql + "\n" +
                     "\n".join(s.run("EXPLAIN (VERBOSE) " + sql + ";")) + "\n\n")
