@@ -10,7 +10,10 @@
  *
  *	 SELECT <keys>, <combined aggregates> FROM (
  *	   WITH live AS MATERIALIZED (SELECT ids FROM rollup_answer_live(...))
- *	   SELECT r.* FROM <rollup table> r WHERE r.tenant <> ALL (live ids)
+ *	   SELECT r.* FROM <rollup table> r WHERE <no live ids>
+ *	   UNION ALL
+ *	   SELECT r.* FROM <rollup table> r WHERE <some live ids>
+ *	     AND r.tenant <> ALL (live ids)
  *	   UNION ALL
  *	   SELECT f.* FROM (<the rollup's own query>) f WHERE f.tenant = ANY (live ids)
  *	 ) <rollup> WHERE <conditions> GROUP BY <keys> HAVING ... ORDER BY ...
@@ -360,6 +363,8 @@ inner_sql(RollupCandidate *c, Oid tenant_type, RollupAnswerMode mode)
 	StringInfoData buf;
 	Oid			extschema = extension_schema();
 	const char *key = quote_identifier(c->tenant_key);
+	const char *table = quote_qualified_identifier(get_namespace_name(get_rel_namespace(c->relid)),
+												   get_rel_name(c->relid));
 
 	initStringInfo(&buf);
 	appendStringInfo(&buf,
@@ -372,15 +377,22 @@ inner_sql(RollupCandidate *c, Oid tenant_type, RollupAnswerMode mode)
 						 shard_rollup_max_staleness);
 	else
 		appendStringInfoString(&buf, "NULL::pg_catalog.interval");
-	/* the casts make each an array, not a subquery, compared with */
+	/*
+	 * The casts make each an array, not a subquery, compared with.  The
+	 * rollup table is read by two branches of which one runs: with no
+	 * tenant read live, a plain scan (its condition, of no column, is the
+	 * plan's one-time filter), so that no row is compared with the empty
+	 * list; otherwise the scan that leaves out the tenants read live.
+	 */
 	appendStringInfo(&buf,
 					 ") AS l(ids)) "
-					 "SELECT r.* FROM %s r WHERE r.%s <> ALL ((SELECT live.ids FROM live)::%s[]) "
+					 "SELECT r.* FROM %s r WHERE (SELECT pg_catalog.cardinality(live.ids) = 0 FROM live) "
+					 "UNION ALL "
+					 "SELECT r.* FROM %s r WHERE (SELECT pg_catalog.cardinality(live.ids) > 0 FROM live) "
+					 "AND r.%s <> ALL ((SELECT live.ids FROM live)::%s[]) "
 					 "UNION ALL "
 					 "SELECT f.* FROM (%s) f WHERE f.%s = ANY ((SELECT live.ids FROM live)::%s[])",
-					 quote_qualified_identifier(get_namespace_name(get_rel_namespace(c->relid)),
-												get_rel_name(c->relid)),
-					 key, format_type_be_qualified(tenant_type),
+					 table, table, key, format_type_be_qualified(tenant_type),
 					 c->fill_query, key, format_type_be_qualified(tenant_type));
 	return buf.data;
 }
