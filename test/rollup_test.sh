@@ -451,6 +451,41 @@ expect_line "a shard file replaced by a copy is opened again" \
 q "SELECT tenants FROM rollup_refresh('orders_daily', full => true)" >/dev/null
 check_same "and a full refresh after it"
 
+# a reader of the shard (rollback journal) keeps the commit of the mark a
+# refresh publishes waiting past busy_timeout_ms: the mark is not
+# published, and the refresh takes the one there was, so that the
+# tenant's next write, not stamped again, is still taken
+q "ALTER SERVER rollup_fleet OPTIONS (SET busy_timeout_ms '300')"
+app "$ta" "UPDATE orders SET amount_cents = amount_cents + 1 WHERE tenant_id = '$ta' AND order_id = $oa"
+mark1=$(runuser -u postgres -- sqlite3 "$sd" "SELECT mark FROM _ssfdw_rollup_mark")
+rm -f "$d/reader.ready"
+python3 - "$sd" "$d/reader.ready" <<'PY' &
+import os, pwd, sqlite3, sys, time
+pw = pwd.getpwnam("postgres")
+os.setgid(pw.pw_gid); os.setuid(pw.pw_uid)
+c = sqlite3.connect(sys.argv[1], isolation_level=None)
+c.execute("BEGIN")
+c.execute("SELECT count(*) FROM orders").fetchall()
+open(sys.argv[2], "w").close()
+time.sleep(3)
+c.execute("COMMIT")
+PY
+reader=$!
+while [ ! -e "$d/reader.ready" ]; do sleep 0.1; done
+took=$(q "SELECT tenants FROM rollup_refresh('orders_daily')")
+mark2=$(runuser -u postgres -- sqlite3 "$sd" "SELECT mark FROM _ssfdw_rollup_mark")
+wait "$reader"
+if [ "$took" -ge 1 ] && [ "$mark1" = "$mark2" ]; then
+	result ok "a mark whose commit a reader kept waiting is not published ($mark2), and the tenant is computed"
+else
+	result failed "a reader kept the mark's commit waiting: $took tenants computed, mark $mark1 then $mark2"
+fi
+check_same "the refresh took the tenant's write"
+app "$ta" "UPDATE orders SET amount_cents = amount_cents + 1 WHERE tenant_id = '$ta' AND order_id = $oa"
+q "SELECT tenants FROM rollup_refresh('orders_daily')" >/dev/null
+check_same "and the next refresh its write after it"
+q "ALTER SERVER rollup_fleet OPTIONS (SET busy_timeout_ms '10000')"
+
 # A fleet of one file per tenant, named by a pattern and by the directory:
 # the capture logs each file's changes as its tenant's.
 python3 test/fixtures/tenantfiles.py build "$tmp/pf_pattern" --tenants 30 \
