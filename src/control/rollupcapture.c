@@ -871,18 +871,20 @@ now_unix_us(void)
 /*
  * append_file_state
  *		Append to buf path's device, inode, size and change time, or "-"
- *		when there is no such file.  With before >= 0, false when the
- *		change time is not older than before by ROLLUP_FILE_TIME_SLACK_US;
- *		false too when the file cannot be looked at.
+ *		when there is no such file and missing_ok.  With before >= 0, false
+ *		when the change time is not older than before by
+ *		ROLLUP_FILE_TIME_SLACK_US; false too when the file cannot be looked
+ *		at.
  */
 static bool
-append_file_state(StringInfo buf, const char *path, int64 before)
+append_file_state(StringInfo buf, const char *path, int64 before,
+				  bool missing_ok)
 {
 	struct stat st;
 
 	if (stat(path, &st) != 0)
 	{
-		if (errno != ENOENT)
+		if (errno != ENOENT || !missing_ok)
 			return false;
 		appendStringInfoChar(buf, '-');
 		return true;
@@ -911,15 +913,12 @@ static char *
 file_state(const char *path, int64 before)
 {
 	StringInfoData buf;
-	struct stat st;
 
-	if (stat(path, &st) != 0)
-		return NULL;
 	initStringInfo(&buf);
-	if (!append_file_state(&buf, path, before))
+	if (!append_file_state(&buf, path, before, false))
 		return NULL;
 	appendStringInfoChar(&buf, ' ');
-	if (!append_file_state(&buf, psprintf("%s-wal", path), before))
+	if (!append_file_state(&buf, psprintf("%s-wal", path), before, true))
 		return NULL;
 	return buf.data;
 }
@@ -965,8 +964,12 @@ rollup_capture_read(Rollup *r, bool install)
 		if (mark != NULL && mark->file_state != NULL)
 		{
 			char	   *now = file_state(info->path, -1);
+			bool		same = now != NULL && strcmp(now, mark->file_state) == 0;
 
-			if (now != NULL && strcmp(now, mark->file_state) == 0)
+			/* a fleet of files: one state of each at a time */
+			if (now != NULL)
+				pfree(now);
+			if (same)
 			{
 				/* unchanged since a read found nothing above the mark */
 				log->epoch = pstrdup(mark->epoch);

@@ -227,8 +227,9 @@ record_tenants(Rollup *r, List *ids, TimestampTz as_of)
  * record_marks
  *		Keep what the refresh took of each shard's log, and the state of
  *		the shard's files that goes with it (writing only the rows that
- *		changed), forget shards gone from the directory, and note the
- *		refresh's as_of.
+ *		changed, of the shards opened: the others were taken as the
+ *		catalog has them), forget shards gone from the directory, and note
+ *		the refresh's as_of.
  */
 static void
 record_marks(Rollup *r, List *logs, TimestampTz as_of, bool full)
@@ -255,6 +256,8 @@ record_marks(Rollup *r, List *logs, TimestampTz as_of, bool full)
 		ids[nids++] = CStringGetTextDatum(log->shard_id);
 		if (log->epoch == NULL)
 			continue;			/* skipped: its changes wait */
+		if (!log->opened)
+			continue;			/* files unchanged: its row is as it was */
 		taken[ntaken] = CStringGetTextDatum(log->shard_id);
 		epochs[ntaken] = CStringGetTextDatum(log->epoch);
 		nostate[ntaken] = log->file_state == NULL;
