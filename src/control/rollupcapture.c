@@ -99,6 +99,10 @@
  */
 #define ROLLUP_FILE_TIME_SLACK_US (2 * USECS_PER_SEC)
 
+/* The error of a failed publication of a mark (see publish_mark). */
+#define PUBLISH_FAILED \
+	gettext_noop("could not publish the rollup change mark of table \"%s\" on shard \"%s\"")
+
 static char *file_state(const char *path, int64 before);
 
 /* A rollup's mark of one shard, from the catalog. */
@@ -444,66 +448,92 @@ julian_to_timestamptz(double jd)
 }
 
 /*
- * publish_mark
- *		Publish the highest change number of the shard's log as table's
- *		mark, when it is not the mark there: from then on a write of a
- *		tenant logged above the mark is not stamped again (see
- *		append_log_row).  Any mark up to the highest number is safe to
- *		publish, as long as it does not go down below a number logged: a
- *		refresh takes as its own the mark it reads, and reads after
- *		publishing.  (The mark goes down only to the highest number of a
- *		log emptied under it, which read_log tells.)  So the write need not wait for the disk (in WAL
- *		mode), and a shard whose write lock stays taken (an application's
- *		long transaction) is left as it is: the next refresh computes its
- *		tenants logged above the old mark once more.
+ * mark_is_behind
+ *		Is table's published mark below the highest change number of the
+ *		shard's log?  Read without the write lock: nothing to publish when
+ *		nothing changed.  In WAL mode the handle's writes are set not to
+ *		wait for the disk (see publish_mark).
  */
-static void
-publish_mark(sqlite3 *db, const char *shard_id, const char *table)
+static bool
+mark_is_behind(sqlite3 *db, const char *shard_id, const char *table)
 {
-	const char *fmt = gettext_noop("could not publish the rollup change mark of table \"%s\" on shard \"%s\"");
 	sqlite3_stmt *stmt;
-	bool		stale;
+	bool		behind;
 	bool		wal;
-	int			rc;
 
-	/* first without the write lock: nothing to do when nothing changed */
 	if (sqlite3_prepare_v2(db, "SELECT (SELECT coalesce(max(v), 0) FROM " ROLLUP_LOG
 						   ") <> (SELECT coalesce(max(mark), 0) FROM " ROLLUP_MARK
 						   " WHERE tbl = ?1), (SELECT journal_mode = 'wal' FROM"
 						   " pragma_journal_mode)", -1, &stmt, NULL) != SQLITE_OK)
-		capture_error(db, shard_id, table, fmt);
+		capture_error(db, shard_id, table, PUBLISH_FAILED);
 	sqlite3_bind_text(stmt, 1, table, -1, SQLITE_TRANSIENT);
 	if (sqlite3_step(stmt) != SQLITE_ROW)
 	{
 		sqlite3_finalize(stmt);
-		capture_error(db, shard_id, table, fmt);
+		capture_error(db, shard_id, table, PUBLISH_FAILED);
 	}
-	stale = sqlite3_column_int(stmt, 0) != 0;
+	behind = sqlite3_column_int(stmt, 0) != 0;
 	wal = sqlite3_column_int(stmt, 1) != 0;
 	sqlite3_finalize(stmt);
-	if (!stale)
-		return;
-
-	if (wal)
+	if (behind && wal)
 		(void) sqlite3_exec(db, "PRAGMA synchronous = NORMAL", NULL, NULL, NULL);
-	rc = sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
-	if ((rc & 0xff) == SQLITE_BUSY || (rc & 0xff) == SQLITE_LOCKED)
-		return;
-	if (rc != SQLITE_OK)
-		capture_error(db, shard_id, table, fmt);
+	return behind;
+}
+
+/*
+ * write_mark
+ *		Set table's published mark to the highest change number of the
+ *		shard's log, inside a write transaction the caller holds.
+ */
+static void
+write_mark(sqlite3 *db, const char *shard_id, const char *table)
+{
+	sqlite3_stmt *stmt;
+	int			rc;
+
 	if (sqlite3_prepare_v2(db, "INSERT INTO " ROLLUP_MARK " SELECT ?1, coalesce(max(v), 0)"
 						   " FROM " ROLLUP_LOG " WHERE true ON CONFLICT (tbl) DO UPDATE"
 						   " SET mark = excluded.mark", -1, &stmt,
 						   NULL) != SQLITE_OK)
-		capture_error(db, shard_id, table, fmt);
+		capture_error(db, shard_id, table, PUBLISH_FAILED);
 	sqlite3_bind_text(stmt, 1, table, -1, SQLITE_TRANSIENT);
 	rc = sqlite3_step(stmt);
 	sqlite3_finalize(stmt);
 	if (rc != SQLITE_DONE)
-		capture_error(db, shard_id, table, fmt);
+		capture_error(db, shard_id, table, PUBLISH_FAILED);
+}
+
+/*
+ * publish_mark
+ *		Publish the highest change number of the shard's log as table's
+ *		mark, when it is not the mark there, in a transaction of its own:
+ *		from then on a write of a tenant logged above the mark is not
+ *		stamped again (see append_log_row).  Any mark up to the highest
+ *		number is safe to publish, as long as it does not go down below a
+ *		number logged: a refresh takes as its own the mark it reads, and
+ *		reads after publishing (or in the same transaction, see read_log).
+ *		(The mark goes down only to the highest number of a log emptied
+ *		under it, which read_log tells.)  So the write need not wait for
+ *		the disk (in WAL mode), and a shard whose write lock stays taken
+ *		(an application's long transaction) is left as it is: the next
+ *		refresh computes its tenants logged above the old mark once more.
+ */
+static void
+publish_mark(sqlite3 *db, const char *shard_id, const char *table)
+{
+	int			rc;
+
+	if (!mark_is_behind(db, shard_id, table))
+		return;
+	rc = sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
+	if ((rc & 0xff) == SQLITE_BUSY || (rc & 0xff) == SQLITE_LOCKED)
+		return;
+	if (rc != SQLITE_OK)
+		capture_error(db, shard_id, table, PUBLISH_FAILED);
+	write_mark(db, shard_id, table);
 	rc = sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
 	if (rc != SQLITE_OK && (rc & 0xff) != SQLITE_BUSY)
-		capture_error(db, shard_id, table, fmt);
+		capture_error(db, shard_id, table, PUBLISH_FAILED);
 	if (!sqlite3_get_autocommit(db))
 		(void) sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
 }
@@ -518,7 +548,9 @@ publish_mark(sqlite3 *db, const char *shard_id, const char *table)
  *		tenant is read.
  *
  *		With publish (a refresh, on a handle that may write), the mark is
- *		published first.  The refresh takes as its own the mark it reads
+ *		published first, in the transaction that reads the log when the
+ *		shard's write lock is had for it (with path), else in one of its
+ *		own (publish_mark).  The refresh takes as its own the mark it reads
  *		here, not the highest number: a write after this read of a tenant
  *		logged above the mark is not stamped again, and its number must be
  *		above the refresh's.  Should the mark read be below since (a mark
@@ -548,17 +580,34 @@ read_log(sqlite3 *db, Rollup *r, const char *table, int64 since,
 	int64		top;
 	bool		went_back;
 	bool		locked = false;
+	bool		published = false;
+	int64		given_since = since;
 	int			rc;
 
-	if (publish)
-		publish_mark(db, log->shard_id, table);
 	log->file_state = NULL;
-	if (path != NULL)
+	if (path == NULL)
 	{
+		if (publish)
+			publish_mark(db, log->shard_id, table);
+	}
+	else
+	{
+		bool		behind = publish && mark_is_behind(db, log->shard_id, table);
+
 		locked = sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL) == SQLITE_OK;
 		/* a cancel ended the wait for the lock: not a lock to do without */
 		if (!locked)
 			CHECK_FOR_INTERRUPTS();
+		else if (behind)
+		{
+			/*
+			 * Published under the lock the log is read with: no write can
+			 * come between, and one write transaction does both.  Its
+			 * commit changes the files: their state is not recorded.
+			 */
+			write_mark(db, log->shard_id, table);
+			published = true;
+		}
 	}
 	if (!locked && sqlite3_exec(db, "BEGIN", NULL, NULL, NULL) != SQLITE_OK)
 		capture_error(db, log->shard_id, table, fmt);
@@ -625,9 +674,23 @@ read_log(sqlite3 *db, Rollup *r, const char *table, int64 since,
 	sqlite3_finalize(stmt);
 	if (rc != SQLITE_DONE)
 		capture_error(db, log->shard_id, table, fmt);
-	if (locked && log->quiet)
+	if (locked && log->quiet && !published)
 		log->file_state = file_state(path, before);
-	(void) sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
+	if (sqlite3_exec(db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK && published)
+	{
+		/*
+		 * The mark read is not published (a commit refused, as a rollback
+		 * journal's is while others read): it must not be taken either.
+		 * Read again, taking the mark as it was.
+		 */
+		if (!sqlite3_get_autocommit(db))
+			(void) sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+		list_free_deep(log->tenants);
+		list_free_deep(log->changed_at);
+		log->tenants = NIL;
+		log->changed_at = NIL;
+		return read_log(db, r, table, given_since, false, log, NULL, before);
+	}
 	return went_back;
 }
 
@@ -808,18 +871,20 @@ now_unix_us(void)
 /*
  * append_file_state
  *		Append to buf path's device, inode, size and change time, or "-"
- *		when there is no such file.  With before >= 0, false when the
- *		change time is not older than before by ROLLUP_FILE_TIME_SLACK_US;
- *		false too when the file cannot be looked at.
+ *		when there is no such file and missing_ok.  With before >= 0, false
+ *		when the change time is not older than before by
+ *		ROLLUP_FILE_TIME_SLACK_US; false too when the file cannot be looked
+ *		at.
  */
 static bool
-append_file_state(StringInfo buf, const char *path, int64 before)
+append_file_state(StringInfo buf, const char *path, int64 before,
+				  bool missing_ok)
 {
 	struct stat st;
 
 	if (stat(path, &st) != 0)
 	{
-		if (errno != ENOENT)
+		if (errno != ENOENT || !missing_ok)
 			return false;
 		appendStringInfoChar(buf, '-');
 		return true;
@@ -848,15 +913,12 @@ static char *
 file_state(const char *path, int64 before)
 {
 	StringInfoData buf;
-	struct stat st;
 
-	if (stat(path, &st) != 0)
-		return NULL;
 	initStringInfo(&buf);
-	if (!append_file_state(&buf, path, before))
+	if (!append_file_state(&buf, path, before, false))
 		return NULL;
 	appendStringInfoChar(&buf, ' ');
-	if (!append_file_state(&buf, psprintf("%s-wal", path), before))
+	if (!append_file_state(&buf, psprintf("%s-wal", path), before, true))
 		return NULL;
 	return buf.data;
 }
@@ -902,8 +964,12 @@ rollup_capture_read(Rollup *r, bool install)
 		if (mark != NULL && mark->file_state != NULL)
 		{
 			char	   *now = file_state(info->path, -1);
+			bool		same = now != NULL && strcmp(now, mark->file_state) == 0;
 
-			if (now != NULL && strcmp(now, mark->file_state) == 0)
+			/* a fleet of files: one state of each at a time */
+			if (now != NULL)
+				pfree(now);
+			if (same)
 			{
 				/* unchanged since a read found nothing above the mark */
 				log->epoch = pstrdup(mark->epoch);

@@ -109,28 +109,95 @@ tenants_sql(Rollup *r, const char *prefix)
 }
 
 /*
+ * table_columns
+ *		The number of the rollup table's columns (its query's, in order).
+ */
+static int
+table_columns(Rollup *r)
+{
+	Relation	rel = table_open(r->relid, AccessShareLock);
+	TupleDesc	desc = RelationGetDescr(rel);
+	int			ncols = 0;
+	int			i;
+
+	for (i = 0; i < desc->natts; i++)
+		if (!TupleDescAttr(desc, i)->attisdropped)
+			ncols++;
+	table_close(rel, AccessShareLock);
+	return ncols;
+}
+
+/*
  * replace_tenants
- *		Replace the groups of the tenants ids (SPI connected); returns the
- *		groups inserted.
+ *		Replace the groups of the tenants ids (SPI connected) with their
+ *		groups computed anew; returns the groups they have now.
+ *
+ *		One statement per batch of tenants: it computes their groups,
+ *		compares them with the table's (a GROUP BY of the old and the new
+ *		rows together on every column, NULLs equal, as a full refresh
+ *		compares), and deletes and inserts only the groups that differ.
+ *		A tenant with one changed order has one or two of its groups
+ *		written, not all of them deleted and inserted again: less to
+ *		write, and no dead rows left for the groups that did not change.
+ *		The statement's parts see the table as it was; the transaction
+ *		commits every tenant's groups at once, so a reader sees each
+ *		tenant's groups as they were or as they are, never half replaced.
  */
 static int64
 replace_tenants(Rollup *r, List *ids)
 {
-	char	   *del = psprintf("DELETE FROM %s WHERE %s", r->relname,
-							   tenants_sql(r, ""));
-	char	   *ins = psprintf("INSERT INTO %s SELECT * FROM (%s) s WHERE %s",
-							   r->relname, r->fill_query, tenants_sql(r, "s."));
+	StringInfoData cols;
+	StringInfoData sql;
+	int			ncols = table_columns(r);
 	Oid			types[1] = {TEXTARRAYOID};
 	int64		groups = 0;
+	SPIPlanPtr	plan;
 	int			first;
+	int			i;
 
+	if (ids == NIL)
+		return 0;
+	initStringInfo(&cols);
+	for (i = 1; i <= ncols; i++)
+		appendStringInfo(&cols, "%sc%d", i > 1 ? ", " : "", i);
+	initStringInfo(&sql);
+	appendStringInfo(&sql,
+					 "WITH n AS MATERIALIZED (SELECT * FROM (%s) s WHERE %s), "
+					 "c AS MATERIALIZED (SELECT %s, sum(d) AS d, max(t) AS t FROM "
+					 "(SELECT o.*, 1, o.ctid FROM %s o WHERE %s "
+					 "UNION ALL SELECT n.*, -1, NULL::pg_catalog.tid FROM n) "
+					 "AS u(%s, d, t) GROUP BY %s HAVING sum(d) <> 0), "
+					 "d AS (DELETE FROM %s o WHERE o.ctid = ANY (ARRAY(SELECT t FROM c WHERE d > 0))), "
+					 "i AS (INSERT INTO %s SELECT %s FROM c WHERE d < 0) "
+					 "SELECT count(*) FROM n",
+					 r->fill_query, tenants_sql(r, "s."), cols.data, r->relname,
+					 tenants_sql(r, "o."), cols.data, cols.data, r->relname,
+					 r->relname, cols.data);
+
+	/*
+	 * A generic plan: the tenants are a parameter, whose shards the wrapper
+	 * chooses when the statement runs.  Planned with the tenants as
+	 * constants, the wrapper would estimate the rows of each of their
+	 * shards, which costs about what reading their groups does.
+	 */
+	plan = SPI_prepare_cursor(sql.data, 1, types, CURSOR_OPT_GENERIC_PLAN);
+	if (plan == NULL)
+		elog(ERROR, "SPI_prepare_cursor failed: %s",
+			 SPI_result_code_string(SPI_result));
 	for (first = 0; first < list_length(ids); first += ROLLUP_BATCH_TENANTS)
 	{
 		Datum		values[1];
+		bool		isnull;
+		int			rc;
 
 		values[0] = ids_array(ids, first, ROLLUP_BATCH_TENANTS);
-		rollup_spi_run(del, 1, types, values);
-		groups += rollup_spi_run(ins, 1, types, values);
+		rc = SPI_execute_plan(plan, values, NULL, false, 0);
+		if (rc < 0)
+			elog(ERROR, "SPI_execute_plan failed: %s",
+				 SPI_result_code_string(rc));
+		groups += DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
+											  SPI_tuptable->tupdesc, 1,
+											  &isnull));
 	}
 	return groups;
 }
@@ -160,8 +227,9 @@ record_tenants(Rollup *r, List *ids, TimestampTz as_of)
  * record_marks
  *		Keep what the refresh took of each shard's log, and the state of
  *		the shard's files that goes with it (writing only the rows that
- *		changed), forget shards gone from the directory, and note the
- *		refresh's as_of.
+ *		changed, of the shards opened: the others were taken as the
+ *		catalog has them), forget shards gone from the directory, and note
+ *		the refresh's as_of.
  */
 static void
 record_marks(Rollup *r, List *logs, TimestampTz as_of, bool full)
@@ -188,6 +256,8 @@ record_marks(Rollup *r, List *logs, TimestampTz as_of, bool full)
 		ids[nids++] = CStringGetTextDatum(log->shard_id);
 		if (log->epoch == NULL)
 			continue;			/* skipped: its changes wait */
+		if (!log->opened)
+			continue;			/* files unchanged: its row is as it was */
 		taken[ntaken] = CStringGetTextDatum(log->shard_id);
 		epochs[ntaken] = CStringGetTextDatum(log->epoch);
 		nostate[ntaken] = log->file_state == NULL;

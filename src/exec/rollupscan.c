@@ -183,16 +183,6 @@ catalog_owner(void)
 }
 
 /*
- * rollup_catalog_owner
- *		catalog_owner, for the planner's reading of the catalog.
- */
-Oid
-rollup_catalog_owner(void)
-{
-	return catalog_owner();
-}
-
-/*
  * list_has_id
  *		Is id (UTF-8) in ids?
  */

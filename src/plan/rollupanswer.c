@@ -10,7 +10,8 @@
  *
  *	 SELECT <keys>, <combined aggregates> FROM (
  *	   WITH live AS MATERIALIZED (SELECT ids FROM rollup_answer_live(...))
- *	   SELECT r.* FROM <rollup table> r WHERE r.tenant <> ALL (live ids)
+ *	   SELECT r.* FROM <rollup table> r
+ *	     WHERE <no live ids> OR r.tenant <> ALL (live ids)
  *	   UNION ALL
  *	   SELECT f.* FROM (<the rollup's own query>) f WHERE f.tenant = ANY (live ids)
  *	 ) <rollup> WHERE <conditions> GROUP BY <keys> HAVING ... ORDER BY ...
@@ -51,17 +52,19 @@
 #include "sqlite_shard_fdw.h"
 
 #include "access/genam.h"
+#include "access/heapam.h"
 #include "access/htup_details.h"
 #include "access/table.h"
+#include "access/tableam.h"
 #include "access/xact.h"
 #include "catalog/indexing.h"
+#include "catalog/namespace.h"
 #include "catalog/pg_aggregate.h"
 #include "catalog/pg_extension.h"
 #include "catalog/pg_namespace.h"
 #include "catalog/pg_proc.h"
 #include "catalog/pg_type.h"
 #include "commands/extension.h"
-#include "executor/spi.h"
 #include "miscadmin.h"
 #include "nodes/makefuncs.h"
 #include "nodes/nodeFuncs.h"
@@ -202,57 +205,102 @@ query_is_candidate(Query *parse)
 }
 
 /*
+ * catalog_column
+ *		The attribute number of column name of the rollup catalog's
+ *		descriptor desc.
+ */
+static AttrNumber
+catalog_column(TupleDesc desc, const char *name)
+{
+	int			i;
+
+	for (i = 0; i < desc->natts; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(desc, i);
+
+		if (!att->attisdropped && strcmp(NameStr(att->attname), name) == 0)
+			return att->attnum;
+	}
+	elog(ERROR, "rollup catalog has no column \"%s\"", name);
+	return InvalidAttrNumber;	/* keep compiler quiet */
+}
+
+/*
+ * cmp_candidates
+ *		list_sort comparator of RollupCandidates, by the rollup table's OID.
+ */
+static int
+cmp_candidates(const ListCell *a, const ListCell *b)
+{
+	Oid			x = ((RollupCandidate *) lfirst(a))->relid;
+	Oid			y = ((RollupCandidate *) lfirst(b))->relid;
+
+	return x < y ? -1 : x > y ? 1 : 0;
+}
+
+/*
  * rollups_of
- *		The rollups of foreign table source, from the catalog, read as its
- *		owner (the caller may not read it).
+ *		The rollups of foreign table source, from the catalog, in the order
+ *		of their tables' OIDs.  The catalog (a few rows) is scanned
+ *		directly, with the statement's snapshot or a new one, as the query
+ *		it used to be: each query planned in a new session would otherwise
+ *		parse and plan that query first.  Nothing the caller could not
+ *		read reaches it: a rollup is used only when the caller may read
+ *		its table (answer_from).
  */
 static List *
 rollups_of(Oid source)
 {
-	Oid			owner = rollup_catalog_owner();
-	Oid			save_user;
-	int			save_sec;
+	Oid			nsp = get_namespace_oid("ssfdw_rollup", true);
+	Oid			relid = OidIsValid(nsp) ?
+		get_relname_relid("rollups", nsp) : InvalidOid;
+	Relation	rel;
+	TupleDesc	desc;
+	TableScanDesc scan;
+	HeapTuple	tup;
+	AttrNumber	a_rollup,
+				a_source,
+				a_fill,
+				a_key;
+	bool		pushed = false;
 	List	   *result = NIL;
-	MemoryContext caller = CurrentMemoryContext;
 
-	if (!OidIsValid(owner))
+	if (!OidIsValid(relid))
 		return NIL;
-	GetUserIdAndSecContext(&save_user, &save_sec);
-	SetUserIdAndSecContext(owner, save_sec | SECURITY_LOCAL_USERID_CHANGE);
-	PG_TRY();
+	rel = table_open(relid, AccessShareLock);
+	desc = RelationGetDescr(rel);
+	a_rollup = catalog_column(desc, "rollup");
+	a_source = catalog_column(desc, "source");
+	a_fill = catalog_column(desc, "fill_query");
+	a_key = catalog_column(desc, "tenant_key");
+	if (!ActiveSnapshotSet())
 	{
-		Oid			types[1] = {OIDOID};
-		Datum		values[1] = {ObjectIdGetDatum(source)};
-		uint64		i;
-
-		SPI_connect();
-		if (SPI_execute_with_args("SELECT rollup::pg_catalog.oid, fill_query, tenant_key::pg_catalog.text "
-								  "FROM ssfdw_rollup.rollups WHERE source = $1 "
-								  "ORDER BY rollup::pg_catalog.oid",
-								  1, types, values, NULL, ActiveSnapshotSet(),
-								  0) != SPI_OK_SELECT)
-			elog(ERROR, "could not read the rollup catalog");
-		for (i = 0; i < SPI_processed; i++)
-		{
-			HeapTuple	tup = SPI_tuptable->vals[i];
-			TupleDesc	desc = SPI_tuptable->tupdesc;
-			MemoryContext old = MemoryContextSwitchTo(caller);
-			RollupCandidate *c = palloc(sizeof(RollupCandidate));
-			bool		isnull;
-
-			c->relid = DatumGetObjectId(SPI_getbinval(tup, desc, 1, &isnull));
-			c->fill_query = pstrdup(SPI_getvalue(tup, desc, 2));
-			c->tenant_key = pstrdup(SPI_getvalue(tup, desc, 3));
-			result = lappend(result, c);
-			MemoryContextSwitchTo(old);
-		}
-		SPI_finish();
+		PushActiveSnapshot(GetTransactionSnapshot());
+		pushed = true;
 	}
-	PG_FINALLY();
+	scan = table_beginscan(rel, GetActiveSnapshot(), 0, NULL);
+	while ((tup = heap_getnext(scan, ForwardScanDirection)) != NULL)
 	{
-		SetUserIdAndSecContext(save_user, save_sec);
+		bool		isnull;
+		Datum		v = heap_getattr(tup, a_source, desc, &isnull);
+		RollupCandidate *c;
+
+		if (isnull || DatumGetObjectId(v) != source)
+			continue;
+		c = palloc(sizeof(RollupCandidate));
+		c->relid = DatumGetObjectId(heap_getattr(tup, a_rollup, desc, &isnull));
+		c->fill_query = TextDatumGetCString(heap_getattr(tup, a_fill, desc,
+														 &isnull));
+		c->tenant_key = pstrdup(NameStr(*DatumGetName(heap_getattr(tup, a_key,
+																	desc,
+																	&isnull))));
+		result = lappend(result, c);
 	}
-	PG_END_TRY();
+	table_endscan(scan);
+	if (pushed)
+		PopActiveSnapshot();
+	table_close(rel, AccessShareLock);
+	list_sort(result, cmp_candidates);
 	return result;
 }
 
@@ -360,6 +408,8 @@ inner_sql(RollupCandidate *c, Oid tenant_type, RollupAnswerMode mode)
 	StringInfoData buf;
 	Oid			extschema = extension_schema();
 	const char *key = quote_identifier(c->tenant_key);
+	const char *table = quote_qualified_identifier(get_namespace_name(get_rel_namespace(c->relid)),
+												   get_rel_name(c->relid));
 
 	initStringInfo(&buf);
 	appendStringInfo(&buf,
@@ -372,15 +422,19 @@ inner_sql(RollupCandidate *c, Oid tenant_type, RollupAnswerMode mode)
 						 shard_rollup_max_staleness);
 	else
 		appendStringInfoString(&buf, "NULL::pg_catalog.interval");
-	/* the casts make each an array, not a subquery, compared with */
+	/*
+	 * The casts make each an array, not a subquery, compared with.  With
+	 * no tenant read live, the condition on the rollup table's rows is
+	 * true at its first term, a parameter, and no row is compared with
+	 * the empty list.
+	 */
 	appendStringInfo(&buf,
 					 ") AS l(ids)) "
-					 "SELECT r.* FROM %s r WHERE r.%s <> ALL ((SELECT live.ids FROM live)::%s[]) "
+					 "SELECT r.* FROM %s r WHERE (SELECT pg_catalog.cardinality(live.ids) = 0 FROM live) "
+					 "OR r.%s <> ALL ((SELECT live.ids FROM live)::%s[]) "
 					 "UNION ALL "
 					 "SELECT f.* FROM (%s) f WHERE f.%s = ANY ((SELECT live.ids FROM live)::%s[])",
-					 quote_qualified_identifier(get_namespace_name(get_rel_namespace(c->relid)),
-												get_rel_name(c->relid)),
-					 key, format_type_be_qualified(tenant_type),
+					 table, key, format_type_be_qualified(tenant_type),
 					 c->fill_query, key, format_type_be_qualified(tenant_type));
 	return buf.data;
 }

@@ -46,7 +46,6 @@ extern int	shard_rollup_max_staleness;
 extern void shard_rollupanswer_init(void);
 
 /* in exec/rollupscan.c */
-extern Oid rollup_catalog_owner(void);
 extern RollupLiveDecision *rollup_live_decide(Oid rollup, int64 bound_us);
 extern bool rollup_live_is_marker(Oid funcid);
 extern void rollup_live_add_path(PlannerInfo *root, RelOptInfo *rel,
