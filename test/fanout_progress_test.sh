@@ -29,36 +29,8 @@ PG_MAJOR=${PG_MAJOR:-15}
 BIN=/usr/lib/postgresql/$PG_MAJOR/bin
 
 script_tmp ssfdw_fprog
-# as_pg CMD...: run as the server's OS user (initdb refuses root).
-as_pg()
-{
-	if [ "$(id -u)" -eq 0 ]; then
-		runuser -u postgres -- "$@"
-	else
-		"$@"
-	fi
-}
+script_cluster "shared_preload_libraries = 'sqlite_shard_fdw'"
 
-port=$((20000 + RANDOM % 20000))
-data="$tmp/pgdata"
-chown postgres "$tmp" 2>/dev/null || true
-as_pg "$BIN/initdb" -D "$data" -U postgres -A trust >"$tmp/initdb.log" 2>&1
-cat >>"$data/postgresql.conf" <<CONF
-port = $port
-listen_addresses = ''
-unix_socket_directories = '$tmp'
-shared_preload_libraries = 'sqlite_shard_fdw'
-CONF
-as_pg "$BIN/pg_ctl" -D "$data" -l "$tmp/server.log" -w start >/dev/null
-stop_server()
-{
-	touch "$tmp/stop"
-	as_pg "$BIN/pg_ctl" -D "$data" -m immediate -w stop >/dev/null 2>&1 || true
-	script_cleanup
-}
-trap stop_server EXIT
-
-export PGHOST=$tmp PGPORT=$port PGUSER=postgres PGDATABASE=postgres
 q()
 {
 	psql -X -q -At -v ON_ERROR_STOP=1 -c "$1"

@@ -32,35 +32,7 @@ BIN=/usr/lib/postgresql/$PG_MAJOR/bin
 TENANTS=300
 
 script_tmp ssfdw_pffds
-# as_pg CMD...: run as the server's OS user (initdb refuses root).
-as_pg()
-{
-	if [ "$(id -u)" -eq 0 ]; then
-		runuser -u postgres -- "$@"
-	else
-		"$@"
-	fi
-}
-
-port=$((20000 + RANDOM % 20000))
-data="$tmp/pgdata"
-chown postgres "$tmp" 2>/dev/null || true
-as_pg "$BIN/initdb" -D "$data" -U postgres -A trust >"$tmp/initdb.log" 2>&1
-cat >>"$data/postgresql.conf" <<CONF
-port = $port
-listen_addresses = ''
-unix_socket_directories = '$tmp'
-max_files_per_process = 64
-CONF
-as_pg "$BIN/pg_ctl" -D "$data" -l "$tmp/server.log" -w start >/dev/null
-stop_server()
-{
-	as_pg "$BIN/pg_ctl" -D "$data" -m immediate -w stop >/dev/null 2>&1 || true
-	script_cleanup
-}
-trap stop_server EXIT
-
-export PGHOST=$tmp PGPORT=$port PGUSER=postgres PGDATABASE=postgres
+script_cluster "max_files_per_process = 64"
 
 d="$tmp/fleet"
 python3 test/fixtures/tenantfiles.py build "$d" --tenants "$TENANTS" \

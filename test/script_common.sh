@@ -2,7 +2,9 @@
 #
 # test/script_common.sh
 #	Shell functions shared by the scripted tests that run real second
-#	processes (test/commit_test.sh, test/update_concurrency_test.sh).
+#	processes (test/commit_test.sh, test/update_concurrency_test.sh) or a
+#	cluster of their own (test/fanout_progress_test.sh,
+#	test/perfile_fds_test.sh, test/rollup_cron_test.sh).
 #
 # Sourced, not run, from the repository root (after test/fixtures/common.sh).
 
@@ -60,6 +62,42 @@ script_cleanup()
 		wait "$p" 2>/dev/null || true
 	done
 	rm -rf "$tmp"
+}
+
+# as_pg CMD...: run as the server's OS user (initdb refuses root).
+as_pg()
+{
+	if [ "$(id -u)" -eq 0 ]; then
+		runuser -u postgres -- "$@"
+	else
+		"$@"
+	fi
+}
+
+# script_cluster CONF
+#	Start a cluster of the test's own in $tmp/pgdata (after script_tmp;
+#	the server binaries in $BIN) on a random port and a socket in $tmp,
+#	with the lines CONF added to its postgresql.conf, and point psql at
+#	it.  At the end $tmp/stop is made (the test's loops end on it), the
+#	server is stopped and script_cleanup runs.
+script_cluster()
+{
+	port=$((20000 + RANDOM % 20000))
+	data="$tmp/pgdata"
+	chown postgres "$tmp" 2>/dev/null || true
+	as_pg "$BIN/initdb" -D "$data" -U postgres -A trust >"$tmp/initdb.log" 2>&1
+	printf "port = %s\nlisten_addresses = ''\nunix_socket_directories = '%s'\n%s\n" \
+		"$port" "$tmp" "$1" >>"$data/postgresql.conf"
+	as_pg "$BIN/pg_ctl" -D "$data" -l "$tmp/server.log" -w start >/dev/null
+	trap script_stop_cluster EXIT
+	export PGHOST=$tmp PGPORT=$port PGUSER=postgres PGDATABASE=postgres
+}
+
+script_stop_cluster()
+{
+	touch "$tmp/stop"
+	as_pg "$BIN/pg_ctl" -D "$data" -m immediate -w stop >/dev/null 2>&1 || true
+	script_cleanup
 }
 
 # result ok|failed NAME [DETAIL]: count and print one check.
