@@ -49,6 +49,10 @@ PG_MODULE_MAGIC;
 
 static ShardServerOptions *read_server_options(Oid serverid);
 static ShardTableOptions *read_table_options(Relation rel);
+static ShardServerOptions *copy_server_options(const ShardServerOptions *src,
+											   MemoryContext cxt);
+static ShardTableOptions *copy_table_options(const ShardTableOptions *src,
+											 MemoryContext cxt);
 
 /* Where each option may appear. */
 typedef struct ShardOption
@@ -801,13 +805,13 @@ options_cache(bool table)
 }
 
 /*
- * cache_strdup
- *		A string kept with the options, or NULL.
+ * copy_string
+ *		A copy of s in cxt, or NULL.
  */
 static char *
-cache_strdup(const char *s)
+copy_string(const char *s, MemoryContext cxt)
 {
-	return s ? MemoryContextStrdup(OptionsCacheContext, s) : NULL;
+	return s ? MemoryContextStrdup(cxt, s) : NULL;
 }
 
 /*
@@ -827,24 +831,35 @@ shard_server_options(Oid serverid)
 	if (entry == NULL)
 	{
 		opts = read_server_options(serverid);
-		kept = MemoryContextAlloc(OptionsCacheContext,
-								  sizeof(ShardServerOptions));
-		*kept = *opts;
-		kept->servername = cache_strdup(opts->servername);
-		kept->directory = cache_strdup(opts->directory);
-		kept->shard_path = cache_strdup(opts->shard_path);
-		kept->tenant_path = cache_strdup(opts->tenant_path);
-		kept->tenant_template = cache_strdup(opts->tenant_template);
-		kept->archive_folder = cache_strdup(opts->archive_folder);
+		kept = copy_server_options(opts, OptionsCacheContext);
 		/* reading may have emptied the cache (an invalidation) */
 		cache = options_cache(false);
 		entry = hash_search(cache, &serverid, HASH_ENTER, NULL);
 		entry->opts = kept;
-		pfree(opts);
+		return opts;
 	}
-	opts = palloc(sizeof(ShardServerOptions));
-	*opts = *(ShardServerOptions *) entry->opts;
-	return opts;
+	/* a copy of its own: an invalidation may empty the cache while in use */
+	return copy_server_options(entry->opts, CurrentMemoryContext);
+}
+
+/*
+ * copy_server_options
+ *		A copy of a server's options, strings included, in cxt.
+ */
+static ShardServerOptions *
+copy_server_options(const ShardServerOptions *src, MemoryContext cxt)
+{
+	ShardServerOptions *dst = MemoryContextAlloc(cxt,
+												 sizeof(ShardServerOptions));
+
+	*dst = *src;
+	dst->servername = copy_string(src->servername, cxt);
+	dst->directory = copy_string(src->directory, cxt);
+	dst->shard_path = copy_string(src->shard_path, cxt);
+	dst->tenant_path = copy_string(src->tenant_path, cxt);
+	dst->tenant_template = copy_string(src->tenant_template, cxt);
+	dst->archive_folder = copy_string(src->archive_folder, cxt);
+	return dst;
 }
 
 /*
@@ -921,12 +936,7 @@ shard_table_options(Relation rel)
 	if (entry == NULL)
 	{
 		opts = read_table_options(rel);
-		kept = MemoryContextAlloc(OptionsCacheContext,
-								  sizeof(ShardTableOptions));
-		*kept = *opts;
-		kept->table = cache_strdup(opts->table);
-		kept->tenant_column = cache_strdup(opts->tenant_column);
-		kept->reference_shard = cache_strdup(opts->reference_shard);
+		kept = copy_table_options(opts, OptionsCacheContext);
 		/* reading may have emptied the cache (an invalidation) */
 		cache = options_cache(true);
 		entry = hash_search(cache, &relid, HASH_ENTER, NULL);
@@ -934,11 +944,27 @@ shard_table_options(Relation rel)
 		entry->ncols = RelationGetDescr(rel)->natts;
 		entry->colnames = MemoryContextAllocZero(OptionsCacheContext,
 												 sizeof(char *) * (entry->ncols + 1));
-		pfree(opts);
+		return opts;
 	}
-	opts = palloc(sizeof(ShardTableOptions));
-	*opts = *(ShardTableOptions *) entry->opts;
-	return opts;
+	/* a copy of its own: an invalidation may empty the cache while in use */
+	return copy_table_options(entry->opts, CurrentMemoryContext);
+}
+
+/*
+ * copy_table_options
+ *		A copy of a foreign table's options, strings included, in cxt.
+ */
+static ShardTableOptions *
+copy_table_options(const ShardTableOptions *src, MemoryContext cxt)
+{
+	ShardTableOptions *dst = MemoryContextAlloc(cxt,
+												sizeof(ShardTableOptions));
+
+	*dst = *src;
+	dst->table = copy_string(src->table, cxt);
+	dst->tenant_column = copy_string(src->tenant_column, cxt);
+	dst->reference_shard = copy_string(src->reference_shard, cxt);
+	return dst;
 }
 
 /*
@@ -1141,7 +1167,7 @@ shard_column_name(Oid relid, AttrNumber attnum)
 	if (TableOptionsCache != NULL)
 		entry = hash_search(TableOptionsCache, &relid, HASH_FIND, NULL);
 	if (entry != NULL && attnum > 0 && attnum <= entry->ncols)
-		entry->colnames[attnum - 1] = cache_strdup(name);
+		entry->colnames[attnum - 1] = copy_string(name, OptionsCacheContext);
 	return name;
 }
 
