@@ -192,6 +192,18 @@ over_bounds(void)
 }
 
 /*
+ * may_close
+ *		Is nothing using the handle: no scan holds it, no transaction of
+ *		the backend keeps it, no statement of it is open?
+ */
+static bool
+may_close(ShardConn *conn)
+{
+	return conn->refcount == 0 && !conn->xact_scoped &&
+		conn->open_stmts == 0;
+}
+
+/*
  * shard_cache_evict_idle
  *		Close least recently used idle handles until at most "keep" remain
  *		open and the memory and descriptor bounds hold (handles in use do
@@ -213,8 +225,7 @@ shard_cache_evict_idle(int keep)
 
 			if (++passed > EVICT_SCAN_MAX)
 				break;
-			if (conn->refcount > 0 || conn->xact_scoped ||
-				conn->open_stmts > 0)
+			if (!may_close(conn))
 				continue;
 			if (!conn->in_xact || shard_conn_stale_read(conn))
 			{
@@ -239,8 +250,7 @@ shard_cache_evict_idle(int keep)
 
 				if (++passed > EVICT_SCAN_MAX)
 					break;
-				if (conn->refcount > 0 || conn->xact_scoped ||
-					conn->open_stmts > 0)
+				if (!may_close(conn))
 					continue;
 				fallback = conn;
 				break;
