@@ -1093,6 +1093,20 @@ shard_time_merge_checks(List *sqls)
 }
 
 /*
+ * text_range_marker
+ *		A copy of range marker c marked as a range of text alone, which
+ *		shard_time_range_append writes as one range of text.
+ */
+static Node *
+text_range_marker(const char *c)
+{
+	char	   *t = pstrdup(c);
+
+	t[0] = SHARD_TIME_TEXT_RANGE_MARK;
+	return (Node *) makeString(t);
+}
+
+/*
  * shard_time_ranges_for_shard
  *		The conditions of one shard's statement: the range markers of time
  *		columns that the shard declares TEXT marked as such, so that
@@ -1118,9 +1132,7 @@ shard_time_ranges_for_shard(List *conds, ShardConn *conn, const char *table)
 
 			if (aff == 'T' || aff == 'U')
 			{
-				c = pstrdup(c);
-				c[0] = SHARD_TIME_TEXT_RANGE_MARK;
-				out = lappend(out, makeString(c));
+				out = lappend(out, text_range_marker(c));
 				continue;
 			}
 		}
@@ -1154,9 +1166,7 @@ shard_time_ranges_text_only(List *conds, const char *column)
 		if (c[0] == SHARD_TIME_RANGE_MARK && strncmp(c + 1, column, len) == 0 &&
 			c[len + 1] == SHARD_TIME_RANGE_MARK)
 		{
-			c = pstrdup(c);
-			c[0] = SHARD_TIME_TEXT_RANGE_MARK;
-			out = lappend(out, makeString(c));
+			out = lappend(out, text_range_marker(c));
 			continue;
 		}
 		out = lappend(out, lfirst(lc));
